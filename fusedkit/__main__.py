@@ -1,0 +1,5 @@
+import sys
+
+from fusedkit.cli import main
+
+sys.exit(main())

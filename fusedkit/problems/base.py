@@ -1,0 +1,221 @@
+"""What every problem module provides: sizes with their limits, FLOP and byte counts per
+stage, the reference model, inputs, and the registry of variants (the kernel ladder).
+
+A problem is a :class:`Problem` instance in its own module; adding a third problem is one
+new module plus one line in :mod:`fusedkit.problems`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import torch
+from torch import nn
+
+Sizes = dict[str, int]
+
+# Counts of 32-bit elements above this overflow the int32 indices our CUDA kernels use.
+INT32_MAX = 2**31 - 1
+# A CPU run is allowed this much arithmetic (about half a minute for eager on 2 cores).
+CPU_FLOP_BUDGET = 2.0e12
+CPU_BYTE_BUDGET = 8 * 2**30
+
+
+class SizeError(ValueError):
+    """A size outside what a problem allows; the message names the parameter and range."""
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One size of a problem (a batch or feature dimension)."""
+
+    name: str
+    default: int          # KernelBench's value
+    description: str
+    maximum: int = 65536
+
+    def validate(self, value: object) -> int:
+        """The value as an int, or :class:`SizeError` naming this dimension and its range."""
+        allowed = f"an integer from 1 to {self.maximum}"
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise SizeError(f"{self.name}={value!r} is not an integer; allowed: {allowed}")
+        value = int(value)
+        if not 1 <= value <= self.maximum:
+            raise SizeError(f"{self.name}={value} is out of range; allowed: {allowed}")
+        return value
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the unfused model as eager PyTorch runs it.
+
+    ``flops`` counts multiply and add separately (a GEMM is 2*M*N*K); elementwise FLOP
+    counts are a convention (see each problem) and are negligible beside the GEMMs.
+    ``bytes_read`` / ``bytes_written`` are the fewest bytes this stage moves through
+    device memory on its own: each input read once, each output written once.
+    """
+
+    name: str
+    kind: str             # "gemm" (tensor-core capable) or "elementwise" / "reduction"
+    flops: float
+    bytes_read: float
+    bytes_written: float
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One step of a problem's ladder.
+
+    ``build(model)`` does the one-off preparation (compile, weight splits) and returns
+    the callable that maps the problem's inputs to its output.
+    """
+
+    number: int
+    slug: str
+    title: str
+    summary: str                      # one line: what changed against the previous step
+    build: Callable[[nn.Module], Callable[..., torch.Tensor]]
+    precision: str = "fp32"           # the arithmetic it uses (fusedkit.hardware.PRECISIONS)
+    needs_gpu: bool = False
+    source: str = ""                  # kernel file relative to fusedkit/kernels, "" for PyTorch
+    baseline: bool = False            # PyTorch itself, not one of our kernels
+
+
+@dataclass
+class Problem:
+    """A KernelBench problem: sizes, model, inputs, counts and its ladder of variants."""
+
+    key: str                          # "p12"
+    slug: str                         # "gemm_multiply_leakyrelu"
+    kernelbench_id: int
+    title: str
+    dims: tuple[Dim, ...]
+    constants: Mapping[str, float]
+    model_factory: Callable[..., nn.Module]
+    stage_counter: Callable[[Sizes, int], list[Stage]]
+    min_bytes_counter: Callable[[Sizes, int], float]
+    output_shape: Callable[[Sizes], tuple[int, ...]]
+    memory_counter: Callable[[Sizes, int], float]   # bytes eager holds at its peak
+    variants: dict[str, Variant] = field(default_factory=dict)
+
+    # -- sizes -----------------------------------------------------------------------
+    @property
+    def defaults(self) -> Sizes:
+        return {d.name: d.default for d in self.dims}
+
+    def sizes(self, overrides: Mapping[str, object] | None = None, **kw: object) -> Sizes:
+        """Validated sizes: the defaults with ``overrides`` applied.
+
+        Unknown names and bad values raise :class:`SizeError` naming the parameter.
+        """
+        given = dict(overrides or {}, **kw)
+        names = [d.name for d in self.dims]
+        for name in given:
+            if name not in names:
+                raise SizeError(f"{name!r} is not a size of {self.key}; valid: {', '.join(names)}")
+        return {d.name: d.validate(given.get(d.name, d.default)) for d in self.dims}
+
+    def check_runnable(self, sizes: Sizes, device: str | torch.device) -> None:
+        """Refuse sizes too large to run on ``device``, with a one-line reason.
+
+        GPU: every tensor must fit int32 indexing and eager's peak memory must fit the
+        free device memory. CPU: a budget of FLOPs and bytes keeps a run to ~half a minute.
+        """
+        sizes = self.sizes(sizes)
+        device = torch.device(device)
+        biggest = max(s.bytes_written for s in self.stages(sizes)) / 4
+        if biggest > INT32_MAX:
+            raise SizeError(f"sizes {fmt_sizes(sizes)} make a tensor of {biggest:.3g} elements; "
+                            f"allowed: at most {INT32_MAX} (int32 indexing)")
+        need = self.memory_counter(sizes, 4)
+        if device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(device)
+            if need > 0.9 * free:
+                raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.1f} GiB on the GPU; "
+                                f"allowed: at most {0.9 * free / 2**30:.1f} GiB (90% of free memory)")
+        else:
+            flops = sum(s.flops for s in self.stages(sizes))
+            if flops > CPU_FLOP_BUDGET:
+                raise SizeError(f"sizes {fmt_sizes(sizes)} need {flops / 1e12:.2f} TFLOP; a CPU run "
+                                f"is allowed at most {CPU_FLOP_BUDGET / 1e12:.0f} TFLOP: lower a dimension")
+            if need > CPU_BYTE_BUDGET:
+                raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.1f} GiB; a CPU run "
+                                f"is allowed at most {CPU_BYTE_BUDGET / 2**30:.0f} GiB")
+
+    # -- counts ----------------------------------------------------------------------
+    def stages(self, sizes: Sizes, element_bytes: int = 4) -> list[Stage]:
+        """The unfused stages with their FLOPs and bytes (``element_bytes`` per element)."""
+        return self.stage_counter(self.sizes(sizes), element_bytes)
+
+    def min_bytes(self, sizes: Sizes, element_bytes: int = 4) -> float:
+        """Fewest bytes any implementation moves: inputs and weights read once, output written once."""
+        return self.min_bytes_counter(self.sizes(sizes), element_bytes)
+
+    def flops(self, sizes: Sizes) -> float:
+        return sum(s.flops for s in self.stages(sizes))
+
+    # -- model and inputs --------------------------------------------------------------
+    def make_model(self, sizes: Sizes, *, seed: int = 0,
+                   device: str | torch.device = "cpu") -> nn.Module:
+        """The exact KernelBench model, its weights drawn by nn.Linear's own init under ``seed``."""
+        sizes = self.sizes(sizes)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = self.model_factory(**sizes, **self.constants)
+        return model.to(device).eval()
+
+    def get_inputs(self, sizes: Sizes, *, seed: int = 0,
+                   device: str | torch.device = "cpu") -> list[torch.Tensor]:
+        """KernelBench's inputs (``torch.rand``, uniform in [0, 1)) drawn under ``seed``."""
+        sizes = self.sizes(sizes)
+        g = torch.Generator(device="cpu").manual_seed(seed + 1_000_003)
+        x = torch.rand(sizes[self.dims[0].name], sizes[self.dims[1].name], generator=g)
+        return [x.to(device)]
+
+    # -- variants ----------------------------------------------------------------------
+    def variant(self, slug: str) -> Variant:
+        """The variant called ``slug``; an unknown name lists the valid ones."""
+        try:
+            return self.variants[slug]
+        except KeyError:
+            raise ValueError(f"variant={slug!r} is not a variant of {self.key}; "
+                             f"valid: {', '.join(self.variants)}") from None
+
+    def ladder(self, names: Sequence[str] | None = None) -> list[Variant]:
+        """Variants in ladder order (all, or the named ones, validated)."""
+        chosen = [self.variant(n) for n in names] if names else list(self.variants.values())
+        return sorted(chosen, key=lambda v: v.number)
+
+    def add_variant(self, v: Variant) -> Variant:
+        if v.slug in self.variants:
+            raise ValueError(f"variant {v.slug!r} is registered twice for {self.key}")
+        self.variants[v.slug] = v
+        return v
+
+
+def fmt_sizes(sizes: Mapping[str, int]) -> str:
+    """``batch_size=1024,in_features=8192,...``: the compact form used in records."""
+    return ",".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def parse_sizes(text: str) -> dict[str, int]:
+    """Inverse of :func:`fmt_sizes`; values stay unvalidated until ``Problem.sizes``."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep:
+            raise SizeError(f"size {part!r} must look like name=value, e.g. batch_size=1024")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise SizeError(f"{name.strip()}={value!r} is not an integer") from None
+    return out

@@ -1,0 +1,126 @@
+"""Roofline arithmetic: FLOPs, fewest bytes, arithmetic intensity and the two time floors.
+
+For a stage that does F FLOPs and must move B bytes, on a unit of peak rate P (FLOP/s)
+fed by memory of bandwidth W (bytes/s):
+
+    compute floor = F / P,   memory floor = B / W,   floor = max of the two.
+
+Intensity F / B against the ridge point P / W says which floor binds. GEMM stages run at
+the chosen precision's rate (tensor cores for tf32 / bf16); elementwise and reduction
+stages on the FP32 CUDA cores. Storage is fp32 (4 bytes) unless ``element_bytes`` says
+otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from fusedkit.hardware import PRECISIONS, GpuSpec
+from fusedkit.problems import Problem, Sizes, Stage
+
+
+@dataclass(frozen=True)
+class Floor:
+    """Time floors of one piece of work on one GPU, in milliseconds."""
+
+    flops: float
+    bytes: float
+    peak_tflops: float
+    mem_gbps: float
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity in FLOP per byte."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def compute_ms(self) -> float:
+        return self.flops / (self.peak_tflops * 1e12) * 1e3
+
+    @property
+    def memory_ms(self) -> float:
+        return self.bytes / (self.mem_gbps * 1e9) * 1e3
+
+    @property
+    def floor_ms(self) -> float:
+        return max(self.compute_ms, self.memory_ms)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_ms >= self.memory_ms else "memory"
+
+
+def _check_precision(precision: str) -> None:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
+
+
+def stage_floor(stage: Stage, gpu: GpuSpec, precision: str = "fp32") -> Floor:
+    """Floors of one stage: GEMMs at ``precision``'s rate, the rest on FP32 cores."""
+    _check_precision(precision)
+    peak = gpu.peak_tflops(precision if stage.kind == "gemm" else "fp32")
+    return Floor(stage.flops, stage.bytes, peak, gpu.mem_gbps)
+
+
+def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
+                element_bytes: int = 4) -> Floor:
+    """Floors of a perfectly fused kernel: all FLOPs, only the fewest bytes.
+
+    The compute floor adds each stage's FLOPs at the rate of the unit that does them.
+    """
+    stages = problem.stages(sizes, element_bytes)
+    floors = [stage_floor(s, gpu, precision) for s in stages]
+    flops = sum(f.flops for f in floors)
+    compute_ms = sum(f.compute_ms for f in floors)
+    # Express the mixed-unit compute time as one effective rate, so Floor stays simple.
+    eff_tflops = flops / (compute_ms * 1e-3) / 1e12
+    return Floor(flops, problem.min_bytes(sizes, element_bytes), eff_tflops, gpu.mem_gbps)
+
+
+def unfused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
+                  element_bytes: int = 4) -> float:
+    """Floor in ms of running the stages one after another (each its own pass)."""
+    return sum(stage_floor(s, gpu, precision).floor_ms
+               for s in problem.stages(sizes, element_bytes))
+
+
+def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
+          element_bytes: int = 4) -> pd.DataFrame:
+    """Per-stage roofline table with an unfused total and a fused row.
+
+    Columns: stage, kind, GFLOP, MB, FLOP/B, compute ms, memory ms, floor ms, bound.
+    """
+    rows = []
+
+    def row(name: str, kind: str, f: Floor, floor_ms: float | None = None) -> dict:
+        return {"stage": name, "kind": kind, "GFLOP": f.flops / 1e9, "MB": f.bytes / 1e6,
+                "FLOP/B": f.intensity, "compute ms": f.compute_ms, "memory ms": f.memory_ms,
+                "floor ms": f.floor_ms if floor_ms is None else floor_ms, "bound": f.bound}
+
+    stages = problem.stages(sizes, element_bytes)
+    for s in stages:
+        rows.append(row(s.name, s.kind, stage_floor(s, gpu, precision)))
+    un = [stage_floor(s, gpu, precision) for s in stages]
+    total = Floor(sum(f.flops for f in un), sum(f.bytes for f in un), 1.0, gpu.mem_gbps)
+    r = row("total, unfused (sum of stages)", "", total, sum(f.floor_ms for f in un))
+    r["compute ms"] = sum(f.compute_ms for f in un)
+    r["memory ms"] = sum(f.memory_ms for f in un)
+    r["bound"] = "compute" if r["compute ms"] >= r["memory ms"] else "memory"
+    rows.append(r)
+    rows.append(row("total, fused (fewest bytes)", "", fused_floor(problem, sizes, gpu, precision,
+                                                               element_bytes)))
+    return pd.DataFrame(rows)
+
+
+def ridge_point(gpu: GpuSpec, precision: str = "fp32") -> float:
+    """Intensity (FLOP/B) above which ``precision``'s arithmetic, not memory, binds."""
+    return gpu.peak_tflops(precision) * 1e12 / (gpu.mem_gbps * 1e9)
+
+
+def achieved(flops: float, nbytes: float, ms: float) -> tuple[float, float]:
+    """(TFLOP/s, GB/s) achieved by work of ``flops`` and ``nbytes`` done in ``ms``."""
+    if not ms > 0:
+        raise ValueError(f"ms={ms!r} must be a positive time")
+    return flops / (ms * 1e-3) / 1e12, nbytes / (ms * 1e-3) / 1e9

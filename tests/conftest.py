@@ -1,0 +1,11 @@
+"""Shared test set-up: the run mode is settled before Triton is imported anywhere."""
+
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    # Triton kernels run in its CPU interpreter here; this must precede `import triton`.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import fusedkit  # noqa: E402,F401  (settles the mode for every test module)
