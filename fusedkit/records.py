@@ -1,0 +1,441 @@
+"""The ``data/`` records: one CSV row per (run, variant) with its timing, accuracy and origin.
+
+The file is append-only and is never edited in place. An append takes an exclusive lock,
+re-reads and validates the whole file, writes old + new rows to a temporary file in the
+same folder, syncs it to disk and atomically renames it over the original; a process that
+dies at any point leaves either the old file or the new one, never a torn mix. Readers
+take no lock: a rename is atomic, so they see one version or the other.
+
+The schema, column by column with units, is documented in ``data/README.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import math
+import os
+import re
+import secrets
+import stat
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+COLUMNS: tuple[str, ...] = (
+    "run_id", "timestamp", "commit", "device", "driver", "cuda", "torch", "triton",
+    "problem", "sizes", "variant", "tier", "timer",
+    "median_ms", "p10_ms", "p90_ms", "repeats", "tflops", "gbps", "pct_of_floor",
+    "max_abs_error", "rel_error", "allclose", "peak_mem_mb", "notes",
+)
+"""Column names, in file order."""
+
+CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]
+"""Columns filled from :class:`RunContext`; the same for every row of one run."""
+
+REQUIRED: tuple[str, ...] = ("problem", "sizes", "variant", "timer", "median_ms")
+"""Per-row columns that :func:`make_row` must be given."""
+
+TIERS: tuple[str, ...] = ("reference", "fp32-faithful", "kb-pass", "fast", "")
+"""Precision tiers; "" means the variant was not checked."""
+
+TIMERS: tuple[str, ...] = ("cuda-events", "cpu-wall")
+"""How ``median_ms`` was measured."""
+
+# Value kinds. Times must be > 0; other measurements >= 0; "" means not measured.
+_TIMES = ("median_ms", "p10_ms", "p90_ms")
+_FLOATS = _TIMES + ("tflops", "gbps", "pct_of_floor", "max_abs_error", "rel_error", "peak_mem_mb")
+_INTS = ("repeats",)
+_NON_EMPTY = ("run_id", "timestamp", "commit", "device", "torch", "problem", "sizes", "variant")
+# A row is identified by these: the same run may time one variant at several sizes.
+_KEY = ("run_id", "problem", "sizes", "variant")
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_SIZES_RE = re.compile(rf"{_NAME}=[^,=\s]+(,{_NAME}=[^,=\s]+)*")
+
+
+class RecordsError(ValueError):
+    """A records file is malformed; the message names the file, the line and the fault."""
+
+
+@dataclass
+class RunContext:
+    """Where and when one run was measured: the first eight columns of each of its rows.
+
+    ``timestamp`` is ISO 8601 in UTC (``2026-11-29T09:15:00Z``); ``run_id`` sorts by time
+    and ends in 6 random hex digits so that two runs in the same second differ.
+    """
+
+    run_id: str
+    timestamp: str
+    commit: str
+    device: str
+    driver: str
+    cuda: str
+    torch: str
+    triton: str
+
+    @classmethod
+    def collect(cls, repo_root: str | os.PathLike[str] | None = None) -> RunContext:
+        """Gather the context of this process: clock, git commit, device and versions.
+
+        ``repo_root`` is the git checkout whose commit is recorded (default: the folder
+        holding the ``fusedkit`` package). Nothing here fails for lack of a GPU or of git:
+        missing facts are recorded as "" (``commit`` as "unknown").
+        """
+        import torch  # noqa: PLC0415 - heavy; only needed here
+
+        from fusedkit.mode import detect_mode  # noqa: PLC0415 - imports torch and triton
+
+        now = datetime.now(timezone.utc).replace(microsecond=0)
+        root = Path(repo_root) if repo_root is not None else _repo_root()
+        mode = detect_mode()  # device "NVIDIA H200" or "cpu: <processor>", Triton version
+        return cls(
+            run_id=f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}",
+            timestamp=f"{now:%Y-%m-%dT%H:%M:%SZ}",
+            commit=_git_commit(root),
+            device=mode.device,
+            driver=_nvidia_driver() if mode.gpu else "",
+            cuda=torch.version.cuda or "",
+            torch=torch.__version__,
+            triton=mode.triton,
+        )
+
+
+def default_path() -> Path:
+    """The records file: ``$FUSEDKIT_RECORDS`` if set, else ``<repo>/data/records.csv``."""
+    override = os.environ.get("FUSEDKIT_RECORDS", "").strip()
+    if override:
+        return Path(override).expanduser()
+    return _repo_root() / "data" / "records.csv"
+
+
+def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
+    """One validated row: the run's context plus ``fields``, every value as its CSV text.
+
+    ``fields`` are columns of :data:`COLUMNS` other than the context ones; :data:`REQUIRED`
+    must be present, the rest default to "" (not measured). Units: times in ms, ``tflops``
+    in 1e12 FLOP/s, ``gbps`` in 1e9 bytes/s, ``pct_of_floor`` in percent,
+    ``peak_mem_mb`` in 1e6 bytes. ``sizes`` may be a mapping such as ``{"batch": 1024}``;
+    ``allclose`` a bool or None; numbers must be finite. Raises ValueError or TypeError.
+    """
+    unknown = sorted(set(fields) - set(COLUMNS))
+    if unknown:
+        raise ValueError(f"make_row: unknown column(s) {', '.join(unknown)}; "
+                         f"valid: {', '.join(COLUMNS)}")
+    from_ctx = [c for c in CONTEXT_COLUMNS if c in fields]
+    if from_ctx:
+        raise ValueError(f"make_row: {', '.join(from_ctx)} come(s) from the RunContext; "
+                         f"pass only: {', '.join(COLUMNS[len(CONTEXT_COLUMNS):])}")
+    missing = [c for c in REQUIRED if fields.get(c) is None]
+    if missing:
+        raise ValueError(f"make_row: missing required column(s) {', '.join(missing)}")
+    if not isinstance(ctx, RunContext):
+        raise TypeError(f"make_row: ctx={ctx!r} is not a RunContext; use RunContext.collect()")
+    row = {c: _to_text(c, v) for c, v in asdict(ctx).items()}
+    row.update({c: _to_text(c, fields.get(c)) for c in COLUMNS if c not in row})
+    fault = _check_row(row)
+    if fault:
+        raise ValueError(f"make_row: {fault}")
+    return row
+
+
+def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
+    """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably.
+
+    Creates the file, with its header, if missing. The existing file is validated first
+    and left untouched if it is malformed, has another schema (RecordsError), or if a new
+    row repeats the (run_id, problem, sizes, variant) of a recorded one (ValueError).
+    """
+    path = Path(path)
+    texts = [_row_text(i, r) for i, r in enumerate(rows)]
+    if not texts:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path):
+        _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
+        old = path.read_bytes() if path.exists() else b""
+        recorded = _parse(path, _decode(path, old)) if old.strip() else []
+        if not old.strip():
+            old = _csv_line(COLUMNS).encode()
+        elif not old.endswith(b"\n"):
+            old += b"\n"
+        seen = {tuple(r[c] for c in _KEY): line for line, r in recorded}
+        for i, row in enumerate(texts):
+            key = tuple(row[c] for c in _KEY)
+            if key in seen:
+                where = f"line {seen[key]} of {path}" if seen[key] else "an earlier row of this call"
+                raise ValueError(f"rows[{i}]: {dict(zip(_KEY, key))} is already recorded at {where}; "
+                                 "each (run_id, problem, sizes, variant) is recorded once")
+            seen[key] = 0
+        new = "".join(_csv_line(row[c] for c in COLUMNS) for row in texts).encode()
+        _replace_durably(path, old + new)
+
+
+def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """All rows of the records file, typed: one DataFrame row per CSV row, columns :data:`COLUMNS`.
+
+    ``timestamp`` is a UTC datetime; times, rates, errors and memory are float64 (NaN when
+    not measured); ``repeats`` is Int64; ``allclose`` is boolean with NA when not checked;
+    the rest are strings ("" when empty). A missing or empty file gives an empty frame.
+    Raises RecordsError naming the file and line of the first malformed row.
+    """
+    path = Path(path)
+    text = _decode(path, path.read_bytes()) if path.exists() else ""
+    rows = [r for _, r in _parse(path, text)] if text.strip() else []
+    frame = pd.DataFrame(rows, columns=list(COLUMNS), dtype=str)
+    for c in _FLOATS:
+        frame[c] = pd.to_numeric(frame[c].replace("", np.nan), errors="raise").astype("float64")
+    frame["repeats"] = pd.to_numeric(frame["repeats"].replace("", np.nan)).astype("Int64")
+    frame["allclose"] = frame["allclose"].map({"true": True, "false": False, "": pd.NA}).astype("boolean")
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601").astype(
+        "datetime64[ns, UTC]")  # one resolution, whatever pandas infers from the text
+    return frame
+
+
+# --- values to text and back ---------------------------------------------------------------
+
+def _to_text(column: str, value: object) -> str:
+    """The CSV text of one value (None -> ""), or TypeError naming the column."""
+    if value is None:
+        return ""
+    if column == "allclose":
+        if isinstance(value, (bool, np.bool_)):
+            return "true" if value else "false"
+        if value == "":
+            return ""
+        raise TypeError(f"allclose={value!r}: expected True, False or None")
+    if column == "sizes" and isinstance(value, Mapping):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if column in _FLOATS or column in _INTS:
+        if isinstance(value, (str, bytes, bool, np.bool_)):
+            raise TypeError(f"{column}={value!r}: expected a number")
+        try:
+            number = float(value)  # type: ignore[arg-type]  # also numpy scalars, 1-element tensors
+        except (TypeError, ValueError):
+            raise TypeError(f"{column}={value!r}: expected a number") from None
+        if column in _INTS:
+            return str(int(number)) if number.is_integer() else repr(number)
+        return repr(number)  # shortest text that reads back as the same float
+    if not isinstance(value, str):
+        raise TypeError(f"{column}={value!r}: expected a string")
+    return value
+
+
+def _check_row(row: Mapping[str, str]) -> str:
+    """The first fault of a row of CSV texts, as one sentence, or "" if it is valid."""
+    for c, v in row.items():
+        if "\n" in v or "\r" in v:
+            return f"{c}={v!r} contains a line break; one record must be one line"
+    for c in _NON_EMPTY:
+        if not row[c].strip():
+            return f"{c} is empty; it is required"
+    try:
+        # Python 3.10's fromisoformat does not take the "Z" suffix; spell it as an offset.
+        stamp = datetime.fromisoformat(re.sub(r"Z$", "+00:00", row["timestamp"]))
+    except ValueError:
+        stamp = None
+    if stamp is None or stamp.utcoffset() is None:
+        return f"timestamp={row['timestamp']!r} is not an ISO 8601 time with a UTC offset"
+    if not _SIZES_RE.fullmatch(row["sizes"]):
+        return f"sizes={row['sizes']!r} is not of the form name=value,name=value"
+    if row["tier"] not in TIERS:
+        return f"tier={row['tier']!r} is not a tier; valid: {', '.join(map(repr, TIERS))}"
+    if row["timer"] not in TIMERS:
+        return f"timer={row['timer']!r} is not a timer; valid: {', '.join(TIMERS)}"
+    if row["allclose"] not in ("true", "false", ""):
+        return f"allclose={row['allclose']!r}: expected 'true', 'false' or ''"
+    numbers: dict[str, float] = {}
+    for c in _FLOATS + _INTS:
+        if row[c] == "":
+            continue
+        low = 1 if c in _INTS else 0
+        kind = "a whole number >= 1" if c in _INTS else ("a finite number > 0" if c in _TIMES
+                                                          else "a finite number >= 0")
+        try:
+            x = float(row[c])
+        except ValueError:
+            return f"{c}={row[c]!r} is not a number; expected {kind}"
+        bad_int = c in _INTS and not x.is_integer()
+        if not math.isfinite(x) or x < low or (c in _TIMES and x <= 0) or bad_int:
+            return f"{c}={row[c]!r}: expected {kind}"
+        numbers[c] = x
+    if row["median_ms"] == "":
+        return "median_ms is empty; it is required"
+    med, p10, p90 = (numbers.get(c) for c in _TIMES)
+    if (p10 is not None and p10 > med) or (p90 is not None and p90 < med):
+        return f"p10_ms={p10}, median_ms={med}, p90_ms={p90}: expected p10 <= median <= p90"
+    return ""
+
+
+def _row_text(index: int, row: object) -> dict[str, str]:
+    """A row for append_rows, checked: exactly the columns, as text, valid."""
+    if not isinstance(row, Mapping):
+        raise TypeError(f"rows[{index}] is a {type(row).__name__}; expected a dict from make_row")
+    if set(row) != set(COLUMNS):
+        missing = [c for c in COLUMNS if c not in row]
+        extra = sorted(set(row) - set(COLUMNS))
+        raise ValueError(f"rows[{index}]: missing {missing or 'none'}, unknown {extra or 'none'}; "
+                         "build rows with make_row")
+    # make_row's rows are text already; values are accepted too and checked the same way.
+    text = {c: row[c] if isinstance(row[c], str) else _to_text(c, row[c]) for c in COLUMNS}
+    fault = _check_row(text)
+    if fault:
+        raise ValueError(f"rows[{index}]: {fault}")
+    return text
+
+
+# --- the file -----------------------------------------------------------------------------
+
+def _csv_line(cells: object) -> str:
+    """One CSV line, quoted where a cell holds a comma or a quote, ending in "\\n"."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise RecordsError(f"{path}:{line}: not UTF-8 text ({e.reason})") from None
+
+
+def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
+    """Validate every line of a records file; return (line number, row) pairs."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, dict[str, str]]] = []
+    seen: dict[tuple[str, ...], int] = {}
+    try:
+        header = next(reader)
+        _check_header(path, header)
+        for cells in reader:
+            line = reader.line_num
+            if not cells:
+                continue  # a blank line holds no record
+            if len(cells) != len(COLUMNS):
+                raise RecordsError(f"{path}:{line}: wrong field count: {len(cells)} fields, "
+                                   f"expected {len(COLUMNS)} ({', '.join(COLUMNS)})")
+            row = dict(zip(COLUMNS, cells))
+            fault = _check_row(row)
+            if fault:
+                raise RecordsError(f"{path}:{line}: {fault}")
+            key = tuple(row[c] for c in _KEY)
+            if key in seen:
+                raise RecordsError(f"{path}:{line}: {dict(zip(_KEY, key))} repeats line {seen[key]}")
+            seen[key] = line
+            rows.append((line, row))
+    except csv.Error as e:
+        raise RecordsError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
+    return rows
+
+
+def _check_header(path: Path, header: list[str]) -> None:
+    if tuple(header) == COLUMNS:
+        return
+    missing = [c for c in COLUMNS if c not in header]
+    extra = [c for c in header if c not in COLUMNS]
+    what = (f"missing {missing or 'none'}, unexpected {extra or 'none'}" if missing or extra
+            else f"same columns in another order: {', '.join(header)}")
+    raise RecordsError(f"{path}:1: header is not the current schema ({what}). The file is "
+                       "left as it is: move it aside or convert it (see data/README.md)")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``<path>.lock`` (released by the OS if the process dies)."""
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the flock
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def _remove_stale_temps(path: Path) -> None:
+    for stale in path.parent.glob(_temp_prefix(path) + "*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
+def _write_temp(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` and force it to disk."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+
+
+def _replace_durably(path: Path, data: bytes) -> None:
+    """Make ``data`` the content of ``path`` in one atomic step that survives a crash."""
+    tmp = path.with_name(f"{_temp_prefix(path)}{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    try:
+        try:
+            if path.exists():
+                os.fchmod(fd, stat.S_IMODE(path.stat().st_mode))
+            _write_temp(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)  # readers see the old file or the new one, never a mix
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    # Make the rename itself durable: sync the folder's entry list.
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+# --- context helpers ----------------------------------------------------------------------
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def _run(*args: str) -> str | None:
+    """stdout of a short command, or None if it is missing or fails."""
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=15, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def _git_commit(root: Path) -> str:
+    """Short hash of HEAD, "+dirty" if tracked or untracked files differ, else "unknown".
+
+    Changes under ``data/`` do not count: appending a record must not make the next run dirty.
+    """
+    commit = _run("git", "-C", str(root), "rev-parse", "--short", "HEAD")
+    if not commit:
+        return "unknown"
+    status = _run("git", "-C", str(root), "status", "--porcelain", "--", ".", ":(exclude)data")
+    # A status that cannot be read is not proof of a clean tree.
+    return commit + "+dirty" if status is None or status else commit
+
+
+def _nvidia_driver() -> str:
+    """The NVIDIA driver version ("550.54.15"), from nvidia-smi or the kernel module, or ""."""
+    out = _run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    if out:
+        return out.splitlines()[0].strip()
+    with contextlib.suppress(OSError):
+        text = Path("/proc/driver/nvidia/version").read_text()
+        found = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
+        if found:
+            return found.group(1)
+    return ""

@@ -1,0 +1,399 @@
+"""Tests of fusedkit.records: the data/ CSV schema, durable appends and strict reading."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fusedkit import records
+from fusedkit.records import (
+    COLUMNS,
+    RecordsError,
+    RunContext,
+    append_rows,
+    default_path,
+    make_row,
+    read_records,
+)
+
+SPAWN = multiprocessing.get_context("spawn")  # children start clean, as separate notebook kernels would
+
+
+def fake_context(tag: str = "") -> RunContext:
+    """A GPU-looking context without touching torch (fast, and usable in child processes)."""
+    token = os.urandom(3).hex()
+    return RunContext(run_id=f"20261129T091500Z-{token}{tag}", timestamp="2026-11-29T09:15:00Z",
+                      commit="1a2b3c4+dirty", device="NVIDIA H200", driver="550.54.15",
+                      cuda="12.8", torch="2.11.0+cu128", triton="3.6.0")
+
+
+def random_fields(rng: np.random.Generator, variant: str) -> dict:
+    """One row's measurements: fresh random values of realistic magnitude."""
+    med = float(rng.uniform(0.3, 9.0))
+    return dict(
+        problem=str(rng.choice(["p12", "p45"])),
+        sizes={"batch": int(rng.integers(1, 16384)), "in_features": 8192, "out_features": 8192},
+        variant=variant,
+        tier=str(rng.choice(["reference", "fp32-faithful", "kb-pass", "fast", ""])),
+        timer=str(rng.choice(["cuda-events", "cpu-wall"])),
+        median_ms=med,
+        p10_ms=med * float(rng.uniform(0.9, 1.0)),
+        p90_ms=med * float(rng.uniform(1.0, 1.2)),
+        repeats=int(rng.integers(1, 500)),
+        tflops=float(rng.uniform(1, 900)),
+        gbps=float(rng.uniform(10, 4800)),
+        pct_of_floor=float(rng.uniform(1, 100)),
+        max_abs_error=float(10 ** rng.uniform(-8, -2)),
+        rel_error=np.float64(10 ** rng.uniform(-8, -3)),   # numpy scalars are accepted
+        allclose=bool(rng.integers(0, 2)) if rng.random() < 0.8 else None,
+        peak_mem_mb=float(rng.uniform(1, 4000)) if rng.random() < 0.5 else None,
+        notes=f'tile 128x128, "stages"={int(rng.integers(2, 5))}, W split once',
+    )
+
+
+def write_valid_file(path: Path, n: int = 3) -> list[dict]:
+    rng = np.random.default_rng()
+    ctx = fake_context()
+    rows = [make_row(ctx, **random_fields(rng, f"v{i}")) for i in range(n)]
+    append_rows(path, rows)
+    return rows
+
+
+def temp_leftovers(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".tmp"))
+
+
+# --- round trip -----------------------------------------------------------------------------
+
+def test_round_trip_keeps_every_value_and_types_the_columns(tmp_path):
+    rng = np.random.default_rng()
+    ctx = fake_context()
+    given = [random_fields(rng, f"step{i:02d}") for i in range(6)]
+    path = tmp_path / "records.csv"
+    append_rows(path, [make_row(ctx, **g) for g in given])
+
+    df = read_records(path)
+    assert list(df.columns) == list(COLUMNS)
+    assert len(df) == len(given)
+    assert str(df["timestamp"].dtype) == "datetime64[ns, UTC]"
+    assert df["timestamp"].iloc[0] == pd.Timestamp("2026-11-29T09:15:00Z")
+    assert str(df["repeats"].dtype) == "Int64"
+    assert str(df["allclose"].dtype) == "boolean"
+    for c in ("median_ms", "p10_ms", "p90_ms", "tflops", "gbps", "pct_of_floor",
+              "max_abs_error", "rel_error", "peak_mem_mb"):
+        assert df[c].dtype == np.float64, c
+
+    for (_, got), want in zip(df.iterrows(), given):
+        for c in ("median_ms", "p10_ms", "p90_ms", "tflops", "gbps", "max_abs_error", "rel_error"):
+            assert got[c] == float(want[c]), c          # bit for bit, not approximately
+        if want["peak_mem_mb"] is None:
+            assert math.isnan(got["peak_mem_mb"])
+        else:
+            assert got["peak_mem_mb"] == want["peak_mem_mb"]
+        assert got["repeats"] == want["repeats"]
+        assert (got["allclose"] is pd.NA) if want["allclose"] is None else got["allclose"] == want["allclose"]
+        assert got["sizes"] == ",".join(f"{k}={v}" for k, v in want["sizes"].items())
+        assert got["notes"] == want["notes"]
+        assert got["tier"] == want["tier"] and got["variant"] == want["variant"]
+        assert got["device"] == "NVIDIA H200" and got["commit"] == "1a2b3c4+dirty"
+
+    # Commas and quotes are quoted properly: a plain CSV reader agrees.
+    plain = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert list(plain["sizes"]) == list(df["sizes"]) and list(plain["notes"]) == list(df["notes"])
+
+
+def test_missing_and_empty_files_read_as_empty_frames(tmp_path):
+    assert read_records(tmp_path / "absent.csv").empty
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    df = read_records(empty)
+    assert df.empty and list(df.columns) == list(COLUMNS)
+    write_valid_file(empty, n=2)   # an empty file gets its header on the first append
+    assert empty.read_text().splitlines()[0] == ",".join(COLUMNS)
+    assert len(read_records(empty)) == 2
+
+
+def test_appending_twice_keeps_earlier_rows(tmp_path):
+    path = tmp_path / "records.csv"
+    first = write_valid_file(path, n=3)
+    before = path.read_bytes()
+    second = write_valid_file(path, n=2)
+    assert path.read_bytes().startswith(before)      # earlier bytes untouched
+    df = read_records(path)
+    assert list(df["run_id"]) == [r["run_id"] for r in first + second]
+    assert list(df["median_ms"]) == [float(r["median_ms"]) for r in first + second]
+
+
+def test_duplicate_run_and_variant_is_refused(tmp_path):
+    path = tmp_path / "records.csv"
+    rows = write_valid_file(path, n=2)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="already recorded at line 2"):
+        append_rows(path, [rows[0]])
+    with pytest.raises(ValueError, match="earlier row of this call"):
+        extra = make_row(fake_context(), **random_fields(np.random.default_rng(), "x"))
+        append_rows(path, [extra, extra])
+    assert path.read_bytes() == before
+
+
+# --- crashes --------------------------------------------------------------------------------
+
+def test_failed_rename_leaves_original_intact(tmp_path, monkeypatch):
+    path = tmp_path / "records.csv"
+    rows = write_valid_file(path, n=3)
+    before = path.read_bytes()
+
+    def broken_replace(src, dst):
+        raise OSError("simulated crash before the rename")
+
+    monkeypatch.setattr(records.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="simulated crash"):
+        write_valid_file(path, n=2)
+    assert path.read_bytes() == before
+    assert temp_leftovers(path) == []
+    assert list(read_records(path)["variant"]) == [r["variant"] for r in rows]
+
+
+def test_partial_temp_write_leaves_original_intact(tmp_path, monkeypatch):
+    path = tmp_path / "records.csv"
+    write_valid_file(path, n=3)
+    before = path.read_bytes()
+    written = {}
+
+    def half_then_fail(fd, data):
+        written["n"] = os.write(fd, data[: len(data) // 2])
+        raise OSError("simulated disk error half-way")
+
+    monkeypatch.setattr(records, "_write_temp", half_then_fail)
+    with pytest.raises(OSError, match="half-way"):
+        write_valid_file(path, n=4)
+    assert written["n"] > len(before) // 2                # the failure really was mid-file
+    assert path.read_bytes() == before
+    assert temp_leftovers(path) == []
+    assert len(read_records(path)) == 3
+
+
+def _die_mid_write(path: str) -> None:
+    """Child process: start an append and die (no cleanup, no exception) half-way through."""
+    def half_then_die(fd, data):
+        os.write(fd, data[: len(data) // 2])
+        os._exit(3)
+
+    records._write_temp = half_then_die
+    write_valid_file(Path(path), n=2)
+
+
+def test_process_killed_mid_write_leaves_original_and_lock_usable(tmp_path):
+    path = tmp_path / "records.csv"
+    first = write_valid_file(path, n=3)
+    before = path.read_bytes()
+    child = SPAWN.Process(target=_die_mid_write, args=(str(path),))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 3
+    assert path.read_bytes() == before
+    assert len(temp_leftovers(path)) == 1                 # the dead writer's half file
+    assert len(read_records(path)) == 3
+    later = write_valid_file(path, n=2)                   # the lock died with the process
+    assert temp_leftovers(path) == []                     # and its leftover is swept
+    assert list(read_records(path)["run_id"]) == [r["run_id"] for r in first + later]
+
+
+# --- concurrency ----------------------------------------------------------------------------
+
+def _append_many(path: str, worker: int, calls: int, per_call: int) -> None:
+    rng = np.random.default_rng()
+    ctx = fake_context(tag=f"w{worker}")
+    for call in range(calls):
+        rows = [make_row(ctx, **random_fields(rng, f"w{worker}-c{call}-r{i}")) for i in range(per_call)]
+        append_rows(path, rows)
+
+
+def test_concurrent_appends_lose_no_rows(tmp_path):
+    path = tmp_path / "records.csv"
+    workers, calls, per_call = 4, 8, 3
+    procs = [SPAWN.Process(target=_append_many, args=(str(path), w, calls, per_call))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * workers
+    df = read_records(path)
+    want = {f"w{w}-c{c}-r{i}" for w in range(workers) for c in range(calls) for i in range(per_call)}
+    assert len(df) == len(want) and set(df["variant"]) == want
+    # Each worker's own rows stay in the order it wrote them.
+    for w in range(workers):
+        mine = [v for v in df["variant"] if v.startswith(f"w{w}-")]
+        assert mine == [f"w{w}-c{c}-r{i}" for c in range(calls) for i in range(per_call)]
+    assert temp_leftovers(path) == []
+
+
+# --- malformed files ------------------------------------------------------------------------
+
+def _set(column: str, value: str):
+    def edit(cells: list[str]) -> list[str]:
+        cells[COLUMNS.index(column)] = value
+        return cells
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda cells: cells[:-2], "wrong field count: 23 fields, expected 25"),
+    (lambda cells: cells + ["extra"], "wrong field count: 26 fields"),
+    (_set("median_ms", "fast"), "median_ms='fast' is not a number"),
+    (_set("median_ms", "nan"), "median_ms='nan': expected a finite number > 0"),
+    (_set("median_ms", ""), "median_ms is empty"),
+    (_set("tier", "good-enough"), "tier='good-enough' is not a tier"),
+    (_set("timer", "stopwatch"), "timer='stopwatch' is not a timer"),
+    (_set("allclose", "yes"), "allclose='yes'"),
+    (_set("repeats", "2.5"), "repeats='2.5': expected a whole number"),
+    (_set("timestamp", "yesterday"), "timestamp='yesterday'"),
+    (_set("sizes", "1024x8192"), "sizes='1024x8192'"),
+])
+def test_malformed_line_names_file_and_line(tmp_path, edit, message):
+    import csv
+    import io
+
+    path = tmp_path / "records.csv"
+    write_valid_file(path, n=4)
+    lines = path.read_text().splitlines(keepends=True)
+    broken = 3                                            # header is line 1
+    cells = next(csv.reader([lines[broken - 1]]))
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(edit(cells))
+    lines[broken - 1] = buf.getvalue()
+    path.write_text("".join(lines))
+    before = path.read_bytes()
+
+    with pytest.raises(RecordsError, match=re.escape(f"{path}:{broken}: {message}")):
+        read_records(path)
+    with pytest.raises(RecordsError, match=re.escape(f"{path}:{broken}:")):
+        write_valid_file(path, n=1)                       # appends refuse a broken file ...
+    assert path.read_bytes() == before                    # ... and leave it as it was
+
+
+def test_older_schema_is_refused_naming_columns(tmp_path):
+    path = tmp_path / "records.csv"
+    write_valid_file(path, n=2)
+    old = [c for c in COLUMNS if c != "peak_mem_mb"] + ["gpu_clock_mhz"]
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(",".join(old) + "\n" + "".join(lines[1:]))
+    before = path.read_bytes()
+    for action in (lambda: read_records(path), lambda: write_valid_file(path, n=1)):
+        with pytest.raises(RecordsError) as info:
+            action()
+        text = str(info.value)
+        assert str(path) in text and "peak_mem_mb" in text and "gpu_clock_mhz" in text
+    assert path.read_bytes() == before
+
+
+def test_records_error_is_a_value_error():
+    assert issubclass(RecordsError, ValueError)
+
+
+# --- make_row -------------------------------------------------------------------------------
+
+def test_make_row_unknown_column_lists_valid_ones():
+    fields = random_fields(np.random.default_rng(), "eager")
+    with pytest.raises(ValueError, match="median_time") as info:
+        make_row(fake_context(), median_time=1.0, **fields)
+    assert all(c in str(info.value) for c in COLUMNS)
+
+
+@pytest.mark.parametrize(("change", "error", "message"), [
+    ({"median_ms": None}, ValueError, "missing required column(s) median_ms"),
+    ({"median_ms": float("inf")}, ValueError, "median_ms='inf'"),
+    ({"median_ms": -1.0}, ValueError, "median_ms='-1.0'"),
+    ({"tflops": float("nan")}, ValueError, "tflops='nan'"),
+    ({"median_ms": "2.7"}, TypeError, "median_ms='2.7': expected a number"),
+    ({"allclose": "true"}, TypeError, "allclose='true'"),
+    ({"tier": "faithful"}, ValueError, "tier='faithful' is not a tier"),
+    ({"notes": "two\nlines"}, ValueError, "line break"),
+    ({"device": "GPU"}, ValueError, "device come(s) from the RunContext"),
+    ({"p10_ms": 50.0}, ValueError, "expected p10 <= median <= p90"),
+])
+def test_make_row_rejects_bad_values(change, error, message):
+    fields = random_fields(np.random.default_rng(), "eager")
+    fields.update(change)
+    with pytest.raises(error, match=re.escape(message)):
+        make_row(fake_context(), **fields)
+
+
+def test_append_rows_checks_rows_it_did_not_get_from_make_row(tmp_path):
+    row = make_row(fake_context(), **random_fields(np.random.default_rng(), "eager"))
+    with pytest.raises(ValueError, match=re.escape("rows[0]: missing ['notes']")):
+        append_rows(tmp_path / "r.csv", [{k: v for k, v in row.items() if k != "notes"}])
+    with pytest.raises(ValueError, match="rows\\[0\\]: median_ms='-3'"):
+        append_rows(tmp_path / "r.csv", [{**row, "median_ms": "-3"}])
+    assert not (tmp_path / "r.csv").exists()
+
+
+# --- context and paths ----------------------------------------------------------------------
+
+def test_collect_on_this_machine(tmp_path):
+    import torch
+
+    ctx = RunContext.collect(repo_root=tmp_path)          # tmp_path is not a git checkout
+    assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", ctx.run_id)
+    stamp = pd.Timestamp(ctx.timestamp).to_pydatetime()
+    assert ctx.timestamp.endswith("Z") and abs(datetime.now(timezone.utc) - stamp) < timedelta(minutes=2)
+    assert ctx.run_id[:16] == stamp.strftime("%Y%m%dT%H%M%SZ")
+    assert ctx.commit == "unknown"
+    assert ctx.torch == torch.__version__
+    assert ctx.cuda == (torch.version.cuda or "")
+    if torch.cuda.is_available():
+        assert not ctx.device.startswith("cpu")
+    else:
+        assert ctx.device.startswith("cpu: ") and len(ctx.device) > len("cpu: ")
+        assert ctx.driver == ""
+    assert RunContext.collect(repo_root=tmp_path).run_id != ctx.run_id
+    # The context makes rows that can be written and read back.
+    append_rows(tmp_path / "r.csv", [make_row(ctx, **random_fields(np.random.default_rng(), "eager"))])
+    assert read_records(tmp_path / "r.csv")["device"].iloc[0] == ctx.device
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_commit_is_short_hash_with_dirty_suffix(tmp_path):
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
+                               "-c", "commit.gpgsign=false", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "kernel.cu").write_text("// step 1\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "records.csv").write_text("old\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "first")
+    head = git("rev-parse", "--short", "HEAD")
+    assert records._git_commit(tmp_path) == head
+    (tmp_path / "data" / "records.csv").write_text("old\nnew\n")   # new records: still clean
+    (tmp_path / "data" / "records.csv.lock").write_text("")
+    assert records._git_commit(tmp_path) == head
+    (tmp_path / "kernel.cu").write_text("// step 2\n")               # source changed: dirty
+    assert records._git_commit(tmp_path) == head + "+dirty"
+
+
+def test_default_path_and_override(monkeypatch, tmp_path):
+    monkeypatch.delenv("FUSEDKIT_RECORDS", raising=False)
+    repo = Path(records.__file__).resolve().parents[1]
+    assert default_path() == repo / "data" / "records.csv"
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(tmp_path / "trial.csv"))
+    assert default_path() == tmp_path / "trial.csv"
+
+
+def test_readme_documents_every_column_in_order():
+    readme = Path(records.__file__).resolve().parents[1] / "data" / "README.md"
+    documented = re.findall(r"^\| \d+ \| `([a-z0-9_]+)` \|", readme.read_text(), flags=re.M)
+    assert tuple(documented) == COLUMNS
