@@ -1,0 +1,101 @@
+"""Run a problem's ladder: check every variant, then time it, and record each row at once.
+
+The order is fixed by the style guide: correctness before speed, one timing method,
+TFLOP/s, GB/s and % of floor beside every time. Each variant's record is appended as soon
+as it is measured, so a run that dies half-way keeps what it finished.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from fusedkit import bench, records
+from fusedkit.check import check_variant
+from fusedkit.hardware import GpuSpec, detect_gpu
+from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
+from fusedkit.roofline import achieved, fused_floor
+
+
+def runnable(problem: Problem, names: Sequence[str] | None, device: torch.device) -> tuple[list[Variant], list[str]]:
+    """Variants that can run on ``device``, and one note per variant left out (and why)."""
+    chosen, skipped = [], []
+    for v in problem.ladder(names):
+        if v.needs_gpu and device.type != "cuda":
+            skipped.append(f"{v.slug}: needs a CUDA GPU (its GPU records are in data/)")
+        else:
+            chosen.append(v)
+    return chosen, skipped
+
+
+def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec) -> tuple[GpuSpec, list[dict]]:
+    """Measure copy bandwidth and the bf16 matmul rate; return the updated spec and rows."""
+    copy_gbps = bench.copy_bandwidth_gbps()
+    mm = bench.matmul_tflops()
+    rows = [
+        records.make_row(ctx, problem="device", sizes="bytes=2147483648", variant="d2d_copy",
+                         timer="cuda-events", median_ms=2 * 2**31 / (copy_gbps * 1e9) * 1e3,
+                         gbps=copy_gbps, notes="bytes read + written"),
+        records.make_row(ctx, problem="device", sizes="n=8192", variant="bf16_matmul",
+                         timer="cuda-events", median_ms=2 * 8192**3 / (mm * 1e12) * 1e3,
+                         tflops=mm, notes="random bf16 operands"),
+    ]
+    return gpu.with_measurements(mem_gbps=copy_gbps), rows
+
+
+def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None = None,
+               device: str | torch.device | None = None, seeds: int = 5,
+               warmup_ms: float = 100.0, rep_ms: float = 500.0,
+               records_path: Path | None = None, ceilings: bool = True,
+               progress: bool = True) -> pd.DataFrame:
+    """Check and time the chosen variants of ``problem`` at ``sizes``; append to records.
+
+    Returns one row per variant (the appended records, plus ``speedup`` against eager
+    measured in this run). ``records_path=None`` writes to :func:`records.default_path`.
+    """
+    sizes = problem.sizes(sizes)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    problem.check_runnable(sizes, device)
+    chosen, skipped = runnable(problem, variants, device)
+    for note in skipped:
+        tqdm.write(f"skipped {note}")
+    ctx = records.RunContext.collect()
+    path = Path(records_path) if records_path else records.default_path()
+    gpu = detect_gpu().spec
+    if device.type == "cuda" and ceilings:
+        gpu, rows = measure_ceilings(ctx, gpu)
+        records.append_rows(path, rows)
+    flops, nbytes = problem.flops(sizes), problem.min_bytes(sizes)
+    out = []
+    bar = tqdm(chosen, desc=f"{problem.key} ladder", unit="variant", disable=not progress)
+    for v in bar:
+        bar.set_postfix_str(v.slug)
+        res = check_variant(problem, v, sizes, device=device, seeds=seeds)
+        row = dict(problem=problem.key, sizes=fmt_sizes(sizes), variant=v.slug, tier=res.tier,
+                   rel_error=res.rel_error, max_abs_error=res.max_abs_error,
+                   allclose=res.allclose if res.ok else "")
+        if not res.ok:
+            tqdm.write(f"{v.slug}: check failed, not timed: {'; '.join(res.failures)}")
+            continue
+        model = problem.make_model(sizes, seed=res.seeds[0] + 7919, device=device)
+        inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 7919, device=device)
+        fn = v.build(model)
+        with torch.no_grad():
+            t = bench.time_fn(lambda: fn(*inputs), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+        tflops, gbps = achieved(flops, nbytes, t.median_ms)
+        floor = fused_floor(problem, sizes, gpu, v.precision).floor_ms
+        row.update(timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
+                   repeats=t.repeats, tflops=tflops, gbps=gbps,
+                   pct_of_floor=100.0 * floor / t.median_ms if device.type == "cuda" else None,
+                   notes=f"precision={v.precision}; floor on {gpu.name}")
+        row = {k: val for k, val in row.items() if val is not None}
+        records.append_rows(path, [records.make_row(ctx, **row)])
+        out.append(row)
+    df = pd.DataFrame(out)
+    if not df.empty and "eager" in set(df["variant"]):
+        df["speedup"] = float(df.loc[df["variant"] == "eager", "median_ms"].iloc[0]) / df["median_ms"]
+    return df

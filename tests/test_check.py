@@ -1,0 +1,98 @@
+"""The correctness harness must catch wrong, incomplete and imprecise variants."""
+
+import pytest
+import torch
+
+from fusedkit import check, problems
+
+P12 = problems.get("p12")
+P45 = problems.get("p45")
+SMALL12 = P12.sizes(batch_size=9, in_features=200, out_features=31)
+SMALL45 = P45.sizes(batch_size=9, input_size=40, hidden_size=33, output_size=50)
+
+
+def test_eager_is_the_reference_and_faithful_variant_classified():
+    r = check.check_variant(P12, "eager", SMALL12, seeds=3)
+    assert r.ok and r.tier == "reference" and r.rel_error < 1e-6 and len(set(r.seeds)) == 3
+    a = check.check_variant(P12, "addmm_alpha_beta", SMALL12, seeds=3)
+    assert a.ok and a.tier == "fp32-faithful", a.summary()
+
+
+def test_fresh_seeds_each_check():
+    a = check.check_variant(P45, "eager", SMALL45, seeds=2)
+    b = check.check_variant(P45, "eager", SMALL45, seeds=2)
+    assert a.seeds != b.seeds
+
+
+def test_wrong_answer_is_fast_tier():
+    wrong = lambda m: (lambda x: m(x) * (1 + 1e-3))  # noqa: E731
+    r = check.check_variant(P12, "eager", SMALL12, seeds=2, build=wrong)
+    assert r.ok and r.tier == "fast" and r.rel_error > 5e-4 and not r.allclose
+
+
+def test_slightly_worse_than_eager_is_kb_pass():
+    # A bf16-rounded result: within 1e-4 absolute of outputs this small? No: push error
+    # to ~3e-5 relative by adding tiny noise, inside allclose but > 2x eager.
+    def noisy(m):
+        def run(x):
+            y = m(x)
+            return y + 2e-6 * torch.randn_like(y)
+        return run
+    r = check.check_variant(P12, "eager", SMALL12, seeds=2, build=noisy)
+    assert r.tier == "kb-pass", r.summary()
+
+
+def test_nan_and_unwritten_outputs_fail():
+    def holes(m):
+        def run(x):
+            y = m(x)
+            y[0, 0] = float("nan")
+            return y
+        return run
+    r = check.check_variant(P12, "eager", SMALL12, seeds=2, build=holes)
+    assert not r.ok and "NaN/Inf" in r.failures[0] and "FAILED" in r.summary()
+
+
+def test_wrong_shape_fails():
+    r = check.check_variant(P12, "eager", SMALL12, seeds=1, build=lambda m: (lambda x: m(x).T))
+    assert not r.ok and "expected (9, 31)" in r.failures[0]
+
+
+def test_gpu_only_variant_on_cpu_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("checks the CPU refusal")
+    with pytest.raises(ValueError, match="needs a CUDA GPU"):
+        check.check_variant(P12, "eager_tf32", SMALL12)
+
+
+def test_classify_rules():
+    assert check.classify(1e-6, 1e-6, True) == "fp32-faithful"
+    assert check.classify(3e-6, 1e-6, True) == "kb-pass"
+    assert check.classify(1e-9, 0.0, True) == "fp32-faithful"   # exact eager: floor applies
+    assert check.classify(1e-6, 1e-6, False) == "fast"
+    assert check.classify(float("nan"), 1e-6, True) == "fast"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_poisoning_catches_an_unwritten_element_on_gpu():
+    def partial(m):
+        def run(x):
+            y = torch.empty(x.shape[0], m.gemm.out_features, device=x.device)
+            y[1:] = m(x)[1:]   # row 0 never written
+            return y
+        return run
+    r = check.check_variant(P12, "eager", SMALL12, device="cuda", seeds=1, build=partial)
+    assert not r.ok and "unwritten" in r.failures[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("key", ["p12", "p45"])
+def test_baselines_on_gpu(key):
+    p = problems.get(key)
+    s = p.sizes({d.name: [17, 1000, 333, 65][i] for i, d in enumerate(p.dims)})
+    for v in p.ladder():
+        r = check.check_variant(p, v, s, device="cuda", seeds=2)
+        print(check.describe(r))
+        assert r.ok
