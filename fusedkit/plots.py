@@ -1,0 +1,111 @@
+"""Seaborn figures the notebooks share: a roofline chart and a per-variant bar chart.
+
+Every figure names the device and the source of its numbers in its title, so a plot
+copied out of context still says where it came from.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from fusedkit.hardware import GpuSpec
+from fusedkit.problems import Problem, Sizes
+from fusedkit.roofline import fused_floor, stage_floor
+
+sns.set_theme(style="whitegrid", context="notebook")
+
+_ROOF_COLOURS = {"fp32": "#4c72b0", "tf32": "#dd8452", "tf32x3": "#c44e52", "bf16": "#55a868",
+                 "fp16x3": "#8172b3"}
+
+
+def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
+                    precision: str = "fp32") -> pd.DataFrame:
+    """One point per stage and one for the fused whole, at the best rate the roofline allows.
+
+    Columns: label, intensity (FLOP/B), tflops (attainable), floor_ms, kind.
+    """
+    rows = []
+    for s in problem.stages(sizes):
+        f = stage_floor(s, gpu, precision)
+        rows.append({"label": s.name, "intensity": f.intensity,
+                     "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12,
+                     "floor_ms": f.floor_ms, "kind": "stage (unfused)"})
+    f = fused_floor(problem, sizes, gpu, precision)
+    rows.append({"label": "fused: " + problem.title, "intensity": f.intensity,
+                 "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12, "floor_ms": f.floor_ms,
+                 "kind": "fused"})
+    return pd.DataFrame(rows)
+
+
+def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
+                   precisions: Sequence[str] = ("fp32", "tf32", "bf16"),
+                   title: str = "", ax: plt.Axes | None = None) -> plt.Figure:
+    """Log-log roofline: memory roof, one compute roof per precision, and ``points``.
+
+    ``points`` needs columns label, intensity (FLOP/B), tflops; an optional ``kind``
+    column picks the marker (e.g. stage / fused / measured).
+    """
+    if points.empty:
+        raise ValueError("points is empty: nothing to place on the roofline")
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8.5, 5.2))
+    lo = min(0.05, points["intensity"].min() / 2)
+    hi = max(5e3, points["intensity"].max() * 2)
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
+    bw = gpu.mem_gbps * 1e9
+    for p in precisions:
+        peak = gpu.peak_tflops(p)
+        ax.plot(x, np.minimum(peak, bw * x / 1e12), color=_ROOF_COLOURS.get(p, "grey"),
+                lw=2, label=f"{p} roof: {peak:.0f} TFLOP/s")
+        ridge = peak * 1e12 / bw
+        ax.axvline(ridge, color=_ROOF_COLOURS.get(p, "grey"), ls=":", lw=1)
+    kinds = points["kind"] if "kind" in points else pd.Series(["point"] * len(points))
+    markers = dict(zip(sorted(kinds.unique()), "osD^v<>"))
+    for (_, r), k in zip(points.iterrows(), kinds):
+        ax.scatter(r["intensity"], r["tflops"], s=60, marker=markers[k], zorder=5,
+                   color="black" if k != "measured" else "#c44e52")
+        ax.annotate(r["label"], (r["intensity"], r["tflops"]), textcoords="offset points",
+                    xytext=(6, -4 if k == "measured" else 5), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of device memory)")
+    ax.set_ylabel("TFLOP/s")
+    src = "measured ceilings" if gpu.measured else "datasheet ceilings"
+    ax.set_title(title or f"Roofline on {gpu.name} ({src}, memory {gpu.mem_gbps:.0f} GB/s)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",
+                 baseline: str = "eager", title: str = "") -> plt.Figure:
+    """Horizontal bars of time per variant, each annotated with its speed-up over ``baseline``.
+
+    ``df`` holds one row per variant of ONE run (ratios are only taken within a run);
+    optional ``p10_ms`` / ``p90_ms`` columns draw the spread as error bars.
+    """
+    if df.empty:
+        raise ValueError("df is empty: no variants to plot")
+    if baseline not in set(df[label_col]):
+        raise ValueError(f"baseline={baseline!r} is not among the variants: {', '.join(df[label_col])}")
+    base = float(df.loc[df[label_col] == baseline, time_col].iloc[0])
+    d = df.sort_values(time_col, ascending=False).reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(d) + 1.6))
+    hue = "tier" if "tier" in d else None
+    sns.barplot(data=d, y=label_col, x=time_col, hue=hue, dodge=False, ax=ax, orient="h")
+    if {"p10_ms", "p90_ms"} <= set(d.columns):
+        ax.errorbar(d[time_col], range(len(d)),
+                    xerr=[d[time_col] - d["p10_ms"], d["p90_ms"] - d[time_col]],
+                    fmt="none", ecolor="black", capsize=3, lw=1)
+    for i, t in enumerate(d[time_col]):
+        ax.text(t, i, f"  {t:.3g} ms, {base / t:.2f}x", va="center", fontsize=8)
+    ax.set_xlabel("median time (ms, lower is better)")
+    ax.set_ylabel("")
+    ax.set_xlim(0, d[time_col].max() * 1.35)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
