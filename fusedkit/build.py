@@ -1,0 +1,507 @@
+"""Compile fusedkit's CUDA C++ kernels, with or without a GPU.
+
+With a GPU, :func:`load_extension` builds a problem's steps (every ``.cu`` under
+``fusedkit/kernels/<problem>/`` plus its ``binding.cpp``) into one PyTorch extension with
+``torch.utils.cpp_extension`` and ninja, and imports it. Without one, :func:`ptx` and
+:func:`resource_usage` run ``nvcc`` alone on one source, so a reader can still see the
+16-byte loads of a vectorized kernel or the registers of a tiled one.
+
+Build products go to a gitignored folder, ``build/`` at the repository root (or
+``$FUSEDKIT_BUILD_DIR``)::
+
+    build/ext/<name>-<python tag>-<torch version>-<cuXYZ or cpu>-<sha>/   one extension build
+    build/ptx/<source stem>-<arch>-<sha>.ptx                             cached PTX
+
+The sha covers the sources, the headers beside them and the flags, so a changed source
+rebuilds, and CPU and GPU, or two torch versions, never share a folder.
+
+Flags: ``-O3`` and ``-gencode`` for the GPU's own capability. ``--use_fast_math`` is
+deliberately absent: it flushes denormals and uses approximate division, and these steps
+are compared with an fp32 reference at the 1e-5 level.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+__all__ = [
+    "BuildError",
+    "CudaUnavailableError",
+    "KERNELS_DIR",
+    "build_root",
+    "extension_sources",
+    "kernel_sources",
+    "load_extension",
+    "nvcc_available",
+    "ptx",
+    "ptx_instructions",
+    "resource_usage",
+]
+
+KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+CXX_FLAGS = ["-O3"]
+# -lineinfo only maps SASS back to source lines for profilers; it changes no code.
+NVCC_FLAGS = ["-O3", "-lineinfo"]
+# Flags of the standalone nvcc runs (PTX, resource usage). -I<dir> is added per source.
+NVCC_STANDALONE_FLAGS = ["-O3", "-std=c++17"]
+LDFLAGS = ["-lcublas"]  # the cuBLAS steps call cublasSgemm themselves
+
+STALE_LOCK_S = 300.0  # a build lock older than this is left over from a killed build
+_ERRORS_SHOWN = 8     # error lines (with their context) kept in a BuildError message
+
+_ARCH_RE = re.compile(r"^sm_\d{2,3}[a-z]?$")
+_PROBLEM_RE = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+class BuildError(RuntimeError):
+    """A compiler failed. The message holds its first error lines, not the whole log.
+
+    ``log`` holds the full compiler output; ``log_path``, when set, is where it was saved.
+    """
+
+    def __init__(self, what: str, log: str, log_path: Path | None = None) -> None:
+        self.log = log
+        self.log_path = log_path
+        excerpt = _first_errors(log)
+        where = f" (full log: {log_path})" if log_path else ""
+        super().__init__(f"{what}{where}:\n{excerpt}")
+
+
+class CudaUnavailableError(RuntimeError):
+    """The step needs a CUDA GPU (or a CUDA toolkit) that this machine does not have."""
+
+
+# ---------------------------------------------------------------------------------------
+# Paths and hashing
+
+
+def build_root() -> Path:
+    """Folder that holds every build product: ``$FUSEDKIT_BUILD_DIR`` if set, else
+    ``build/`` at the repository root (``~/.cache/fusedkit`` for an installed package)."""
+    env = os.environ.get("FUSEDKIT_BUILD_DIR")
+    if env:
+        return Path(env)
+    if (_REPO_ROOT / "pyproject.toml").exists():
+        return _REPO_ROOT / "build"
+    return Path.home() / ".cache" / "fusedkit"
+
+
+def _problem_dir(problem: str) -> Path:
+    if not isinstance(problem, str) or not _PROBLEM_RE.match(problem):
+        raise ValueError(f"problem must be a folder name like 'p12', got {problem!r}")
+    folder = KERNELS_DIR / problem
+    if not folder.is_dir():
+        known = sorted(p.name for p in KERNELS_DIR.iterdir() if p.is_dir()) if KERNELS_DIR.is_dir() else []
+        raise ValueError(f"problem={problem!r} has no kernels folder {folder}; "
+                         f"known problems: {', '.join(known) or 'none'}")
+    return folder
+
+
+def kernel_sources(problem: str = "p12") -> list[Path]:
+    """The problem's CUDA steps, ``fusedkit/kernels/<problem>/*.cu``, in step order
+    (file names are zero-padded step numbers). A new step is a new file."""
+    return sorted(_problem_dir(problem).glob("*.cu"))
+
+
+def extension_sources(problem: str = "p12") -> list[Path]:
+    """Every file compiled into the problem's extension: its ``.cu`` steps and ``binding.cpp``."""
+    folder = _problem_dir(problem)
+    binding = folder / "binding.cpp"
+    if not binding.is_file():
+        raise ValueError(f"problem={problem!r}: {binding} is missing; it defines the Python module")
+    return kernel_sources(problem) + [binding]
+
+
+def _headers_beside(folder: Path) -> list[Path]:
+    return sorted([*folder.glob("*.h"), *folder.glob("*.cuh")])
+
+
+def _sha(paths: list[Path], extra: list[str]) -> str:
+    """Hash of file names and contents plus extra strings (flags, versions)."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for s in extra:
+        h.update(s.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _remove_stale_lock(build_dir: Path, max_age_s: float = STALE_LOCK_S) -> bool:
+    """Delete ``build_dir/lock`` if it is older than ``max_age_s`` seconds.
+
+    torch's cpp_extension holds that file while it builds; a build killed half-way leaves
+    it behind and every later load waits on it forever. Returns True if one was removed.
+    """
+    lock = build_dir / "lock"
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age <= max_age_s:
+        return False
+    lock.unlink(missing_ok=True)
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# Compiler output
+
+
+_ERROR_RE = re.compile(r"\berror\b|undefined reference|cannot find -l|fatal", re.IGNORECASE)
+
+
+def _first_errors(log: str, limit: int = _ERRORS_SHOWN) -> str:
+    """The first ``limit`` error lines of a compiler log, each with the source line and
+    caret that nvcc and g++ print under it; ninja's echoed command lines are skipped."""
+    lines = log.splitlines()
+    picked: list[str] = []
+    errors = 0
+    i = 0
+    while i < len(lines) and errors < limit:
+        line = lines[i]
+        skip = line.startswith(("[", "FAILED:", "ninja: ")) or len(line) > 400
+        if not skip and _ERROR_RE.search(line):
+            errors += 1
+            picked.append("  " + line.strip())
+            # Up to two lines of context (source line, caret) until the next error line.
+            for ctx in lines[i + 1:i + 3]:
+                if not ctx.strip() or _ERROR_RE.search(ctx) or ctx.startswith(("[", "FAILED:")):
+                    break
+                picked.append("  " + ctx.rstrip())
+        i += 1
+    if not picked:  # no recognisable error line: show the end of the log
+        picked = ["  " + ln for ln in lines[-15:]]
+    text = "\n".join(picked)
+    return text.replace(str(KERNELS_DIR) + os.sep, "kernels" + os.sep)
+
+
+# ---------------------------------------------------------------------------------------
+# nvcc alone: PTX and resource usage (no GPU needed)
+
+
+def _nvcc_path() -> str | None:
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(var)
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return str(Path(root) / "bin" / "nvcc")
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return str(default) if default.is_file() else None
+
+
+_NVCC_VERSION: dict[str, str] = {}
+
+
+def _nvcc_version(nvcc: str) -> str:
+    if nvcc not in _NVCC_VERSION:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+        _NVCC_VERSION[nvcc] = out.stdout.strip().splitlines()[-1] if out.returncode == 0 else ""
+    return _NVCC_VERSION[nvcc]
+
+
+def nvcc_available() -> bool:
+    """True if an ``nvcc`` that answers ``--version`` is found (CUDA_HOME, PATH, /usr/local/cuda)."""
+    nvcc = _nvcc_path()
+    if nvcc is None:
+        return False
+    try:
+        return bool(_nvcc_version(nvcc))
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _require_nvcc(what: str) -> str:
+    nvcc = _nvcc_path()
+    if nvcc is None or not nvcc_available():
+        raise CudaUnavailableError(
+            f"{what} needs nvcc, the CUDA compiler, which was not found on PATH, in CUDA_HOME "
+            "or in /usr/local/cuda; install the CUDA toolkit (no GPU needed for PTX)")
+    return nvcc
+
+
+def _check_source(source_path: str | os.PathLike[str]) -> Path:
+    src = Path(source_path)
+    if src.suffix != ".cu":
+        raise ValueError(f"source_path must be a .cu file, got {str(source_path)!r}")
+    if not src.is_file():
+        raise FileNotFoundError(f"source_path {str(source_path)!r} does not exist")
+    return src.resolve()
+
+
+def _check_arch(arch: str) -> None:
+    if not isinstance(arch, str) or not _ARCH_RE.match(arch):
+        raise ValueError(f"arch must look like 'sm_90' (sm_ and the compute capability), got {arch!r}")
+
+
+def _run_nvcc(nvcc: str, args: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([nvcc, *args], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise BuildError(what, proc.stdout + proc.stderr)
+    return proc
+
+
+def ptx(source_path: str | os.PathLike[str], arch: str = "sm_90") -> str:
+    """PTX text of one ``.cu`` file, from ``nvcc -arch=<arch> -ptx -O3``.
+
+    Cached under ``build/ptx/`` by the hash of the source, the headers beside it, the
+    flags and nvcc's version. Raises BuildError with nvcc's first error lines if the source
+    does not compile, CudaUnavailableError if nvcc is missing.
+    """
+    src = _check_source(source_path)
+    _check_arch(arch)
+    nvcc = _require_nvcc("ptx()")
+    flags = [f"-arch={arch}", "-ptx", *NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
+    key = _sha([src, *_headers_beside(src.parent)], [*flags[:-1], _nvcc_version(nvcc)])[:16]
+    out = build_root() / "ptx" / f"{src.stem}-{arch}-{key}.ptx"
+    if out.is_file():
+        return out.read_text()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Write to a temporary name first so that a killed run never leaves half a file cached.
+    with tempfile.NamedTemporaryFile(dir=out.parent, suffix=".ptx.tmp", delete=False) as tmp:
+        tmp_path = Path(tmp.name)
+    try:
+        _run_nvcc(nvcc, [*flags, "-o", str(tmp_path), str(src)], f"nvcc -ptx {src.name} ({arch}) failed")
+        tmp_path.replace(out)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+    return out.read_text()
+
+
+_ENTRY_RE = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS_RE = re.compile(r"Function properties for (\S+)")
+_FRAME_RE = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED_RE = re.compile(r"Used (\d+) registers")
+_SMEM_RE = re.compile(r"(\d+) bytes smem")
+
+
+def _demangle(name: str) -> str:
+    """C++ names of template kernels arrive mangled (``_Z...``); extern "C" ones do not."""
+    cxxfilt = shutil.which("c++filt")
+    if not name.startswith("_Z") or cxxfilt is None:
+        return name
+    out = subprocess.run([cxxfilt, name], capture_output=True, text=True, timeout=60)
+    return out.stdout.strip() or name
+
+
+def _parse_ptxas(log: str) -> dict[str, dict[str, int]]:
+    kernels: dict[str, dict[str, int]] = {}
+    entry: str | None = None       # kernel whose "Used ..." line comes next
+    props_for: str | None = None   # function whose "stack frame" line comes next
+    for line in log.splitlines():
+        if m := _ENTRY_RE.search(line):
+            entry = m.group(1)
+            kernels[entry] = {"registers": 0, "shared_bytes": 0, "spill_stores": 0,
+                              "spill_loads": 0, "stack_bytes": 0}
+        elif m := _PROPS_RE.search(line):
+            props_for = m.group(1)
+        elif (m := _FRAME_RE.search(line)) and props_for in kernels:
+            k = kernels[props_for]
+            k["stack_bytes"], k["spill_stores"], k["spill_loads"] = map(int, m.groups())
+        elif (m := _USED_RE.search(line)) and entry is not None:
+            kernels[entry]["registers"] = int(m.group(1))
+            if s := _SMEM_RE.search(line):
+                kernels[entry]["shared_bytes"] = int(s.group(1))
+            entry = None
+    return {_demangle(name): stats for name, stats in kernels.items()}
+
+
+def resource_usage(source_path: str | os.PathLike[str], arch: str = "sm_90") -> dict[str, dict[str, int]]:
+    """Per-kernel resources that ptxas assigns, from ``nvcc -cubin -Xptxas -v``.
+
+    Returns ``{kernel_name: {"registers": per thread, "shared_bytes": static shared memory
+    per block in bytes, "spill_stores": bytes, "spill_loads": bytes, "stack_bytes": stack
+    frame per thread in bytes}}``. Spills mean the kernel ran out of registers and keeps
+    values in (slow) local memory.
+    """
+    src = _check_source(source_path)
+    _check_arch(arch)
+    nvcc = _require_nvcc("resource_usage()")
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _run_nvcc(
+            nvcc,
+            [f"-arch={arch}", "-cubin", "-Xptxas", "-v", *NVCC_STANDALONE_FLAGS,
+             f"-I{src.parent}", "-o", str(Path(tmp) / "out.cubin"), str(src)],
+            f"nvcc -cubin {src.name} ({arch}) failed")
+    return _parse_ptxas(proc.stdout + proc.stderr)
+
+
+def ptx_instructions(ptx_text: str, pattern: str | re.Pattern[str]) -> list[str]:
+    """Lines of ``ptx_text`` (stripped) that match the regular expression ``pattern``,
+    e.g. ``r"ld\\.global(\\.nc)?\\.v4\\.f32"`` for 16-byte loads, ``r"ld\\.global(\\.nc)?\\.f32"``
+    for 4-byte ones. Dots in a plain string are regex wildcards: escape them to be exact."""
+    rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+    return [ln.strip() for ln in ptx_text.splitlines() if rx.search(ln)]
+
+
+# ---------------------------------------------------------------------------------------
+# The PyTorch extension (needs a GPU)
+
+
+_LOADED: dict[str, ModuleType] = {}
+
+
+def _ensure_ninja_on_path() -> None:
+    """cpp_extension runs ``ninja`` from PATH; a venv used without activation has it only
+    beside its python, or in the ``ninja`` package."""
+    if shutil.which("ninja"):
+        return
+    candidates = [Path(sys.executable).parent]
+    try:
+        import ninja  # noqa: PLC0415 - optional, only to find its binary
+
+        candidates.append(Path(ninja.BIN_DIR))
+    except (ImportError, AttributeError):
+        pass
+    for folder in candidates:
+        if (folder / "ninja").is_file():
+            os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+            return
+    raise BuildError("ninja is required to build the extension", "error: ninja not found; pip install ninja")
+
+
+_SHARED_STDCXX: dict[str, bool | None] = {}
+
+
+def _needs_shared_libstdcxx(so_path: Path) -> bool | None:
+    """True if the shared object loads libstdc++.so (DT_NEEDED), False if it does not,
+    None if ``readelf`` is missing and we cannot tell."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        return None
+    out = subprocess.run([readelf, "-d", str(so_path)], capture_output=True, text=True, timeout=60)
+    return "libstdc++.so" in out.stdout
+
+
+def _cxx_links_libstdcxx_shared(cxx: str) -> bool | None:
+    """Does ``cxx -shared`` link libstdc++ dynamically? Probed once per compiler with a
+    tiny library that formats a number (None: the probe could not tell)."""
+    if cxx not in _SHARED_STDCXX:
+        result: bool | None = None
+        with tempfile.TemporaryDirectory() as tmp:
+            src, lib = Path(tmp) / "probe.cpp", Path(tmp) / "probe.so"
+            src.write_text("#include <sstream>\n#include <string>\n"
+                           "std::string f(long v) { std::ostringstream s; s << v; return s.str(); }\n")
+            try:
+                proc = subprocess.run([cxx, "-shared", "-fPIC", "-o", str(lib), str(src)],
+                                      capture_output=True, text=True, timeout=120)
+                if proc.returncode == 0:
+                    result = _needs_shared_libstdcxx(lib)
+            except (OSError, subprocess.SubprocessError):
+                result = None
+        _SHARED_STDCXX[cxx] = result
+    return _SHARED_STDCXX[cxx]
+
+
+def _pick_cxx() -> str:
+    """The C++ compiler (and linker) of the extension: ``$CXX`` or ``c++``, as torch picks it,
+    unless that one links libstdc++ statically into shared objects.
+
+    A static libstdc++ inside the extension is a second copy beside the libstdc++.so that
+    Python and torch load; the two share some unique symbols (locale facet ids) but not their
+    tables, and the extension crashes the first time it formats a number (seen on a GPU image
+    whose ``CXX`` is such a compiler: a TORCH_CHECK message with an int64 in it segfaulted).
+    Then a compiler from PATH that links it dynamically is used instead.
+    """
+    wanted = os.environ.get("CXX", "c++")
+    if _cxx_links_libstdcxx_shared(wanted) is not False:
+        return wanted
+    for candidate in ("c++", "g++", "/usr/bin/c++", "/usr/bin/g++"):
+        path = shutil.which(candidate)
+        if path and path != shutil.which(wanted) and _cxx_links_libstdcxx_shared(path):
+            return path
+    raise BuildError(
+        f"no usable C++ compiler: CXX={wanted} links libstdc++ statically",
+        f"error: {wanted} -shared links libstdc++ statically, and a PyTorch extension built so "
+        "crashes when it formats a number; set CXX to a compiler that links it dynamically "
+        "(e.g. /usr/bin/g++)")
+
+
+def _extension_plan(problem: str, capability: tuple[int, int], torch_version: str,
+                    cuda_version: str | None, cxx: str = "c++") -> tuple[str, Path, list[Path], list[str]]:
+    """Name, build folder, sources and nvcc flags of a problem's extension (no side effects)."""
+    sources = extension_sources(problem)
+    arch = f"{capability[0]}{capability[1]}"
+    cuda_flags = [*NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+    name = f"fusedkit_{problem}"
+    py_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    dev_tag = "cu" + cuda_version.replace(".", "") if cuda_version else "cpu"
+    sha = _sha([*sources, *_headers_beside(sources[0].parent)],
+               [*CXX_FLAGS, *cuda_flags, *LDFLAGS, torch_version, dev_tag, cxx])[:12]
+    folder = build_root() / "ext" / f"{name}-{py_tag}-{torch_version}-{dev_tag}-{sha}"
+    return name, folder, sources, cuda_flags
+
+
+def load_extension(problem: str = "p12", verbose: bool = False) -> ModuleType:
+    """Build (if needed) and import the problem's CUDA extension; cached per process.
+
+    Needs a CUDA GPU and a CUDA build of torch with its toolkit. The first build of a
+    source version takes a minute or two; later loads reuse ``build/ext/...``. Raises
+    CudaUnavailableError without a GPU and BuildError, with the first compiler errors,
+    when a source does not compile. ``verbose=True`` streams ninja's output.
+    """
+    sources = extension_sources(problem)  # validates `problem` before anything heavy
+    import torch  # noqa: PLC0415 - torch is heavy; only this function needs it
+    from torch.utils import cpp_extension  # noqa: PLC0415
+
+    if not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else "a CUDA build"
+        raise CudaUnavailableError(
+            f"load_extension({problem!r}): this step needs a CUDA GPU (torch {torch.__version__}, "
+            f"{build}, sees none); on CPU use ptx() to inspect the kernel")
+    if cpp_extension.CUDA_HOME is None:
+        raise CudaUnavailableError(
+            f"load_extension({problem!r}): no CUDA toolkit found (nvcc); set CUDA_HOME to the "
+            "toolkit that matches torch's CUDA version")
+    capability = torch.cuda.get_device_capability()
+    cxx = _pick_cxx()
+    name, folder, sources, cuda_flags = _extension_plan(
+        problem, capability, torch.__version__, torch.version.cuda, cxx)
+    key = str(folder)
+    if key in _LOADED:
+        return _LOADED[key]
+    _ensure_ninja_on_path()
+    folder.mkdir(parents=True, exist_ok=True)
+    _remove_stale_lock(folder)
+    saved_cxx = os.environ.get("CXX")
+    os.environ["CXX"] = cxx  # torch reads CXX when it writes build.ninja
+    try:
+        module = cpp_extension.load(
+            name=name,
+            sources=[str(s) for s in sources],
+            extra_cflags=CXX_FLAGS,
+            extra_cuda_cflags=cuda_flags,  # an explicit -gencode: torch adds no arch list
+            extra_ldflags=LDFLAGS,
+            build_directory=str(folder),
+            with_cuda=True,
+            verbose=verbose,
+        )
+    except RuntimeError as exc:
+        text = str(exc)
+        if "Error building extension" not in text:
+            raise
+        log = text.split(":", 1)[1] if ":" in text else text
+        log_path = folder / "build.log"
+        log_path.write_text(log)
+        arch = f"sm_{capability[0]}{capability[1]}"
+        # `from None`: the message already holds the errors; torch's traceback adds nothing.
+        raise BuildError(f"building extension {name!r} for {arch} failed", log, log_path) from None
+    finally:
+        if saved_cxx is None:
+            os.environ.pop("CXX", None)
+        else:
+            os.environ["CXX"] = saved_cxx
+    _LOADED[key] = module
+    return module

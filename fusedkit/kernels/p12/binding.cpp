@@ -1,0 +1,287 @@
+// PyTorch bindings of problem 12's CUDA steps: y = LeakyReLU((x @ W.T + b) * multiplier, slope).
+// This file (1) checks inputs, (2) allocates outputs, (3) launches on PyTorch's current stream;
+// the kernels live in the numbered .cu files, which know nothing about torch.
+#include <torch/extension.h>
+
+#include <ATen/cuda/CUDAContext.h>   // getCurrentCUDAStream, getCurrentCUDABlasHandle
+#include <ATen/cuda/Exceptions.h>    // TORCH_CUDABLAS_CHECK: cuBLAS status -> readable error
+#include <c10/cuda/CUDAException.h>  // C10_CUDA_KERNEL_LAUNCH_CHECK
+#include <c10/cuda/CUDAGuard.h>      // CUDAGuard: run on the inputs' device
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "launchers.h"
+
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+// A CUDA float32 tensor of `dim` dimensions; errors name the parameter, what it got and
+// what is allowed (TypeError for the dtype, ValueError for device and shape).
+void check_cuda_float(const torch::Tensor& t, const char* name, int64_t dim) {
+    TORCH_CHECK_VALUE(t.defined(), name, " must be a tensor, got an undefined tensor");
+    TORCH_CHECK_VALUE(t.is_cuda(), name, " must be a CUDA tensor, got device '", t.device(),
+                      "'; move it with .cuda()");
+    TORCH_CHECK_TYPE(t.scalar_type() == torch::kFloat32, name, " must be torch.float32, got ",
+                     t.scalar_type(), "; these kernels are fp32 only");
+    TORCH_CHECK_VALUE(t.dim() == dim, name, " must be ", dim, "-D, got ", t.dim(),
+                      "-D with shape ", t.sizes());
+}
+
+void check_same_device(const torch::Tensor& t, const char* name, const torch::Tensor& x) {
+    TORCH_CHECK_VALUE(t.device() == x.device(), name, " must be on x's device '", x.device(),
+                      "', got '", t.device(), "'");
+}
+
+void check_fits_int32(int64_t v, const char* what) {
+    TORCH_CHECK_VALUE(v <= kIntMax, what, " = ", v, " does not fit in int32 (max ", kIntMax,
+                      "); the kernels index with 32-bit sizes");
+}
+
+// Checked, contiguous operands of y = x @ W.T (+ b) and their sizes.
+struct Linear {
+    torch::Tensor x, w, b;  // x (M, K), w (N, K), b (N,) or undefined
+    int M, N, K;
+};
+
+Linear check_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor* b) {
+    check_cuda_float(x, "x", 2);
+    check_cuda_float(w, "w", 2);
+    check_same_device(w, "w", x);
+    TORCH_CHECK_VALUE(w.size(1) == x.size(1), "w.size(1) must equal x.size(1) (K = ", x.size(1),
+                      "), got w of shape ", w.sizes(), "; w is nn.Linear's weight, (N, K)");
+    TORCH_CHECK_VALUE(x.size(1) >= 1, "x.size(1) (K) must be >= 1, got ", x.size(1));
+    check_fits_int32(x.size(0), "x.size(0) (M)");
+    check_fits_int32(w.size(0), "w.size(0) (N)");
+    check_fits_int32(x.size(1), "x.size(1) (K)");
+    Linear a;
+    if (b != nullptr) {
+        check_cuda_float(*b, "b", 1);
+        check_same_device(*b, "b", x);
+        TORCH_CHECK_VALUE(b->size(0) == w.size(0), "b must have w.size(0) = ", w.size(0),
+                          " elements, got shape ", b->sizes());
+        a.b = b->contiguous();
+    }
+    // The kernels assume dense row-major buffers: strided views are copied (documented).
+    a.x = x.contiguous();
+    a.w = w.contiguous();
+    a.M = static_cast<int>(x.size(0));
+    a.N = static_cast<int>(w.size(0));
+    a.K = static_cast<int>(x.size(1));
+    return a;
+}
+
+// Sets a cuBLAS handle's math mode for one scope and restores the previous one on exit,
+// also when an error is thrown, so that PyTorch's own later calls see what they set.
+class CublasModeGuard {
+public:
+    CublasModeGuard(cublasHandle_t handle, cublasMath_t math) : handle_(handle) {
+        TORCH_CUDABLAS_CHECK(cublasGetMathMode(handle_, &saved_math_));
+        TORCH_CUDABLAS_CHECK(cublasGetPointerMode(handle_, &saved_pointer_));
+        TORCH_CUDABLAS_CHECK(cublasSetMathMode(handle_, math));
+        // alpha and beta below live on the host.
+        TORCH_CUDABLAS_CHECK(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST));
+    }
+    ~CublasModeGuard() {  // a destructor must not throw: restore, ignoring the status
+        cublasSetMathMode(handle_, saved_math_);
+        cublasSetPointerMode(handle_, saved_pointer_);
+    }
+    CublasModeGuard(const CublasModeGuard&) = delete;
+    CublasModeGuard& operator=(const CublasModeGuard&) = delete;
+
+private:
+    cublasHandle_t handle_;
+    cublasMath_t saved_math_{};
+    cublasPointerMode_t saved_pointer_{};
+};
+
+// y = x @ W.T in plain fp32 through cublasSgemm, for row-major x (M, K), W (N, K), y (M, N).
+//
+// The row-major / column-major mapping, derived once: cuBLAS reads a buffer as column-major,
+// and a row-major (R, C) buffer read column-major is its transpose, a (C, R) matrix. So the
+// buffers of y, x and W are, to cuBLAS, Y' = y^T (N, M), X' = x^T (K, M) and W' = W^T (K, N),
+// each with leading dimension = the row length of the row-major matrix. We want
+//   y = x W^T  <=>  y^T = W x^T  <=>  Y' = (W')^T X'.
+// That is C = op(A) op(B) with C = Y' (m = N rows, n = M columns, ldc = N),
+// A = W's buffer with transa = T (W' is K x N, lda = K), B = x's buffer with transb = N
+// (X' is K x M, ldb = K), and k = K. No data is transposed or copied.
+void sgemm_x_wT(const float* x, const float* w, float* y, int M, int N, int K) {
+    // PyTorch's handle for this device and thread; getCurrentCUDABlasHandle() has already bound
+    // it to the current stream and to PyTorch's cuBLAS workspace for that stream. We do not
+    // call cublasSetStream again: per the cuBLAS docs it resets the handle's workspace to
+    // cuBLAS's default pool, undoing PyTorch's cublasSetWorkspace. We verify the binding instead.
+    cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    cudaStream_t bound = nullptr;
+    TORCH_CUDABLAS_CHECK(cublasGetStream(handle, &bound));
+    TORCH_CHECK(bound == stream, "cuBLAS handle is bound to stream ", bound,
+                ", not to PyTorch's current stream ", stream);
+    // Plain fp32: PyTorch sets CUBLAS_TF32_TENSOR_OP_MATH on its handle when
+    // torch.backends.cuda.matmul.allow_tf32 is True. CUBLAS_DEFAULT_MATH never rounds fp32
+    // inputs to TF32 (CUBLAS_PEDANTIC_MATH would also forbid any faster-than-prescribed
+    // internal algorithm, at some speed cost). The guard restores the previous mode after.
+    CublasModeGuard mode(handle, CUBLAS_DEFAULT_MATH);
+    const float alpha = 1.0f, beta = 0.0f;
+    TORCH_CUDABLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N,
+                                     /*m=*/N, /*n=*/M, /*k=*/K, &alpha,
+                                     /*A=*/w, /*lda=*/K,
+                                     /*B=*/x, /*ldb=*/K, &beta,
+                                     /*C=*/y, /*ldc=*/N));
+}
+
+enum class Step { kNaive, kCublasEpilogue, kCublasEpilogueVec4, kTiled };
+
+torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w,
+                       const torch::Tensor& b, double multiplier, double negative_slope) {
+    const Linear a = check_linear(x, w, &b);
+    if (step == Step::kTiled) {
+        const int64_t row_tiles = (static_cast<int64_t>(a.M) + p12::kTiledBlockM - 1) / p12::kTiledBlockM;
+        TORCH_CHECK_VALUE(row_tiles <= p12::kMaxGridY, "x.size(0) (M) = ", a.M,
+                          " is too large for the tiled kernel: at most ",
+                          p12::kMaxGridY * p12::kTiledBlockM, " rows (65535 row tiles of ",
+                          p12::kTiledBlockM, ")");
+    }
+    const c10::cuda::CUDAGuard device_guard(a.x.device());
+    torch::Tensor y = torch::empty({a.M, a.N}, a.x.options());
+    if (a.M == 0 || a.N == 0) return y;  // nothing to compute; an empty grid is a launch error
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    const float mult = static_cast<float>(multiplier);
+    const float slope = static_cast<float>(negative_slope);
+    const float* xp = a.x.data_ptr<float>();
+    const float* wp = a.w.data_ptr<float>();
+    const float* bp = a.b.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    switch (step) {
+        case Step::kNaive:
+            p12::launch_naive(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
+        case Step::kCublasEpilogue:
+            sgemm_x_wT(xp, wp, yp, a.M, a.N, a.K);
+            p12::launch_epilogue_scalar(yp, bp, a.M, a.N, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
+        case Step::kCublasEpilogueVec4:
+            sgemm_x_wT(xp, wp, yp, a.M, a.N, a.K);
+            p12::launch_epilogue_vec4(yp, bp, a.M, a.N, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
+        case Step::kTiled:
+            p12::launch_tiled(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
+    }
+    return y;
+}
+
+torch::Tensor naive(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                    double multiplier, double negative_slope) {
+    return run_step(Step::kNaive, x, w, b, multiplier, negative_slope);
+}
+
+torch::Tensor cublas_epilogue(const torch::Tensor& x, const torch::Tensor& w,
+                              const torch::Tensor& b, double multiplier, double negative_slope) {
+    return run_step(Step::kCublasEpilogue, x, w, b, multiplier, negative_slope);
+}
+
+torch::Tensor cublas_epilogue_vec4(const torch::Tensor& x, const torch::Tensor& w,
+                                   const torch::Tensor& b, double multiplier,
+                                   double negative_slope) {
+    return run_step(Step::kCublasEpilogueVec4, x, w, b, multiplier, negative_slope);
+}
+
+torch::Tensor tiled(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                    double multiplier, double negative_slope) {
+    return run_step(Step::kTiled, x, w, b, multiplier, negative_slope);
+}
+
+// Checks of the in-place epilogue's y (M, N) and b (N,); returns b made contiguous.
+torch::Tensor check_epilogue_args(const torch::Tensor& y, const torch::Tensor& b) {
+    check_cuda_float(y, "y", 2);
+    TORCH_CHECK_VALUE(y.is_contiguous(), "y must be contiguous (the epilogue runs in place, a "
+                      "copy would not update it), got strides ", y.strides());
+    check_cuda_float(b, "b", 1);
+    check_same_device(b, "b", y);
+    TORCH_CHECK_VALUE(b.size(0) == y.size(1), "b must have y.size(1) = ", y.size(1),
+                      " elements, got shape ", b.sizes());
+    check_fits_int32(y.size(0), "y.size(0) (M)");
+    check_fits_int32(y.size(1), "y.size(1) (N)");
+    return b.contiguous();
+}
+
+torch::Tensor epilogue_only(torch::Tensor y, const torch::Tensor& b, double multiplier,
+                            double negative_slope, bool vec4) {
+    const torch::Tensor bc = check_epilogue_args(y, b);
+    if (y.numel() == 0) return y;
+    const c10::cuda::CUDAGuard device_guard(y.device());
+    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    const int M = static_cast<int>(y.size(0)), N = static_cast<int>(y.size(1));
+    const float mult = static_cast<float>(multiplier);
+    const float slope = static_cast<float>(negative_slope);
+    if (vec4) {
+        p12::launch_epilogue_vec4(y.data_ptr<float>(), bc.data_ptr<float>(), M, N, mult, slope,
+                                  stream);
+    } else {
+        p12::launch_epilogue_scalar(y.data_ptr<float>(), bc.data_ptr<float>(), M, N, mult,
+                                    slope, stream);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+
+bool vec4_fast_path(const torch::Tensor& y, const torch::Tensor& b) {
+    const torch::Tensor bc = check_epilogue_args(y, b);
+    return p12::epilogue_vec4_fast_path(y.data_ptr<float>(), bc.data_ptr<float>(),
+                                        static_cast<int>(y.size(1)));
+}
+
+torch::Tensor sgemm_rowmajor(const torch::Tensor& x, const torch::Tensor& w) {
+    const Linear a = check_linear(x, w, nullptr);
+    const c10::cuda::CUDAGuard device_guard(a.x.device());
+    torch::Tensor y = torch::empty({a.M, a.N}, a.x.options());
+    if (a.M == 0 || a.N == 0) return y;
+    sgemm_x_wT(a.x.data_ptr<float>(), a.w.data_ptr<float>(), y.data_ptr<float>(), a.M, a.N, a.K);
+    return y;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.doc() = "Problem 12 (KernelBench L2 #12) CUDA steps: "
+              "y = LeakyReLU((x @ w.T + b) * multiplier, negative_slope), all fp32.";
+    const char* step_doc =
+        "Return y (M, N) = LeakyReLU((x @ w.T + b) * multiplier, negative_slope).\n\n"
+        "x: CUDA float32 (M, K); w: (N, K), nn.Linear's weight; b: (N,); all on one device.\n"
+        "Non-contiguous x, w or b are copied to contiguous memory first (costs time).\n"
+        "Runs on the current CUDA stream and returns without synchronising.";
+    const auto step_args = [&m, step_doc](const char* name, auto fn, const char* what) {
+        m.def(name, fn, (std::string(what) + "\n\n" + step_doc).c_str(), py::arg("x"),
+              py::arg("w"), py::arg("b"), py::arg("multiplier") = 2.0,
+              py::arg("negative_slope") = 0.1);
+    };
+    step_args("naive", &naive, "Step 01: one thread per output, GEMM and epilogue fused.");
+    step_args("cublas_epilogue", &cublas_epilogue,
+              "Step 02: cublasSgemm (fp32, no TF32), then a scalar epilogue kernel.");
+    step_args("cublas_epilogue_vec4", &cublas_epilogue_vec4,
+              "Step 03: cublasSgemm (fp32, no TF32), then a float4 epilogue kernel.");
+    step_args("tiled", &tiled,
+              "Step 04: shared-memory tiled SIMT SGEMM with the epilogue fused into its store.");
+    m.def("epilogue_only", &epilogue_only,
+          "In place: y = LeakyReLU((y + b) * multiplier, negative_slope); returns y.\n\n"
+          "y: contiguous CUDA float32 (M, N), updated in place (a strided y is refused, since a\n"
+          "copy would not update it); b: (N,), copied if non-contiguous. vec4=True takes the\n"
+          "float4 kernel when N % 4 == 0 and y, b are 16-byte aligned, else the scalar one.",
+          py::arg("y"), py::arg("b"), py::arg("multiplier") = 2.0,
+          py::arg("negative_slope") = 0.1, py::arg("vec4") = false);
+    m.def("vec4_fast_path", &vec4_fast_path,
+          "True when epilogue_only(y, b, vec4=True) takes the float4 path (N % 4 == 0 and y, b\n"
+          "16-byte aligned), False when it falls back to the scalar kernel.",
+          py::arg("y"), py::arg("b"));
+    m.def("sgemm_rowmajor", &sgemm_rowmajor,
+          "Return y (M, N) = x @ w.T through cublasSgemm in plain fp32 (no TF32), with the\n"
+          "row-major to column-major mapping transa=T on w, transb=N on x, m=N, n=M, k=K,\n"
+          "lda=ldb=K, ldc=N. x: CUDA float32 (M, K); w: (N, K); non-contiguous inputs are copied.",
+          py::arg("x"), py::arg("w"));
+}

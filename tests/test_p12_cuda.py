@@ -1,0 +1,395 @@
+"""Problem 12's CUDA C++ steps and the build helper.
+
+CPU part (runs anywhere nvcc is): every step compiles to PTX, the vectorized epilogue
+really issues 16-byte accesses, ptxas reports no spills, compiler errors are readable.
+GPU part (marked ``gpu``, skipped without a CUDA GPU): every step against a float64 reference
+on fresh random inputs, irregular sizes, misaligned and strided tensors, bad arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import secrets
+import shutil
+import time
+
+import pytest
+import torch
+
+from fusedkit import build
+
+P12_SOURCES = build.kernel_sources("p12")
+STEP = {p.stem.split("_", 1)[1]: p for p in P12_SOURCES}  # "naive" -> .../01_naive.cu
+
+LD_V4 = r"ld\.global(\.nc)?\.v4\.f32"
+ST_V4 = r"st\.global\.v4\.f32"
+
+needs_nvcc = pytest.mark.skipif(not build.nvcc_available(),
+                                reason="nvcc (CUDA toolkit) not found; PTX checks need it, not a GPU")
+
+
+@pytest.fixture
+def own_build_dir(tmp_path, monkeypatch):
+    """Build products of this test go to a fresh folder (no cache from earlier runs)."""
+    monkeypatch.setenv("FUSEDKIT_BUILD_DIR", str(tmp_path / "build"))
+    return tmp_path / "build"
+
+
+# ----------------------------------------------------------------------------- CPU part
+
+
+def test_ladder_files_are_discovered_in_step_order():
+    assert [p.name for p in P12_SOURCES] == [
+        "01_naive.cu", "02_cublas_epilogue.cu", "03_cublas_epilogue_vec4.cu", "04_tiled.cu"]
+    assert build.extension_sources("p12")[-1].name == "binding.cpp"
+
+
+@pytest.mark.parametrize("src", P12_SOURCES, ids=lambda p: p.stem)
+def test_each_source_opens_with_three_comment_lines(src):
+    head = src.read_text().splitlines()[:4]
+    assert all(line.startswith("// ") for line in head[:3]), head
+    assert not head[3].startswith("//"), "exactly three opening comment lines"
+    assert "Bound:" in head[2]
+
+
+@pytest.mark.parametrize("src", P12_SOURCES, ids=lambda p: p.stem)
+def test_sources_are_pure_cuda(src):
+    includes = re.findall(r'#include\s+[<"]([^>"]+)[>"]', src.read_text())
+    assert not [i for i in includes if "torch" in i or "ATen" in i or "c10" in i or "cublas" in i]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("src", P12_SOURCES, ids=lambda p: p.stem)
+def test_every_step_compiles_to_ptx(src, own_build_dir):
+    text = build.ptx(src)
+    assert ".target sm_90" in text
+    assert re.search(r"\.entry p12_\w+_kernel", text), "expected an extern \"C\" p12_*_kernel entry"
+
+
+@needs_nvcc
+def test_vec4_epilogue_uses_16_byte_accesses_and_scalar_does_not():
+    vec4 = build.ptx(STEP["cublas_epilogue_vec4"])
+    scalar = build.ptx(STEP["cublas_epilogue"])
+    assert build.ptx_instructions(vec4, LD_V4), "vec4 step has no ld.global.v4.f32"
+    assert build.ptx_instructions(vec4, ST_V4), "vec4 step has no st.global.v4.f32"
+    assert not build.ptx_instructions(scalar, LD_V4)
+    assert not build.ptx_instructions(scalar, ST_V4)
+    assert build.ptx_instructions(scalar, r"ld\.global\.f32")
+    assert build.ptx_instructions(scalar, r"st\.global\.f32")
+
+
+@needs_nvcc
+def test_tiled_step_stages_tiles_in_shared_memory_with_16_byte_reads():
+    text = build.ptx(STEP["tiled"])
+    assert build.ptx_instructions(text, r"ld\.shared\.v4\.f32")
+    assert build.ptx_instructions(text, r"bar\.sync|barrier\.sync")
+    assert build.ptx_instructions(text, LD_V4)  # aligned fast path of the tile loads
+
+
+@needs_nvcc
+@pytest.mark.parametrize("src", P12_SOURCES, ids=lambda p: p.stem)
+def test_resource_usage_reports_registers_and_no_spills(src):
+    usage = build.resource_usage(src)
+    assert usage, f"no kernel found in ptxas output of {src.name}"
+    for kernel, stats in usage.items():
+        assert set(stats) == {"registers", "shared_bytes", "spill_stores", "spill_loads", "stack_bytes"}
+        assert 0 < stats["registers"] <= 255, (kernel, stats)
+        assert stats["spill_stores"] == stats["spill_loads"] == 0, (kernel, stats)
+    if src == STEP["tiled"]:
+        (stats,) = usage.values()
+        assert stats["shared_bytes"] > 0
+        assert stats["registers"] <= 128, "__launch_bounds__(256, 2) caps it at 128"
+    else:
+        assert all(s["shared_bytes"] == 0 for s in usage.values())
+
+
+@needs_nvcc
+def test_compiler_errors_are_readable(tmp_path, own_build_dir):
+    bad = tmp_path / "broken.cu"
+    bad.write_text("__global__ void k(float* y) {\n  y[0] = undefined_thing;\n}\n")
+    with pytest.raises(build.BuildError) as info:
+        build.ptx(bad)
+    msg = str(info.value)
+    assert 'identifier "undefined_thing" is undefined' in msg
+    assert "broken.cu(2): error" in msg
+    assert len(msg.splitlines()) < 15, msg
+    assert "undefined_thing" in info.value.log
+
+
+@needs_nvcc
+def test_ptx_cache_follows_the_source(tmp_path, own_build_dir):
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k(float* y) { y[0] = 1.5f; }\n')
+    first = build.ptx(src)
+    assert build.ptx(src) == first
+    assert len(list((own_build_dir / "ptx").glob("k-sm_90-*.ptx"))) == 1
+    src.write_text('extern "C" __global__ void k(float* y) { y[0] = 2.5f; }\n')
+    assert build.ptx(src) != first, "a changed source must not be served from the cache"
+
+
+def test_argument_errors_name_the_parameter(tmp_path):
+    with pytest.raises(ValueError, match="arch"):
+        build.ptx(STEP["naive"], arch="90")
+    with pytest.raises(ValueError, match="source_path"):
+        build.ptx(tmp_path / "x.cpp")
+    with pytest.raises(FileNotFoundError, match="source_path"):
+        build.ptx(tmp_path / "missing.cu")
+    with pytest.raises(ValueError, match="problem='p999'"):
+        build.load_extension("p999")
+
+
+def test_ptx_instructions_filters_lines():
+    text = "\tld.global.f32 \t%f1, [%rd1];\n\tld.global.nc.v4.f32 \t{%f2}, [%rd2];\n// ld.global.v4.f32 comment"
+    assert build.ptx_instructions(text, LD_V4) == ["ld.global.nc.v4.f32 \t{%f2}, [%rd2];",
+                                                  "// ld.global.v4.f32 comment"]
+    assert build.ptx_instructions(text, re.compile(r"ld\.global\.f32")) == ["ld.global.f32 \t%f1, [%rd1];"]
+
+
+def test_stale_lock_is_removed_fresh_lock_is_kept(tmp_path):
+    lock = tmp_path / "lock"
+    lock.write_text("")
+    assert not build._remove_stale_lock(tmp_path, max_age_s=60)
+    assert lock.exists()
+    old = time.time() - 600
+    os.utime(lock, (old, old))
+    assert build._remove_stale_lock(tmp_path, max_age_s=60)
+    assert not lock.exists()
+    assert not build._remove_stale_lock(tmp_path, max_age_s=60)  # nothing left to remove
+
+
+def test_extension_folder_separates_devices_versions_and_sources(own_build_dir):
+    name, gpu_dir, sources, flags = build._extension_plan("p12", (9, 0), "2.11.0+cu130", "13.0")
+    assert name == "fusedkit_p12"
+    assert "-gencode=arch=compute_90,code=sm_90" in flags
+    assert "--use_fast_math" not in flags
+    assert gpu_dir.parent == own_build_dir / "ext"
+    assert re.fullmatch(r"fusedkit_p12-cp\d+-2\.11\.0\+cu130-cu130-[0-9a-f]{12}", gpu_dir.name)
+    _, cpu_dir, _, _ = build._extension_plan("p12", (9, 0), "2.11.0+cpu", None)
+    assert "-cpu-" in cpu_dir.name and cpu_dir != gpu_dir
+    _, h100_dir, _, _ = build._extension_plan("p12", (8, 0), "2.11.0+cu130", "13.0")
+    assert h100_dir != gpu_dir, "another arch is another build"
+
+
+needs_cxx_readelf = pytest.mark.skipif(
+    not (shutil.which("c++") and shutil.which("readelf")), reason="needs c++ and readelf (binutils)")
+
+
+@needs_cxx_readelf
+def test_a_compiler_that_links_libstdcxx_statically_is_replaced(tmp_path, monkeypatch):
+    """Such a compiler (a GPU image's CXX was one) builds extensions that segfault when they
+    format a number; _pick_cxx must detect it and fall back to one from PATH."""
+    assert build._cxx_links_libstdcxx_shared(shutil.which("c++")) is True
+    static_cxx = tmp_path / "static-c++"
+    static_cxx.write_text('#!/bin/sh\nexec c++ -static-libstdc++ "$@"\n')
+    static_cxx.chmod(0o755)
+    assert build._cxx_links_libstdcxx_shared(str(static_cxx)) is False
+    monkeypatch.setenv("CXX", str(static_cxx))
+    picked = build._pick_cxx()
+    assert picked != str(static_cxx) and build._cxx_links_libstdcxx_shared(picked)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only message")
+def test_load_extension_without_gpu_says_what_to_do():
+    with pytest.raises(build.CudaUnavailableError, match="needs a CUDA GPU.*ptx\\(\\)"):
+        build.load_extension("p12")
+
+
+# ----------------------------------------------------------------------------- GPU part
+
+gpu = [pytest.mark.gpu,
+       pytest.mark.skipif(not torch.cuda.is_available(),
+                          reason="needs a CUDA GPU (torch sees none); these run on a GPU machine, select them with -m gpu")]
+
+MULT, SLOPE = 2.0, 0.1
+# (M, K, N): batch, in_features, out_features. Irregular on every axis, then the defaults.
+SIZES = [(1, 1, 1), (3, 17, 5), (17, 1000, 33), (1000, 8191, 17), (33, 129, 8191),
+         (1024, 8192, 8192)]
+STEPS = ["naive", "cublas_epilogue", "cublas_epilogue_vec4", "tiled"]
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return build.load_extension("p12")
+
+
+def fresh_inputs(M: int, K: int, N: int, seed: int | None = None):
+    """x ~ U[0, 1) as KernelBench's torch.rand; W, b ~ U(-1/sqrt(K), 1/sqrt(K)) as nn.Linear."""
+    seed = secrets.randbits(31) if seed is None else seed
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    bound = 1.0 / math.sqrt(K)
+    x = torch.rand(M, K, device="cuda", generator=g)
+    w = (torch.rand(N, K, device="cuda", generator=g) * 2 - 1) * bound
+    b = (torch.rand(N, device="cuda", generator=g) * 2 - 1) * bound
+    return x, w, b, seed
+
+
+def reference64(x, w, b, mult=MULT, slope=SLOPE):
+    y = (x.double() @ w.double().T + b.double()) * mult
+    return torch.nn.functional.leaky_relu(y, slope)
+
+
+def rel_error(out, ref) -> float:
+    return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def poison_allocator(M: int, N: int) -> None:
+    """Fill a block of y's size with NaN and free it: PyTorch's caching allocator tends to
+    hand that block to the kernel's output next, so an element it forgets to write is NaN."""
+    junk = torch.full((M, N), float("nan"), device="cuda")
+    del junk
+
+
+def gpu_test(fn):
+    """Mark a test `gpu` and skip it cleanly where torch sees no CUDA GPU."""
+    for mark in gpu:
+        fn = mark(fn)
+    return fn
+
+
+@gpu_test
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("M,K,N", SIZES, ids=lambda v: str(v))
+def test_step_matches_float64_reference(ext, step, M, K, N):
+    x, w, b, seed = fresh_inputs(M, K, N)
+    ref = reference64(x, w, b)
+    poison_allocator(M, N)
+    out = getattr(ext, step)(x, w, b, MULT, SLOPE)
+    torch.cuda.synchronize()
+    assert out.shape == (M, N) and out.dtype == torch.float32
+    assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={seed}"
+    err = rel_error(out, ref)
+    assert err < 1e-5, f"{step} {M}x{K}x{N}: rel. error {err:.2e}; seed={seed}"
+
+
+def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor):
+    """y (M, N) as a contiguous view that starts `offset` floats into a buffer whose other
+    elements hold a sentinel, so that a write outside y is seen afterwards."""
+    buf = torch.full((M * N + offset + 8,), -12345.0, device="cuda")
+    y = buf[offset:offset + M * N].view(M, N)
+    y.copy_(fill)
+    return buf, y
+
+
+@gpu_test
+@pytest.mark.parametrize("vec4", [False, True])
+@pytest.mark.parametrize("M,N,offset,fast", [
+    (64, 1024, 0, True),     # aligned, N % 4 == 0: the float4 path
+    (64, 1023, 0, False),    # N % 4 != 0: scalar fallback
+    (64, 1024, 1, False),    # y starts 4 bytes past a 16-byte boundary: scalar fallback
+    (7, 13, 3, False),
+    (1, 1, 0, False),
+])
+def test_epilogue_only_in_place(ext, vec4, M, N, offset, fast):
+    seed = secrets.randbits(31)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    y0 = torch.randn(M, N, device="cuda", generator=g)  # stands in for x @ W.T: both signs
+    b = torch.randn(N, device="cuda", generator=g)
+    buf, y = guarded_view(M, N, offset, y0)
+    assert ext.vec4_fast_path(y, b) == fast
+    out = ext.epilogue_only(y, b, MULT, SLOPE, vec4)
+    torch.cuda.synchronize()
+    assert out.data_ptr() == y.data_ptr(), "epilogue_only works in place and returns y"
+    ref = torch.nn.functional.leaky_relu((y0.double() + b.double()) * MULT, SLOPE)
+    err = rel_error(y, ref)
+    assert err < 1e-6, f"vec4={vec4} {M}x{N}+{offset}: rel. error {err:.2e}; seed={seed}"
+    guard = torch.cat([buf[:offset], buf[offset + M * N:]])
+    assert (guard == -12345.0).all(), "epilogue wrote outside y"
+
+
+@gpu_test
+def test_epilogue_only_sees_nan_inputs_through(ext):
+    """Poisoned input: a NaN in y must come out NaN (no max/clamp that hides it)."""
+    y = torch.randn(8, 16, device="cuda")
+    y[3, 5] = float("nan")
+    b = torch.randn(16, device="cuda")
+    for vec4 in (False, True):
+        out = ext.epilogue_only(y.clone(), b, MULT, SLOPE, vec4)
+        assert out.isnan().sum().item() == 1 and out[3, 5].isnan()
+
+
+@gpu_test
+@pytest.mark.parametrize("step", ["naive", "tiled"])
+def test_misaligned_and_strided_inputs(ext, step):
+    """x starting 4 bytes past a 16-byte boundary (K % 4 == 0, so only the pointer forbids
+    float4 loads), and a transposed (non-contiguous) w that the binding copies."""
+    M, K, N = 130, 260, 132
+    x, w, b, seed = fresh_inputs(M, K, N)
+    buf = torch.empty(M * K + 1, device="cuda")
+    x_mis = buf[1:].view(M, K)
+    x_mis.copy_(x)
+    assert x_mis.data_ptr() % 16 != 0 and x_mis.is_contiguous()
+    w_t = w.T.contiguous().T  # same values, column-major strides
+    assert not w_t.is_contiguous()
+    out = getattr(ext, step)(x_mis, w_t, b, MULT, SLOPE)
+    err = rel_error(out, reference64(x, w, b))
+    assert err < 1e-5, f"{step}: rel. error {err:.2e}; seed={seed}"
+
+
+@gpu_test
+@pytest.mark.parametrize("M,K,N", [(3, 5, 7), (17, 1000, 33), (256, 4096, 512)])
+def test_sgemm_rowmajor_mapping(ext, M, K, N):
+    x, w, _, seed = fresh_inputs(M, K, N)
+    out = ext.sgemm_rowmajor(x, w)
+    assert out.shape == (M, N)
+    err = rel_error(out, x.double() @ w.double().T)
+    assert err < 1e-5, f"rel. error {err:.2e}; seed={seed}"
+
+
+@gpu_test
+def test_cublas_steps_stay_fp32_when_torch_allows_tf32(ext):
+    """TF32 would give ~3e-4 at K = 4096; our calls force CUBLAS_DEFAULT_MATH."""
+    x, w, b, seed = fresh_inputs(256, 4096, 512)
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        tf32_err = rel_error(x @ w.T, x.double() @ w.double().T)
+        err = rel_error(ext.sgemm_rowmajor(x, w), x.double() @ w.double().T)
+        err_step = rel_error(ext.cublas_epilogue_vec4(x, w, b, MULT, SLOPE), reference64(x, w, b))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    assert err < 1e-5 and err_step < 1e-5, f"{err:.2e} {err_step:.2e} (TF32: {tf32_err:.2e}); seed={seed}"
+
+
+@gpu_test
+def test_steps_run_on_the_current_stream(ext):
+    x, w, b, seed = fresh_inputs(512, 2048, 1024)
+    ref = reference64(x, w, b)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        outs = {s: getattr(ext, s)(x, w, b, MULT, SLOPE) for s in STEPS}
+    side.synchronize()  # only the side stream: work left on another stream would be unfinished
+    for s, out in outs.items():
+        assert rel_error(out, ref) < 1e-5, f"{s} on a side stream; seed={seed}"
+
+
+@gpu_test
+def test_empty_batch_returns_empty(ext):
+    x, w, b, _ = fresh_inputs(1, 8, 4)
+    for s in STEPS:
+        assert getattr(ext, s)(x[:0], w, b, MULT, SLOPE).shape == (0, 4)
+
+
+@gpu_test
+def test_bad_inputs_name_the_parameter(ext):
+    x, w, b, _ = fresh_inputs(4, 8, 6)
+    for s in STEPS:
+        fn = getattr(ext, s)
+        with pytest.raises(TypeError, match=r"x must be torch\.float32.*Double"):
+            fn(x.double(), w, b, MULT, SLOPE)
+        with pytest.raises(ValueError, match=r"x must be a CUDA tensor.*cpu"):
+            fn(x.cpu(), w, b, MULT, SLOPE)
+        with pytest.raises(ValueError, match=r"w\.size\(1\) must equal x\.size\(1\)"):
+            fn(x, w[:, :5], b, MULT, SLOPE)
+        with pytest.raises(ValueError, match=r"b must have w\.size\(0\) = 6"):
+            fn(x, w, b[:5], MULT, SLOPE)
+        with pytest.raises(ValueError, match=r"x must be 2-D, got 3-D"):
+            fn(x[None], w, b, MULT, SLOPE)
+    with pytest.raises(ValueError, match=r"w must be a CUDA tensor"):
+        ext.sgemm_rowmajor(x, w.cpu())
+    with pytest.raises(ValueError, match=r"y must be contiguous"):
+        ext.epilogue_only(torch.randn(6, 4, device="cuda").T, b[:6], MULT, SLOPE, True)
+    with pytest.raises(ValueError, match=r"b must have y\.size\(1\) = 6"):
+        ext.epilogue_only(torch.randn(4, 6, device="cuda"), b[:5], MULT, SLOPE, False)
