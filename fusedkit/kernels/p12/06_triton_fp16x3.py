@@ -1,0 +1,371 @@
+# Computes y = LeakyReLU((x @ W.T + b) * multiplier, negative_slope) to fp32 accuracy on fp16 tensor cores: x and W split into fp16 hi + lo, one GEMM sums hi*hi + (hi*lo + lo*hi) / 2048, epilogue fused.
+# Changed vs step 05 (tf32x3): fp16 MMAs (twice tf32's peak) on operands split once for W (cached) and per call for x; each K-chunk's hi*hi is added to the fp32 accumulator outside the tensor cores.
+# Roofline: compute-bound; three fp16 passes of 2*M*N*K (412 GFLOP at 1024x8192x8192) at the H200's 989 dense fp16 TFLOP/s give a 0.42 ms floor, plus ~0.02 ms of HBM traffic for the per-call x split.
+"""Step 06 of problem 12: an "fp16x3" GEMM that is fp32-faithful and faster than tf32x3.
+
+The split (Ootomo and Yokota's idea, with fp16 instead of tf32):
+
+    each row r of a matrix A is scaled by a power of two s_r so that max|A[r]| * s_r lies
+    in [2**14, 2**15): exact, a power of two only moves the exponent, and the largest
+    value stays far from fp16's 65504 while small values stay clear of fp16's subnormals;
+    hi = fp16(A * s)                  (11 significant bits)
+    lo = fp16((A * s - hi) * 2048)    (the next 11 bits; A*s - hi and * 2048 are exact)
+    so A * s = hi + lo / 2048 to about 2**-22 relative.
+
+    x @ W.T = (xh @ Wh.T + (xh @ Wl.T + xl @ Wh.T) / 2048) / (s_x[m] * s_w[n]);
+    the dropped xl @ Wl.T / 2048**2 term is ~2**-22 relative.
+
+Per-row scales (rather than one per tensor) cost nothing extra (the epilogue multiplies
+by 1/s_x[m] and 1/s_w[n]), keep each row in fp16's sweet spot even when rows differ in
+range by many orders of magnitude, and keep a bad row from spoiling the others.
+
+Why add each chunk's hi*hi outside the tensor cores: the MMA's own fp32 accumulation is
+not IEEE round-to-nearest (it truncates; Fasi et al., "Numerical behavior of NVIDIA tensor
+cores", 2021), so its errors share a sign and grow with K: over K = 8192 the rel. error
+was 9.7e-6 with the sum inside the MMA, 2.5e-7 outside (H200). A plain ``acc += tl.dot(a, b)`` does not
+help, since Triton folds the add back into the MMA's accumulator; an opaque
+``add.rn.f32`` from inline PTX cannot be folded. The small cross terms stay on the
+tensor cores: their truncation error is 2**-11 times smaller.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedkit.kernels import load_step
+
+
+_step05 = load_step("p12", "05_triton_fused.py")   # shared input checks and interpreter flag
+INTERPRET: bool = _step05.INTERPRET  # decided when triton.jit decorates, i.e. at import
+check_inputs = _step05.check_inputs
+_on_device = _step05.on_device
+
+# The split pads K up to a multiple of this (zeros add nothing): every BLOCK_K divides
+# it, so the GEMM needs no K masks, and each fp16 row starts 128-byte aligned, so loads
+# stay 16-byte vectors that the pipeliner can prefetch (with an odd K such as 8191 fp16
+# rows are only 2-byte aligned and Triton gives up multi-stage pipelining).
+K_ALIGN = 64
+
+# constexpr globals: Triton kernels may only read module-level constants declared so.
+_LO_SCALE = tl.constexpr(2048.0)  # 2**11: lifts the residual A*s - hi (< half an fp16 ulp of hi) to hi's magnitude
+_TARGET_EXP = tl.constexpr(15)  # rows are scaled so that max|row| * s lies in [2**14, 2**15)
+
+
+# ----------------------------------------------------------------------------------------
+# 1. The split: each program takes BLOCK_R rows and makes two passes over them (max, then
+#    split); the second pass reads the rows again, mostly from L2. Writes hi and lo as
+#    (R, C_pad) fp16, contiguous, zero in columns C..C_pad-1, and 1/s per row.
+# ----------------------------------------------------------------------------------------
+@triton.jit
+def _split_rows_kernel(src_ptr, hi_ptr, lo_ptr, inv_scale_ptr, R, C, C_pad, stride_r, stride_c,
+                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_ok = rows < R
+    rows64 = rows.to(tl.int64)  # int64: rows * stride may pass 2**31 elements
+    cols = tl.arange(0, BLOCK_C)
+
+    # Pass 1: max |value| per row. NaN becomes inf so that a NaN anywhere makes the row's
+    # max non-finite, whatever max's NaN rules are on the hardware at hand.
+    amax_tile = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        c = c0 + cols
+        mask = row_ok[:, None] & (c[None, :] < C)
+        v = tl.load(src_ptr + rows64[:, None] * stride_r + c[None, :] * stride_c, mask=mask, other=0.0)
+        a = tl.abs(v)
+        a = tl.where(a == a, a, float("inf"))
+        amax_tile = tl.maximum(amax_tile, a)
+    amax = tl.max(amax_tile, axis=1)  # (BLOCK_R,)
+
+    # Power-of-two scale from amax's exponent bits: amax lies in [2**(E-127), 2**(E-126))
+    # for biased exponent E, so shift = 141 - E puts amax * 2**shift in [2**14, 2**15).
+    # Clamping to [-126, 126] keeps 2**shift and 2**-shift normal fp32 numbers; only rows
+    # whose max is below 2**-111 (zero rows included) end up below the target range.
+    biased = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
+    shift = tl.minimum(tl.maximum(_TARGET_EXP + 126 - biased, -126), 126)
+    scale = ((shift + 127) << 23).to(tl.float32, bitcast=True)  # 2**shift built from bits
+    inv_scale = ((127 - shift) << 23).to(tl.float32, bitcast=True)  # 2**-shift
+    # E == 255 means inf or NaN in the row: publish NaN so callers can reject the input,
+    # and so that the GEMM turns this row into NaN instead of silent garbage.
+    inv_scale = tl.where(biased == 255, float("nan"), inv_scale)
+    tl.store(inv_scale_ptr + rows, inv_scale, mask=row_ok)
+
+    # Pass 2: hi = fp16(v*s) (round to nearest even), lo = fp16((v*s - hi) * 2048);
+    # v*s and v*s - hi are exact in fp32, only the two fp16 roundings lose bits.
+    # Columns C..C_pad-1 load as 0 and so store hi = lo = 0: padding that adds nothing.
+    for c0 in range(0, C_pad, BLOCK_C):
+        c = c0 + cols
+        v = tl.load(src_ptr + rows64[:, None] * stride_r + c[None, :] * stride_c,
+                    mask=row_ok[:, None] & (c[None, :] < C), other=0.0)
+        v = v * scale[:, None]
+        hi = v.to(tl.float16)
+        lo = ((v - hi.to(tl.float32)) * _LO_SCALE).to(tl.float16)
+        dst = rows64[:, None] * C_pad + c[None, :]
+        keep = row_ok[:, None] & (c[None, :] < C_pad)
+        tl.store(hi_ptr + dst, hi, mask=keep)
+        tl.store(lo_ptr + dst, lo, mask=keep)
+
+
+class Fp16x3Split(NamedTuple):
+    """A float32 matrix A (R, C) as fp16 parts: A = (hi + lo / 2048)[:, :C] * inv_scale[:, None]."""
+
+    hi: torch.Tensor  # (R, C_pad) float16, contiguous; columns C.. are zero
+    lo: torch.Tensor  # (R, C_pad) float16, contiguous: the residual times 2048
+    inv_scale: torch.Tensor  # (R,) float32: 2**-shift per row; NaN where the row had inf/NaN
+
+
+def split_fp16x3(a: torch.Tensor, pad_cols_to: int = 1) -> Fp16x3Split:
+    """Split a 2-D float32 tensor row by row into fp16 hi + 2048-scaled lo (see module doc).
+
+    Args:
+        a: (R, C) float32, any strides, on CUDA (or CPU under TRITON_INTERPRET=1).
+        pad_cols_to: hi and lo get C_pad = C rounded up to a multiple of this, zero-filled.
+
+    Returns:
+        Fp16x3Split(hi, lo, inv_scale). Reconstruction ``(hi + lo/2048)[:, :C] *
+        inv_scale[:, None]`` (in float64) is within ~2**-22 relative of ``a``. Rows
+        containing inf or NaN get ``inv_scale`` NaN; this function does not raise, the
+        wrappers do.
+    """
+    if not isinstance(a, torch.Tensor) or a.dtype != torch.float32 or a.dim() != 2:
+        got = f"{a.dtype} {a.dim()}-D tensor" if isinstance(a, torch.Tensor) else type(a).__name__
+        raise TypeError(f"a: expected a 2-D torch.float32 tensor, got {got}")
+    if isinstance(pad_cols_to, bool) or not isinstance(pad_cols_to, int) or pad_cols_to < 1:
+        raise ValueError(f"pad_cols_to={pad_cols_to!r}: must be an int >= 1")
+    r, c = a.shape
+    c_pad = triton.cdiv(c, pad_cols_to) * pad_cols_to
+    hi = torch.empty((r, c_pad), device=a.device, dtype=torch.float16)
+    lo = torch.empty((r, c_pad), device=a.device, dtype=torch.float16)
+    inv_scale = torch.empty((r,), device=a.device, dtype=torch.float32)
+    if r == 0 or c == 0:  # nothing to split; the wrappers reject empty dims earlier
+        inv_scale.fill_(1.0)
+        return Fp16x3Split(hi, lo, inv_scale)
+    # GPU: one row per program, 2048 fp32 per chunk = 16 per thread at 4 warps, loaded as
+    # 16-byte vectors. Interpreter: every program costs milliseconds of Python, so one
+    # program takes many rows at once (numpy does the arithmetic).
+    block_r, block_c = (32, 128) if INTERPRET else (1, 2048)
+    with _on_device(a.device):
+        _split_rows_kernel[(triton.cdiv(r, block_r),)](
+            a, hi, lo, inv_scale, r, c, c_pad, a.stride(0), a.stride(1),
+            BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4)
+    return Fp16x3Split(hi, lo, inv_scale)
+
+
+# ----------------------------------------------------------------------------------------
+# 2. The W split, cached: W is read once per change instead of once per call.
+# ----------------------------------------------------------------------------------------
+_CACHE_SIZE = 4  # each entry holds fp16 hi + lo: as many bytes as the fp32 weight itself
+_weight_cache: OrderedDict[tuple, tuple[weakref.ref, Fp16x3Split]] = OrderedDict()
+
+
+def clear_weight_cache() -> None:
+    """Forget every cached weight split (use after changing a weight behind autograd's back,
+    e.g. through ``weight.data`` or a custom kernel, which does not bump ``weight._version``)."""
+    _weight_cache.clear()
+
+
+def _weight_key(weight: torch.Tensor) -> tuple:
+    # _version counts in-place writes through this tensor and its views (copy_, mul_, an
+    # optimizer step ...), so a changed weight gets a new key even at the same address.
+    return (weight.data_ptr(), weight._version, tuple(weight.shape), tuple(weight.stride()),
+            str(weight.device))
+
+
+def split_weight_cached(weight: torch.Tensor) -> Fp16x3Split:
+    """The fp16x3 split of ``weight`` (N, K), K padded to a multiple of K_ALIGN, computed
+    once per (address, version, shape, strides, device) and reused while the same tensor
+    stays alive and unmodified.
+
+    Raises ValueError if the weight contains inf or NaN (checked once per split, one sync).
+    Inference-mode tensors have no version counter, so they are split on every call.
+    """
+    # Drop entries whose tensor died: its memory may now hold a different tensor with the
+    # same address and a fresh version counter, which would otherwise hit a stale split.
+    for key in [k for k, (ref, _) in _weight_cache.items() if ref() is None]:
+        del _weight_cache[key]
+    cacheable = not weight.is_inference()
+    key = _weight_key(weight) if cacheable else None
+    if cacheable and key in _weight_cache:
+        _weight_cache.move_to_end(key)  # least recently used goes first when full
+        return _weight_cache[key][1]
+
+    split = split_fp16x3(weight, pad_cols_to=K_ALIGN)
+    bad = ~torch.isfinite(split.inv_scale)
+    if bool(bad.any()):  # one host sync per new weight, not per call
+        row = int(bad.nonzero()[0, 0])
+        raise ValueError(f"weight contains inf or NaN (first in row {row}): the fp16x3 split needs finite values")
+    if cacheable:
+        # Older versions of this same tensor are stale now; free their memory at once.
+        for k in [k for k in _weight_cache if (k[0], k[2], k[3], k[4]) == (key[0], key[2], key[3], key[4])]:
+            del _weight_cache[k]
+        _weight_cache[key] = (weakref.ref(weight), split)
+        while len(_weight_cache) > _CACHE_SIZE:
+            _weight_cache.popitem(last=False)
+    return split
+
+
+# ----------------------------------------------------------------------------------------
+# 3. The GEMM: three fp16 dots per K-chunk, the hi*hi one added outside the tensor cores.
+# ----------------------------------------------------------------------------------------
+@triton.jit
+def _add_rn(a, b):
+    # An opaque round-to-nearest fp32 add: the compiler cannot see that it is an add, so it
+    # cannot fold it into the MMA accumulator as it does with `acc + tl.dot(...)`.
+    return tl.inline_asm_elementwise("add.rn.f32 $0, $1, $2;", "=r,r,r", [a, b],
+                                     dtype=tl.float32, is_pure=True, pack=1)
+
+
+_cfg = _step05._cfg  # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) -> Config with GROUP_M=8
+
+
+# Four fp16 tiles per stage: 2 bytes * 2 * (BLOCK_M + BLOCK_N) * BLOCK_K; 64x128x64 is
+# 48 KB (4 stages = 192 KB fit the ~227 KB limit), 128x128x64 is 64 KB (3 stages fit).
+# Three fp32 accumulators live in registers (acc, cross, the chunk's hi*hi), so tiles stay
+# at 128x128 or below: 3 * 64*128 / 128 threads = 192 accumulator registers per thread at
+# 4 warps, out of 255; ptxas (sm_90a) fits every config below without spilling.
+_GPU_CONFIGS = [
+    _cfg(64, 128, 64, 4, 4),  # measured 0.93-0.96 ms at 1024x8192x8192 on the H200
+    _cfg(64, 128, 64, 3, 8),
+    _cfg(128, 64, 64, 4, 4),
+    _cfg(128, 128, 64, 3, 8),
+    _cfg(128, 128, 32, 4, 8),
+    _cfg(64, 128, 32, 4, 4),
+    _cfg(64, 128, 64, 3, 4),
+]  # (64x256x32 at 8 warps spills registers in ptxas for sm_90a, so it is out.)
+# One small config in the interpreter: a single config is never benchmarked.
+_CONFIGS = [_cfg(32, 32, 32, 1, 4)] if INTERPRET else _GPU_CONFIGS
+# The unmasked K loop is only right if every BLOCK_K divides the padding multiple.
+assert all(K_ALIGN % c.kwargs["BLOCK_K"] == 0 for c in _CONFIGS), "BLOCK_K must divide K_ALIGN"
+
+
+@triton.autotune(configs=_CONFIGS, key=["M", "N", "K"])
+@triton.jit
+def _fp16x3_linear_leakyrelu_kernel(
+    xh_ptr, xl_ptr, x_inv_ptr, wh_ptr, wl_ptr, w_inv_ptr, b_ptr, y_ptr,
+    M, N, K,
+    stride_xm, stride_wn, stride_b, stride_ym,
+    multiplier, negative_slope,
+    USE_ASM_ADD: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # K here is the padded K, a multiple of BLOCK_K (see K_ALIGN): no masks along K.
+    # --- grouped ordering, as in step 05: GROUP_M row-blocks share W column-blocks in L2.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # --- wrapped rows/columns (% M, % N) keep loads in bounds; the store masks them.
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    # The split parts are contiguous with unit stride along K. hi and lo of one operand
+    # share offsets. x tiles are (BLOCK_M, BLOCK_K); W tiles are read as W^T, (BLOCK_K, BLOCK_N).
+    x_off = offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :]
+    w_off = offs_k[:, None] + offs_n[None, :].to(tl.int64) * stride_wn
+    xh_ptrs, xl_ptrs = xh_ptr + x_off, xl_ptr + x_off
+    wh_ptrs, wl_ptrs = wh_ptr + w_off, wl_ptr + w_off
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # sum of hi*hi, added outside the MMA
+    cross = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # sum of hi*lo + lo*hi, inside the MMA
+    for _ in range(0, K // BLOCK_K):
+        xh = tl.load(xh_ptrs)
+        xl = tl.load(xl_ptrs)
+        wh = tl.load(wh_ptrs)
+        wl = tl.load(wl_ptrs)
+        # Cross terms are ~2**-11 of the result, so the MMA's own accumulation is enough.
+        cross = tl.dot(xh, wl, cross)
+        cross = tl.dot(xl, wh, cross)
+        # This chunk's hi*hi on the tensor cores from a zero accumulator (exact fp16
+        # products, only BLOCK_K of them summed inside), then one rounded fp32 add.
+        chunk = tl.dot(xh, wh)
+        if USE_ASM_ADD:
+            acc = _add_rn(acc, chunk)
+        else:
+            # The interpreter cannot run inline PTX; numpy adds in IEEE fp32 anyway.
+            acc = acc + chunk
+        xh_ptrs += BLOCK_K
+        xl_ptrs += BLOCK_K
+        wh_ptrs += BLOCK_K
+        wl_ptrs += BLOCK_K
+
+    # --- epilogue: undo the split (1/2048 and both power-of-two row scales are exact
+    # multiplies), then eager's order: + b, * multiplier, LeakyReLU; one store.
+    x_inv = tl.load(x_inv_ptr + offs_m)
+    w_inv = tl.load(w_inv_ptr + offs_n)
+    v = acc + cross * (1.0 / _LO_SCALE)
+    v = v * x_inv[:, None] * w_inv[None, :]
+    offs_ym = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # unwrapped indices, for the masks
+    offs_yn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    bias = tl.load(b_ptr + offs_yn * stride_b, mask=offs_yn < N, other=0.0)
+    v = (v + bias[None, :]) * multiplier
+    v = tl.where(v > 0, v, v * negative_slope)  # torch's LeakyReLU: x if x > 0 else slope * x
+    y_ptrs = y_ptr + offs_ym[:, None].to(tl.int64) * stride_ym + offs_yn[None, :]
+    tl.store(y_ptrs, v, mask=(offs_ym[:, None] < M) & (offs_yn[None, :] < N))
+
+
+def linear_leakyrelu_fp16x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                            multiplier: float, negative_slope: float,
+                            *, check_finite: bool = True) -> torch.Tensor:
+    """y = LeakyReLU((x @ weight.T + bias) * multiplier, negative_slope), fp32-accurate on
+    fp16 tensor cores (three fp16 dots on hi/lo splits of x and weight).
+
+    Args:
+        x: (M, K) float32 activations; split into fp16 hi/lo on every call.
+        weight: (N, K) float32, ``nn.Linear.weight``. Its split is CACHED, keyed on
+            (data_ptr, ``weight._version``, shape, strides, device) while the tensor is
+            alive: in-place changes through the tensor (``copy_``, ``mul_``, optimizer
+            steps) bump ``_version`` and force a new split. Changes that bypass the version
+            counter (``weight.data.copy_(...)``, raw pointers, custom kernels) are NOT seen:
+            call ``clear_weight_cache()`` after them. Pass the same tensor object each call
+            (e.g. the nn.Parameter) so the cache can hit.
+        bias: (N,) float32.
+        multiplier: scalar applied after the bias (computed in fp32).
+        negative_slope: LeakyReLU slope for negative values (computed in fp32).
+        check_finite: raise ValueError if x holds inf or NaN (one host sync per call, after
+            the x split). With False, a row of x holding inf/NaN yields a NaN output row.
+
+    Returns:
+        (M, N) float32, contiguous, on x's device.
+
+    Any M, N, K >= 1; non-contiguous inputs are read through their strides. A weight with
+    inf or NaN is always rejected (when it is split). CUDA tensors, or CPU tensors under
+    TRITON_INTERPRET=1, where the hi*hi chunks are added with a plain add (the interpreter
+    cannot run inline PTX) and every dot is exact-product fp32 numpy: CPU runs check the
+    logic, not the tensor cores' rounding. The first call for new (M, N, K) autotunes.
+    """
+    m, n, _ = check_inputs(x, weight, bias, multiplier, negative_slope)
+    ws = split_weight_cached(weight)
+    xs = split_fp16x3(x, pad_cols_to=K_ALIGN)  # same padded K as the weight's split
+    if check_finite:
+        bad = ~torch.isfinite(xs.inv_scale)
+        if bool(bad.any()):
+            row = int(bad.nonzero()[0, 0])
+            raise ValueError(f"x contains inf or NaN (first in row {row}): the fp16x3 split needs "
+                             "finite values (check_finite=False turns such rows into NaN instead)")
+    y = torch.empty((m, n), device=x.device, dtype=torch.float32)
+
+    def grid(meta: dict) -> tuple[int]:
+        # 1-D grid over all output tiles; the kernel remaps ids into GROUP_M-tall groups.
+        return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+
+    with _on_device(x.device):
+        _fp16x3_linear_leakyrelu_kernel[grid](
+            xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, bias, y,
+            m, n, xs.hi.shape[1],  # the padded K
+            xs.hi.stride(0), ws.hi.stride(0), bias.stride(0), y.stride(0),
+            float(multiplier), float(negative_slope),
+            USE_ASM_ADD=not INTERPRET,
+        )
+    return y
