@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 import torch
 
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
+from fusedkit.problems.base import INTERPRETER_FLOP_BUDGET
 from fusedkit.problems.baselines import tf32_matmul
 
 ATOL = RTOL = 1e-4
@@ -94,6 +95,18 @@ def reference64(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch
         return copy.deepcopy(model).double()(*[t.double() for t in inputs])
 
 
+def cpu_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.device) -> str:
+    """Why ``variant`` cannot run at ``sizes`` on ``device`` ("" when it can)."""
+    if device.type == "cuda":
+        return ""
+    if variant.needs_gpu:
+        return "needs a CUDA GPU (its GPU results are in the records in data/)"
+    if variant.triton and problem.flops(sizes) > INTERPRETER_FLOP_BUDGET:
+        return (f"Triton's CPU interpreter is limited to {INTERPRETER_FLOP_BUDGET / 1e9:.0f} GFLOP "
+                f"(these sizes need {problem.flops(sizes) / 1e9:.1f}); pick smaller sizes")
+    return ""
+
+
 def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
                   device: str | torch.device = "cpu", seeds: int | Sequence[int] = 5,
                   build: Callable | None = None) -> CheckResult:
@@ -105,9 +118,9 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     variant = problem.variant(variant) if isinstance(variant, str) else variant
     sizes = problem.sizes(sizes)
     device = torch.device(device)
-    if variant.needs_gpu and device.type != "cuda":
-        raise ValueError(f"variant={variant.slug!r} needs a CUDA GPU; device={device} "
-                         f"(on CPU the records in data/ hold its GPU results)")
+    refusal = cpu_refusal(problem, variant, sizes, device)
+    if refusal:
+        raise ValueError(f"variant={variant.slug!r} on {device}: {refusal}")
     problem.check_runnable(sizes, device)
     if isinstance(seeds, int):
         base = secrets.randbelow(2**31 - 64)

@@ -15,18 +15,20 @@ import torch
 from tqdm.auto import tqdm
 
 from fusedkit import bench, records
-from fusedkit.check import check_variant
+from fusedkit.check import check_variant, cpu_refusal
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.roofline import achieved, fused_floor
 
 
-def runnable(problem: Problem, names: Sequence[str] | None, device: torch.device) -> tuple[list[Variant], list[str]]:
+def runnable(problem: Problem, names: Sequence[str] | None, sizes: Sizes,
+             device: torch.device) -> tuple[list[Variant], list[str]]:
     """Variants that can run on ``device``, and one note per variant left out (and why)."""
     chosen, skipped = [], []
     for v in problem.ladder(names):
-        if v.needs_gpu and device.type != "cuda":
-            skipped.append(f"{v.slug}: needs a CUDA GPU (its GPU records are in data/)")
+        reason = cpu_refusal(problem, v, sizes, device)
+        if reason:
+            skipped.append(f"{v.slug}: {reason}")
         else:
             chosen.append(v)
     return chosen, skipped
@@ -60,7 +62,7 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     sizes = problem.sizes(sizes)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     problem.check_runnable(sizes, device)
-    chosen, skipped = runnable(problem, variants, device)
+    chosen, skipped = runnable(problem, variants, sizes, device)
     for note in skipped:
         tqdm.write(f"skipped {note}")
     ctx = records.RunContext.collect()

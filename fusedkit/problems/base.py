@@ -21,6 +21,8 @@ INT32_MAX = 2**31 - 1
 # A CPU run is allowed this much arithmetic (about half a minute for eager on 2 cores).
 CPU_FLOP_BUDGET = 2.0e12
 CPU_BYTE_BUDGET = 8 * 2**30
+# Triton's CPU interpreter manages roughly 0.1-1 GFLOP/s: keep its runs to seconds.
+INTERPRETER_FLOP_BUDGET = 2.0e9
 
 
 class SizeError(ValueError):
@@ -88,6 +90,7 @@ class Variant:
     needs_gpu: bool = False
     source: str = ""                  # kernel file relative to fusedkit/kernels, "" for PyTorch
     baseline: bool = False            # PyTorch itself, not one of our kernels
+    triton: bool = False              # a Triton kernel: on CPU it runs in the (slow) interpreter
 
 
 @dataclass

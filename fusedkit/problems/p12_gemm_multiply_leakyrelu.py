@@ -73,6 +73,35 @@ def _addmm_alpha_beta(model: nn.Module) -> Callable[..., torch.Tensor]:
     return run
 
 
+def _weights(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, float, float]:
+    """The model's own Linear weights and constants, as every kernel step takes them."""
+    return (model.gemm.weight.detach(), model.gemm.bias.detach(), float(model.multiplier),
+            float(model.leaky_relu.negative_slope))
+
+
+def _cuda_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A step of our CUDA extension (built on first use, cached by source hash)."""
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+        fn = getattr(load_extension("p12"), function)
+        w, b, c, s = _weights(model)
+        return lambda x: fn(x, w, b, c, s)
+    return build
+
+
+def _triton_step(filename: str, function: str, **options: object
+                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A Triton step file's wrapper bound to the model's weights."""
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+        fn = getattr(load_step("p12", filename), function)
+        w, b, c, s = _weights(model)
+        return lambda x: fn(x, w, b, c, s, **options)
+    return build
+
+
 PROBLEM = Problem(
     key="p12",
     slug="gemm_multiply_leakyrelu",
@@ -97,3 +126,32 @@ PROBLEM.add_variant(Variant(
     0, "addmm_alpha_beta", "addmm with alpha = beta = multiplier, then LeakyReLU in place",
     "the multiply folded into cuBLAS's alpha/beta: one elementwise pass instead of two",
     _addmm_alpha_beta, precision="fp32", baseline=True))
+
+# The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p12/).
+_STEPS = [
+    Variant(1, "naive", "naive: one thread per output, everything fused",
+            "GEMM, bias, multiply and LeakyReLU in one kernel; every thread re-reads a row of x "
+            "and of W from memory", _cuda_step("naive"), needs_gpu=True, source="p12/01_naive.cu"),
+    Variant(2, "cublas_epilogue", "cuBLAS GEMM + one fused epilogue kernel",
+            "cublasSgemm on PyTorch's handle and stream (the proved mapping), then bias, multiply "
+            "and LeakyReLU in one elementwise pass", _cuda_step("cublas_epilogue"),
+            needs_gpu=True, source="p12/02_cublas_epilogue.cu"),
+    Variant(3, "cublas_epilogue_vec4", "cuBLAS GEMM + 16-byte vectorized epilogue",
+            "the epilogue with float4 loads and stores, scalar fallback when unaligned",
+            _cuda_step("cublas_epilogue_vec4"), needs_gpu=True,
+            source="p12/03_cublas_epilogue_vec4.cu"),
+    Variant(4, "tiled", "shared-memory tiled SIMT GEMM, epilogue fused into its store",
+            "tiles of x and W staged in shared memory and reused from registers; no extra pass",
+            _cuda_step("tiled"), needs_gpu=True, source="p12/04_tiled.cu"),
+    *[Variant(5, f"triton_{prec}", f"Triton GEMM + fused epilogue, {prec} dots",
+              "tensor cores through tl.dot with the epilogue applied before the only store",
+              _triton_step("05_triton_fused.py", "linear_leakyrelu", precision=prec),
+              precision={"ieee": "fp32"}.get(prec, prec), source="p12/05_triton_fused.py",
+              triton=True) for prec in ("ieee", "tf32x3", "tf32")],
+    Variant(6, "triton_fp16x3", "Triton GEMM on fp16 tensor cores, three-term split",
+            "x and W split into fp16 hi + lo; hi*hi accumulated outside the MMA keeps fp32 accuracy",
+            _triton_step("06_triton_fp16x3.py", "linear_leakyrelu_fp16x3"), precision="fp16x3",
+            source="p12/06_triton_fp16x3.py", triton=True),
+]
+for _v in _STEPS:
+    PROBLEM.add_variant(_v)
