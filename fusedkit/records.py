@@ -439,3 +439,18 @@ def _nvidia_driver() -> str:
         if found:
             return found.group(1)
     return ""
+
+
+def import_records(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = None) -> int:
+    """Append every row of another records file (say, one fetched from a GPU machine) to ``dst``.
+
+    Rows keep their own run context; both files are validated, and a row already in
+    ``dst`` is refused (ValueError), so importing twice cannot duplicate a run.
+    Returns the number of rows imported.
+    """
+    src = Path(src)
+    if not src.is_file():
+        raise FileNotFoundError(f"src={str(src)!r} is not a file")
+    rows = [r for _, r in _parse(src, _decode(src, src.read_bytes()))]
+    append_rows(dst if dst is not None else default_path(), rows)
+    return len(rows)

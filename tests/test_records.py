@@ -397,3 +397,16 @@ def test_readme_documents_every_column_in_order():
     readme = Path(records.__file__).resolve().parents[1] / "data" / "README.md"
     documented = re.findall(r"^\| \d+ \| `([a-z0-9_]+)` \|", readme.read_text(), flags=re.M)
     assert tuple(documented) == COLUMNS
+
+
+def test_import_records_appends_once(tmp_path):
+    ctx = records.RunContext.collect()
+    src, dst = tmp_path / "gpu.csv", tmp_path / "data.csv"
+    rows = [records.make_row(ctx, problem="p12", sizes="batch_size=3", variant=v,
+                             timer="cuda-events", median_ms=1.0 + i) for i, v in enumerate(["a", "b"])]
+    records.append_rows(src, rows)
+    assert records.import_records(src, dst) == 2
+    assert list(records.read_records(dst)["variant"]) == ["a", "b"]
+    with pytest.raises(ValueError, match="already recorded"):
+        records.import_records(src, dst)
+    assert len(records.read_records(dst)) == 2

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine: everything that needs the GPU, in one go, with every
+# result written under $OUT (fetched back by the device tool).
+#   STAGES="info tests bench reports" PROBLEMS="p12 p45" bash scripts/gpu_session.sh
+# Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/.
+set -uo pipefail
+OUT=${OUT:-/tmp/fusedkit-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FUSEDKIT_RECORDS="$OUT/records.csv"
+export TORCH_EXTENSIONS_DIR=/tmp/torch-ext MPLBACKEND=Agg
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH="/tmp/site:$PWD" || exit 1
+fi
+for stage in ${STAGES:-info tests bench reports}; do
+  echo "=== $stage $(date -u +%H:%M:%S)"
+  case $stage in
+    info)    python3 -m fusedkit info 2>&1 | tee "$OUT/info.txt"; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/info.txt" ;;
+    tests)   python3 -m pytest -m gpu -q -rs -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.txt" | tail -40 ;;
+    bench)   for p in ${PROBLEMS:-p12 p45}; do
+               python3 -m fusedkit bench --problem "$p" ${BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.txt"
+             done ;;
+    reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
+    *)       echo "unknown stage $stage (valid: info tests bench reports)"; exit 2 ;;
+  esac
+done
+echo "=== done $(date -u +%H:%M:%S)"
