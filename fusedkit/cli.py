@@ -67,7 +67,7 @@ def _bench(args: argparse.Namespace) -> int:
     df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
                     records_path=Path(args.records) if args.records else None)
     cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops",
-                        "pct_of_floor", "rel_error", "speedup") if c in df]
+                        "gbps", "pct_of_floor", "pct_of_copy", "rel_error", "speedup") if c in df]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(df[cols].to_string(index=False) if not df.empty else "no variant ran")
     return 0

@@ -53,11 +53,13 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
                device: str | torch.device | None = None, seeds: int = 5,
                warmup_ms: float = 100.0, rep_ms: float = 500.0,
                records_path: Path | None = None, ceilings: bool = True,
-               progress: bool = True) -> pd.DataFrame:
+               components: Sequence[str] | None = None, progress: bool = True) -> pd.DataFrame:
     """Check and time the chosen variants of ``problem`` at ``sizes``; append to records.
 
     Returns one row per variant (the appended records, plus ``speedup`` against eager
     measured in this run). ``records_path=None`` writes to :func:`records.default_path`.
+    On a GPU the problem's memory-bound components are timed too, each against a copy of
+    the same bytes (``components=[]`` skips them).
     """
     sizes = problem.sizes(sizes)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -100,4 +102,34 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     df = pd.DataFrame(out)
     if not df.empty and "eager" in set(df["variant"]):
         df["speedup"] = float(df.loc[df["variant"] == "eager", "median_ms"].iloc[0]) / df["median_ms"]
+    if device.type == "cuda" and (components is None or components):
+        parts = [time_component(problem, comp, sizes, device, ctx, path, warmup_ms, rep_ms)
+                 for comp in problem.components.values()
+                 if components is None or comp.slug in components]
+        df = pd.concat([df, pd.DataFrame(parts)], ignore_index=True)
     return df
+
+
+def time_component(problem: Problem, comp, sizes: Sizes, device: torch.device,
+                   ctx: records.RunContext, path: Path, warmup_ms: float, rep_ms: float) -> dict:
+    """Time one memory-bound component and a device copy of the same bytes; record both."""
+    fn, nbytes = comp.make(sizes, device)
+    t = bench.time_fn(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+    src = torch.rand(int(nbytes // 8), device=device)   # a copy reads and writes half each
+    dst = torch.empty_like(src)
+    tc = bench.time_fn(lambda: dst.copy_(src), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+    gbps, copy_gbps = nbytes / (t.median_ms * 1e-3) / 1e9, 2 * src.numel() * 4 / (tc.median_ms * 1e-3) / 1e9
+    pct = 100.0 * gbps / copy_gbps
+    rows = [
+        records.make_row(ctx, problem=problem.key, sizes=fmt_sizes(sizes), variant=comp.slug,
+                         timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
+                         repeats=t.repeats, gbps=gbps,
+                         notes=f"component; {pct:.1f}% of a d2d copy of the same bytes ({copy_gbps:.0f} GB/s)"),
+        records.make_row(ctx, problem=problem.key, sizes=fmt_sizes(sizes), variant=f"d2d_copy_for_{comp.slug}",
+                         timer=tc.timer, median_ms=tc.median_ms, p10_ms=tc.p10_ms, p90_ms=tc.p90_ms,
+                         repeats=tc.repeats, gbps=copy_gbps, notes=f"copy of {nbytes:.0f} bytes read + written"),
+    ]
+    records.append_rows(path, rows)
+    tqdm.write(f"{comp.slug}: {t.median_ms:.4f} ms, {gbps:.0f} GB/s = {pct:.1f}% of a same-size copy "
+               f"({copy_gbps:.0f} GB/s)")
+    return {"variant": comp.slug, "median_ms": t.median_ms, "gbps": gbps, "pct_of_copy": pct}

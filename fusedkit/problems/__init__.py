@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-from fusedkit.problems.base import (Dim, Problem, SizeError, Sizes, Stage, Variant,
+from fusedkit.problems.base import (Component, Dim, Problem, SizeError, Sizes, Stage, Variant,
                                     fmt_sizes, parse_sizes)
 
 _MODULES = {
@@ -29,5 +29,5 @@ def get(name: str) -> Problem:
                      f"(or their slugs / KernelBench numbers)")
 
 
-__all__ = ["Dim", "Problem", "SizeError", "Sizes", "Stage", "Variant", "fmt_sizes",
+__all__ = ["Component", "Dim", "Problem", "SizeError", "Sizes", "Stage", "Variant", "fmt_sizes",
            "get", "names", "parse_sizes"]

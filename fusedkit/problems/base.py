@@ -93,6 +93,21 @@ class Variant:
     triton: bool = False              # a Triton kernel: on CPU it runs in the (slow) interpreter
 
 
+@dataclass(frozen=True)
+class Component:
+    """A memory-bound piece of a ladder timed on its own, against a copy of the same bytes.
+
+    ``make(sizes, device)`` returns a no-argument callable and the bytes one call must
+    move (read plus written); the runner compares its rate with a device-to-device copy
+    that moves as many bytes, measured in the same run.
+    """
+
+    slug: str
+    title: str
+    make: Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]
+    needs_gpu: bool = True
+
+
 @dataclass
 class Problem:
     """A KernelBench problem: sizes, model, inputs, counts and its ladder of variants."""
@@ -109,6 +124,7 @@ class Problem:
     output_shape: Callable[[Sizes], tuple[int, ...]]
     memory_counter: Callable[[Sizes, int], float]   # bytes eager holds at its peak
     variants: dict[str, Variant] = field(default_factory=dict)
+    components: dict[str, Component] = field(default_factory=dict)
 
     # -- sizes -----------------------------------------------------------------------
     @property

@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from fusedkit.problems.base import Dim, Problem, Sizes, Stage, Variant
+from fusedkit.problems.base import Component, Dim, Problem, Sizes, Stage, Variant
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
 
@@ -155,3 +155,22 @@ _STEPS = [
 ]
 for _v in _STEPS:
     PROBLEM.add_variant(_v)
+
+
+def _epilogue_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:
+    """The epilogue kernel on its own, in place on a random GEMM-sized output."""
+    def make(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:
+        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+        ext = load_extension("p12")
+        m, n = sizes["batch_size"], sizes["out_features"]
+        y = torch.randn(m, n, device=device)
+        b = torch.randn(n, device=device)
+        # Reads y and b, writes y: the fewest bytes this pass can move.
+        return (lambda: ext.epilogue_only(y, b, 2.0, 0.1, vec4)), 4.0 * (2 * m * n + n)
+    return make
+
+
+for _c in (Component("epilogue_scalar", "bias + multiply + LeakyReLU alone, scalar", _epilogue_alone(False)),
+           Component("epilogue_vec4", "bias + multiply + LeakyReLU alone, float4", _epilogue_alone(True))):
+    PROBLEM.components[_c.slug] = _c
