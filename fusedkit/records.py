@@ -416,13 +416,15 @@ def _run(*args: str) -> str | None:
 
 
 def _git_commit(root: Path) -> str:
-    """Short hash of HEAD, "+dirty" if tracked or untracked files differ, else "unknown".
+    """Short hash of HEAD, "+dirty" if tracked or untracked files differ; outside git,
+    ``$FUSEDKIT_COMMIT`` or "unknown".
 
     Changes under ``data/`` do not count: appending a record must not make the next run dirty.
     """
     commit = _run("git", "-C", str(root), "rev-parse", "--short", "HEAD")
     if not commit:
-        return "unknown"
+        # A copy without .git (a lent GPU machine) is told its commit by the caller.
+        return os.environ.get("FUSEDKIT_COMMIT", "").strip() or "unknown"
     status = _run("git", "-C", str(root), "status", "--porcelain", "--", ".", ":(exclude)data")
     # A status that cannot be read is not proof of a clean tree.
     return commit + "+dirty" if status is None or status else commit
