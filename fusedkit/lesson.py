@@ -1,0 +1,82 @@
+"""What one notebook step does after its explanation: check the kernel and time it where
+this machine can, and show the recorded GPU numbers next to whatever ran here.
+
+Live numbers and recorded numbers are always labelled as such, with the recorded run's
+device, date and commit; nothing is shown without saying where it came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from fusedkit import bench, check, results
+from fusedkit.kernels import KERNELS
+from fusedkit.mode import Mode
+from fusedkit.problems import Problem, Sizes, fmt_sizes
+from fusedkit.roofline import achieved
+
+
+def header(source: str) -> str:
+    """The three opening comment lines of a step's kernel file (what, what changed, bound)."""
+    path = KERNELS / source
+    lines = path.read_text().splitlines()[:3]
+    return "\n".join(line.lstrip("/# ").rstrip() for line in lines)
+
+
+def small_sizes(problem: Problem) -> Sizes:
+    """Odd, small sizes for checks in Triton's CPU interpreter (seconds, not hours)."""
+    odd = [17, 33, 65, 19]
+    return problem.sizes({d.name: odd[i % len(odd)] for i, d in enumerate(problem.dims)})
+
+
+def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
+             recorded: pd.DataFrame) -> pd.DataFrame:
+    """Check (and on a GPU, time) one variant; return live and recorded rows side by side.
+
+    GPU: checked on 3 fresh seeds at ``sizes`` and timed. CPU: Triton steps are checked in
+    the interpreter at :func:`small_sizes`; CUDA steps cannot run. Either way the recorded
+    GPU row of ``slug`` (from :func:`fusedkit.results.latest_run`) is shown beside.
+    """
+    v = problem.variant(slug)
+    rows = []
+    if mode.gpu:
+        res = check.check_variant(problem, v, sizes, device="cuda", seeds=3)
+        row = {"source": f"live on {mode.device}", "sizes": fmt_sizes(sizes), "tier": res.tier,
+               "rel. error": res.rel_error}
+        if res.ok:
+            model = problem.make_model(sizes, seed=res.seeds[0] + 1, device="cuda")
+            inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 1, device="cuda")
+            fn = v.build(model)
+            with torch.no_grad():
+                t = bench.time_fn(lambda: fn(*inputs), warmup_ms=50, rep_ms=300)
+            row.update(ms=t.median_ms, **{"TFLOP/s": achieved(problem.flops(sizes),
+                                                                 problem.min_bytes(sizes), t.median_ms)[0]})
+        else:
+            row["tier"] = "FAILED: " + "; ".join(res.failures)
+        rows.append(row)
+    elif v.triton:
+        small = small_sizes(problem)
+        res = check.check_variant(problem, v, small, device="cpu", seeds=2)
+        rows.append({"source": "live in Triton's CPU interpreter (precision flags ignored: "
+                               "this checks the logic, not the precision)",
+                     "sizes": fmt_sizes(small),
+                     "tier": res.tier if res.ok else "FAILED: " + "; ".join(res.failures),
+                     "rel. error": res.rel_error})
+    hit = recorded[recorded["variant"] == slug] if not recorded.empty else recorded
+    if not hit.empty:
+        r = hit.iloc[0]
+        rows.append({"source": f"recorded: {results.run_label(recorded)}", "sizes": r["sizes"],
+                     "tier": r["tier"], "rel. error": r["rel_error"], "ms": r["median_ms"],
+                     "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
+                     "speedup vs eager": r["speedup"]})
+    elif not rows:
+        rows.append({"source": "no GPU here and no recorded run of this step yet"})
+    return pd.DataFrame(rows).set_index("source").T   # one column per source reads best
+
+
+def kernel_path(source: str) -> Path:
+    """Absolute path of a step's kernel file (``source`` as in ``Variant.source``)."""
+    return KERNELS / source
