@@ -495,7 +495,8 @@ def verify_linear_gemm(call: GemmCall, batch: int, in_features: int, out_feature
     return Verdict(ok, rel, max_abs, computes, seed)
 
 
-def candidate_calls(batch: int, in_features: int, out_features: int) -> list[tuple[str, GemmCall]]:
+def candidate_calls(batch: int, in_features: int, out_features: int,
+                    notes: str = "p12") -> list[tuple[str, GemmCall]]:
     """The calls learners try for ``y = x @ W.T``, each with a label; the correct one included.
 
     First the attempts written down in the seed note
@@ -504,10 +505,53 @@ def candidate_calls(batch: int, in_features: int, out_features: int) -> list[tup
     pairs, with m x n the shape the learner expects C to have (N x M with W first, M x N
     with x first), k = K, and the leading dimensions read off the row-major tensors
     (lda = ldb = K, the row length of x and of W; ldc = N, the row length of y).
-    Calls equal to an earlier one are listed once.
+    Calls equal to an earlier one are listed once. ``notes="p45"`` takes the attempts of
+    ``linear_sigmoid_linear_logsumexp_notes.txt`` instead (its GEMM1: x @ W1.T).
     """
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
-    calls: list[tuple[str, GemmCall]] = [
+    if notes not in ("p12", "p45"):
+        raise ValueError(f"notes={notes!r} is not a source note; valid: p12, p45")
+    calls = _notes_attempts_p12(M, K, N) if notes == "p12" else _notes_attempts_p45(M, K, N)
+    for a, b, m, n in (("W", "x", N, M), ("x", "W", M, N)):
+        for transa in ("N", "T"):
+            for transb in ("N", "T"):
+                call = GemmCall(transa, transb, m=m, n=n, k=K, lda=K, ldb=K, ldc=N, a=a, b=b)
+                if all(call != seen for _, seen in calls):
+                    calls.append((f"naive guess: A = {a}, B = {b}, transa = {transa}, "
+                                  f"transb = {transb}, m = {m}, n = {n}, k = {K}, "
+                                  f"lda = ldb = {K}, ldc = {N}", call))
+    return calls
+
+
+def _notes_attempts_p45(M: int, K: int, N: int) -> list[tuple[str, GemmCall]]:
+    """The distinct calls the problem-45 note tried for h = x @ W1.T (M = batch,
+    K = input_size, N = hidden_size), in the note's own argument order."""
+    return [
+        # Lines ~1019-1064 and ~1111: (T, N, batch, hidden, input, x, input, w1, input, h, hidden),
+        # declared correct at ~1064, rejected at ~1074-1091.
+        ("p45 notes, lines ~1019-1111: (T, N, batch, hidden, input, x, input, w1, input, h, hidden)",
+         GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=N, a="x", b="W")),
+        # Lines ~1094-1099 and ~1194, "the standard trick" / "known formula".
+        ("p45 notes, lines ~1094-1194: (N, T, hidden, batch, input, w1, input, x, input, h, hidden)",
+         GemmCall("N", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
+        # Line ~1211, "I think I found it": ldc = m = batch.
+        ("p45 notes, line ~1211: (T, N, batch, hidden, input, x, input, w1, input, h, batch)",
+         GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=M, a="x", b="W")),
+        # Lines ~1220-1228, operands swapped, each declared "no".
+        ("p45 notes, line ~1220: (T, T, hidden, batch, input, w1, input, x, input, h, hidden)",
+         GemmCall("T", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
+        ("p45 notes, line ~1224: (N, N, hidden, batch, input, w1, input, x, input, h, hidden)",
+         GemmCall("N", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
+        # Lines ~943 (first draft) and ~1266-1279 (final, verified): the correct call.
+        ("p45 notes, lines ~943 and ~1266 (first draft = final): "
+         "(T, N, hidden, batch, input, w1, input, x, input, h, hidden)",
+         derive_linear_gemm(M, K, N)),
+    ]
+
+
+def _notes_attempts_p12(M: int, K: int, N: int) -> list[tuple[str, GemmCall]]:
+    """The calls the problem-12 note wrote down, in order (M = batch, K = in, N = out)."""
+    return [
         # Note lines 88-92: "cublasDgemm with opA=CUBLAS_OP_N, opB=CUBLAS_OP_T: A is MxK (x),
         # B is NxK (weight), C is MxN (output)". No leading dimensions are written; we use
         # the row lengths of those row-major tensors (K, K, N).
@@ -531,12 +575,3 @@ def candidate_calls(batch: int, in_features: int, out_features: int) -> list[tup
          "output, N with beta = 0.0f",
          derive_linear_gemm(M, K, N)),
     ]
-    for a, b, m, n in (("W", "x", N, M), ("x", "W", M, N)):
-        for transa in ("N", "T"):
-            for transb in ("N", "T"):
-                call = GemmCall(transa, transb, m=m, n=n, k=K, lda=K, ldb=K, ldc=N, a=a, b=b)
-                if all(call != seen for _, seen in calls):
-                    calls.append((f"naive guess: A = {a}, B = {b}, transa = {transa}, "
-                                  f"transb = {transb}, m = {m}, n = {n}, k = {K}, "
-                                  f"lda = ldb = {K}, ldc = {N}", call))
-    return calls

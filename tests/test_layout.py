@@ -373,3 +373,16 @@ def test_a_broken_call_cannot_pass():
     for call in broken:
         verdict = verify_linear_gemm(call, 6, 5, 7)
         assert not verdict.ok, (call, verdict)
+
+
+def test_p45_note_attempts_only_the_final_one_is_right():
+    from fusedkit import layout
+
+    calls = layout.candidate_calls(5, 7, 3, notes="p45")
+    noted = [(label, c) for label, c in calls if label.startswith("p45 notes")]
+    assert len(noted) == 6
+    verdicts = [layout.verify_linear_gemm(c, 5, 7, 3) for _, c in noted]
+    assert [v.ok for v in verdicts] == [False] * 5 + [True]
+    assert any("transpose" in v.computes for v in verdicts)
+    with pytest.raises(ValueError, match="valid: p12, p45"):
+        layout.candidate_calls(5, 7, 3, notes="p99")
