@@ -65,20 +65,37 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
         ax.axvline(ridge, color=_ROOF_COLOURS.get(p, "grey"), ls=":", lw=1)
     kinds = points["kind"] if "kind" in points else pd.Series(["point"] * len(points))
     markers = dict(zip(sorted(kinds.unique()), "osD^v<>"))
-    for (_, r), k in zip(points.iterrows(), kinds):
-        ax.scatter(r["intensity"], r["tflops"], s=60, marker=markers[k], zorder=5,
-                   color="black" if k != "measured" else "#c44e52")
-        ax.annotate(r["label"], (r["intensity"], r["tflops"]), textcoords="offset points",
-                    xytext=(6, -4 if k == "measured" else 5), fontsize=8)
+    pts = points.assign(kind=list(kinds))
+    for _, r in pts.iterrows():
+        ax.scatter(r["intensity"], r["tflops"], s=60, marker=markers[r["kind"]], zorder=5,
+                   color="black" if r["kind"] != "measured" else "#c44e52")
+    _stacked_labels(ax, pts)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte of device memory)")
     ax.set_ylabel("TFLOP/s")
     src = "measured ceilings" if gpu.measured else "datasheet ceilings"
     ax.set_title(title or f"Roofline on {gpu.name} ({src}, memory {gpu.mem_gbps:.0f} GB/s)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _stacked_labels(ax: plt.Axes, pts: pd.DataFrame) -> None:
+    """Label points; points at one intensity (all variants of one problem) get their labels
+    stacked in a column to the right, spaced in log space, with a leader line each."""
+    group = np.round(np.log10(pts["intensity"].astype(float)), 2)
+    for _, same in pts.groupby(group):
+        same = same.sort_values("tflops")
+        # Merge labels of points that coincide (e.g. two elementwise stages).
+        merged = same.groupby(["intensity", "tflops"], sort=False)["label"].apply(", ".join).reset_index()
+        y_prev = 0.0
+        for _, r in merged.iterrows():
+            y = max(float(r["tflops"]), y_prev * 1.35)   # at least 35% above the previous label
+            ax.annotate(r["label"], (r["intensity"], r["tflops"]), xytext=(r["intensity"] * 1.8, y),
+                        textcoords="data", fontsize=8, va="center",
+                        arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"})
+            y_prev = y
 
 
 def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",
