@@ -7,6 +7,7 @@ as it is measured, so a run that dies half-way keeps what it finished.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -78,7 +79,9 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     bar = tqdm(chosen, desc=f"{problem.key} ladder", unit="variant", disable=not progress)
     for v in bar:
         bar.set_postfix_str(v.slug)
+        t_check = time.perf_counter()
         res = check_variant(problem, v, sizes, device=device, seeds=seeds)
+        t_check = time.perf_counter() - t_check
         row = dict(problem=problem.key, sizes=fmt_sizes(sizes), variant=v.slug, tier=res.tier,
                    rel_error=res.rel_error, max_abs_error=res.max_abs_error,
                    allclose=res.allclose if res.ok else "")
@@ -88,8 +91,12 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
         model = problem.make_model(sizes, seed=res.seeds[0] + 7919, device=device)
         inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 7919, device=device)
         fn = v.build(model)
+        t_time = time.perf_counter()
         with torch.no_grad():
             t = bench.time_fn(lambda: fn(*inputs), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+        # Wall-clock cost of the harness itself, so a slow check or build shows up in the log.
+        tqdm.write(f"{v.slug}: {res.tier}, {t.median_ms:.4g} ms (check {t_check:.1f} s, "
+                   f"timing {time.perf_counter() - t_time:.1f} s)")
         tflops, gbps = achieved(flops, nbytes, t.median_ms)
         floor = fused_floor(problem, sizes, gpu, v.precision).floor_ms
         row.update(timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
