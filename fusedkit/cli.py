@@ -1,12 +1,13 @@
 """``python -m fusedkit``: info, report and bench from the command line.
 
 Bad input gets one line naming the parameter and what is allowed, and exit status 2;
-never a traceback from deep inside a kernel.
+never a traceback from deep inside a kernel (set FUSEDKIT_DEBUG=1 to see one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except (ValueError, TypeError, FileNotFoundError) as e:
-        # Our own errors are one line naming the parameter; print just that.
+        # Our own errors are one line naming the parameter; print just that, unless asked.
+        if os.environ.get("FUSEDKIT_DEBUG"):
+            raise
         print(f"error: {e}", file=sys.stderr)
         return 2
