@@ -81,6 +81,20 @@ def test_vec4_epilogue_uses_16_byte_accesses_and_scalar_does_not():
 
 
 @needs_nvcc
+def test_vec4_epilogue_issues_its_loads_before_its_stores():
+    """Each thread loads its 4 rows of y (and b through the read-only path) before the first
+    store, so 4 loads per thread are in flight at once, not one load then one store."""
+    text = build.ptx(STEP["cublas_epilogue_vec4"])
+    body = text[text.index(".entry p12_epilogue_vec4_kernel"):]
+    accesses = build.ptx_instructions(body, r"^\s*(ld|st)\.global")
+    first_store = next(i for i, a in enumerate(accesses) if a.startswith("st."))
+    loads = [a for a in accesses[:first_store] if re.match(LD_V4, a)]
+    assert len(loads) == 5, accesses  # 4 rows of y + 1 bias float4
+    assert sum(a.startswith("ld.global.nc.v4.f32") for a in loads) == 1, "b via ld.global.nc"
+    assert not any(a.startswith("ld.") for a in accesses[first_store:]), accesses
+
+
+@needs_nvcc
 def test_tiled_step_stages_tiles_in_shared_memory_with_16_byte_reads():
     text = build.ptx(STEP["tiled"])
     assert build.ptx_instructions(text, r"ld\.shared\.v4\.f32")
@@ -280,6 +294,9 @@ def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor):
     (64, 1024, 1, False),    # y starts 4 bytes past a 16-byte boundary: scalar fallback
     (7, 13, 3, False),
     (1, 1, 0, False),
+    (7, 1028, 0, True),      # float4 path, M % 4 == 3 (a partial 4-row tile), N / 4 = 257 (a
+                             # second column block with one active thread)
+    (1, 4, 0, True),         # float4 path, a single float4
 ])
 def test_epilogue_only_in_place(ext, vec4, M, N, offset, fast):
     seed = secrets.randbits(31)
@@ -296,6 +313,22 @@ def test_epilogue_only_in_place(ext, vec4, M, N, offset, fast):
     assert err < 1e-6, f"vec4={vec4} {M}x{N}+{offset}: rel. error {err:.2e}; seed={seed}"
     guard = torch.cat([buf[:offset], buf[offset + M * N:]])
     assert (guard == -12345.0).all(), "epilogue wrote outside y"
+
+
+@gpu_test
+@pytest.mark.parametrize("vec4", [False, True])
+def test_epilogue_only_with_misaligned_bias(ext, vec4):
+    """b starting 4 bytes past a 16-byte boundary (y aligned, N % 4 == 0): the scalar fallback."""
+    M, N = 9, 64
+    y0 = torch.randn(M, N, device="cuda")
+    b_buf = torch.randn(N + 1, device="cuda")
+    b = b_buf[1:]
+    assert b.data_ptr() % 16 != 0 and b.is_contiguous()
+    y = y0.clone()
+    assert not ext.vec4_fast_path(y, b)
+    ext.epilogue_only(y, b, MULT, SLOPE, vec4)
+    ref = torch.nn.functional.leaky_relu((y0.double() + b.double()) * MULT, SLOPE)
+    assert rel_error(y, ref) < 1e-6
 
 
 @gpu_test
