@@ -1,0 +1,116 @@
+"""Probe: can step 07 (persistent + TMA) match eager's cuBLAS TF32 GEMM on problem 12?
+
+At KernelBench's sizes (1024x8192x8192) it times, in one run: eager with TF32 on, step
+05 in tf32 (autotuned), step 07 autotuned, and step 07 at EVERY config of its list, each
+checked against float64 before it is timed. One line per measurement:
+
+    python scripts/probe_p12_tf32.py [--precision tf32|tf32x3] [--rep-ms 200]
+
+Without a GPU (TRITON_INTERPRET=1, set by fusedkit) it runs every GPU config once in
+Triton's interpreter at a small size: a logic check, no timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from fusedkit import bench, problems  # first: settles interpreter mode before Triton loads
+from fusedkit.check import rel_error
+from fusedkit.kernels import load_step
+from fusedkit.problems.baselines import tf32_matmul
+
+# Rel. error vs float64 above which a kernel is reported broken and not timed: tf32 gives
+# ~7.5e-4 at these sizes (10-bit mantissas), tf32x3 ~3e-7.
+TOL = {"tf32": 3e-3, "tf32x3": 5e-6}
+TF32_PEAK_TFLOPS = 494.7  # H200 dense TF32, the floor quoted in the step files
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--precision", default="tf32", choices=sorted(TOL))
+    ap.add_argument("--rep-ms", type=float, default=200.0, help="timing budget per measurement (ms)")
+    args = ap.parse_args()
+    prec = args.precision
+    t_start = time.perf_counter()
+
+    k05 = load_step("p12", "05_triton_fused.py")
+    k07 = load_step("p12", "07_triton_persistent_tma.py")
+    gpu = torch.cuda.is_available()
+    dev = "cuda" if gpu else "cpu"
+    p = problems.get("p12")
+    s = p.defaults if gpu else p.sizes(batch_size=70, in_features=72, out_features=260)
+    model = p.make_model(s, seed=3, device=dev)
+    (x,) = p.get_inputs(s, seed=3, device=dev)
+    w, b = model.gemm.weight.detach(), model.gemm.bias.detach()
+    mult, slope = p.constants["multiplier"], p.constants["negative_slope"]
+    m, k = x.shape
+    n = w.shape[0]
+    gemm_flop = 2.0 * m * n * k
+    ref = torch.nn.functional.leaky_relu((x.double() @ w.double().T + b.double()) * mult, slope)
+    print(f"# p12 (M, N, K) = ({m}, {n}, {k}), precision {prec}, "
+          f"device {torch.cuda.get_device_name() if gpu else 'cpu (interpreter, no timing)'}, "
+          f"TMA path: {k07.uses_tma(x, w, prec)}", flush=True)
+
+    eager_ms = float("nan")
+
+    def report(label: str, fn, check_only: bool = False) -> float:
+        """Check fn() against float64, then time it; print one line. Returns median ms."""
+        nonlocal eager_ms
+        try:
+            y = fn()
+            if gpu:
+                torch.cuda.synchronize()
+        except Exception as e:  # out of resources, compile errors: report and go on
+            print(f"{label}: {type(e).__name__}: {str(e).strip().splitlines()[-1][:160]}", flush=True)
+            return float("nan")
+        err = rel_error(y, ref)
+        if not err < TOL[prec] and not check_only:
+            print(f"{label}: FAILED check, rel. error {err:.2e} > {TOL[prec]:.0e}; not timed", flush=True)
+            return float("nan")
+        if not gpu:
+            print(f"{label}: rel. error {err:.2e} (interpreter)", flush=True)
+            return float("nan")
+        t = bench.time_fn(fn, warmup_ms=25, rep_ms=args.rep_ms)
+        tflops = gemm_flop / (t.median_ms * 1e-3) / 1e12
+        vs = f", eager/this {eager_ms / t.median_ms:.3f}x" if eager_ms == eager_ms else ""
+        print(f"{label}: {t.median_ms:.4f} ms (p10 {t.p10_ms:.4f}, p90 {t.p90_ms:.4f}), "
+              f"{tflops:.0f} TFLOP/s = {100 * tflops / TF32_PEAK_TFLOPS:.0f}% of tf32 peak{vs}, "
+              f"rel. error {err:.2e}", flush=True)
+        return t.median_ms
+
+    if gpu:
+        with torch.no_grad():
+            def eager() -> torch.Tensor:
+                with tf32_matmul(True):
+                    return model(x)
+            # Eager TF32 fails the 1e-4 tier, never the tf32 tolerance: time it regardless.
+            eager_ms = report("eager, TF32 on (cuBLAS + 2 elementwise kernels)", eager, check_only=True)
+        report(f"step 05 {prec}, autotuned",
+               lambda: k05.linear_leakyrelu(x, w, b, mult, slope, prec))
+        best05 = getattr(k05._linear_leakyrelu_kernel, "best_config", None)
+        print(f"#   step 05 picked {k05._config_key(best05) if best05 else '?'}", flush=True)
+
+    # Every config on its own first (compiles each once), then the autotuner over all.
+    keys = "(BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, SPLIT_N, WARP_SPECIALIZE)"
+    print(f"# step 07 configs {keys}", flush=True)
+    best: tuple[float, object] = (float("inf"), None)
+    for cfg in k07.GPU_CONFIGS[prec]:
+        ms = report(f"step 07 {k07.config_key(cfg)}",
+                    lambda cfg=cfg: k07.linear_leakyrelu_persistent(x, w, b, mult, slope, prec, config=cfg))
+        if ms < best[0]:
+            best = (ms, cfg)
+    if gpu:
+        report(f"step 07 {prec}, autotuned",
+               lambda: k07.linear_leakyrelu_persistent(x, w, b, mult, slope, prec))
+        picked = getattr(k07._persistent_kernel, "best_config", None)
+        print(f"#   step 07 autotuner picked {k07.config_key(picked) if picked else '?'}; "
+              f"fastest timed above: {k07.config_key(best[1]) if best[1] else 'none'} "
+              f"at {best[0]:.4f} ms vs eager TF32 {eager_ms:.4f} ms", flush=True)
+    print(f"# done in {time.perf_counter() - t_start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,392 @@
+"""Problem 12, step 07: the persistent, TMA-fed Triton GEMM with the epilogue fused.
+
+Without a GPU the kernel runs in Triton's interpreter on CPU tensors: the tensor
+descriptors become masked loads and stores, ``flatten`` and ``warp_specialize`` are
+ignored and every dot is fp32, so CPU runs check the tile walk, the descriptors' edges,
+the split epilogue (one accumulator split, or two), the epilogue math and the fallback
+to step 05, not precision or speed. Tests marked ``gpu`` check precision on real tensor
+cores and run every config; one CPU test compiles every GPU config for sm_90a.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+# The interpreter must be chosen before the kernel modules are loaded: triton.jit decides
+# at decoration time whether it builds a GPU kernel or an interpreted one.
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+
+import math  # noqa: E402
+
+import pytest  # noqa: E402
+
+pytest.importorskip("triton")
+
+from fusedkit.kernels import load_step  # noqa: E402
+
+k07 = load_step("p12", "07_triton_persistent_tma.py")
+k05 = k07._step05  # the very module step 07 reuses (checks, fallback kernel)
+
+GPU = torch.cuda.is_available()
+DEVICE = "cuda" if GPU else "cpu"
+INTERPRET = k07.INTERPRET
+MULT, SLOPE = 2.0, 0.1  # KernelBench's problem 12 constants
+TMA_PRECISIONS = ("tf32", "tf32x3")  # "ieee" is computed by step 05
+
+
+def make_inputs(m: int, n: int, k: int, seed: int, device: str = DEVICE):
+    """x ~ U[0, 1) like KernelBench's get_inputs; W, b like nn.Linear's init, U(+-1/sqrt(K))."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    bound = 1.0 / math.sqrt(k)
+    x = torch.rand(m, k, generator=g, device=device)
+    w = (torch.rand(n, k, generator=g, device=device) * 2 - 1) * bound
+    b = (torch.rand(n, generator=g, device=device) * 2 - 1) * bound
+    return x, w, b
+
+
+def reference64(x, w, b, mult=MULT, slope=SLOPE) -> torch.Tensor:
+    """The model in float64: the yardstick every variant's error is measured against."""
+    y = (x.double() @ w.double().T + b.double()) * mult
+    return torch.nn.functional.leaky_relu(y, slope)
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref|| / ||ref|| in float64 (Frobenius norms)."""
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
+# The interpreter computes in fp32; on a GPU the small-shape tests allow tf32 its 10 bits.
+LOGIC_TOL = {p: (3e-3 if (p == "tf32" and not INTERPRET) else 1e-5) for p in k07.PRECISIONS}
+
+
+@pytest.fixture
+def step05_calls(monkeypatch):
+    """Counts the calls that reach step 05's wrapper (the fallback), still computing them."""
+    calls: list[str] = []
+    real = k05.linear_leakyrelu
+
+    def spy(x, w, b, mult, slope, precision="tf32x3"):
+        calls.append(precision)
+        return real(x, w, b, mult, slope, precision)
+
+    monkeypatch.setattr(k05, "linear_leakyrelu", spy)
+    return calls
+
+
+# ---------------------------------------------------------------------------------------
+# The TMA kernel (interpreter on the CPU, or the GPU when there is one)
+# ---------------------------------------------------------------------------------------
+# K and N multiples of 4 (TMA's 16-byte rule), M anything: single tiles, fewer tiles than
+# programs, several tiles per program, tails in every dim, K below and above one BLOCK_K.
+TMA_SHAPES = [(1, 4, 4), (3, 20, 8), (17, 36, 64), (70, 132, 100)]
+
+
+@pytest.mark.parametrize("precision", TMA_PRECISIONS)
+@pytest.mark.parametrize("shape", TMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matches_float64_on_odd_tma_sizes(precision, shape, step05_calls):
+    m, n, k = shape
+    for seed in (0, 1):
+        x, w, b = make_inputs(m, n, k, seed)
+        assert k07.uses_tma(x, w, precision)
+        y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, precision)
+        assert y.shape == (m, n) and y.dtype == torch.float32 and y.is_contiguous()
+        err = rel_error(y, reference64(x, w, b))
+        assert err < LOGIC_TOL[precision], f"{precision} {shape} seed {seed}: rel. error {err:.2e}"
+    assert step05_calls == [], "a TMA-ready call went to step 05"
+
+
+def test_the_walk_visits_every_tile():
+    # A tile the persistent walk skipped would keep whatever torch.empty returned; a finite
+    # result equal to the reference shows every tile was computed and stored where it
+    # belongs. Under the interpreter 13x10 tiles of 16 over 3 programs: 43-44 per program.
+    if INTERPRET:
+        x, w, b = make_inputs(200, 160, 24, seed=4)
+        tiles = math.ceil(200 / 16) * math.ceil(160 / 16)
+        assert tiles > 10 * k07.INTERPRET_PROGRAMS
+    else:
+        x, w, b = make_inputs(3000, 4100, 64, seed=4)  # 24x17+ tiles of 128: several waves
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE)
+    assert torch.isfinite(y).all()
+    assert rel_error(y, reference64(x, w, b)) < LOGIC_TOL["tf32"]
+
+
+def test_negative_multiplier_and_other_slope():
+    # A negative multiplier flips which outputs take the slope branch; checks both branches.
+    x, w, b = make_inputs(19, 24, 36, seed=5)
+    y = k07.linear_leakyrelu_persistent(x, w, b, -1.5, 0.3, "tf32x3")
+    ref = reference64(x, w, b, mult=-1.5, slope=0.3)
+    assert (ref < 0).any() and (ref > 0).any()
+    assert rel_error(y, ref) < LOGIC_TOL["tf32x3"]
+
+
+def test_bias_is_read_through_its_stride():
+    x, w, b0 = make_inputs(21, 20, 40, seed=7)
+    b = torch.zeros(2 * 20, device=DEVICE)[::2]  # stride 2: TMA does not read b
+    b.copy_(b0)
+    assert k07.uses_tma(x, w)
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "tf32x3")
+    assert rel_error(y, reference64(x, w, b0)) < LOGIC_TOL["tf32x3"]
+
+
+def test_aligned_row_stride_views_use_tma():
+    # Row strides other than K are fine for TMA when 16-byte aligned: a column slice of a
+    # wider matrix whose start stays aligned.
+    x0, w0, b = make_inputs(30, 24, 36, seed=8)
+    x = torch.zeros(30, 52, device=DEVICE)[:, :36]  # stride (52, 1): 208 bytes
+    x.copy_(x0)
+    w = torch.zeros(24, 44, device=DEVICE)[:, 4:40]  # starts 16 bytes in, stride (44, 1)
+    w.copy_(w0)
+    assert k07.uses_tma(x, w)
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "tf32x3")
+    assert rel_error(y, reference64(x0, w0, b)) < LOGIC_TOL["tf32x3"]
+
+
+@pytest.mark.parametrize("precision", TMA_PRECISIONS)
+def test_every_gpu_config_computes_the_same(precision):
+    # Each GPU config's code path (whole or split epilogue, flattened or warp-specialized
+    # loop, its tile sizes) through config=, at a size with 2-3 tiles per dim and K tails.
+    # Under the interpreter this checks the logic of configs only a GPU could time.
+    if INTERPRET:
+        m, n, k = 260, 300, 72
+    else:
+        m, n, k = 1000, 1500, 1028
+    x, w, b = make_inputs(m, n, k, seed=9)
+    ref = reference64(x, w, b)
+    for cfg in k07.GPU_CONFIGS[precision]:
+        y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, precision, config=cfg)
+        err = rel_error(y, ref)
+        assert err < LOGIC_TOL[precision], f"{k07.config_key(cfg)}: rel. error {err:.2e}"
+
+
+@pytest.mark.parametrize("split_n, warp_specialize", [(1, False), (2, False), (1, True), (2, True)])
+def test_small_configs_walk_many_tiles(split_n, warp_specialize):
+    # Whole or split epilogue (split by reshape, or two accumulators when warp-specialized):
+    # under the interpreter 5x8 tiles of 16x32 over 3 programs; on a GPU 128x64 tiles (warp
+    # specialization gives each of its two consumer warp groups 64 rows, wgmma's minimum).
+    if INTERPRET:
+        cfg = k07.make_config(16, 32, 16, 1, 4, split_n, warp_specialize)
+    else:
+        cfg = k07.make_config(128, 64, 32, 3, 4, split_n, warp_specialize)
+    x, w, b = make_inputs(70, 232, 52, seed=10)
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "tf32x3", config=cfg)
+    assert rel_error(y, reference64(x, w, b)) < LOGIC_TOL["tf32x3"]
+
+
+# ---------------------------------------------------------------------------------------
+# TMA's rules and the fallback to step 05
+# ---------------------------------------------------------------------------------------
+def _misaligned_x(x):
+    """x's values at a start 4 bytes past a 16-byte boundary (row stride still aligned)."""
+    buf = torch.zeros(x.shape[0] * x.shape[1] + 4, device=x.device)
+    v = buf[1:1 + x.numel()].view(x.shape)
+    v.copy_(x)
+    return v
+
+
+def _column_major(t):
+    return t.T.contiguous().T
+
+
+FALLBACK_CASES = [
+    ("K not multiple of 4", (6, 12, 9), lambda x, w: (x, w)),
+    ("N not multiple of 4", (6, 10, 8), lambda x, w: (x, w)),
+    ("K and N odd", (5, 7, 9), lambda x, w: (x, w)),
+    ("x misaligned", (6, 12, 8), lambda x, w: (_misaligned_x(x), w)),
+    ("x column-major", (6, 12, 8), lambda x, w: (_column_major(x), w)),
+    ("weight column-major", (6, 12, 8), lambda x, w: (x, _column_major(w))),
+    ("x rows overlap (expanded)", (6, 12, 8), lambda x, w: (x[:1].expand(6, 8), w)),
+]
+
+
+@pytest.mark.parametrize("case", FALLBACK_CASES, ids=[c[0] for c in FALLBACK_CASES])
+def test_falls_back_to_step05_when_tma_rules_fail(case, step05_calls):
+    _, (m, n, k), mutate = case
+    x0, w0, b = make_inputs(m, n, k, seed=12)
+    x, w = mutate(x0, w0)  # same values (the expanded x repeats its first row)
+    assert not k07.uses_tma(x, w)
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "tf32x3")
+    assert step05_calls == ["tf32x3"], "the fallback must be step 05, with the same precision"
+    assert y.shape == (m, n) and y.is_contiguous()
+    assert rel_error(y, reference64(x, w, b)) < LOGIC_TOL["tf32x3"]
+
+
+def test_ieee_goes_to_step05_unless_a_config_is_given(step05_calls):
+    x, w, b = make_inputs(9, 16, 24, seed=13)
+    assert not k07.uses_tma(x, w, "ieee") and k07.uses_tma(x, w, "tf32")
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "ieee")
+    assert step05_calls == ["ieee"]
+    assert rel_error(y, reference64(x, w, b)) < LOGIC_TOL["ieee"]
+    assert k07.configs_for("ieee") == ([] if not INTERPRET else k07.configs_for("tf32"))
+    small = (16, 16, 16, 1) if INTERPRET else (64, 64, 32, 2)  # tile and stages
+    cfg = k07.make_config(*small, 4, 1, False)
+    y2 = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "ieee", config=cfg)
+    assert step05_calls == ["ieee"], "config= must run this step's kernel"
+    assert rel_error(y2, reference64(x, w, b)) < LOGIC_TOL["ieee"]
+
+
+# ---------------------------------------------------------------------------------------
+# The config lists (what a GPU autotunes over)
+# ---------------------------------------------------------------------------------------
+SMEM_LIMIT = 227 * 1024  # H100/H200 shared memory per block
+
+
+@pytest.mark.parametrize("precision", TMA_PRECISIONS)
+def test_gpu_configs_fit_in_shared_memory(precision):
+    cfgs = k07.GPU_CONFIGS[precision]
+    assert 2 <= len(cfgs) <= 8 and len({k07.config_key(c) for c in cfgs}) == len(cfgs)
+    for c in cfgs:
+        bm, bn, bk, stages, warps, split, ws = k07.config_key(c)
+        smem = 4 * (bm + bn) * bk * stages + 4 * bm * bn // split  # pipeline + staging
+        assert smem <= SMEM_LIMIT, f"{k07.config_key(c)} needs {smem / 1024:.0f} KB"
+        assert c.kwargs["FLATTEN"] is (not ws)
+        if ws:  # Triton 3.6's Hopper pass only splits 4-warp kernels into partitions
+            assert warps == 4, f"{k07.config_key(c)}: warp specialization needs num_warps=4"
+
+
+def test_make_config_rejects_bad_split():
+    with pytest.raises(ValueError, match=r"^split_n=3: must be 1 or 2 and divide bn=64"):
+        k07.make_config(64, 64, 32, 3, 4, 3, False)
+
+
+# ---------------------------------------------------------------------------------------
+# Input checks: step 05's, plus this step's own arguments
+# ---------------------------------------------------------------------------------------
+def _good():
+    return make_inputs(4, 8, 12, seed=41)
+
+
+BAD_INPUTS = [
+    ("x float64", lambda x, w, b: (x.double(), w, b), TypeError, r"^x.dtype=torch.float64"),
+    ("bias 2-D", lambda x, w, b: (x, w, b[None]), ValueError, r"^bias has shape \(1, 8\)"),
+    ("K mismatch", lambda x, w, b: (x, w[:, :8], b), ValueError, r"^weight.shape=\(8, 8\) does not match x"),
+    ("M empty", lambda x, w, b: (x[:0], w, b), ValueError, r"^M = x.shape\[0\] is 0"),
+    ("devices differ", lambda x, w, b: (x.to("meta"), w, b), ValueError, r"share one device.*x on meta"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_bad_inputs_name_the_parameter(case):
+    _, mutate, error, pattern = case
+    x, w, b = mutate(*_good())
+    with pytest.raises(error, match=pattern):
+        k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE)
+
+
+def test_bad_scalar_precision_and_config_name_the_parameter():
+    x, w, b = _good()
+    with pytest.raises(TypeError, match=r"^negative_slope=True: must be a Python float or int"):
+        k07.linear_leakyrelu_persistent(x, w, b, MULT, True)
+    with pytest.raises(ValueError, match=r"precision='fp16': allowed values are \('ieee', 'tf32x3', 'tf32'\)"):
+        k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, precision="fp16")
+    with pytest.raises(ValueError, match=r"^precision='bf16': allowed values"):
+        k07.configs_for("bf16")
+    with pytest.raises(TypeError, match=r"^config=\{'BLOCK_M': 16\}: must be a triton.Config"):
+        k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, config={"BLOCK_M": 16})
+
+
+def test_config_with_operands_tma_cannot_read_is_an_error():
+    x, w, b = make_inputs(4, 8, 9, seed=42)  # K = 9: rows are 36 bytes apart
+    cfg = k07.configs_for("tf32")[0]
+    with pytest.raises(ValueError, match=r"runs the TMA kernel, which needs x.stride\(\)=\(9, 1\)"):
+        k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, config=cfg)
+
+
+# ---------------------------------------------------------------------------------------
+# Precision on real tensor cores (GPU only)
+# ---------------------------------------------------------------------------------------
+GPU_TOL = {"tf32x3": 5e-6, "tf32": 3e-3}
+DEFAULT = (1024, 8192, 8192)  # (M, N, K) = (batch, out_features, in_features)
+# KernelBench's size; tails in M and N with TMA; a fallback shape (K = 8191).
+GPU_SHAPES = [DEFAULT, (1000, 8188, 4100), (17, 1000, 8191)]
+
+
+@pytest.mark.parametrize("precision", TMA_PRECISIONS)
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+def test_gpu_error_vs_float64(precision, shape):
+    x, w, b = make_inputs(*shape, seed=0)
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, precision)
+    torch.cuda.synchronize()
+    err = rel_error(y, reference64(x, w, b))
+    assert err < GPU_TOL[precision], f"{precision} {shape}: rel. error {err:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+def test_gpu_tf32_matches_step05_tf32_error():
+    # Same tf32 products, different summation order: errors of the same size (~7.5e-4).
+    x, w, b = make_inputs(*DEFAULT, seed=1)
+    ref = reference64(x, w, b)
+    e07 = rel_error(k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "tf32"), ref)
+    e05 = rel_error(k05.linear_leakyrelu(x, w, b, MULT, SLOPE, "tf32"), ref)
+    assert 0.5 * e05 < e07 < 2 * e05, f"step 07 {e07:.2e} vs step 05 {e05:.2e}"
+
+
+# ---------------------------------------------------------------------------------------
+# What the compiler makes of every GPU config (sm_90a, compiled on the CPU: no GPU needed)
+# ---------------------------------------------------------------------------------------
+_COMPILE_SM90 = r"""
+import json, os, re, subprocess, tempfile
+os.environ["TRITON_INTERPRET"] = "0"  # a real compile, before triton is imported
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+from fusedkit.kernels import load_step
+
+k07 = load_step("p12", "07_triton_persistent_tma.py")
+jit = k07._persistent_kernel.fn
+ints = ["M", "N", "K", "stride_xm", "stride_wn"]
+aligned = ["x_ptr", "w_ptr", "b_ptr", "y_ptr", *ints]  # KernelBench's sizes: all multiples of 16
+for prec, cfgs in k07.GPU_CONFIGS.items():
+    for cfg in cfgs:
+        consts = {"stride_b": 1, "INPUT_PRECISION": prec, "NUM_SMS": 132, **cfg.kwargs}
+        sig = {"x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "y_ptr": "*fp32",
+               **{a: "i32" for a in ints}, "multiplier": "fp32", "negative_slope": "fp32",
+               **{c: "constexpr" for c in consts}}
+        attrs = {(jit.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
+        ck = triton.compile(ASTSource(jit, sig, constexprs=consts, attrs=attrs),
+                            target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+        with tempfile.TemporaryDirectory() as d:
+            ptx = os.path.join(d, "k.ptx")
+            open(ptx, "w").write(ck.asm["ptx"])
+            log = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", ptx, "-o", ptx + ".o"],
+                                 capture_output=True, text=True, check=True)
+        text = log.stdout + log.stderr
+        print(json.dumps({"key": list(k07.config_key(cfg)), "prec": prec, "smem": ck.metadata.shared,
+                          "warps": ck.metadata.num_warps, "ws": "ttg.warp_specialize" in ck.asm["ttgir"],
+                          "spill": sum(map(int, re.findall(r"(\d+) bytes spill stores", text))),
+                          "c7515": "C7515" in text}), flush=True)
+"""
+
+
+def test_gpu_configs_compile_for_sm90_as_documented():
+    # Each GPU config compiled for sm_90a in a fresh process (no interpreter): it fits in
+    # shared memory, spills no registers, keeps the wgmmas pipelined (no ptxas C7515), and
+    # is warp-specialized exactly when its config says so (12 warps: producer + 2 consumers).
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    nvidia = pytest.importorskip("triton.backends.nvidia.compiler")
+    if not os.path.isfile(nvidia.get_ptxas(90).path):
+        pytest.skip("Triton's ptxas is not installed")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_SM90], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == sum(len(c) for c in k07.GPU_CONFIGS.values())
+    for r in rows:
+        ws = r["key"][6]
+        assert r["smem"] <= SMEM_LIMIT, f"{r}: over the 227 KB of shared memory"
+        assert r["spill"] == 0, f"{r}: ptxas spills registers"
+        assert not r["c7515"], f"{r}: ptxas serializes the wgmmas (C7515)"
+        assert r["ws"] is ws and r["warps"] == (12 if ws else r["key"][4]), f"{r}: warp specialization"
