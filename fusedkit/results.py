@@ -16,7 +16,7 @@ from fusedkit.problems import Problem, Sizes, fmt_sizes
 
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
                path: str | Path | None = None) -> pd.DataFrame:
-    """Rows of the newest recorded run of ``problem`` that timed its eager baseline.
+    """Rows of the most complete recorded run of ``problem`` that timed its eager baseline.
 
     ``sizes`` defaults to the problem's defaults; ``device`` filters on a substring of the
     device name ("H200"). Adds ``speedup`` (eager's time over each variant's) and the
@@ -26,9 +26,13 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
     want = fmt_sizes(problem.sizes(sizes or problem.defaults))
     df = df[(df["problem"] == problem.key) & (df["sizes"] == want)
             & df["device"].str.contains(device, regex=False)]
-    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]].sort_values("timestamp")
+    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
     if runs.empty:
         return df.iloc[0:0]
+    # The most complete run (most of the ladder's variants), the newest among equals: a
+    # partial re-run of two steps must not hide the full ladder.
+    counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
+    runs = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])
     run = df[df["run_id"] == runs["run_id"].iloc[-1]].copy()
     eager = float(run.loc[run["variant"] == "eager", "median_ms"].iloc[0])
     run["speedup"] = eager / run["median_ms"]

@@ -58,3 +58,14 @@ def test_run_step_on_cpu_checks_triton_in_interpreter_and_labels_sources():
     assert "interpreter" in col and out.loc["tier", col] == "fp32-faithful"
     cuda = lesson.run_step(P12, "tiled", P12.defaults, detect_mode(), rec)
     assert "no GPU here" in cuda.columns[0]
+
+
+def test_a_partial_rerun_does_not_hide_the_full_ladder(tmp_path):
+    path = tmp_path / "r.csv"
+    full = records.RunContext.collect()
+    full.timestamp, full.run_id = "2026-01-01T00:00:00Z", "20260101T000000Z-aaaaaa"
+    _write_run(path, full, 3.0, 1.0)
+    partial = records.RunContext.collect()
+    records.append_rows(path, [records.make_row(partial, problem="p12", sizes=fmt_sizes(P12.defaults),
+                                                variant="eager", timer="cuda-events", median_ms=2.9)])
+    assert set(results.latest_run(P12, path=path)["run_id"]) == {full.run_id}

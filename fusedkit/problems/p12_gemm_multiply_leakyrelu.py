@@ -152,6 +152,11 @@ _STEPS = [
             "x and W split into fp16 hi + lo; hi*hi accumulated outside the MMA keeps fp32 accuracy",
             _triton_step("06_triton_fp16x3.py", "linear_leakyrelu_fp16x3"), precision="fp16x3",
             source="p12/06_triton_fp16x3.py", triton=True),
+    Variant(7, "triton_tf32_persistent", "persistent Triton GEMM fed by TMA, tf32 dots",
+            "one program per SM looping over tiles; operands and output through Hopper's tensor "
+            "descriptors (bulk copies), the tile loop flattened into the K loop",
+            _triton_step("07_triton_persistent_tma.py", "linear_leakyrelu_persistent", precision="tf32"),
+            precision="tf32", source="p12/07_triton_persistent_tma.py", triton=True),
 ]
 for _v in _STEPS:
     PROBLEM.add_variant(_v)
