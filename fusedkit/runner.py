@@ -90,13 +90,15 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
             continue
         model = problem.make_model(sizes, seed=res.seeds[0] + 7919, device=device)
         inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 7919, device=device)
+        t_build = time.perf_counter()
         fn = v.build(model)
+        t_build = time.perf_counter() - t_build
         t_time = time.perf_counter()
         with torch.no_grad():
             t = bench.time_fn(lambda: fn(*inputs), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
         # Wall-clock cost of the harness itself, so a slow check or build shows up in the log.
         tqdm.write(f"{v.slug}: {res.tier}, {t.median_ms:.4g} ms (check {t_check:.1f} s, "
-                   f"timing {time.perf_counter() - t_time:.1f} s)")
+                   f"build {t_build:.1f} s, timing {time.perf_counter() - t_time:.1f} s)")
         tflops, gbps = achieved(flops, nbytes, t.median_ms)
         floor = fused_floor(problem, sizes, gpu, v.precision).floor_ms
         row.update(timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
