@@ -33,29 +33,15 @@ k05 = k07._step05  # the very module step 07 reuses (checks, fallback kernel)
 GPU = torch.cuda.is_available()
 DEVICE = "cuda" if GPU else "cpu"
 INTERPRET = k07.INTERPRET
-MULT, SLOPE = 2.0, 0.1  # KernelBench's problem 12 constants
+from p12_reference import MULT, SLOPE, reference64, rel_error  # noqa: E402
+from p12_reference import make_inputs as _make_inputs  # noqa: E402
+
+
+def make_inputs(m: int, n: int, k: int, seed: int, device: str | None = None):
+    return _make_inputs(m, n, k, seed, device or DEVICE)
+
+
 TMA_PRECISIONS = ("tf32", "tf32x3")  # "ieee" is computed by step 05
-
-
-def make_inputs(m: int, n: int, k: int, seed: int, device: str = DEVICE):
-    """x ~ U[0, 1) like KernelBench's get_inputs; W, b like nn.Linear's init, U(+-1/sqrt(K))."""
-    g = torch.Generator(device=device).manual_seed(seed)
-    bound = 1.0 / math.sqrt(k)
-    x = torch.rand(m, k, generator=g, device=device)
-    w = (torch.rand(n, k, generator=g, device=device) * 2 - 1) * bound
-    b = (torch.rand(n, generator=g, device=device) * 2 - 1) * bound
-    return x, w, b
-
-
-def reference64(x, w, b, mult=MULT, slope=SLOPE) -> torch.Tensor:
-    """The model in float64: the yardstick every variant's error is measured against."""
-    y = (x.double() @ w.double().T + b.double()) * mult
-    return torch.nn.functional.leaky_relu(y, slope)
-
-
-def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """||out - ref|| / ||ref|| in float64 (Frobenius norms)."""
-    return ((out.double() - ref).norm() / ref.norm()).item()
 
 
 # The interpreter computes in fp32; on a GPU the small-shape tests allow tf32 its 10 bits.
