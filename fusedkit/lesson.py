@@ -43,20 +43,7 @@ def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
     v = problem.variant(slug)
     rows = []
     if mode.gpu:
-        res = check.check_variant(problem, v, sizes, device="cuda", seeds=3)
-        row = {"source": f"live on {mode.device}", "sizes": fmt_sizes(sizes), "tier": res.tier,
-               "rel. error": res.rel_error}
-        if res.ok:
-            model = problem.make_model(sizes, seed=res.seeds[0] + 1, device="cuda")
-            inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 1, device="cuda")
-            fn = v.build(model)
-            with torch.no_grad():
-                t = bench.time_fn(lambda: fn(*inputs), warmup_ms=50, rep_ms=300)
-            row.update(ms=t.median_ms, **{"TFLOP/s": achieved(problem.flops(sizes),
-                                                                 problem.min_bytes(sizes), t.median_ms)[0]})
-        else:
-            row["tier"] = "FAILED: " + "; ".join(res.failures)
-        rows.append(row)
+        rows.append(live_row(problem, slug, sizes, "cuda", label=f"live on {mode.device}"))
     elif v.triton:
         small = small_sizes(problem)
         res = check.check_variant(problem, v, small, device="cpu", seeds=2)
@@ -75,6 +62,25 @@ def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
     elif not rows:
         rows.append({"source": "no GPU here and no recorded run of this step yet"})
     return pd.DataFrame(rows).set_index("source").T   # one column per source reads best
+
+
+def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: str,
+             seeds: int = 3) -> dict:
+    """Check ``slug`` on ``seeds`` fresh seeds at ``sizes`` on ``device``, then time it."""
+    v = problem.variant(slug)
+    res = check.check_variant(problem, v, sizes, device=device, seeds=seeds)
+    row = {"source": label, "sizes": fmt_sizes(sizes), "tier": res.tier, "rel. error": res.rel_error}
+    if not res.ok:
+        row["tier"] = "FAILED: " + "; ".join(res.failures)
+        return row
+    model = problem.make_model(sizes, seed=res.seeds[0] + 1, device=device)
+    inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 1, device=device)
+    fn = v.build(model)
+    with torch.no_grad():
+        t = bench.time_fn(lambda: fn(*inputs), warmup_ms=50, rep_ms=300, device=device)
+    row.update({"ms": t.median_ms, "timer": t.timer,
+                "TFLOP/s": achieved(problem.flops(sizes), problem.min_bytes(sizes), t.median_ms)[0]})
+    return row
 
 
 def kernel_path(source: str) -> Path:

@@ -69,3 +69,10 @@ def test_a_partial_rerun_does_not_hide_the_full_ladder(tmp_path):
     records.append_rows(path, [records.make_row(partial, problem="p12", sizes=fmt_sizes(P12.defaults),
                                                 variant="eager", timer="cuda-events", median_ms=2.9)])
     assert set(results.latest_run(P12, path=path)["run_id"]) == {full.run_id}
+
+
+def test_live_row_checks_then_times():
+    s = P12.sizes(batch_size=5, in_features=33, out_features=7)
+    row = lesson.live_row(P12, "addmm_alpha_beta", s, "cpu", label="live here", seeds=2)
+    assert row["tier"] == "fp32-faithful" and row["ms"] > 0 and row["timer"] == "cpu-wall"
+    assert row["TFLOP/s"] > 0 and row["source"] == "live here"
