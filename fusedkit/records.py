@@ -446,13 +446,20 @@ def _nvidia_driver() -> str:
 def import_records(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = None) -> int:
     """Append every row of another records file (say, one fetched from a GPU machine) to ``dst``.
 
-    Rows keep their own run context; both files are validated, and a row already in
-    ``dst`` is refused (ValueError), so importing twice cannot duplicate a run.
+    Rows keep their own run context; both files are validated. Rows already in ``dst``
+    verbatim are skipped (so importing twice, or importing a copy that began as ``dst``,
+    adds nothing twice); a different row under a recorded key is refused (ValueError).
     Returns the number of rows imported.
     """
     src = Path(src)
     if not src.is_file():
         raise FileNotFoundError(f"src={str(src)!r} is not a file")
+    dst = Path(dst) if dst is not None else default_path()
     rows = [r for _, r in _parse(src, _decode(src, src.read_bytes()))]
-    append_rows(dst if dst is not None else default_path(), rows)
-    return len(rows)
+    have = ({tuple(r[c] for c in COLUMNS) for _, r in _parse(dst, _decode(dst, dst.read_bytes()))}
+            if dst.exists() and dst.read_bytes().strip() else set())
+    # Rows already there verbatim (src began as a copy of dst) are skipped; a different row
+    # under a recorded key is still refused by append_rows.
+    new = [r for r in rows if tuple(r[c] for c in COLUMNS) not in have]
+    append_rows(dst, new)
+    return len(new)

@@ -27,8 +27,9 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
     df = df[(df["problem"] == problem.key) & (df["sizes"] == want)
             & df["device"].str.contains(device, regex=False)]
     runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
-    if runs.empty:
-        return df.iloc[0:0]
+    if runs.empty:   # same columns as a real run, so callers need no special case
+        return df.iloc[0:0].assign(speedup=pd.Series(dtype=float), step=pd.Series(dtype=float),
+                                   title=pd.Series(dtype=str))
     # The most complete run (most of the ladder's variants), the newest among equals: a
     # partial re-run of two steps must not hide the full ladder.
     counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()

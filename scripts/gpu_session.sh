@@ -6,6 +6,9 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/fusedkit-out}
 mkdir -p "$OUT"
+# New records append to a copy of the history, so the notebooks see both; bring them home
+# with records.import_records, which skips the rows that were already here.
+[ -f "$OUT/records.csv" ] || cp data/records.csv "$OUT/records.csv" 2>/dev/null || true
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FUSEDKIT_RECORDS="$OUT/records.csv"
 export TORCH_EXTENSIONS_DIR=/tmp/torch-ext MPLBACKEND=Agg
 if compgen -G ".whl/*.whl" >/dev/null; then
@@ -15,7 +18,7 @@ fi
 for stage in ${STAGES:-info tests bench reports}; do
   echo "=== $stage $(date -u +%H:%M:%S)"
   case $stage in
-    info)    python3 -m fusedkit info 2>&1 | tee "$OUT/info.txt"; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/info.txt" ;;
+    info)    python3 -m fusedkit info 2>&1 | tee "$OUT/info.txt"; command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/info.txt" ;;
     tests)   python3 -m pytest -m gpu -q -rs -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.txt" | tail -40 ;;
     bench)   for p in ${PROBLEMS:-p12 p45}; do
                python3 -m fusedkit bench --problem "$p" ${BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.txt"

@@ -62,3 +62,13 @@ def test_a_failing_notebook_still_gets_a_report(tmp_path):
     assert not res.ok and "ZeroDivisionError" in res.error
     assert "before" in res.html.read_text()
     assert "FAILED" in (tmp_path / "out" / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_problem_notebook_runs_with_no_records_at_all(tmp_path, monkeypatch):
+    # A fresh GPU machine, or a fork with an empty data/: every cell must still run.
+    empty = tmp_path / "records.csv"
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(empty))
+    (res,) = report.build_reports(tmp_path / "out", [NOTEBOOKS[0]], timeout=300)
+    assert res.ok, res.error
+    assert "no recorded run" in res.html.read_text()

@@ -407,6 +407,12 @@ def test_import_records_appends_once(tmp_path):
     records.append_rows(src, rows)
     assert records.import_records(src, dst) == 2
     assert list(records.read_records(dst)["variant"]) == ["a", "b"]
+    assert records.import_records(src, dst) == 0          # nothing twice
+    assert len(records.read_records(dst)) == 2
+    # a different measurement under a recorded key is refused, and dst is left as it was
+    changed = src.read_text().replace(",1.0,", ",9.0,", 1)
+    assert changed != src.read_text()
+    src.write_text(changed)
     with pytest.raises(ValueError, match="already recorded"):
         records.import_records(src, dst)
     assert len(records.read_records(dst)) == 2
