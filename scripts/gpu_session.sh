@@ -27,4 +27,5 @@ for stage in ${STAGES:-info tests bench reports}; do
     *)       echo "unknown stage $stage (valid: info tests bench reports)"; exit 2 ;;
   esac
 done
+rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files
 echo "=== done $(date -u +%H:%M:%S)"
