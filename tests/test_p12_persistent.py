@@ -3,9 +3,10 @@
 Without a GPU the kernel runs in Triton's interpreter on CPU tensors: the tensor
 descriptors become masked loads and stores, ``flatten`` and ``warp_specialize`` are
 ignored and every dot is fp32, so CPU runs check the tile walk, the descriptors' edges,
-the split epilogue (one accumulator split, or two), the epilogue math and the fallback
-to step 05, not precision or speed. Tests marked ``gpu`` check precision on real tensor
-cores and run every config; one CPU test compiles every GPU config for sm_90a.
+the split epilogue (one accumulator split in halves or quarters, or two accumulators),
+the epilogue math and the fallback to step 05, not precision or speed. Tests marked
+``gpu`` check precision on real tensor cores and run every config; two CPU tests compile
+every GPU config and every ``PROBE_SPACE`` config for sm_90a.
 """
 
 from __future__ import annotations
@@ -147,18 +148,42 @@ def test_every_gpu_config_computes_the_same(precision):
         assert err < LOGIC_TOL[precision], f"{k07.config_key(cfg)}: rel. error {err:.2e}"
 
 
-@pytest.mark.parametrize("split_n, warp_specialize", [(1, False), (2, False), (1, True), (2, True)])
+@pytest.mark.parametrize("split_n, warp_specialize",
+                         [(1, False), (2, False), (4, False), (1, True), (2, True)])
 def test_small_configs_walk_many_tiles(split_n, warp_specialize):
-    # Whole or split epilogue (split by reshape, or two accumulators when warp-specialized):
-    # under the interpreter 5x8 tiles of 16x32 over 3 programs; on a GPU 128x64 tiles (warp
-    # specialization gives each of its two consumer warp groups 64 rows, wgmma's minimum).
+    # Whole, halved or quartered epilogue (split by reshape, or two accumulators when
+    # warp-specialized): under the interpreter 5x4 tiles of 16x64 over 3 programs; on a GPU
+    # 128x64 tiles (warp specialization gives each of its two consumer warp groups 64 rows,
+    # wgmma's minimum).
     if INTERPRET:
-        cfg = k07.make_config(16, 32, 16, 1, 4, split_n, warp_specialize)
+        cfg = k07.make_config(16, 64, 16, 1, 4, split_n, warp_specialize)
     else:
         cfg = k07.make_config(128, 64, 32, 3, 4, split_n, warp_specialize)
     x, w, b = make_inputs(70, 232, 52, seed=10)
     y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "tf32x3", config=cfg)
     assert rel_error(y, reference64(x, w, b)) < LOGIC_TOL["tf32x3"]
+
+
+def _probe_picks() -> dict[str, tuple]:
+    """One PROBE_SPACE entry per code path it adds to the autotuner's: quarter stores, a
+    GROUP_M other than 8, a 2-CTA cluster (the interpreter runs it as one program)."""
+    space = k07.PROBE_SPACE["tf32"]
+    return {"quarters": next(k for k in space if k[5] == 4),
+            "group_m": next(k for k in space if k[7] != 8),
+            "cluster": next(k for k in space if k[8] == 2)}
+
+
+@pytest.mark.parametrize("name", sorted(_probe_picks()))
+def test_probe_space_configs_compute_the_same(name):
+    # Through config=, at a size with several row- and column-blocks of each tile (5 and
+    # 4 of 128x256, so GROUP_M 4 makes two groups), tails in M, N and K. (The probe runs
+    # every entry at KernelBench's size on a GPU, checked against float64.)
+    key = _probe_picks()[name]
+    m, n, k = (600, 776, 40) if INTERPRET else (1000, 1500, 1028)
+    x, w, b = make_inputs(m, n, k, seed=11)
+    y = k07.linear_leakyrelu_persistent(x, w, b, MULT, SLOPE, "tf32", config=k07.make_config(*key))
+    err = rel_error(y, reference64(x, w, b))
+    assert err < LOGIC_TOL["tf32"], f"{key}: rel. error {err:.2e}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,17 +249,43 @@ def test_gpu_configs_fit_in_shared_memory(precision):
     cfgs = k07.GPU_CONFIGS[precision]
     assert 2 <= len(cfgs) <= 8 and len({k07.config_key(c) for c in cfgs}) == len(cfgs)
     for c in cfgs:
-        bm, bn, bk, stages, warps, split, ws = k07.config_key(c)
+        bm, bn, bk, stages, warps, split, ws, group_m, num_ctas = k07.config_key(c)
+        assert k07.config_key(k07.make_config(*k07.config_key(c))) == k07.config_key(c)
         smem = 4 * (bm + bn) * bk * stages + 4 * bm * bn // split  # pipeline + staging
         assert smem <= SMEM_LIMIT, f"{k07.config_key(c)} needs {smem / 1024:.0f} KB"
         assert c.kwargs["FLATTEN"] is (not ws)
+        # The wrapper launches one program per SM for the autotuner: one CTA per program.
+        assert num_ctas == 1 and group_m == 8, f"{k07.config_key(c)}"
         if ws:  # Triton 3.6's Hopper pass only splits 4-warp kernels into partitions
             assert warps == 4, f"{k07.config_key(c)}: warp specialization needs num_warps=4"
 
 
-def test_make_config_rejects_bad_split():
-    with pytest.raises(ValueError, match=r"^split_n=3: must be 1 or 2 and divide bn=64"):
-        k07.make_config(64, 64, 32, 3, 4, 3, False)
+def test_probe_space_is_wider_and_never_warp_specialized():
+    assert set(k07.PROBE_SPACE) == {"tf32"}
+    keys = k07.PROBE_SPACE["tf32"]
+    assert 12 <= len(keys) <= 20 and len(set(keys)) == len(keys)
+    assert keys[0] in set(map(k07.config_key, k07.GPU_CONFIGS["tf32"]))  # the run's reference
+    for key in keys:
+        assert len(key) == 9 and not key[6], f"{key}: warp-specialized configs gave NaN on the H200"
+        assert k07.config_key(k07.make_config(*key)) == key
+    # Cluster entries last: a faulting one would spoil the probe's later configs.
+    ctas = [key[8] for key in keys]
+    assert ctas == sorted(ctas) and 2 in ctas
+
+
+@pytest.mark.parametrize("args, pattern", [
+    ((64, 64, 32, 3, 4, 3, False), r"^split_n=3: must be in \(1, 2, 4\) \(warp_specialize=False\) and divide bn=64"),
+    ((64, 64, 32, 3, 4, 4, True), r"^split_n=4: must be in \(1, 2\) \(warp_specialize=True\)"),
+    ((64, 32, 32, 3, 4, 4, False, 8, 1), None),  # allowed: 8-column slices
+    ((64, 64, 32, 3, 4, 2, False, 0, 1), r"^group_m=0: must be >= 1"),
+    ((64, 64, 32, 3, 4, 2, False, 8, 4), r"^num_ctas=4: must be 1 or 2"),
+])
+def test_make_config_rejects_bad_values(args, pattern):
+    if pattern is None:
+        assert k07.config_key(k07.make_config(*args)) == args
+        return
+    with pytest.raises(ValueError, match=pattern):
+        k07.make_config(*args)
 
 
 # ---------------------------------------------------------------------------------------
@@ -313,10 +364,14 @@ def test_gpu_tf32_matches_step05_tf32_error():
 
 
 # ---------------------------------------------------------------------------------------
-# What the compiler makes of every GPU config (sm_90a, compiled on the CPU: no GPU needed)
+# What the compiler makes of every GPU config and every PROBE_SPACE config (sm_90a,
+# compiled on the CPU: no GPU needed)
 # ---------------------------------------------------------------------------------------
+# Run as `python -c _COMPILE_SM90 gpu|probe`: one JSON line per config of GPU_CONFIGS or
+# of PROBE_SPACE. num_ctas goes to the compiler (a cluster kernel is split per CTA), and
+# the tile walk's stride is one program per 2-CTA cluster as the wrapper launches it.
 _COMPILE_SM90 = r"""
-import json, os, re, subprocess, tempfile
+import json, os, re, subprocess, sys, tempfile
 os.environ["TRITON_INTERPRET"] = "0"  # a real compile, before triton is imported
 import triton
 from triton.backends.compiler import GPUTarget
@@ -328,33 +383,38 @@ k07 = load_step("p12", "07_triton_persistent_tma.py")
 jit = k07._persistent_kernel.fn
 ints = ["M", "N", "K", "stride_xm", "stride_wn"]
 aligned = ["x_ptr", "w_ptr", "b_ptr", "y_ptr", *ints]  # KernelBench's sizes: all multiples of 16
-for prec, cfgs in k07.GPU_CONFIGS.items():
-    for cfg in cfgs:
-        consts = {"stride_b": 1, "INPUT_PRECISION": prec, "NUM_SMS": 132, **cfg.kwargs}
-        sig = {"x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "y_ptr": "*fp32",
-               **{a: "i32" for a in ints}, "multiplier": "fp32", "negative_slope": "fp32",
-               **{c: "constexpr" for c in consts}}
-        attrs = {(jit.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
-        ck = triton.compile(ASTSource(jit, sig, constexprs=consts, attrs=attrs),
-                            target=GPUTarget("cuda", 90, 32),
-                            options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
-        with tempfile.TemporaryDirectory() as d:
-            ptx = os.path.join(d, "k.ptx")
-            open(ptx, "w").write(ck.asm["ptx"])
-            log = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", ptx, "-o", ptx + ".o"],
-                                 capture_output=True, text=True, check=True)
-        text = log.stdout + log.stderr
-        print(json.dumps({"key": list(k07.config_key(cfg)), "prec": prec, "smem": ck.metadata.shared,
-                          "warps": ck.metadata.num_warps, "ws": "ttg.warp_specialize" in ck.asm["ttgir"],
-                          "spill": sum(map(int, re.findall(r"(\d+) bytes spill stores", text))),
-                          "c7515": "C7515" in text}), flush=True)
+if sys.argv[1] == "gpu":
+    todo = [(p, cfg) for p, cfgs in k07.GPU_CONFIGS.items() for cfg in cfgs]
+else:
+    todo = [(p, k07.make_config(*key)) for p, keys in k07.PROBE_SPACE.items() for key in keys]
+for prec, cfg in todo:
+    consts = {"stride_b": 1, "INPUT_PRECISION": prec, "NUM_SMS": 132 // cfg.num_ctas, **cfg.kwargs}
+    sig = {"x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "y_ptr": "*fp32",
+           **{a: "i32" for a in ints}, "multiplier": "fp32", "negative_slope": "fp32",
+           **{c: "constexpr" for c in consts}}
+    attrs = {(jit.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
+    ck = triton.compile(ASTSource(jit, sig, constexprs=consts, attrs=attrs),
+                        target=GPUTarget("cuda", 90, 32),
+                        options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages,
+                                 "num_ctas": cfg.num_ctas})
+    with tempfile.TemporaryDirectory() as d:
+        ptx = os.path.join(d, "k.ptx")
+        open(ptx, "w").write(ck.asm["ptx"])
+        log = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", ptx, "-o", ptx + ".o"],
+                             capture_output=True, text=True, check=True)
+    text = log.stdout + log.stderr
+    print(json.dumps({"key": list(k07.config_key(cfg)), "prec": prec, "smem": ck.metadata.shared,
+                      "warps": ck.metadata.num_warps, "ctas": ck.metadata.num_ctas,
+                      "ws": "ttg.warp_specialize" in ck.asm["ttgir"],
+                      "regs": max(map(int, re.findall(r"Used (\d+) registers", text))),
+                      "spill": sum(map(int, re.findall(r"(\d+) bytes spill stores", text))),
+                      "c7515": "C7515" in text}), flush=True)
 """
 
 
-def test_gpu_configs_compile_for_sm90_as_documented():
-    # Each GPU config compiled for sm_90a in a fresh process (no interpreter): it fits in
-    # shared memory, spills no registers, keeps the wgmmas pipelined (no ptxas C7515), and
-    # is warp-specialized exactly when its config says so (12 warps: producer + 2 consumers).
+def _compile_sm90(which: str) -> list[dict]:
+    """Compile GPU_CONFIGS ("gpu") or PROBE_SPACE ("probe") for sm_90a in a fresh process
+    (no interpreter) and run Triton's ptxas on each; one dict per config."""
     import json
     import subprocess
     import sys
@@ -365,14 +425,37 @@ def test_gpu_configs_compile_for_sm90_as_documented():
         pytest.skip("Triton's ptxas is not installed")
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-c", _COMPILE_SM90], capture_output=True, text=True,
-                          cwd=root, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_SM90, which], capture_output=True,
+                          text=True, cwd=root, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def _check_compiled(r: dict) -> None:
+    """Fits in shared memory, spills no registers, keeps the wgmmas pipelined (no C7515)."""
+    assert r["smem"] <= SMEM_LIMIT, f"{r}: over the 227 KB of shared memory"
+    assert r["spill"] == 0, f"{r}: ptxas spills registers"
+    assert not r["c7515"], f"{r}: ptxas serializes the wgmmas (C7515)"
+
+
+def test_gpu_configs_compile_for_sm90_as_documented():
+    # Each GPU config: the checks above, and warp-specialized exactly when its config says
+    # so (12 warps: producer + 2 consumers).
+    rows = _compile_sm90("gpu")
     assert len(rows) == sum(len(c) for c in k07.GPU_CONFIGS.values())
     for r in rows:
+        _check_compiled(r)
         ws = r["key"][6]
-        assert r["smem"] <= SMEM_LIMIT, f"{r}: over the 227 KB of shared memory"
-        assert r["spill"] == 0, f"{r}: ptxas spills registers"
-        assert not r["c7515"], f"{r}: ptxas serializes the wgmmas (C7515)"
         assert r["ws"] is ws and r["warps"] == (12 if ws else r["key"][4]), f"{r}: warp specialization"
+        assert r["ctas"] == 1
+
+
+def test_probe_space_compiles_for_sm90():
+    # Every PROBE_SPACE config (what the GPU probe will time): the same checks, none
+    # warp-specialized, and a 2-CTA cluster kernel exactly when num_ctas says so.
+    rows = _compile_sm90("probe")
+    assert [tuple(r["key"]) for r in rows] == k07.PROBE_SPACE["tf32"]
+    for r in rows:
+        _check_compiled(r)
+        assert not r["ws"] and r["warps"] == r["key"][4], f"{r}: warps"
+        assert r["ctas"] == r["key"][8], f"{r}: cluster size"

@@ -1,5 +1,5 @@
 # Computes y = LeakyReLU((x @ W.T + b) * multiplier, negative_slope) in ONE persistent Triton kernel: one program per SM walks the output tiles, the TMA engine feeds the tensor cores, the epilogue runs on the accumulator before a TMA store.
-# Changed vs step 05: a persistent grid (one program per SM, tiles in step 05's grouped order) instead of one program per tile; x, W and y moved by TMA through tensor descriptors built on the device; the tile loop flattened into the K loop so the pipeline loads the next tile during this tile's epilogue, or warp-specialized (producer warp + consumer warp groups); the fp32 epilogue optionally stored in two column halves, staging half as much shared memory, so one more pipeline stage fits.
+# Changed vs step 05: a persistent grid (one program per SM, tiles in step 05's grouped order) instead of one program per tile; x, W and y moved by TMA through tensor descriptors built on the device; the tile loop flattened into the K loop so the pipeline loads the next tile during this tile's epilogue, or warp-specialized (producer warp + consumer warp groups); the fp32 epilogue optionally stored in two column halves (or quarters), staging half (a quarter) as much shared memory, so one more pipeline stage fits.
 # Roofline: compute-bound (~410 FLOP/byte at 1024x8192x8192). H200 datasheet floors: tf32 0.28 ms (494.7 TFLOP/s dense), tf32x3 three times that, 0.83 ms; the target is eager's cuBLAS TF32 GEMM (0.365-0.396 ms measured) with the epilogue for free.
 """Step 07 of problem 12: a persistent, TMA-fed Triton GEMM with the epilogue fused.
 
@@ -31,7 +31,13 @@ splitting the accumulator (``reshape`` + ``permute`` + ``split``), except under 
 specialization, whose Hopper pass rejects those ops ("unsupported op type"): there the
 tile is computed as two half-width accumulators from the start. (The reverse does not
 work either: two accumulators in the flattened loop make ptxas serialize the wgmmas,
-warning C7515.)
+warning C7515.) ``SPLIT_N=4`` splits each half again and stores four quarter-width
+slices through a quarter-tile buffer (flattened loop only).
+
+Clusters (``num_ctas=2`` in the config, sm_90+): a program is then a cluster of two CTAs
+on two SMs, Triton 3.6 splits each tile's columns between them (each CTA loads the whole
+x box: no TMA multicast), and the wrapper launches one program per two SMs. The
+autotuner's configs all use one CTA; only :data:`PROBE_SPACE` tries clusters.
 
 TMA's rules (16-byte aligned base addresses and row strides, unit stride along K) hold
 for contiguous fp32 inputs with ``K % 4 == 0`` and ``N % 4 == 0``. Inputs that break them
@@ -44,8 +50,9 @@ while step 05's ieee kernel spills nothing; pass ``config=`` to run this kernel 
 CPU: under Triton's interpreter (``TRITON_INTERPRET=1``, CPU tensors) the same kernel
 runs: descriptors become masked loads and stores, ``flatten`` / ``warp_specialize`` are
 ignored (one algorithm, no switch needed), and the grid is capped at
-``INTERPRET_PROGRAMS`` programs so that each walks several tiles. As in step 05 the
-interpreter computes every dot in fp32 whatever ``precision`` says.
+``INTERPRET_PROGRAMS`` programs so that each walks several tiles (a cluster runs as one
+program). As in step 05 the interpreter computes every dot in fp32 whatever
+``precision`` says.
 """
 
 from __future__ import annotations
@@ -71,53 +78,99 @@ INTERPRET_PROGRAMS = 3
 # TMA needs 16-byte aligned base addresses and row strides: 4 fp32 elements.
 _TMA_ALIGN_BYTES = 16
 
-ConfigKey = tuple[int, int, int, int, int, int, bool]
+# (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, SPLIT_N, WARP_SPECIALIZE, GROUP_M, num_ctas)
+ConfigKey = tuple[int, int, int, int, int, int, bool, int, int]
 
 
 def make_config(bm: int, bn: int, bk: int, stages: int, warps: int, split_n: int,
-                warp_specialize: bool) -> triton.Config:
+                warp_specialize: bool, group_m: int = 8, num_ctas: int = 1) -> triton.Config:
     """A config of this kernel: (BLOCK_M, BLOCK_N, BLOCK_K) tile, pipeline stages, warps
-    (per partition when warp-specialized), SPLIT_N column slices of y per store (1 or 2),
-    WARP_SPECIALIZE. GROUP_M is 8 as in step 05; FLATTEN is the opposite of
-    WARP_SPECIALIZE (see the module docstring)."""
-    if split_n not in (1, 2) or bn % split_n:
-        raise ValueError(f"split_n={split_n!r}: must be 1 or 2 and divide bn={bn}")
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8,
+    (per partition when warp-specialized), SPLIT_N column slices of y per store (1, 2, or
+    4 when not warp-specialized), WARP_SPECIALIZE, GROUP_M row-blocks per group of the tile
+    order (8 as in step 05), and num_ctas CTAs per program (a thread-block cluster, sm_90+:
+    Triton splits each tile between them). FLATTEN is the opposite of WARP_SPECIALIZE (see
+    the module docstring)."""
+    allowed = (1, 2) if warp_specialize else (1, 2, 4)
+    if split_n not in allowed or bn % split_n:
+        raise ValueError(f"split_n={split_n!r}: must be in {allowed} (warp_specialize="
+                         f"{warp_specialize}) and divide bn={bn}")
+    if group_m < 1:
+        raise ValueError(f"group_m={group_m!r}: must be >= 1")
+    if num_ctas not in (1, 2):
+        raise ValueError(f"num_ctas={num_ctas!r}: must be 1 or 2")
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m,
                           "SPLIT_N": split_n, "WARP_SPECIALIZE": warp_specialize,
                           "FLATTEN": not warp_specialize},
-                         num_stages=stages, num_warps=warps)
+                         num_stages=stages, num_warps=warps, num_ctas=num_ctas)
 
 
-# Keys are (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, SPLIT_N, WARP_SPECIALIZE). Shared
-# memory is 4 * (BLOCK_M + BLOCK_N) * BLOCK_K bytes per stage plus the staging buffer,
+# Keys are ConfigKey tuples, make_config's arguments. Shared memory is
+# 4 * (BLOCK_M + BLOCK_N) * BLOCK_K bytes per stage plus the staging buffer,
 # 4 * BLOCK_M * BLOCK_N / SPLIT_N bytes; the H100/H200 limit is 227 KB. The sizes in the
 # comments are what Triton 3.6 allocates for sm_90a (compiled on a CPU, no GPU needed);
 # none of these spills registers or makes ptxas serialize the wgmmas (C7515).
 _GPU_SPACE: dict[str, list[ConfigKey]] = {
     "tf32": [
-        (128, 256, 32, 3, 8, 2, False),   # step 05's best tile (0.427 ms there), 208 KB
-        (128, 128, 32, 4, 4, 1, False),   # the best non-persistent TMA tile (0.414 ms), 192.5 KB
-        (128, 128, 32, 6, 4, 2, False),   # deeper pipeline thanks to the half-tile staging, 224 KB
-        (128, 128, 64, 3, 8, 2, False),   # half as many K steps, 224 KB
+        (128, 256, 32, 3, 8, 2, False, 8, 1),  # step 05's best tile (0.427 ms there), 208 KB
+        (128, 128, 32, 4, 4, 1, False, 8, 1),  # the best non-persistent TMA tile (0.414 ms), 192.5 KB
+        (128, 128, 32, 6, 4, 2, False, 8, 1),  # deeper pipeline thanks to the half-tile staging, 224 KB
+        (128, 128, 64, 3, 8, 2, False, 8, 1),  # half as many K steps, 224 KB
         # Warp-specialized configs are left out: on an H200 (2026-11-29, scripts/probe_p12_tf32.py,
         # data/logs/probe_p12_tf32_h200.txt) two of three returned NaN and the third was slower
         # (0.434 ms). The autotuner checks no results, so a wrong config must never be listed.
     ],
-    # 3 MMAs per chunk: step 05's best tile (1.43 ms) and a lighter one; 192 / 144 KB.
+    # 3 MMAs per chunk: step 05's best tile (1.43 ms) and a lighter one; 224 / 160 KB.
     # (128x256x32 spills 240 bytes, warp-specialized 128x256 spills 600: left out.)
-    "tf32x3": [(128, 128, 64, 3, 8, 2, False), (128, 128, 32, 4, 8, 2, False)],
+    "tf32x3": [(128, 128, 64, 3, 8, 2, False, 8, 1), (128, 128, 32, 4, 8, 2, False, 8, 1)],
     "ieee": [],  # computed by step 05 (see the module docstring)
 }
 # Every precision's GPU configs (public: the probe times each, the tests run each in the interpreter).
 GPU_CONFIGS: dict[str, list[triton.Config]] = {p: [make_config(*k) for k in keys]
                                                for p, keys in _GPU_SPACE.items()}
 
+# A wider set for scripts/probe_p12_tf32.py to time on a GPU (the autotuner never sees it):
+# which tile, pipeline depth, store split, tile order and cluster size beat eager's cuBLAS
+# TF32 GEMM at 1024x8192x8192? The first entry is the best config measured so far (0.3825
+# ms vs eager 0.3693 ms on an H200, data/logs/probe_p12_tf32_h200.txt), repeated as the
+# same run's reference. Each entry was compiled for sm_90a with Triton 3.6 and its bundled
+# ptxas (tests/test_p12_persistent.py does it again): the shared memory in its comment is
+# Triton's allocation, all fit in 227 KB, none spills, none draws ptxas warning C7515. No
+# entry is warp-specialized (NaN on the H200). GROUP_M 16 equals 8 at M=1024 with 128-row
+# tiles (8 row-blocks, one group either way), so it only appears with 64-row tiles.
+# Compiled and left out: any 128x256 or 256x128 tile with 4 warps (a 128 KB fp32
+# accumulator in one warp group: 1-2 KB of spills per thread); num_ctas=2 with SPLIT_N 2
+# or 4, or with BLOCK_M 256 (Triton fails in ConvertTritonToTritonGPU: "Invalid bases
+# passed to LinearLayout", "Failed to find a valid layout"). With num_ctas=2 Triton 3.6
+# splits each tile's columns between the two CTAs, without TMA multicast: each CTA loads
+# the whole x box. Those entries come last: a cluster kernel that faults would leave the
+# CUDA context unusable for every config after it.
+PROBE_SPACE: dict[str, list[ConfigKey]] = {
+    "tf32": [
+        (128, 256, 32, 3, 8, 2, False, 8, 1),   # 208 KB: the best so far, this run's reference
+        (128, 256, 32, 4, 8, 4, False, 8, 1),   # 224 KB: quarter-tile staging buys a 4th stage
+        (128, 256, 32, 3, 8, 4, False, 8, 1),   # 176 KB: 3 stages, 4 stores: the cost of quarters (179 vs 202 regs)
+        (128, 256, 64, 2, 8, 4, False, 8, 1),   # 224 KB: BLOCK_K 64, half the barrier waits, 2 stages
+        (128, 256, 16, 8, 8, 4, False, 8, 1),   # 224 KB: BLOCK_K 16 (64-byte swizzle), 8 shallow stages
+        (128, 256, 16, 6, 8, 2, False, 8, 1),   # 208 KB: BLOCK_K 16 with half-tile staging
+        (128, 256, 32, 3, 8, 2, False, 4, 1),   # 208 KB: GROUP_M 4, W streamed twice, x half as often
+        (128, 256, 32, 4, 8, 4, False, 4, 1),   # 224 KB: GROUP_M 4 on the 4-stage pipeline
+        (256, 128, 32, 4, 8, 4, False, 8, 1),   # 224 KB: tall tile, each warp group 128x128 (164 regs)
+        (256, 128, 32, 3, 8, 2, False, 8, 1),   # 208 KB: tall tile, half-tile staging
+        (256, 128, 64, 2, 8, 4, False, 8, 1),   # 224 KB: tall tile, BLOCK_K 64
+        (128, 128, 32, 6, 8, 4, False, 8, 1),   # 208 KB: half-size tiles, 8 warps (2 warp groups of 64x128, 97 regs), 6 stages
+        (64, 256, 32, 5, 4, 4, False, 16, 1),   # 216 KB: one warp group m64n256; GROUP_M 16 spans all 16 row-blocks
+        (128, 256, 32, 4, 8, 1, False, 8, 2),   # 193 KB per CTA: a 2-CTA cluster, each CTA 128x128 (8 warps)
+        (128, 512, 32, 2, 8, 1, False, 8, 2),   # 226 KB per CTA: a 2-CTA cluster, each CTA 128x256, 2 stages
+    ],
+}
+
 
 def config_key(c: triton.Config) -> ConfigKey:
-    """(BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, SPLIT_N, WARP_SPECIALIZE) of a config."""
+    """(BLOCK_M, BLOCK_N, BLOCK_K, stages, warps, SPLIT_N, WARP_SPECIALIZE, GROUP_M,
+    num_ctas) of a config: the arguments of :func:`make_config`, in order."""
     kw = c.kwargs
     return (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], c.num_stages, c.num_warps,
-            kw["SPLIT_N"], kw["WARP_SPECIALIZE"])
+            kw["SPLIT_N"], kw["WARP_SPECIALIZE"], kw["GROUP_M"], c.num_ctas)
 
 
 def configs_for(precision: str) -> list[triton.Config]:
@@ -157,6 +210,13 @@ def _tile_coords(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
 
 
 @triton.jit
+def _halves(acc, BLOCK_M: tl.constexpr, HALF: tl.constexpr):
+    """The left and right column halves of a (BLOCK_M, 2 * HALF) register tile."""
+    # (M, 2, HALF)[m, h, j] = acc[m, h * HALF + j]; moving h last lets split take it apart.
+    return tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, HALF)), (0, 2, 1)))
+
+
+@triton.jit
 def _epilogue_store(y_desc, acc, b_ptr, stride_b, off_m, off_n, N, multiplier, negative_slope,
                     BLOCK_N: tl.constexpr):
     """bias, multiply, LeakyReLU on one (BLOCK_M, BLOCK_N) accumulator, then a TMA store of it."""
@@ -180,9 +240,11 @@ def _persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr,
 ):
-    tl.static_assert(SPLIT_N == 1 or SPLIT_N == 2, "SPLIT_N must be 1 or 2")
-    HALF_N: tl.constexpr = BLOCK_N // SPLIT_N  # width of one stored column slice of y
-    # Two ways to get the slices (see the module docstring): two half-width accumulators
+    tl.static_assert(SPLIT_N == 1 or SPLIT_N == 2 or SPLIT_N == 4, "SPLIT_N must be 1, 2 or 4")
+    tl.static_assert(SPLIT_N != 4 or not WARP_SPECIALIZE, "SPLIT_N=4 is not warp-specialized")
+    HALF_N: tl.constexpr = BLOCK_N // 2        # the accumulator's column halves
+    SLICE_N: tl.constexpr = BLOCK_N // SPLIT_N  # width of one stored column slice of y
+    # Two ways to get the halves (see the module docstring): two half-width accumulators
     # when warp-specialized, else one accumulator split after the K loop.
     TWO_ACC: tl.constexpr = (SPLIT_N == 2) and WARP_SPECIALIZE
     W_BOX_N: tl.constexpr = HALF_N if TWO_ACC else BLOCK_N
@@ -194,7 +256,7 @@ def _persistent_kernel(
     w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1],
                                        block_shape=[W_BOX_N, BLOCK_K])
     y_desc = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1],
-                                       block_shape=[BLOCK_M, HALF_N])
+                                       block_shape=[BLOCK_M, SLICE_N])
 
     start_pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -232,10 +294,9 @@ def _persistent_kernel(
                 a = x_desc.load([off_m, ki * BLOCK_K])   # (BLOCK_M, BLOCK_K) of x
                 w = w_desc.load([off_n, ki * BLOCK_K])   # (BLOCK_N, BLOCK_K) of W; .T is a view
                 acc = tl.dot(a, w.T, acc, input_precision=INPUT_PRECISION)
-            if SPLIT_N == 2:
-                # (M, 2, N/2)[m, h, j] = acc[m, h * N/2 + j]; moving h last lets split take it
-                # apart. (Triton 3.6's Hopper warp specialization rejects these ops.)
-                acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, HALF_N)), (0, 2, 1)))
+            if SPLIT_N > 1:
+                # (Triton 3.6's Hopper warp specialization rejects the ops of _halves.)
+                acc0, acc1 = _halves(acc, BLOCK_M, HALF_N)
 
         tile_id_c += NUM_SMS
         pid_m, pid_n = _tile_coords(tile_id_c, num_pid_in_group, num_pid_m, GROUP_M)
@@ -245,11 +306,24 @@ def _persistent_kernel(
         if SPLIT_N == 1:
             _epilogue_store(y_desc, acc, b_ptr, stride_b, off_m, off_n, N, multiplier,
                             negative_slope, BLOCK_N)
-        else:
+        elif SPLIT_N == 2:
             _epilogue_store(y_desc, acc0, b_ptr, stride_b, off_m, off_n, N, multiplier,
                             negative_slope, HALF_N)
             _epilogue_store(y_desc, acc1, b_ptr, stride_b, off_m, off_n + HALF_N, N, multiplier,
                             negative_slope, HALF_N)
+        else:
+            # Quarters: each half split again, stored left to right through one staging
+            # buffer of BLOCK_M x BLOCK_N/4 (a quarter of the tile's 4 * BLOCK_M * BLOCK_N bytes).
+            q0, q1 = _halves(acc0, BLOCK_M, SLICE_N)
+            q2, q3 = _halves(acc1, BLOCK_M, SLICE_N)
+            _epilogue_store(y_desc, q0, b_ptr, stride_b, off_m, off_n, N, multiplier,
+                            negative_slope, SLICE_N)
+            _epilogue_store(y_desc, q1, b_ptr, stride_b, off_m, off_n + SLICE_N, N, multiplier,
+                            negative_slope, SLICE_N)
+            _epilogue_store(y_desc, q2, b_ptr, stride_b, off_m, off_n + 2 * SLICE_N, N, multiplier,
+                            negative_slope, SLICE_N)
+            _epilogue_store(y_desc, q3, b_ptr, stride_b, off_m, off_n + 3 * SLICE_N, N, multiplier,
+                            negative_slope, SLICE_N)
 
 
 def _tma_ready(t: torch.Tensor) -> bool:
@@ -325,11 +399,13 @@ def linear_leakyrelu_persistent(x: torch.Tensor, weight: torch.Tensor, bias: tor
     if INTERPRET:
         num_programs = INTERPRET_PROGRAMS
     else:
-        num_programs = _num_sms(x.device.index)
+        # A program is a cluster of num_ctas CTAs (each on its own SM): one program per
+        # num_ctas SMs. The autotuned configs all have num_ctas=1.
+        num_programs = _num_sms(x.device.index) // (1 if config is None else config.num_ctas)
         triton.set_allocator(_torch_alloc)
 
     def grid(meta: dict) -> tuple[int]:
-        # Persistent: one program per SM, never more programs than tiles.
+        # Persistent: one program per SM (per cluster), never more programs than tiles.
         return (min(num_programs, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])),)
 
     args = (x, weight, bias, y, m, n, k, x.stride(0), weight.stride(0), bias.stride(0),
