@@ -69,7 +69,7 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
     for _, r in pts.iterrows():
         ax.scatter(r["intensity"], r["tflops"], s=60, marker=markers[r["kind"]], zorder=5,
                    color="black" if r["kind"] != "measured" else "#c44e52")
-    _stacked_labels(ax, pts)
+    _numbered_labels(ax, pts)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte of device memory)")
@@ -81,21 +81,22 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
     return fig
 
 
-def _stacked_labels(ax: plt.Axes, pts: pd.DataFrame) -> None:
-    """Label points; points at one intensity (all variants of one problem) get their labels
-    stacked in a column to the right, spaced in log space, with a leader line each."""
-    group = np.round(np.log10(pts["intensity"].astype(float)), 2)
-    for _, same in pts.groupby(group):
-        same = same.sort_values("tflops")
-        # Merge labels of points that coincide (e.g. two elementwise stages).
-        merged = same.groupby(["intensity", "tflops"], sort=False)["label"].apply(", ".join).reset_index()
-        y_prev = 0.0
-        for _, r in merged.iterrows():
-            y = max(float(r["tflops"]), y_prev * 1.35)   # at least 35% above the previous label
-            ax.annotate(r["label"], (r["intensity"], r["tflops"]), xytext=(r["intensity"] * 1.8, y),
-                        textcoords="data", fontsize=8, va="center",
-                        arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"})
-            y_prev = y
+def _numbered_labels(ax: plt.Axes, pts: pd.DataFrame) -> None:
+    """Number the points (coinciding ones share a number) and list the numbers beside the
+    axes: labels never collide, however close the points sit."""
+    merged = (pts.groupby(["intensity", "tflops"], sort=False)["label"].apply(", ".join)
+              .reset_index().sort_values("tflops", ascending=False).reset_index(drop=True))
+    last: dict[float, tuple[float, int]] = {}   # per intensity: previous rate, its x offset
+    for i, r in merged.iterrows():
+        key = round(float(np.log10(r["intensity"])), 2)
+        prev_rate, prev_dx = last.get(key, (float("inf"), -12))
+        # Numbers of near-equal rates at one intensity step sideways instead of overlapping.
+        dx = prev_dx + 12 if prev_rate / r["tflops"] < 1.25 else 5
+        last[key] = (float(r["tflops"]), dx)
+        ax.annotate(str(i + 1), (r["intensity"], r["tflops"]), xytext=(dx, 4),
+                    textcoords="offset points", fontsize=8, weight="bold")
+    key = "\n".join(f"{i + 1}  {label}" for i, label in enumerate(merged["label"]))
+    ax.text(1.02, 1.0, key, transform=ax.transAxes, va="top", ha="left", fontsize=8)
 
 
 def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",
