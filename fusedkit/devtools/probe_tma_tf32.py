@@ -1,7 +1,7 @@
 """Probe: does feeding step 05's tf32 GEMM through Hopper's bulk-copy engine (TMA tensor
 descriptors) close the gap to cuBLAS's TF32 GEMM?  Prints one line per config.
 
-    python scripts/probe_tma_tf32.py          (GPU; TRITON_INTERPRET=1 checks the logic on CPU)
+    python -m fusedkit.devtools.probe_tma_tf32          (GPU; TRITON_INTERPRET=1 checks the logic on CPU)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Time step 05's Triton kernel at fixed configs, outside the autotuner, on the GPU at hand.
 
 Explores configs beyond the autotuner's small space before they are added to it:
-    python scripts/sweep_p12_triton.py --precision tf32 [--out sweep.csv]
+    python -m fusedkit.devtools.sweep_p12_triton --precision tf32 [--out sweep.csv]
 Each config is checked against eager fp32 (rel. error) before it is timed.
 """
 

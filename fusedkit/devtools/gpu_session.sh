@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info tests bench reports" PROBLEMS="p12 p45" bash scripts/gpu_session.sh
+#   STAGES="info tests bench reports" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
-# (made by scripts/fetch_gpu_wheels.sh; name .whl in the call's carry list).
+# (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
 OUT=${OUT:-/tmp/fusedkit-out}
 mkdir -p "$OUT"

@@ -9,7 +9,7 @@ reported FAILED and not timed. After ``--budget-s`` seconds no new config is sta
 One line per measurement; the last line names the fastest step 07 config and its ratio
 to eager TF32:
 
-    python scripts/probe_p12_tf32.py [--precision tf32|tf32x3] [--rep-ms 200] [--budget-s 100]
+    python -m fusedkit.devtools.probe_p12_tf32 [--precision tf32|tf32x3] [--rep-ms 200] [--budget-s 100]
 
 Without a GPU (TRITON_INTERPRET=1, set by fusedkit) it runs every config once in
 Triton's interpreter at a small size: a logic check, no timing.

@@ -2,9 +2,9 @@
 # Download, here, the wheels a lent GPU machine lacks (the Jupyter stack, for executing the
 # notebooks there), into .whl/ (ignored by git; carry it with the call). That machine runs
 # Python 3.12 with torch, numpy, pandas, jinja2 ... already installed: those are removed
-# again so that its own versions stay in charge. scripts/gpu_session.sh installs the rest.
+# again so that its own versions stay in charge. fusedkit/devtools/gpu_session.sh installs the rest.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 mkdir -p .whl
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
