@@ -137,3 +137,10 @@ def test_achieved_rejects_nonpositive_time():
         roofline.achieved(1.0, 1.0, 0)
     tf, gb = roofline.achieved(2e12, 1e9, 1000.0)
     assert math.isclose(tf, 2.0) and math.isclose(gb, 1.0)
+
+
+def test_a_third_problem_is_one_new_module(tmp_path):
+    for name in ("p12_gemm_multiply_leakyrelu.py", "p7_new_thing.py", "base.py", "helpers.py"):
+        (tmp_path / name).write_text("PROBLEM = None\n")
+    assert problems.discover([str(tmp_path)], "pkg") == {
+        "p7": "pkg.p7_new_thing", "p12": "pkg.p12_gemm_multiply_leakyrelu"}

@@ -1,17 +1,23 @@
-"""The registry of problems. A new problem is one module defining ``PROBLEM`` plus one
-entry in ``_MODULES``."""
+"""The registry of problems: every module ``pNN_<slug>.py`` in this package that defines
+``PROBLEM``. A new problem is one new module; nothing else to edit."""
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import re
 
 from fusedkit.problems.base import (Component, Dim, Problem, SizeError, Sizes, Stage, Variant,
                                     fmt_sizes, parse_sizes)
 
-_MODULES = {
-    "p12": "fusedkit.problems.p12_gemm_multiply_leakyrelu",
-    "p45": "fusedkit.problems.p45_linear_sigmoid_linear_logsumexp",
-}
+def discover(paths: list[str], package: str = __name__) -> dict[str, str]:
+    """Problem key -> module name for every ``pNN_<slug>`` module in ``paths``, by number."""
+    found = [m.name for m in pkgutil.iter_modules(paths) if re.fullmatch(r"p\d+_\w+", m.name)]
+    return {name.split("_", 1)[0]: f"{package}.{name}"
+            for name in sorted(found, key=lambda n: int(n[1:].split("_", 1)[0]))}
+
+
+_MODULES = discover(list(__path__))
 
 
 def names() -> list[str]:
