@@ -71,28 +71,41 @@ def _time_cpu(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> Timi
     return _summarize(samples, "cpu-wall")
 
 
+def _require_cuda(device: str | torch.device, what: str) -> torch.device:
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"device={device}: {what} is a GPU measurement; no CUDA device")
+    return device
+
+
+def time_copy(nbytes_moved: float, device: str | torch.device = "cuda", *,
+              warmup_ms: float = 50.0, rep_ms: float = 300.0) -> Timing:
+    """Time a device-to-device copy that moves ``nbytes_moved`` bytes (read plus written)."""
+    device = _require_cuda(device, "copy bandwidth")
+    src = torch.rand(int(nbytes_moved // 8), device=device)   # a copy reads and writes half each
+    dst = torch.empty_like(src)
+    return time_fn(lambda: dst.copy_(src), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+
+
 def copy_bandwidth_gbps(nbytes: int = 2 * 2**30, device: str | torch.device = "cuda") -> float:
-    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
+    """Device-to-device copy bandwidth in GB/s of an ``nbytes`` buffer, counting bytes read
+    plus bytes written.
 
     This is the ceiling a memory-bound kernel is judged against, measured in the same run.
     """
-    device = torch.device(device)
-    if device.type != "cuda":
-        raise ValueError(f"device={device}: copy bandwidth is a GPU measurement; no CUDA device")
-    src = torch.rand(nbytes // 4, device=device)
-    dst = torch.empty_like(src)
-    t = time_fn(lambda: dst.copy_(src), warmup_ms=50, rep_ms=300, device=device)
-    return 2 * nbytes / (t.median_ms * 1e-3) / 1e9
+    return 2 * nbytes / (time_copy(2 * nbytes, device).median_ms * 1e-3) / 1e9
+
+
+def time_matmul(n: int = 8192, dtype: torch.dtype = torch.bfloat16,
+                device: str | torch.device = "cuda") -> Timing:
+    """Time one large random ``n x n x n`` matrix product through PyTorch."""
+    device = _require_cuda(device, "the matrix-rate ceiling")
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    return time_fn(lambda: a @ b, warmup_ms=100, rep_ms=500, device=device)
 
 
 def matmul_tflops(n: int = 8192, dtype: torch.dtype = torch.bfloat16,
                   device: str | torch.device = "cuda") -> float:
     """Rate of one large random ``n x n x n`` matrix product through PyTorch, in TFLOP/s."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        raise ValueError(f"device={device}: the matrix-rate ceiling is a GPU measurement")
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-    t = time_fn(lambda: a @ b, warmup_ms=100, rep_ms=500, device=device)
-    return 2 * n**3 / (t.median_ms * 1e-3) / 1e12
-
+    return 2 * n**3 / (time_matmul(n, dtype, device).median_ms * 1e-3) / 1e12

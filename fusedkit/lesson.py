@@ -10,19 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import torch
 
-from fusedkit import bench, check, results
-from fusedkit.kernels import KERNELS
+from fusedkit import check, results
+from fusedkit.kernels import step_path
 from fusedkit.mode import Mode
 from fusedkit.problems import Problem, Sizes, fmt_sizes
 from fusedkit.roofline import achieved
+from fusedkit.runner import time_variant
 
 
 def header(source: str) -> str:
     """The three opening comment lines of a step's kernel file (what, what changed, bound)."""
-    path = KERNELS / source
-    lines = path.read_text().splitlines()[:3]
+    lines = kernel_path(source).read_text().splitlines()[:3]
     return "\n".join(line.lstrip("/# ").rstrip() for line in lines)
 
 
@@ -73,16 +72,13 @@ def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: s
     if not res.ok:
         row["tier"] = "FAILED: " + "; ".join(res.failures)
         return row
-    model = problem.make_model(sizes, seed=res.seeds[0] + 1, device=device)
-    inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 1, device=device)
-    fn = v.build(model)
-    with torch.no_grad():
-        t = bench.time_fn(lambda: fn(*inputs), warmup_ms=50, rep_ms=300, device=device)
+    t, _ = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 1, warmup_ms=50, rep_ms=300)
     row.update({"ms": t.median_ms, "timer": t.timer,
                 "TFLOP/s": achieved(problem.flops(sizes), problem.min_bytes(sizes), t.median_ms)[0]})
     return row
 
 
 def kernel_path(source: str) -> Path:
-    """Absolute path of a step's kernel file (``source`` as in ``Variant.source``)."""
-    return KERNELS / source
+    """Absolute path of a step's kernel file (``source`` as in ``Variant.source``), validated."""
+    problem, _, filename = source.partition("/")
+    return step_path(problem, filename)

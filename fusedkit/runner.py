@@ -37,17 +37,35 @@ def runnable(problem: Problem, names: Sequence[str] | None, sizes: Sizes,
 
 def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec) -> tuple[GpuSpec, list[dict]]:
     """Measure copy bandwidth and the bf16 matmul rate; return the updated spec and rows."""
-    copy_gbps = bench.copy_bandwidth_gbps()
-    mm = bench.matmul_tflops()
+    copy_bytes, n = 2 * 2**31, 8192
+    tc, tm = bench.time_copy(copy_bytes), bench.time_matmul(n)
+    copy_gbps = copy_bytes / (tc.median_ms * 1e-3) / 1e9
     rows = [
-        records.make_row(ctx, problem="device", sizes="bytes=2147483648", variant="d2d_copy",
-                         timer="cuda-events", median_ms=2 * 2**31 / (copy_gbps * 1e9) * 1e3,
-                         gbps=copy_gbps, notes="bytes read + written"),
-        records.make_row(ctx, problem="device", sizes="n=8192", variant="bf16_matmul",
-                         timer="cuda-events", median_ms=2 * 8192**3 / (mm * 1e12) * 1e3,
-                         tflops=mm, notes="random bf16 operands"),
+        records.make_row(ctx, problem="device", sizes=f"bytes={copy_bytes // 2}", variant="d2d_copy",
+                         timer=tc.timer, median_ms=tc.median_ms, p10_ms=tc.p10_ms, p90_ms=tc.p90_ms,
+                         repeats=tc.repeats, gbps=copy_gbps, notes="bytes read + written"),
+        records.make_row(ctx, problem="device", sizes=f"n={n}", variant="bf16_matmul",
+                         timer=tm.timer, median_ms=tm.median_ms, p10_ms=tm.p10_ms, p90_ms=tm.p90_ms,
+                         repeats=tm.repeats, tflops=2 * n**3 / (tm.median_ms * 1e-3) / 1e12,
+                         notes="random bf16 operands"),
     ]
     return gpu.with_measurements(mem_gbps=copy_gbps), rows
+
+
+def time_variant(problem: Problem, v: Variant, sizes: Sizes, device: torch.device | str, *,
+                 seed: int, warmup_ms: float, rep_ms: float) -> tuple[bench.Timing, float]:
+    """Time ``v`` on fresh weights and inputs drawn under ``seed`` (never the checked ones).
+
+    Returns the timing and the seconds spent building the variant (compile, weight splits).
+    """
+    model = problem.make_model(sizes, seed=seed, device=device)
+    inputs = problem.get_inputs(sizes, seed=seed, device=device)
+    t_build = time.perf_counter()
+    fn = v.build(model)
+    t_build = time.perf_counter() - t_build
+    with torch.no_grad():
+        t = bench.time_fn(lambda: fn(*inputs), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+    return t, t_build
 
 
 def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None = None,
@@ -88,17 +106,12 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
         if not res.ok:
             tqdm.write(f"{v.slug}: check failed, not timed: {'; '.join(res.failures)}")
             continue
-        model = problem.make_model(sizes, seed=res.seeds[0] + 7919, device=device)
-        inputs = problem.get_inputs(sizes, seed=res.seeds[0] + 7919, device=device)
-        t_build = time.perf_counter()
-        fn = v.build(model)
-        t_build = time.perf_counter() - t_build
         t_time = time.perf_counter()
-        with torch.no_grad():
-            t = bench.time_fn(lambda: fn(*inputs), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+        t, t_build = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 7919,
+                                  warmup_ms=warmup_ms, rep_ms=rep_ms)
         # Wall-clock cost of the harness itself, so a slow check or build shows up in the log.
         tqdm.write(f"{v.slug}: {res.tier}, {t.median_ms:.4g} ms (check {t_check:.1f} s, "
-                   f"build {t_build:.1f} s, timing {time.perf_counter() - t_time:.1f} s)")
+                   f"build {t_build:.1f} s, timing {time.perf_counter() - t_time - t_build:.1f} s)")
         tflops, gbps = achieved(flops, nbytes, t.median_ms)
         floor = fused_floor(problem, sizes, gpu, v.precision).floor_ms
         row.update(timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
@@ -124,10 +137,8 @@ def time_component(problem: Problem, comp, sizes: Sizes, device: torch.device,
     """Time one memory-bound component and a device copy of the same bytes; record both."""
     fn, nbytes = comp.make(sizes, device)
     t = bench.time_fn(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
-    src = torch.rand(int(nbytes // 8), device=device)   # a copy reads and writes half each
-    dst = torch.empty_like(src)
-    tc = bench.time_fn(lambda: dst.copy_(src), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
-    gbps, copy_gbps = nbytes / (t.median_ms * 1e-3) / 1e9, 2 * src.numel() * 4 / (tc.median_ms * 1e-3) / 1e9
+    tc = bench.time_copy(nbytes, device, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    gbps, copy_gbps = nbytes / (t.median_ms * 1e-3) / 1e9, nbytes / (tc.median_ms * 1e-3) / 1e9
     pct = 100.0 * gbps / copy_gbps
     rows = [
         records.make_row(ctx, problem=problem.key, sizes=fmt_sizes(sizes), variant=comp.slug,
