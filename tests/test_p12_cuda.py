@@ -287,6 +287,27 @@ def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor):
 
 
 @gpu_test
+@pytest.mark.parametrize("M,K,N", SIZES, ids=lambda v: str(v))
+def test_cublas_tf32_step_within_tf32_error(ext, M, K, N):
+    """TF32 rounds inputs to 10-bit mantissas: error ~1e-4..1e-3, far above fp32, below 3e-3;
+    and the same call must leave PyTorch's handle in the math mode it found."""
+    x, w, b, seed = fresh_inputs(M, K, N)
+    ref = reference64(x, w, b)
+    poison_allocator(M, N)
+    before = torch.backends.cuda.matmul.allow_tf32
+    out = ext.cublas_tf32_epilogue_vec4(x, w, b, MULT, SLOPE)
+    torch.cuda.synchronize()
+    assert not out.isnan().any(), f"unwritten outputs; seed={seed}"
+    err = rel_error(out, ref)
+    assert err < 3e-3, f"{M}x{K}x{N}: rel. error {err:.2e}; seed={seed}"
+    if K >= 1000:  # long reductions: TF32 rounding must show, or the mode was not applied
+        assert err > 1e-5, f"{M}x{K}x{N}: rel. error {err:.2e} looks like fp32, not TF32"
+    assert torch.backends.cuda.matmul.allow_tf32 == before
+    fp32 = ext.cublas_epilogue_vec4(x, w, b, MULT, SLOPE)  # the handle is back in fp32 math
+    assert rel_error(fp32, ref) < 1e-5
+
+
+@gpu_test
 @pytest.mark.parametrize("vec4", [False, True])
 @pytest.mark.parametrize("M,N,offset,fast", [
     (64, 1024, 0, True),     # aligned, N % 4 == 0: the float4 path

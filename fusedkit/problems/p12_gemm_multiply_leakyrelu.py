@@ -140,6 +140,11 @@ _STEPS = [
             "the epilogue with float4 loads and stores, scalar fallback when unaligned",
             _cuda_step("cublas_epilogue_vec4"), needs_gpu=True,
             source="p12/03_cublas_epilogue_vec4.cu"),
+    Variant(3, "cublas_tf32_epilogue_vec4", "cuBLAS GEMM on TF32 tensor cores + float4 epilogue",
+            "step 3 with cuBLAS's TF32 math: eager TF32's GEMM, but one epilogue pass instead of "
+            "two; the tf32 bar every Triton kernel below is measured against",
+            _cuda_step("cublas_tf32_epilogue_vec4"), precision="tf32", needs_gpu=True,
+            source="p12/03_cublas_epilogue_vec4.cu"),
     Variant(4, "tiled", "shared-memory tiled SIMT GEMM, epilogue fused into its store",
             "tiles of x and W staged in shared memory and reused from registers; no extra pass",
             _cuda_step("tiled"), needs_gpu=True, source="p12/04_tiled.cu"),

@@ -97,7 +97,9 @@ private:
     cublasPointerMode_t saved_pointer_{};
 };
 
-// y = x @ W.T in plain fp32 through cublasSgemm, for row-major x (M, K), W (N, K), y (M, N).
+// y = x @ W.T through cublasSgemm, for row-major x (M, K), W (N, K), y (M, N): plain fp32, or
+// with `tf32` on cuBLAS's TF32 tensor-core math (inputs rounded to 10-bit mantissas, fp32
+// accumulation), the mode PyTorch's own handle takes under allow_tf32=True.
 //
 // The row-major / column-major mapping, derived once: cuBLAS reads a buffer as column-major,
 // and a row-major (R, C) buffer read column-major is its transpose, a (C, R) matrix. So the
@@ -107,7 +109,7 @@ private:
 // That is C = op(A) op(B) with C = Y' (m = N rows, n = M columns, ldc = N),
 // A = W's buffer with transa = T (W' is K x N, lda = K), B = x's buffer with transb = N
 // (X' is K x M, ldb = K), and k = K. No data is transposed or copied.
-void sgemm_x_wT(const float* x, const float* w, float* y, int M, int N, int K) {
+void sgemm_x_wT(const float* x, const float* w, float* y, int M, int N, int K, bool tf32 = false) {
     // PyTorch's handle for this device and thread; getCurrentCUDABlasHandle() has already bound
     // it to the current stream and to PyTorch's cuBLAS workspace for that stream. We do not
     // call cublasSetStream again: per the cuBLAS docs it resets the handle's workspace to
@@ -122,7 +124,7 @@ void sgemm_x_wT(const float* x, const float* w, float* y, int M, int N, int K) {
     // torch.backends.cuda.matmul.allow_tf32 is True. CUBLAS_DEFAULT_MATH never rounds fp32
     // inputs to TF32 (CUBLAS_PEDANTIC_MATH would also forbid any faster-than-prescribed
     // internal algorithm, at some speed cost). The guard restores the previous mode after.
-    CublasModeGuard mode(handle, CUBLAS_DEFAULT_MATH);
+    CublasModeGuard mode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     const float alpha = 1.0f, beta = 0.0f;
     TORCH_CUDABLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N,
                                      /*m=*/N, /*n=*/M, /*k=*/K, &alpha,
@@ -131,7 +133,7 @@ void sgemm_x_wT(const float* x, const float* w, float* y, int M, int N, int K) {
                                      /*C=*/y, /*ldc=*/N));
 }
 
-enum class Step { kNaive, kCublasEpilogue, kCublasEpilogueVec4, kTiled };
+enum class Step { kNaive, kCublasEpilogue, kCublasEpilogueVec4, kCublasTf32EpilogueVec4, kTiled };
 
 torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w,
                        const torch::Tensor& b, double multiplier, double negative_slope) {
@@ -168,6 +170,11 @@ torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w
             p12::launch_epilogue_vec4(yp, bp, a.M, a.N, mult, slope, stream);
             C10_CUDA_KERNEL_LAUNCH_CHECK();
             break;
+        case Step::kCublasTf32EpilogueVec4:
+            sgemm_x_wT(xp, wp, yp, a.M, a.N, a.K, /*tf32=*/true);
+            p12::launch_epilogue_vec4(yp, bp, a.M, a.N, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
         case Step::kTiled:
             p12::launch_tiled(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
             C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -190,6 +197,12 @@ torch::Tensor cublas_epilogue_vec4(const torch::Tensor& x, const torch::Tensor& 
                                    const torch::Tensor& b, double multiplier,
                                    double negative_slope) {
     return run_step(Step::kCublasEpilogueVec4, x, w, b, multiplier, negative_slope);
+}
+
+torch::Tensor cublas_tf32_epilogue_vec4(const torch::Tensor& x, const torch::Tensor& w,
+                                        const torch::Tensor& b, double multiplier,
+                                        double negative_slope) {
+    return run_step(Step::kCublasTf32EpilogueVec4, x, w, b, multiplier, negative_slope);
 }
 
 torch::Tensor tiled(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
@@ -266,6 +279,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
               "Step 02: cublasSgemm (fp32, no TF32), then a scalar epilogue kernel.");
     step_args("cublas_epilogue_vec4", &cublas_epilogue_vec4,
               "Step 03: cublasSgemm (fp32, no TF32), then a float4 epilogue kernel.");
+    step_args("cublas_tf32_epilogue_vec4", &cublas_tf32_epilogue_vec4,
+              "Step 03 in TF32: cublasSgemm on TF32 tensor cores, then the float4 epilogue.");
     step_args("tiled", &tiled,
               "Step 04: shared-memory tiled SIMT SGEMM with the epilogue fused into its store.");
     m.def("epilogue_only", &epilogue_only,
