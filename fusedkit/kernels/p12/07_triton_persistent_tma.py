@@ -112,6 +112,10 @@ def make_config(bm: int, bn: int, bk: int, stages: int, warps: int, split_n: int
 _GPU_SPACE: dict[str, list[ConfigKey]] = {
     "tf32": [
         (128, 256, 32, 3, 8, 2, False, 8, 1),  # step 05's best tile (0.427 ms there), 208 KB
+        # The two best of PROBE_SPACE's 15 on an H200 (data/logs/probe_p12_tf32_h200_run2.txt):
+        # 0.3847 and 0.3860 ms against 0.3896 ms for the line above, eager TF32 0.3720 ms.
+        (128, 256, 32, 3, 8, 4, False, 8, 1),  # quarter-tile staging, 176 KB
+        (128, 256, 32, 4, 8, 4, False, 8, 1),  # quarter-tile staging buys a 4th stage, 224 KB
         (128, 128, 32, 4, 4, 1, False, 8, 1),  # the best non-persistent TMA tile (0.414 ms), 192.5 KB
         (128, 128, 32, 6, 4, 2, False, 8, 1),  # deeper pipeline thanks to the half-tile staging, 224 KB
         (128, 128, 64, 3, 8, 2, False, 8, 1),  # half as many K steps, 224 KB
