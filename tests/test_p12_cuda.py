@@ -205,6 +205,22 @@ def test_a_compiler_that_links_libstdcxx_statically_is_replaced(tmp_path, monkey
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only message")
+def test_load_extension_returns_a_loaded_module_without_any_work(monkeypatch, tmp_path):
+    """A second load of unchanged sources must come from the per-process cache before
+    torch, the compiler probe or the hashing run (each call cost ~24 s on the H200); an
+    edited source must miss it."""
+    sentinel = object()
+    key = build._source_stamp("p12", build.extension_sources("p12"))
+    monkeypatch.setitem(build._LOADED_FAST, key, sentinel)
+    monkeypatch.setattr(build, "_pick_cxx", lambda: pytest.fail("the fast path ran _pick_cxx"))
+    assert build.load_extension("p12") is sentinel
+    src = tmp_path / "01_a.cu"
+    src.write_text("// one\n")
+    before = build._source_stamp("p12", [src])
+    src.write_text("// two, longer\n")
+    assert build._source_stamp("p12", [src]) != before
+
+
 def test_load_extension_without_gpu_says_what_to_do():
     with pytest.raises(build.CudaUnavailableError, match="needs a CUDA GPU.*ptx\\(\\)"):
         build.load_extension("p12")
