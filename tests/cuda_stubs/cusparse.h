@@ -1,0 +1,3 @@
+#pragma once
+typedef struct cusparseContext* cusparseHandle_t;
+typedef enum { CUSPARSE_STATUS_SUCCESS = 0 } cusparseStatus_t;
