@@ -71,6 +71,21 @@ def _time_cpu(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> Timi
     return _summarize(samples, "cpu-wall")
 
 
+def peak_memory_mb(fn: Callable[[], object], device: str | torch.device) -> float:
+    """Device memory one call of ``fn()`` needs on top of what is already allocated, in MB
+    (10**6 bytes): the allocator's peak during the call minus its level before it, so the
+    output and every temporary count; inputs, weights and caches made earlier do not."""
+    device = _require_cuda(device, "peak memory")
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    out = fn()
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device)
+    del out
+    return (peak - before) / 1e6
+
+
 def _require_cuda(device: str | torch.device, what: str) -> torch.device:
     device = torch.device(device)
     if device.type != "cuda":

@@ -72,7 +72,7 @@ def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: s
     if not res.ok:
         row["tier"] = "FAILED: " + "; ".join(res.failures)
         return row
-    t, _ = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 1, warmup_ms=50, rep_ms=300)
+    t, _, _ = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 1, warmup_ms=50, rep_ms=300)
     row.update({"ms": t.median_ms, "timer": t.timer,
                 "TFLOP/s": achieved(problem.flops(sizes), problem.min_bytes(sizes), t.median_ms)[0]})
     return row

@@ -46,10 +46,10 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
 def ladder_table(run: pd.DataFrame) -> pd.DataFrame:
     """The ladder's rows of a run as the notebooks show them (components left out)."""
     rows = run[run["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
-    return rows.rename(columns={"median_ms": "ms", "tflops": "TFLOP/s",
-                                "pct_of_floor": "% of floor", "rel_error": "rel. error"})[
+    return rows.rename(columns={"median_ms": "ms", "tflops": "TFLOP/s", "pct_of_floor": "% of floor",
+                                "rel_error": "rel. error", "peak_mem_mb": "call memory MB"})[
         ["step", "variant", "tier", "ms", "p10_ms", "p90_ms", "TFLOP/s", "% of floor",
-         "rel. error", "speedup"]].reset_index(drop=True)
+         "rel. error", "speedup", "call memory MB"]].reset_index(drop=True)
 
 
 def run_label(run: pd.DataFrame) -> str:

@@ -53,10 +53,11 @@ def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec) -> tuple[GpuSpec, li
 
 
 def time_variant(problem: Problem, v: Variant, sizes: Sizes, device: torch.device | str, *,
-                 seed: int, warmup_ms: float, rep_ms: float) -> tuple[bench.Timing, float]:
+                 seed: int, warmup_ms: float, rep_ms: float) -> tuple[bench.Timing, float, float | None]:
     """Time ``v`` on fresh weights and inputs drawn under ``seed`` (never the checked ones).
 
-    Returns the timing and the seconds spent building the variant (compile, weight splits).
+    Returns the timing, the seconds spent building the variant (compile, weight splits) and,
+    on a GPU, the memory one call needs beyond inputs and weights (MB; None on CPU).
     """
     model = problem.make_model(sizes, seed=seed, device=device)
     inputs = problem.get_inputs(sizes, seed=seed, device=device)
@@ -65,7 +66,8 @@ def time_variant(problem: Problem, v: Variant, sizes: Sizes, device: torch.devic
     t_build = time.perf_counter() - t_build
     with torch.no_grad():
         t = bench.time_fn(lambda: fn(*inputs), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
-    return t, t_build
+        peak = bench.peak_memory_mb(lambda: fn(*inputs), device) if torch.device(device).type == "cuda" else None
+    return t, t_build, peak
 
 
 def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None = None,
@@ -107,15 +109,15 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
             tqdm.write(f"{v.slug}: check failed, not timed: {'; '.join(res.failures)}")
             continue
         t_time = time.perf_counter()
-        t, t_build = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 7919,
-                                  warmup_ms=warmup_ms, rep_ms=rep_ms)
+        t, t_build, peak_mb = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 7919,
+                                           warmup_ms=warmup_ms, rep_ms=rep_ms)
         # Wall-clock cost of the harness itself, so a slow check or build shows up in the log.
         tqdm.write(f"{v.slug}: {res.tier}, {t.median_ms:.4g} ms (check {t_check:.1f} s, "
                    f"build {t_build:.1f} s, timing {time.perf_counter() - t_time - t_build:.1f} s)")
         tflops, gbps = achieved(flops, nbytes, t.median_ms)
         floor = fused_floor(problem, sizes, gpu, v.precision).floor_ms
         row.update(timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
-                   repeats=t.repeats, tflops=tflops, gbps=gbps,
+                   repeats=t.repeats, tflops=tflops, gbps=gbps, peak_mem_mb=peak_mb,
                    pct_of_floor=100.0 * floor / t.median_ms if device.type == "cuda" else None,
                    notes=f"precision={v.precision}; floor on {gpu.name}")
         row = {k: val for k, val in row.items() if val is not None}

@@ -75,3 +75,23 @@ def test_cli_bench_small_cpu(tmp_path, capsys):
     assert rc == 0
     assert "eager" in capsys.readouterr().out
     assert len(pd.read_csv(path)) == 1
+
+
+def test_peak_memory_refuses_cpu():
+    with pytest.raises(ValueError, match="device=cpu"):
+        bench.peak_memory_mb(lambda: torch.ones(3), "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_peak_memory_counts_what_a_call_allocates():
+    held = torch.rand(25_000_000, device="cuda")   # 100 MB allocated before: not counted
+    n = int(torch.randint(10_000_000, 20_000_000, ()).item())
+
+    def call():
+        tmp = torch.rand(n, device="cuda")          # a temporary, freed inside the call
+        return tmp[: n // 2].clone()                # the output, held until measured
+    mb = bench.peak_memory_mb(call, "cuda")
+    expect = 4 * (n + n // 2) / 1e6
+    assert expect <= mb < expect + 5, (mb, expect)
+    assert held.numel() == 25_000_000
