@@ -6,10 +6,12 @@ N = output_size. out[i] = logsumexp_j (sigmoid(x @ W1.T + b1) @ W2.T + b2)[i, j]
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 
-from fusedkit.problems.base import Dim, Problem, Sizes, Stage
+from fusedkit.problems.base import Component, Dim, Problem, Sizes, Stage, Variant
 from fusedkit.problems.baselines import baseline_variants
 
 
@@ -80,3 +82,97 @@ PROBLEM = Problem(
 
 for _v in baseline_variants():
     PROBLEM.add_variant(_v)
+
+
+def _weights(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The model's own Linear weights, as every kernel step takes them: W1, b1, W2, b2."""
+    return (model.linear1.weight.detach(), model.linear1.bias.detach(),
+            model.linear2.weight.detach(), model.linear2.bias.detach())
+
+
+def _cuda_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A step of our CUDA extension (built on first use, cached by source hash)."""
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+        fn = getattr(load_extension("p45"), function)
+        w1, b1, w2, b2 = _weights(model)
+        return lambda x: fn(x, w1, b1, w2, b2)
+    return build
+
+
+def _triton_step(filename: str, function: str, **options: object
+                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A Triton step file's wrapper bound to the model's weights."""
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+        fn = getattr(load_step("p45", filename), function)
+        w1, b1, w2, b2 = _weights(model)
+        return lambda x: fn(x, w1, b1, w2, b2, **options)
+    return build
+
+
+# The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p45/).
+_STEPS = [
+    Variant(1, "naive", "naive: one thread per output of each stage",
+            "GEMM1 + sigmoid, GEMM2 + bias and the row logsumexp as three untiled kernels; every "
+            "thread re-reads a row of its operands from memory", _cuda_step("naive"),
+            needs_gpu=True, source="p45/01_naive.cu"),
+    Variant(2, "cublas_epilogues", "cuBLAS GEMMs + fused bias-sigmoid + fused bias-logsumexp",
+            "both GEMMs in cublasSgemm (PyTorch's handle and stream), the bias and sigmoid in one "
+            "pass over h, the bias and logsumexp in one warp-per-row reduction",
+            _cuda_step("cublas_epilogues"), needs_gpu=True, source="p45/02_cublas_epilogues.cu"),
+    Variant(3, "cublas_epilogues_vec4", "cuBLAS GEMMs + float4 epilogues",
+            "the two epilogue kernels with 16-byte loads and stores, several in flight per lane",
+            _cuda_step("cublas_epilogues_vec4"), needs_gpu=True,
+            source="p45/03_cublas_epilogues_vec4.cu"),
+    Variant(3, "cublas_tf32_epilogues_vec4", "cuBLAS GEMMs on TF32 tensor cores + float4 epilogues",
+            "step 3 with cuBLAS's TF32 math: eager TF32's GEMMs with one pass per epilogue",
+            _cuda_step("cublas_tf32_epilogues_vec4"), precision="tf32", needs_gpu=True,
+            source="p45/03_cublas_epilogues_vec4.cu"),
+    *[Variant(4, f"triton_fused_lse_{prec}", f"Triton GEMMs, sigmoid and partial logsumexp fused, {prec} dots",
+              "GEMM2's tiles reduce to per-row (max, sum-exp) pairs: the 16384x1024 logits are never "
+              "written; a small kernel combines the pairs", 
+              _triton_step("04_triton_fused_lse.py", "linear_sigmoid_linear_lse", precision=prec),
+              precision={"ieee": "fp32"}.get(prec, prec), source="p45/04_triton_fused_lse.py",
+              triton=True) for prec in ("ieee", "tf32x3", "tf32")],
+    Variant(5, "triton_fused_lse_fp16x3", "fp16x3 Triton GEMMs with the fused epilogues",
+            "x, W1, W2 split into fp16 hi + lo; GEMM1 writes sigmoid(h) already split, so GEMM2 "
+            "reads half-size operands; fp32-faithful on fp16 tensor cores",
+            _triton_step("05_triton_fp16x3_lse.py", "linear_sigmoid_linear_lse_fp16x3"),
+            precision="fp16x3", source="p45/05_triton_fp16x3_lse.py", triton=True),
+]
+for _v in _STEPS:
+    PROBLEM.add_variant(_v)
+
+
+def _lse_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:
+    """The bias + logsumexp row reduction on its own, on random GEMM2-sized logits."""
+    def make(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:
+        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+        ext = load_extension("p45")
+        m, n = sizes["batch_size"], sizes["output_size"]
+        z = torch.randn(m, n, device=device) * 4
+        b = torch.randn(n, device=device)
+        # Reads z and b, writes one float per row: the fewest bytes this reduction can move.
+        return (lambda: ext.lse_only(z, b, vec4)), 4.0 * (m * n + n + m)
+    return make
+
+
+def _sigmoid_alone(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:
+    """The bias + sigmoid epilogue (float4) on its own, in place on a random GEMM1 output."""
+    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+    ext = load_extension("p45")
+    m, h = sizes["batch_size"], sizes["hidden_size"]
+    y = torch.randn(m, h, device=device)
+    b = torch.randn(h, device=device)
+    return (lambda: ext.sigmoid_only(y, b, True)), 4.0 * (2 * m * h + h)
+
+
+for _c in (Component("lse_scalar", "bias + logsumexp row reduction alone, scalar", _lse_alone(False)),
+           Component("lse_vec4", "bias + logsumexp row reduction alone, float4", _lse_alone(True)),
+           Component("sigmoid_vec4", "bias + sigmoid alone, float4, in place", _sigmoid_alone)):
+    PROBLEM.components[_c.slug] = _c
