@@ -1,0 +1,25 @@
+"""Emulate reduced-precision tensor-core inputs on any device, to measure their error without a GPU.
+
+A TF32 tensor-core product rounds each fp32 input to 10 explicit mantissa bits and accumulates
+in (at least) fp32. Rounding the inputs here and multiplying in float64 isolates the input
+rounding, which dominates at K in the thousands; the GPU's fp32 accumulation adds a little.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def to_tf32(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (float32) rounded to nearest to TF32's 10 explicit mantissa bits, still stored as
+    float32: the low 13 bits of each value are cleared after adding half of their range."""
+    if t.dtype != torch.float32:
+        raise TypeError(f"t must be torch.float32, got {t.dtype}")
+    bits = t.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32).view_as(t)
+
+
+def tf32_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``x @ weight.T + bias`` with x and weight rounded to TF32, accumulated in float64
+    (returns float64): the input-rounding error of one TF32 GEMM, nothing else."""
+    return to_tf32(x).double() @ to_tf32(weight).double().T + bias.double()
