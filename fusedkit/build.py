@@ -12,8 +12,9 @@ Build products go to a gitignored folder, ``build/`` at the repository root (or
     build/ext/<name>-<python tag>-<torch version>-<cuXYZ or cpu>-<sha>/   one extension build
     build/ptx/<source stem>-<arch>-<sha>.ptx                             cached PTX
 
-The sha covers the sources, the headers beside them and the flags, so a changed source
-rebuilds, and CPU and GPU, or two torch versions, never share a folder.
+The sha covers the sources, the headers beside them, the headers every binding shares
+(``fusedkit/kernels/common/*.h``) and the flags, so a changed source rebuilds, and CPU and GPU,
+or two torch versions, never share a folder.
 
 Flags: ``-O3`` and ``-gencode`` for the GPU's own capability. ``--use_fast_math`` is
 deliberately absent: it flushes denormals and uses approximate division, and these steps
@@ -125,6 +126,13 @@ def extension_sources(problem: str = "p12") -> list[Path]:
 
 def _headers_beside(folder: Path) -> list[Path]:
     return sorted([*folder.glob("*.h"), *folder.glob("*.cuh")])
+
+
+def _extension_headers(problem_folder: Path) -> list[Path]:
+    """Headers an extension's build depends on: those beside its sources, then the ones in
+    ``kernels/common/`` that every ``binding.cpp`` includes (torch checks, the cuBLAS call),
+    so an edit to a shared header rebuilds every problem."""
+    return [*_headers_beside(problem_folder), *_headers_beside(KERNELS_DIR / "common")]
 
 
 def _sha(paths: list[Path], extra: list[str]) -> str:
@@ -439,16 +447,16 @@ def _extension_plan(problem: str, capability: tuple[int, int], torch_version: st
     name = f"fusedkit_{problem}"
     py_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     dev_tag = "cu" + cuda_version.replace(".", "") if cuda_version else "cpu"
-    sha = _sha([*sources, *_headers_beside(sources[0].parent)],
+    sha = _sha([*sources, *_extension_headers(sources[0].parent)],
                [*CXX_FLAGS, *cuda_flags, *LDFLAGS, torch_version, dev_tag, cxx])[:12]
     folder = build_root() / "ext" / f"{name}-{py_tag}-{torch_version}-{dev_tag}-{sha}"
     return name, folder, sources, cuda_flags
 
 
 def _source_stamp(problem: str, sources: list[Path]) -> tuple:
-    """(problem, (name, size, mtime) of every source and header): a key that changes when
-    any file of the extension is edited, computed without reading the files."""
-    files = [*sources, *_headers_beside(sources[0].parent)]
+    """(problem, (name, size, mtime) of every source and header, shared ones included): a key
+    that changes when any file of the extension is edited, computed without reading the files."""
+    files = [*sources, *_extension_headers(sources[0].parent)]
     return (problem, tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 

@@ -50,12 +50,12 @@ def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
                                "this checks the logic, not the precision)",
                      "sizes": fmt_sizes(small),
                      "tier": res.tier if res.ok else "FAILED: " + "; ".join(res.failures),
-                     "rel. error": res.rel_error})
+                     "rel. error": _sci(res.rel_error)})
     hit = recorded[recorded["variant"] == slug] if not recorded.empty else recorded
     if not hit.empty:
         r = hit.iloc[0]
         rows.append({"source": f"recorded: {results.run_label(recorded)}", "sizes": r["sizes"],
-                     "tier": r["tier"], "rel. error": r["rel_error"], "ms": r["median_ms"],
+                     "tier": r["tier"], "rel. error": _sci(r["rel_error"]), "ms": r["median_ms"],
                      "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
                      "speedup vs eager": r["speedup"]})
     elif not rows:
@@ -68,7 +68,7 @@ def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: s
     """Check ``slug`` on ``seeds`` fresh seeds at ``sizes`` on ``device``, then time it."""
     v = problem.variant(slug)
     res = check.check_variant(problem, v, sizes, device=device, seeds=seeds)
-    row = {"source": label, "sizes": fmt_sizes(sizes), "tier": res.tier, "rel. error": res.rel_error}
+    row = {"source": label, "sizes": fmt_sizes(sizes), "tier": res.tier, "rel. error": _sci(res.rel_error)}
     if not res.ok:
         row["tier"] = "FAILED: " + "; ".join(res.failures)
         return row
@@ -76,6 +76,12 @@ def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: s
     row.update({"ms": t.median_ms, "timer": t.timer,
                 "TFLOP/s": achieved(problem.flops(sizes), problem.min_bytes(sizes), t.median_ms)[0]})
     return row
+
+
+def _sci(value: float) -> str:
+    """An error in scientific notation: the transposed step table holds mixed types, and pandas
+    would print 4e-08 there as 0.0."""
+    return f"{value:.2e}" if value == value else "not measured"
 
 
 def kernel_path(source: str) -> Path:

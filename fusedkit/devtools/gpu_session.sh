@@ -12,7 +12,9 @@ mkdir -p "$OUT"
 [ -f "$OUT/records.csv" ] || cp data/records.csv "$OUT/records.csv" 2>/dev/null || true
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FUSEDKIT_RECORDS="$OUT/records.csv"
 export TORCH_EXTENSIONS_DIR=/tmp/torch-ext MPLBACKEND=Agg
-if compgen -G ".whl/*.whl" >/dev/null; then
+if [ -d /tmp/site/nbclient ]; then
+  export PYTHONPATH="/tmp/site:$PWD"   # installed by an earlier stage of this call
+elif compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl && export PYTHONPATH="/tmp/site:$PWD" || exit 1
 fi

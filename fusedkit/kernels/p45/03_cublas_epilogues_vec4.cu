@@ -1,0 +1,169 @@
+// Computes the same two epilogues as 02, h = sigmoid(h + b1) in place and out[m] = logsumexp_n(z[m, n] + b2[n]), with 16-byte float4 accesses and several loads in flight per thread.
+// Changed against 02: ld/st.global.v4.f32; the sigmoid thread loads one float4 in 4 rows before any store, the logsumexp lane loads 8 float4s of z (and of b2) before reducing them; 02's scalar kernels are the fallback when a size is not a multiple of 4 or a pointer not 16-byte aligned.
+// Bound: memory, as 02: 2*M*H*4 bytes for the sigmoid, M*N*4 bytes (64 MiB at the default sizes) for the logsumexp; the gain is fewer instructions and more bytes in flight to cover HBM latency.
+#include <cstdint>
+#include <cuda_runtime.h>
+
+#include "launchers.h"
+
+// ---------------------------------------------------------------------------------------
+// (a) sigmoid epilogue, p12's vec4 epilogue with sigmoid(v + b) in place of LeakyReLU.
+// A block is 256 threads along a row (256 float4s = 4 KB) by kVec4Rows rows; each thread keeps
+// kVec4Rows float4s plus one bias float4 live (within the 32 registers that 8 blocks per SM allow).
+constexpr int kVec4Threads = 256;
+constexpr int kVec4Rows = 4;
+constexpr int kVec4MinBlocksPerSM = 8;
+
+__device__ __forceinline__ float4 sigmoid4(float4 v, float4 bias) {
+    v.x = p45::sigmoid(v.x + bias.x);
+    v.y = p45::sigmoid(v.y + bias.y);
+    v.z = p45::sigmoid(v.z + bias.z);
+    v.w = p45::sigmoid(v.w + bias.w);
+    return v;
+}
+
+// h and b1 seen as float4 arrays: row m of h is H4 = H / 4 float4s. Valid only when H % 4 == 0
+// (a float4 never straddles two rows; b1's float4 j matches columns 4j..4j+3 of every row) and
+// both base pointers are 16-byte aligned (a misaligned float4 access faults); the launcher checks.
+// Thread (blockIdx.x * 256 + threadIdx.x) owns float4 column j, block row g owns rows 4g..4g+3:
+// one bias load (ld.global.nc) and 4 loads of h (one row of H * 4 bytes apart) back to back,
+// then 4 sigmoids, then 4 stores. A warp's access in one row is 512 contiguous bytes.
+extern "C" __global__ void __launch_bounds__(kVec4Threads, kVec4MinBlocksPerSM)
+p45_sigmoid_vec4_kernel(float4* __restrict__ h,          // (M, H / 4) float4s, in place
+                        const float4* __restrict__ b1,   // (H / 4,) float4s
+                        int M, int H4) {
+    const int j = blockIdx.x * kVec4Threads + threadIdx.x;  // float4 column: columns 4j..4j+3
+    if (j >= H4) return;  // last column block past the row's end: no work in any row
+    const float4 bias = __ldg(b1 + j);
+    const int64_t row_stride = H4;
+    // Usually one iteration: gridDim.y covers all ceil(M / 4) row groups unless that exceeds
+    // 65535 (M > 262140), when block rows stride over the rest.
+    for (int64_t m0 = static_cast<int64_t>(blockIdx.y) * kVec4Rows; m0 < M;
+         m0 += static_cast<int64_t>(gridDim.y) * kVec4Rows) {
+        float4* tile = h + m0 * row_stride + j;
+        // Rows past the end (M % 4 != 0) re-load row M - 1, which is in bounds, and are not
+        // stored: the loads stay unconditional (all in flight together), only stores are guarded.
+        const int64_t last = M - 1 - m0;  // the tile's valid rows are 0..min(last, 3)
+        __builtin_assume(last >= 0);      // m0 < M
+        float4 v[kVec4Rows];
+#pragma unroll
+        for (int r = 0; r < kVec4Rows; ++r) v[r] = tile[(r < last ? r : last) * row_stride];
+#pragma unroll
+        for (int r = 0; r < kVec4Rows; ++r) v[r] = sigmoid4(v[r], bias);
+#pragma unroll
+        for (int r = 0; r < kVec4Rows; ++r) {
+            if (r <= last) tile[r * row_stride] = v[r];  // st.global.v4.f32
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// (b) logsumexp row reduction, one warp per row as 02, float4 loads.
+// A warp walks its row in chunks of 32 lanes x kLseVecPerLane float4s = 256 float4s = 1 KiB
+// floats (the whole row at N = 1024). Per chunk a lane issues its 8 loads of z (16 B each,
+// lane-consecutive: each warp instruction reads 512 contiguous bytes) and its 8 bias float4s
+// (ld.global.nc, L1 hits after the first row), and only then reduces: the chunk's max, the
+// running sum rescaled once to the new max, then exp of each of its 32 values. 128 B of z in
+// flight per lane, 4 KiB per warp; with 3-4 blocks of 8 warps per SM (by register count), about
+// 100-130 KiB per SM, several times the ~35 KiB per SM that Little's law asks for at
+// 4.5 TB/s x ~1 us of latency on 132 SMs.
+//
+// Prediction at M = 16384, N = 1024 (64 MiB of z, 64 KiB of out, b2 from L2), not yet
+// measured: 15-18 us, i.e. 3.7-4.5 TB/s, 80-95% of the H200's ~4.2-4.8 TB/s copy bandwidth.
+// The exps are not free: 16.8 M expf (~10-15 instructions each without fast-math) are ~6-8 us
+// of issue time on 132 SMs, hidden under the memory time only if the loads keep streaming.
+constexpr int kLseVecPerLane = 8;
+constexpr int kLseChunk4 = 32 * kLseVecPerLane;  // float4s per warp chunk
+
+__device__ __forceinline__ float max4(float4 v) {
+    return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
+}
+
+__device__ __forceinline__ float4 add4(float4 a, float4 b) {
+    return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+}
+
+// Valid only when N % 4 == 0 and z, b2 16-byte aligned (then every row of z starts aligned).
+// Lanes whose float4 index passes the row's end (the last chunk, or N / 4 < 256) load the row's
+// last float4 instead, which is in bounds, and leave it out of the reduction: all 16 loads stay
+// unconditional and go out back to back. Warp-uniform loops (rows by warp index, chunks by
+// N4), so every lane reaches the shuffles, as the full mask requires.
+extern "C" __global__ void __launch_bounds__(p45::kLseThreads)
+p45_lse_vec4_kernel(const float4* __restrict__ z,    // (M, N / 4) float4s
+                    const float4* __restrict__ b2,   // (N / 4,) float4s
+                    float* __restrict__ out,         // (M,)
+                    int M, int N4) {
+    const int lane = threadIdx.x % 32;
+    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * p45::kLseWarps + threadIdx.x / 32;
+    const int64_t row_stride = static_cast<int64_t>(gridDim.x) * p45::kLseWarps;
+    for (int64_t m = first_row; m < M; m += row_stride) {
+        const float4* z_row = z + m * N4;
+        p45::LseState st = p45::lse_empty();
+        for (int c0 = 0; c0 < N4; c0 += kLseChunk4) {
+            float4 v[kLseVecPerLane];
+            bool valid[kLseVecPerLane];
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) {
+                const int idx = c0 + i * 32 + lane;
+                valid[i] = idx < N4;
+                const int at = valid[i] ? idx : N4 - 1;
+                v[i] = add4(z_row[at], __ldg(b2 + at));  // bias added on the fly
+            }
+            float chunk_max = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) {
+                if (valid[i]) chunk_max = fmaxf(chunk_max, max4(v[i]));
+            }
+            // One rescale per chunk: sum of the new values relative to the new max, plus the old
+            // sum moved to it (see exp_below in launchers.h for the infinite cases).
+            const float m_new = fmaxf(st.m, chunk_max);
+            float s = st.s * p45::exp_below(st.m, m_new);
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) {
+                if (valid[i]) {
+                    s += (p45::exp_below(v[i].x, m_new) + p45::exp_below(v[i].y, m_new)) +
+                         (p45::exp_below(v[i].z, m_new) + p45::exp_below(v[i].w, m_new));
+                }
+            }
+            st = {m_new, s};
+        }
+        st = p45::warp_lse_allreduce(st);
+        if (lane == 0) out[m] = p45::lse_value(st);
+    }
+}
+
+namespace p45 {
+
+bool vec4_fast_path(const float* t, const float* b, int cols) {
+    const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    return cols % 4 == 0 && aligned16(t) && aligned16(b);
+}
+
+void launch_sigmoid_vec4(float* h, const float* b1, int M, int H, cudaStream_t stream) {
+    if (!vec4_fast_path(h, b1, H)) {
+        launch_sigmoid_scalar(h, b1, M, H, stream);  // any H, any 4-byte alignment
+        return;
+    }
+    const int H4 = H / 4;
+    // Exact grid as p12's: one 4-row tile per thread. At 16384 x 4096 that is 4 x 4096 blocks
+    // (256 MiB read, 256 MiB written: ~115-130 us at 4.2-4.8 TB/s). gridDim.y capped at 65535,
+    // the kernel strides over further row groups.
+    const int64_t col_blocks = (static_cast<int64_t>(H4) + kVec4Threads - 1) / kVec4Threads;
+    int64_t row_groups = (static_cast<int64_t>(M) + kVec4Rows - 1) / kVec4Rows;
+    row_groups = row_groups < kMaxGridY ? row_groups : kMaxGridY;
+    const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(row_groups));
+    p45_sigmoid_vec4_kernel<<<grid, kVec4Threads, 0, stream>>>(
+        reinterpret_cast<float4*>(h), reinterpret_cast<const float4*>(b1), M, H4);
+}
+
+void launch_lse_vec4(const float* z, const float* b2, float* out, int M, int N,
+                     cudaStream_t stream) {
+    if (!vec4_fast_path(z, b2, N)) {
+        launch_lse_scalar(z, b2, out, M, N, stream);  // any N, any 4-byte alignment
+        return;
+    }
+    p45_lse_vec4_kernel<<<lse_grid_blocks(M), kLseThreads, 0, stream>>>(
+        reinterpret_cast<const float4*>(z), reinterpret_cast<const float4*>(b2), out, M, N / 4);
+}
+
+}  // namespace p45

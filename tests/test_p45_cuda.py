@@ -1,0 +1,496 @@
+"""Problem 45's CUDA C++ steps (fusedkit/kernels/p45/) and the binding helpers it shares with p12.
+
+CPU part (runs anywhere nvcc is): every step compiles to PTX, the vectorized epilogues really
+issue 16-byte accesses, the logsumexp kernels combine lanes with warp shuffles, ptxas reports no
+spills, and the extension's build key covers the shared header kernels/common/*.h.
+GPU part (marked ``gpu``, skipped without a CUDA GPU): every step against a float64 reference on
+fresh random inputs at irregular sizes, the epilogues alone at misaligned offsets with sentinels
+around them, infinities and NaN in the logsumexp, TF32 applied and restored, bad arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+import shutil
+
+import pytest
+import torch
+
+from fusedkit import build
+
+P45_SOURCES = build.kernel_sources("p45")
+STEP = {p.stem.split("_", 1)[1]: p for p in P45_SOURCES}  # "naive" -> .../01_naive.cu
+
+LD_V4 = r"ld\.global(\.nc)?\.v4\.f32"
+ST_V4 = r"st\.global\.v4\.f32"
+
+needs_nvcc = pytest.mark.skipif(not build.nvcc_available(),
+                                reason="nvcc (CUDA toolkit) not found; PTX checks need it, not a GPU")
+
+
+@pytest.fixture
+def own_build_dir(tmp_path, monkeypatch):
+    """Build products of this test go to a fresh folder (no cache from earlier runs)."""
+    monkeypatch.setenv("FUSEDKIT_BUILD_DIR", str(tmp_path / "build"))
+    return tmp_path / "build"
+
+
+def entry_body(ptx_text: str, kernel: str) -> str:
+    """The PTX of one kernel: from its .entry line to the next .entry (or the end)."""
+    start = ptx_text.index(f".entry {kernel}(")
+    nxt = ptx_text.find(".entry ", start + 1)
+    return ptx_text[start:nxt if nxt != -1 else len(ptx_text)]
+
+
+# ----------------------------------------------------------------------------- CPU part
+
+
+def test_ladder_files_are_discovered_in_step_order():
+    assert [p.name for p in P45_SOURCES] == [
+        "01_naive.cu", "02_cublas_epilogues.cu", "03_cublas_epilogues_vec4.cu"]
+    assert build.extension_sources("p45")[-1].name == "binding.cpp"
+
+
+@pytest.mark.parametrize("src", P45_SOURCES, ids=lambda p: p.stem)
+def test_each_source_opens_with_three_comment_lines(src):
+    head = src.read_text().splitlines()[:4]
+    assert all(line.startswith("// ") for line in head[:3]), head
+    assert not head[3].startswith("//"), "exactly three opening comment lines"
+    assert "Bound:" in head[2]
+
+
+@pytest.mark.parametrize("src", [*P45_SOURCES, STEP["naive"].parent / "launchers.h"],
+                         ids=lambda p: p.name)
+def test_sources_are_pure_cuda(src):
+    includes = re.findall(r'#include\s+[<"]([^>"]+)[>"]', src.read_text())
+    assert not [i for i in includes if "torch" in i or "ATen" in i or "c10" in i or "cublas" in i]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("src", P45_SOURCES, ids=lambda p: p.stem)
+def test_every_step_compiles_to_ptx(src, own_build_dir):
+    text = build.ptx(src)
+    assert ".target sm_90" in text
+    assert re.search(r"\.entry p45_\w+_kernel", text), "expected an extern \"C\" p45_*_kernel entry"
+
+
+@needs_nvcc
+def test_vec4_epilogues_use_16_byte_accesses_and_scalar_ones_do_not():
+    vec4 = build.ptx(STEP["cublas_epilogues_vec4"])
+    scalar = build.ptx(STEP["cublas_epilogues"])
+    assert build.ptx_instructions(entry_body(vec4, "p45_lse_vec4_kernel"), LD_V4)
+    sig = entry_body(vec4, "p45_sigmoid_vec4_kernel")
+    assert build.ptx_instructions(sig, LD_V4) and build.ptx_instructions(sig, ST_V4)
+    assert not build.ptx_instructions(scalar, LD_V4)
+    assert not build.ptx_instructions(scalar, ST_V4)
+    assert build.ptx_instructions(scalar, r"ld\.global(\.nc)?\.f32")
+    assert build.ptx_instructions(scalar, r"st\.global\.f32")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("step,kernel", [("cublas_epilogues", "p45_lse_scalar_kernel"),
+                                         ("cublas_epilogues_vec4", "p45_lse_vec4_kernel")])
+def test_logsumexp_kernels_combine_lanes_with_shuffles(step, kernel):
+    body = entry_body(build.ptx(STEP[step]), kernel)
+    # 5 butterfly steps, each moving the (max, sum) pair: 10 shuffles, no shared memory.
+    assert len(build.ptx_instructions(body, r"shfl\.sync\.bfly\.b32")) == 10, body[:2000]
+    assert not build.ptx_instructions(body, r"(ld|st)\.shared")
+
+
+@needs_nvcc
+def test_vec4_logsumexp_issues_its_loads_before_reducing():
+    """Each lane loads 8 float4s of z and 8 of b2 before its first exp: 16 loads in flight."""
+    body = entry_body(build.ptx(STEP["cublas_epilogues_vec4"]), "p45_lse_vec4_kernel")
+    lines = build.ptx_instructions(body, r"^\s*(ld\.global|ex2|shfl)")
+    first_math = next(i for i, a in enumerate(lines) if not a.startswith("ld."))
+    loads = [a for a in lines[:first_math] if re.match(LD_V4, a)]
+    assert len(loads) == 16, lines[:20]
+
+
+@needs_nvcc
+def test_vec4_sigmoid_issues_its_loads_before_its_stores():
+    body = entry_body(build.ptx(STEP["cublas_epilogues_vec4"]), "p45_sigmoid_vec4_kernel")
+    accesses = build.ptx_instructions(body, r"^\s*(ld|st)\.global")
+    first_store = next(i for i, a in enumerate(accesses) if a.startswith("st."))
+    loads = [a for a in accesses[:first_store] if re.match(LD_V4, a)]
+    assert len(loads) == 5, accesses  # 4 rows of h + 1 bias float4
+    assert not any(a.startswith("ld.") for a in accesses[first_store:]), accesses
+
+
+@needs_nvcc
+@pytest.mark.parametrize("src", P45_SOURCES, ids=lambda p: p.stem)
+def test_resource_usage_reports_registers_and_no_spills(src):
+    usage = build.resource_usage(src)
+    assert usage, f"no kernel found in ptxas output of {src.name}"
+    for kernel, stats in usage.items():
+        assert 0 < stats["registers"] <= 255, (kernel, stats)
+        assert stats["spill_stores"] == stats["spill_loads"] == 0, (kernel, stats)
+        assert stats["stack_bytes"] == 0, (kernel, stats)
+        assert stats["shared_bytes"] == 0, (kernel, stats)
+    if src == STEP["cublas_epilogues_vec4"]:
+        assert usage["p45_sigmoid_vec4_kernel"]["registers"] <= 32, "__launch_bounds__(256, 8)"
+        # <= 80 registers keeps >= 3 blocks of 256 threads per SM: 24 rows (96 KiB) in flight.
+        assert usage["p45_lse_vec4_kernel"]["registers"] <= 80, usage
+
+
+def _copy_kernels(tmp_path, monkeypatch):
+    """A copy of fusedkit/kernels that build.py is pointed at, to edit without touching the repo."""
+    root = tmp_path / "kernels"
+    shutil.copytree(build.KERNELS_DIR, root, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(build, "KERNELS_DIR", root)
+    return root
+
+
+@pytest.mark.parametrize("problem", ["p12", "p45"])
+def test_extension_key_covers_the_shared_header(problem, tmp_path, monkeypatch, own_build_dir):
+    """An edit to kernels/common/torch_cuda.h must rebuild every problem: both the hash in the
+    build folder's name and the per-process stamp change."""
+    root = _copy_kernels(tmp_path, monkeypatch)
+    header = root / "common" / "torch_cuda.h"
+    assert header.is_file()
+    plan = lambda: build._extension_plan(problem, (9, 0), "2.11.0+cu130", "13.0")[1]  # noqa: E731
+    stamp = lambda: build._source_stamp(problem, build.extension_sources(problem))  # noqa: E731
+    before_dir, before_stamp = plan(), stamp()
+    assert plan() == before_dir, "the key must be stable for unchanged files"
+    header.write_text(header.read_text() + "// an edit\n")
+    assert plan() != before_dir
+    assert stamp() != before_stamp
+
+
+def test_bindings_share_one_copy_of_the_helpers():
+    """check_cuda_float, CublasModeGuard and sgemm_x_wT exist once, in kernels/common."""
+    common = (build.KERNELS_DIR / "common" / "torch_cuda.h").read_text()
+    for name in ("void check_cuda_float(", "void check_same_device(", "void check_fits_int32(",
+                 "class CublasModeGuard", "void sgemm_x_wT("):
+        assert name in common
+    for problem in ("p12", "p45"):
+        text = (build.KERNELS_DIR / problem / "binding.cpp").read_text()
+        assert '#include "../common/torch_cuda.h"' in text
+        assert "class CublasModeGuard" not in text and "void sgemm_x_wT(" not in text
+
+
+# ----------------------------------------------------------------------------- GPU part
+
+gpu = [pytest.mark.gpu,
+       pytest.mark.skipif(not torch.cuda.is_available(),
+                          reason="needs a CUDA GPU (torch sees none); these run on a GPU machine, select them with -m gpu")]
+
+
+def gpu_test(fn):
+    """Mark a test `gpu` and skip it cleanly where torch sees no CUDA GPU."""
+    for mark in gpu:
+        fn = mark(fn)
+    return fn
+
+
+# (M, K, H, N): batch, input, hidden, output sizes. Irregular on every axis (N = 1, N < 32,
+# N % 4 != 0, H % 4 != 0, N just past a 256-float4 chunk), then KernelBench's defaults.
+SIZES = [(1, 1, 1, 1), (3, 5, 7, 33), (17, 1000, 33, 3), (1000, 17, 129, 1025), (33, 64, 96, 1024)]
+DEFAULT = (16384, 2048, 4096, 1024)
+CUBLAS_STEPS = ["cublas_epilogues", "cublas_epilogues_vec4"]
+STEPS = ["naive", *CUBLAS_STEPS]
+SENTINEL = -12345.0
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return build.load_extension("p45")
+
+
+def fresh_inputs(M: int, K: int, H: int, N: int, seed: int | None = None):
+    """x ~ U[0, 1) as KernelBench's torch.rand; each Linear's weight and bias ~
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as nn.Linear. Returns (x, w1, b1, w2, b2), seed."""
+    seed = secrets.randbits(31) if seed is None else seed
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def uniform(*shape: int, fan_in: int) -> torch.Tensor:
+        return (torch.rand(*shape, device="cuda", generator=g) * 2 - 1) / math.sqrt(fan_in)
+
+    x = torch.rand(M, K, device="cuda", generator=g)
+    params = (uniform(H, K, fan_in=K), uniform(H, fan_in=K), uniform(N, H, fan_in=H),
+              uniform(N, fan_in=H))
+    return (x, *params), seed
+
+
+def reference64(x, w1, b1, w2, b2):
+    h = torch.sigmoid(x.double() @ w1.double().T + b1.double())
+    return torch.logsumexp(h @ w2.double().T + b2.double(), dim=1)
+
+
+def rel_error(out, ref) -> float:
+    return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def poison_allocator(*shapes: tuple[int, ...]) -> None:
+    """Fill blocks of the output's and the intermediates' sizes with NaN and free them:
+    PyTorch's caching allocator tends to hand those blocks out next, so an element a kernel
+    forgets to write is NaN and shows in the result."""
+    junk = [torch.full(s, float("nan"), device="cuda") for s in shapes]
+    del junk
+
+
+@gpu_test
+@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("M,K,H,N", [*SIZES, DEFAULT], ids=lambda v: str(v))
+def test_step_matches_float64_reference(ext, step, M, K, H, N):
+    if step == "naive" and (M, K, H, N) == DEFAULT:
+        pytest.skip("the untiled step at the default sizes is a benchmark, not a test (~1 s)")
+    args, seed = fresh_inputs(M, K, H, N)
+    ref = reference64(*args)
+    poison_allocator((M, H), (M, N), (M,))
+    out = getattr(ext, step)(*args)
+    torch.cuda.synchronize()
+    assert out.shape == (M,) and out.dtype == torch.float32
+    assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={seed}"
+    err = rel_error(out, ref)
+    assert err < 1e-5, f"{step} {M}x{K}x{H}x{N}: rel. error {err:.2e}; seed={seed}"
+
+
+@gpu_test
+@pytest.mark.parametrize("M,K,H,N", [*SIZES, DEFAULT], ids=lambda v: str(v))
+def test_cublas_tf32_step_within_tf32_error(ext, M, K, H, N):
+    """TF32 rounds both GEMMs' inputs to 10-bit mantissas: error far above fp32, below 3e-3;
+    the call must leave allow_tf32 and PyTorch's handle as it found them, so the fp32 step right
+    after is fp32 again (its error at least 10x smaller on long reductions)."""
+    args, seed = fresh_inputs(M, K, H, N)
+    ref = reference64(*args)
+    poison_allocator((M, H), (M, N), (M,))
+    before = torch.backends.cuda.matmul.allow_tf32
+    out = ext.cublas_tf32_epilogues_vec4(*args)
+    torch.cuda.synchronize()
+    assert not out.isnan().any(), f"unwritten outputs; seed={seed}"
+    err = rel_error(out, ref)
+    assert err < 3e-3, f"{M}x{K}x{H}x{N}: rel. error {err:.2e}; seed={seed}"
+    assert torch.backends.cuda.matmul.allow_tf32 == before
+    fp32_err = rel_error(ext.cublas_epilogues_vec4(*args), ref)
+    assert fp32_err < 1e-5, f"fp32 step after the TF32 one: {fp32_err:.2e}; seed={seed}"
+    if K >= 1000:  # long reductions: TF32 rounding must show, or the mode was not applied
+        assert err > 10 * fp32_err, (f"{M}x{K}x{H}x{N}: TF32 {err:.2e} vs fp32 {fp32_err:.2e}: "
+                                     f"looks like fp32, not TF32; seed={seed}")
+
+
+@gpu_test
+def test_cublas_steps_stay_fp32_when_torch_allows_tf32(ext):
+    """PyTorch's handle is in TF32 math under allow_tf32=True; our fp32 steps force
+    CUBLAS_DEFAULT_MATH, so their error stays at least 10x below the TF32 step's."""
+    args, seed = fresh_inputs(256, 2048, 1024, 512)
+    ref = reference64(*args)
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        torch.matmul(args[0], args[1].T)  # PyTorch sets its handle's math mode for this call
+        errs = {s: rel_error(getattr(ext, s)(*args), ref) for s in CUBLAS_STEPS}
+        tf32_err = rel_error(ext.cublas_tf32_epilogues_vec4(*args), ref)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    for s, err in errs.items():
+        assert err < 1e-5 and 10 * err < tf32_err, f"{s}: {err:.2e} (TF32: {tf32_err:.2e}); seed={seed}"
+
+
+def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor):
+    """A (M, N) contiguous view that starts `offset` floats into a buffer whose other elements
+    hold a sentinel, so that a write outside the view is seen afterwards."""
+    buf = torch.full((M * N + offset + 8,), SENTINEL, device="cuda")
+    t = buf[offset:offset + M * N].view(M, N)
+    t.copy_(fill)
+    return buf, t
+
+
+def outside(buf: torch.Tensor, offset: int, numel: int) -> torch.Tensor:
+    return torch.cat([buf[:offset], buf[offset + numel:]])
+
+
+# (M, N, offset of the tensor in its buffer, expected vec4 fast path)
+EPILOGUE_CASES = [
+    (64, 1024, 0, True),      # aligned, N % 4 == 0: the float4 path, one 256-float4 chunk
+    (64, 1023, 0, False),     # N % 4 != 0: scalar fallback
+    (64, 1024, 1, False),     # starts 4 bytes past a 16-byte boundary: scalar fallback
+    (7, 13, 3, False),
+    (1, 1, 0, False),         # N = 1: one active lane
+    (5, 4, 0, True),          # float4 path with a single float4 per row (31 idle lanes)
+    (3, 36, 0, True),         # float4 path, N / 4 = 9 < 32
+    (9, 1028, 0, True),       # float4 path, second chunk with one float4 (257 per row)
+    (2, 2056, 0, True),       # float4 path, 514 float4s: three chunks
+    (20001, 12, 0, True),     # more rows than the grid's warps (16384): rows grid-stride
+    (20001, 7, 2, False),     # the same for the scalar kernels
+]
+
+
+@gpu_test
+@pytest.mark.parametrize("vec4", [False, True])
+@pytest.mark.parametrize("M,N,offset,fast", EPILOGUE_CASES, ids=lambda v: str(v))
+def test_lse_only_matches_torch(ext, vec4, M, N, offset, fast):
+    seed = secrets.randbits(31)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    z0 = torch.randn(M, N, device="cuda", generator=g) * 4  # logits of both signs, spread
+    b = torch.randn(N, device="cuda", generator=g)
+    buf, z = guarded_view(M, N, offset, z0)
+    assert ext.vec4_fast_path(z, b) == fast
+    poison_allocator((M,))
+    out = ext.lse_only(z, b, vec4)
+    torch.cuda.synchronize()
+    assert out.shape == (M,) and not out.isnan().any(), f"unwritten outputs; seed={seed}"
+    ref = torch.logsumexp(z0.double() + b.double(), dim=1)
+    err = rel_error(out, ref)
+    assert err < 1e-6, f"vec4={vec4} {M}x{N}+{offset}: rel. error {err:.2e}; seed={seed}"
+    assert torch.equal(z, z0), "lse_only must only read z"
+    assert (outside(buf, offset, M * N) == SENTINEL).all(), "lse_only wrote outside z"
+
+
+@gpu_test
+@pytest.mark.parametrize("vec4", [False, True])
+@pytest.mark.parametrize("N", [1, 8, 13, 40, 1028])
+def test_lse_only_infinities_nan_and_huge_values(ext, vec4, N):
+    """Max-subtracted and as torch.logsumexp at the edges: a +inf gives +inf, a row of only
+    -inf gives -inf, a NaN gives NaN, +-1e30 neither overflows nor loses the max."""
+    seed = secrets.randbits(31)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    inf, nan = float("inf"), float("nan")
+    rows = torch.randn(9, N, device="cuda", generator=g) * 3
+    rows[0] = -inf                                   # only -inf
+    rows[1, N // 2] = inf                            # one +inf
+    rows[2, N - 1] = nan                             # one NaN
+    rows[3] = torch.randn(N, device="cuda", generator=g) * 1e30  # huge, both signs
+    rows[4, ::2] = -inf                              # -inf mixed with finite values
+    rows[5] = -inf
+    rows[5, N - 1] = 7.0                             # one finite value among -inf, last
+    rows[6] = inf                                    # only +inf
+    rows[7] = -inf
+    rows[7, 0] = nan                                 # NaN among -inf
+    rows[8] = -1e30                                  # huge negative, all equal
+    b = torch.randn(N, device="cuda", generator=g)
+    out = ext.lse_only(rows, b, vec4)
+    ref = torch.logsumexp(rows.double() + b.double(), dim=1).float()
+    torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-6, equal_nan=True,
+                               msg=lambda m: f"vec4={vec4} N={N}; seed={seed}\n{m}\nout={out}\nref={ref}")
+
+
+@gpu_test
+@pytest.mark.parametrize("vec4", [False, True])
+@pytest.mark.parametrize("M,N,offset,fast", EPILOGUE_CASES, ids=lambda v: str(v))
+def test_sigmoid_only_in_place(ext, vec4, M, N, offset, fast):
+    seed = secrets.randbits(31)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    h0 = torch.randn(M, N, device="cuda", generator=g) * 4  # stands in for x @ W1.T
+    b = torch.randn(N, device="cuda", generator=g)
+    buf, h = guarded_view(M, N, offset, h0)
+    assert ext.vec4_fast_path(h, b) == fast
+    out = ext.sigmoid_only(h, b, vec4)
+    torch.cuda.synchronize()
+    assert out.data_ptr() == h.data_ptr(), "sigmoid_only works in place and returns h"
+    err = rel_error(h, torch.sigmoid(h0.double() + b.double()))
+    assert err < 1e-6, f"vec4={vec4} {M}x{N}+{offset}: rel. error {err:.2e}; seed={seed}"
+    assert (outside(buf, offset, M * N) == SENTINEL).all(), "sigmoid_only wrote outside h"
+
+
+@gpu_test
+@pytest.mark.parametrize("vec4", [False, True])
+def test_epilogues_with_misaligned_bias(ext, vec4):
+    """A bias starting 4 bytes past a 16-byte boundary (tensor aligned, N % 4 == 0): fallback."""
+    M, N = 9, 64
+    t0 = torch.randn(M, N, device="cuda") * 4
+    b = torch.randn(N + 1, device="cuda")[1:]
+    assert b.data_ptr() % 16 != 0 and b.is_contiguous()
+    t = t0.clone()
+    assert not ext.vec4_fast_path(t, b)
+    lse = ext.lse_only(t, b, vec4)
+    assert rel_error(lse, torch.logsumexp(t0.double() + b.double(), dim=1)) < 1e-6
+    ext.sigmoid_only(t, b, vec4)
+    assert rel_error(t, torch.sigmoid(t0.double() + b.double())) < 1e-6
+
+
+@gpu_test
+def test_sigmoid_only_sees_nan_and_infinities_through(ext):
+    h = torch.randn(8, 16, device="cuda")
+    h[3, 5], h[1, 2], h[2, 7] = float("nan"), float("inf"), -float("inf")
+    b = torch.randn(16, device="cuda")
+    for vec4 in (False, True):
+        out = ext.sigmoid_only(h.clone(), b, vec4)
+        assert out.isnan().sum().item() == 1 and out[3, 5].isnan()
+        assert abs(out[1, 2].item() - 1.0) <= 1e-7 and out[2, 7].item() == 0.0
+
+
+@gpu_test
+@pytest.mark.parametrize("step", STEPS)
+def test_misaligned_and_strided_inputs(ext, step):
+    """x starting 4 bytes past a 16-byte boundary, transposed (non-contiguous) weights and a
+    strided bias: the binding copies what is not contiguous, the result is unchanged."""
+    M, K, H, N = 130, 260, 132, 68
+    (x, w1, b1, w2, b2), seed = fresh_inputs(M, K, H, N)
+    buf = torch.empty(M * K + 1, device="cuda")
+    x_mis = buf[1:].view(M, K)
+    x_mis.copy_(x)
+    assert x_mis.data_ptr() % 16 != 0 and x_mis.is_contiguous()
+    w1_t, w2_t = w1.T.contiguous().T, w2.T.contiguous().T  # same values, column-major strides
+    b2_s = torch.stack([b2, b2], dim=1)[:, 0]
+    assert not (w1_t.is_contiguous() or w2_t.is_contiguous() or b2_s.is_contiguous())
+    out = getattr(ext, step)(x_mis, w1_t, b1, w2_t, b2_s)
+    err = rel_error(out, reference64(x, w1, b1, w2, b2))
+    assert err < 1e-5, f"{step}: rel. error {err:.2e}; seed={seed}"
+
+
+@gpu_test
+def test_steps_run_on_the_current_stream(ext):
+    args, seed = fresh_inputs(512, 1024, 768, 1024)
+    ref = reference64(*args)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        outs = {s: getattr(ext, s)(*args) for s in STEPS}
+        z = torch.randn(512, 1024, device="cuda")
+        b = torch.randn(1024, device="cuda")
+        lse = ext.lse_only(z, b, True)
+    side.synchronize()  # only the side stream: work left on another stream would be unfinished
+    for s, out in outs.items():
+        assert rel_error(out, ref) < 1e-5, f"{s} on a side stream; seed={seed}"
+    assert rel_error(lse, torch.logsumexp(z.double() + b.double(), dim=1)) < 1e-6
+
+
+@gpu_test
+def test_empty_batch_returns_empty(ext):
+    (x, w1, b1, w2, b2), _ = fresh_inputs(1, 8, 6, 4)
+    for s in [*STEPS, "cublas_tf32_epilogues_vec4"]:
+        assert getattr(ext, s)(x[:0], w1, b1, w2, b2).shape == (0,)
+    assert ext.lse_only(torch.randn(0, 4, device="cuda"), b2, True).shape == (0,)
+
+
+@gpu_test
+def test_bad_inputs_name_the_parameter(ext):
+    (x, w1, b1, w2, b2), _ = fresh_inputs(4, 8, 6, 5)
+    for s in [*STEPS, "cublas_tf32_epilogues_vec4"]:
+        fn = getattr(ext, s)
+        with pytest.raises(TypeError, match=r"x must be torch\.float32.*Double"):
+            fn(x.double(), w1, b1, w2, b2)
+        with pytest.raises(TypeError, match=r"w2 must be torch\.float32"):
+            fn(x, w1, b1, w2.half(), b2)
+        with pytest.raises(ValueError, match=r"x must be a CUDA tensor.*cpu"):
+            fn(x.cpu(), w1, b1, w2, b2)
+        with pytest.raises(ValueError, match=r"b1 must be a CUDA tensor"):
+            fn(x, w1, b1.cpu(), w2, b2)
+        with pytest.raises(ValueError, match=r"w1\.size\(1\) must equal x\.size\(1\)"):
+            fn(x, w1[:, :5], b1, w2, b2)
+        with pytest.raises(ValueError, match=r"b1 must have w1\.size\(0\) = 6"):
+            fn(x, w1, b1[:5], w2, b2)
+        with pytest.raises(ValueError, match=r"w2\.size\(1\) must equal w1\.size\(0\) \(H = 6\)"):
+            fn(x, w1, b1, w2[:, :4], b2)
+        with pytest.raises(ValueError, match=r"b2 must have w2\.size\(0\) = 5"):
+            fn(x, w1, b1, w2, b2[:4])
+        with pytest.raises(ValueError, match=r"x must be 2-D, got 3-D"):
+            fn(x[None], w1, b1, w2, b2)
+        with pytest.raises(ValueError, match=r"w2\.size\(0\) \(N\) must be >= 1"):
+            fn(x, w1, b1, w2[:0], b2[:0])
+    h = torch.randn(4, 6, device="cuda")
+    with pytest.raises(ValueError, match=r"h must be contiguous"):
+        ext.sigmoid_only(torch.randn(6, 4, device="cuda").T, b1, True)
+    with pytest.raises(ValueError, match=r"b1 must have h\.size\(1\) = 6"):
+        ext.sigmoid_only(h, b1[:5], False)
+    with pytest.raises(ValueError, match=r"b2 must have z\.size\(1\) = 6"):
+        ext.lse_only(h, b2, False)
+    with pytest.raises(TypeError, match=r"z must be torch\.float32"):
+        ext.lse_only(h.double(), b1, True)
+    with pytest.raises(ValueError, match=r"z\.size\(1\) \(N\) must be >= 1"):
+        ext.lse_only(h[:, :0], b1[:0], True)
+    with pytest.raises(ValueError, match=r"t must be contiguous"):
+        ext.vec4_fast_path(torch.randn(6, 4, device="cuda").T, b1)
