@@ -416,15 +416,19 @@ def _run(*args: str) -> str | None:
 
 
 def _git_commit(root: Path) -> str:
-    """Short hash of HEAD, "+dirty" if tracked or untracked files differ; outside git,
-    ``$FUSEDKIT_COMMIT`` or "unknown".
+    """``$FUSEDKIT_COMMIT`` when set; else the short hash of HEAD, "+dirty" if tracked or
+    untracked files differ; outside git, "unknown".
 
+    The variable wins because a copied working tree (a lent GPU machine) can carry a stale
+    ``.git``: there, git named the session's first commit, not the one that ran (2026-11-29).
     Changes under ``data/`` do not count: appending a record must not make the next run dirty.
     """
+    told = os.environ.get("FUSEDKIT_COMMIT", "").strip()
+    if told:
+        return told
     commit = _run("git", "-C", str(root), "rev-parse", "--short", "HEAD")
     if not commit:
-        # A copy without .git (a lent GPU machine) is told its commit by the caller.
-        return os.environ.get("FUSEDKIT_COMMIT", "").strip() or "unknown"
+        return "unknown"
     status = _run("git", "-C", str(root), "status", "--porcelain", "--", ".", ":(exclude)data")
     # A status that cannot be read is not proof of a clean tree.
     return commit + "+dirty" if status is None or status else commit

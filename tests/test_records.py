@@ -364,7 +364,8 @@ def test_collect_on_this_machine(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_commit_is_short_hash_with_dirty_suffix(tmp_path):
+def test_commit_is_short_hash_with_dirty_suffix(tmp_path, monkeypatch):
+    monkeypatch.delenv("FUSEDKIT_COMMIT", raising=False)
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
                                "-c", "commit.gpgsign=false", *args],
@@ -383,6 +384,9 @@ def test_commit_is_short_hash_with_dirty_suffix(tmp_path):
     assert records._git_commit(tmp_path) == head
     (tmp_path / "kernel.cu").write_text("// step 2\n")               # source changed: dirty
     assert records._git_commit(tmp_path) == head + "+dirty"
+    # A caller that knows better (a copied tree with a stale .git) names the commit itself.
+    monkeypatch.setenv("FUSEDKIT_COMMIT", "abc1234")
+    assert records._git_commit(tmp_path) == "abc1234"
 
 
 def test_default_path_and_override(monkeypatch, tmp_path):

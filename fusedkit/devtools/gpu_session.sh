@@ -17,6 +17,9 @@ if [ -d /tmp/site/nbclient ]; then
 elif compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl && export PYTHONPATH="/tmp/site:$PWD" || exit 1
+  # The image has no Jupyter kernelspec: without one nbclient finds no kernel "python3"
+  # (a report stage failed so on 2026-11-29). Register this python, which sees /tmp/site.
+  python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
 fi
 for stage in ${STAGES:-info tests bench reports}; do
   echo "=== $stage $(date -u +%H:%M:%S)"
