@@ -253,7 +253,8 @@ def test_step_matches_float64_reference(ext, step, M, K, H, N):
 def test_cublas_tf32_step_within_tf32_error(ext, M, K, H, N):
     """TF32 rounds both GEMMs' inputs to 10-bit mantissas: error far above fp32, below 3e-3;
     the call must leave allow_tf32 and PyTorch's handle as it found them, so the fp32 step right
-    after is fp32 again (its error at least 10x smaller on long reductions)."""
+    after is fp32 again (its error at least 4x smaller on long reductions: the logsumexp averages
+    TF32's error down to ~3e-7, only ~10x the fp32 steps' 3e-8 on the H200, so 4x leaves room)."""
     args, seed = fresh_inputs(M, K, H, N)
     ref = reference64(*args)
     poison_allocator((M, H), (M, N), (M,))
@@ -267,14 +268,14 @@ def test_cublas_tf32_step_within_tf32_error(ext, M, K, H, N):
     fp32_err = rel_error(ext.cublas_epilogues_vec4(*args), ref)
     assert fp32_err < 1e-5, f"fp32 step after the TF32 one: {fp32_err:.2e}; seed={seed}"
     if K >= 1000:  # long reductions: TF32 rounding must show, or the mode was not applied
-        assert err > 10 * fp32_err, (f"{M}x{K}x{H}x{N}: TF32 {err:.2e} vs fp32 {fp32_err:.2e}: "
+        assert err > 4 * fp32_err, (f"{M}x{K}x{H}x{N}: TF32 {err:.2e} vs fp32 {fp32_err:.2e}: "
                                      f"looks like fp32, not TF32; seed={seed}")
 
 
 @gpu_test
 def test_cublas_steps_stay_fp32_when_torch_allows_tf32(ext):
     """PyTorch's handle is in TF32 math under allow_tf32=True; our fp32 steps force
-    CUBLAS_DEFAULT_MATH, so their error stays at least 10x below the TF32 step's."""
+    CUBLAS_DEFAULT_MATH, so their error stays at least 4x below the TF32 step's (see above)."""
     args, seed = fresh_inputs(256, 2048, 1024, 512)
     ref = reference64(*args)
     saved = torch.backends.cuda.matmul.allow_tf32
@@ -286,7 +287,7 @@ def test_cublas_steps_stay_fp32_when_torch_allows_tf32(ext):
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
     for s, err in errs.items():
-        assert err < 1e-5 and 10 * err < tf32_err, f"{s}: {err:.2e} (TF32: {tf32_err:.2e}); seed={seed}"
+        assert err < 1e-5 and 4 * err < tf32_err, f"{s}: {err:.2e} (TF32: {tf32_err:.2e}); seed={seed}"
 
 
 def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor):
