@@ -21,8 +21,9 @@ INT32_MAX = 2**31 - 1
 # A CPU run is allowed this much arithmetic (about half a minute for eager on 2 cores).
 CPU_FLOP_BUDGET = 2.0e12
 CPU_BYTE_BUDGET = 8 * 2**30
-# Triton's CPU interpreter manages roughly 0.1-1 GFLOP/s: keep its runs to seconds.
-INTERPRETER_FLOP_BUDGET = 2.0e9
+# Triton's CPU interpreter is slow: a 0.57 GFLOP problem-12 call took 31 s on 2 cores
+# (2026-11-29), about 0.02 GFLOP/s. This keeps one call to ~10 s.
+INTERPRETER_FLOP_BUDGET = 2.0e8
 
 
 class SizeError(ValueError):
@@ -238,3 +239,35 @@ def parse_sizes(text: str) -> dict[str, int]:
         except ValueError:
             raise SizeError(f"{name.strip()}={value!r} is not an integer") from None
     return out
+
+
+# -- kernel steps bound to a model's weights ---------------------------------------------
+Weights = Callable[[nn.Module], tuple]
+
+
+def cuda_step(problem_key: str, function: str, weights: Weights
+              ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A ``build`` for a step of the problem's CUDA extension: ``function`` of
+    ``load_extension(problem_key)`` (built on first use, cached by source hash), called as
+    ``function(x, *weights(model))``."""
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+        fn = getattr(load_extension(problem_key), function)
+        bound = weights(model)
+        return lambda x: fn(x, *bound)
+    return build
+
+
+def triton_step(problem_key: str, filename: str, function: str, weights: Weights,
+                **options: object) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A ``build`` for a Triton step file's wrapper, called as
+    ``function(x, *weights(model), **options)``."""
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+        fn = getattr(load_step(problem_key, filename), function)
+        bound = weights(model)
+        return lambda x: fn(x, *bound, **options)
+    return build
+

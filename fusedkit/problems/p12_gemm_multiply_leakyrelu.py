@@ -11,7 +11,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from fusedkit.problems.base import Component, Dim, Problem, Sizes, Stage, Variant
+from fusedkit.problems.base import (Component, Dim, Problem, Sizes, Stage, Variant, cuda_step,
+                                     triton_step)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
 
@@ -80,26 +81,12 @@ def _weights(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, float, float
 
 
 def _cuda_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A step of our CUDA extension (built on first use, cached by source hash)."""
-    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-
-        fn = getattr(load_extension("p12"), function)
-        w, b, c, s = _weights(model)
-        return lambda x: fn(x, w, b, c, s)
-    return build
+    return cuda_step("p12", function, _weights)
 
 
 def _triton_step(filename: str, function: str, **options: object
                  ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A Triton step file's wrapper bound to the model's weights."""
-    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
-
-        fn = getattr(load_step("p12", filename), function)
-        w, b, c, s = _weights(model)
-        return lambda x: fn(x, w, b, c, s, **options)
-    return build
+    return triton_step("p12", filename, function, _weights, **options)
 
 
 PROBLEM = Problem(
