@@ -33,4 +33,4 @@ lab: env
 	$(VENV)/bin/jupyter lab notebooks/
 
 clean:
-	rm -rf reports build .pytest_cache
+	rm -rf reports build .pytest_cache .browser-shots

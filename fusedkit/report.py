@@ -1,10 +1,13 @@
 """Execute the notebooks headless and export each as a self-contained HTML report.
 
-nbclient runs every cell (widget state stored, so widgets render in the HTML); nbconvert
-exports it, with figures inlined as data URIs. Each report is written as soon as its
-notebook finishes, so a run that dies half-way keeps what it finished; a notebook that
-fails still gets a report, showing the failing cell and its error, and is marked FAILED
-in ``index.html``.
+nbclient runs every cell with widget state stored; nbconvert exports it with figures
+inlined as data URIs, each widget drawn as static HTML from its stored state
+(:mod:`fusedkit.static_widgets`), and no script fetched from a CDN: a report opens
+offline exactly as it was generated. Each report is written as soon as its notebook
+finishes, so a run that dies half-way keeps what it finished; a notebook that fails
+still gets a report, showing the failing cell and its error, and is marked FAILED in
+``index.html``. The index also carries the headline numbers of ``data/records.csv``:
+the best recorded speed-up of our kernels per precision tier and problem.
 """
 
 from __future__ import annotations
@@ -17,16 +20,50 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import nbformat
+from jinja2 import DictLoader
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
+from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
+
+from fusedkit import problems
+from fusedkit.check import TIERS
+from fusedkit.records import RecordsError
+from fusedkit.results import latest_run
+from fusedkit.static_widgets import StaticWidgetsPreprocessor
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")   # colour codes in tracebacks
+
+# JupyterLab's HTML template with every block that loads a script from the network left
+# empty: require.js (only the widget manager used it), MathJax (the notebooks write their
+# maths in Unicode; a stray $x$ stays plain text), mermaid.js, and the widget manager
+# itself (widgets are static HTML by the time the template runs).
+_OFFLINE_TEMPLATE = "offline.html.j2"
+_OFFLINE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
+def offline_exporter() -> HTMLExporter:
+    """An HTML exporter whose pages load nothing from the network.
+
+    JupyterLab's look, images embedded as data URIs (plots and any image a markdown
+    cell links to), widgets rendered statically from the notebook's stored state.
+    """
+    exporter = HTMLExporter(template_name="lab", template_file=_OFFLINE_TEMPLATE,
+                            extra_loaders=[DictLoader({_OFFLINE_TEMPLATE: _OFFLINE})],
+                            embed_images=True)
+    exporter.register_preprocessor(StaticWidgetsPreprocessor(), enabled=True)
+    return exporter
 
 
 @dataclass
@@ -38,6 +75,7 @@ class ReportResult:
     title: str
     seconds: float
     error: str = ""
+    summary: str = ""          # one line of markdown: what the notebook is about
 
     @property
     def ok(self) -> bool:
@@ -59,6 +97,24 @@ def _title(nb: nbformat.NotebookNode, fallback: str) -> str:
                 if line.startswith("# "):
                     return line[2:].strip()
     return fallback
+
+
+def notebook_summary(nb: nbformat.NotebookNode) -> str:
+    """One line of markdown saying what a notebook is about.
+
+    ``metadata.fusedkit.summary`` when the notebook sets it, else the first paragraph
+    of its first markdown cell that is not a heading, joined onto one line.
+    """
+    given = nb.metadata.get("fusedkit", {}).get("summary", "")
+    if given:
+        return " ".join(str(given).split())
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is None:
+        return ""
+    for para in re.split(r"\n\s*\n", first.source):
+        if para.strip() and not para.lstrip().startswith("#"):
+            return " ".join(para.split())
+    return ""
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -89,38 +145,141 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600) -> Report
         error = f"{type(e).__name__}: {e}"
     finally:
         bar.close()
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    # Markdown images resolve against the notebook's folder, as they do in Jupyter.
+    body, _ = offline_exporter().from_notebook_node(
+        nb, resources={"metadata": {"path": str(path.parent), "name": path.stem}})
     out = out_dir / f"{path.stem}.html"
     _atomic_write(out, body)
-    return ReportResult(path, out, _title(nb, path.stem), time.perf_counter() - t0, error)
+    return ReportResult(path, out, _title(nb, path.stem), time.perf_counter() - t0, error,
+                        notebook_summary(nb))
 
 
-def write_index(results: list[ReportResult], out_dir: Path) -> Path:
-    """``index.html``: one line per report with its title, status and run time."""
+def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
+    """The best recorded speed-up of our kernels per precision tier, for every problem.
+
+    Read from the most complete recorded run of each problem at its default sizes
+    (:func:`fusedkit.results.latest_run`; ``records_path`` defaults to ``data/records.csv``
+    or ``$FUSEDKIT_RECORDS``). Speed-up is that run's eager fp32 time over the variant's.
+    Tiers nest (fp32-faithful implies kb-pass), so the entry for a tier is the fastest of
+    our variants that meets *at least* that tier; PyTorch's own baselines (eager, eager
+    TF32, torch.compile, ...) never count as ours, but eager TF32 is given for reference.
+    One dict per problem; ``best[tier]`` is None where no variant of ours qualifies, and
+    ``error`` says why a problem has no numbers at all.
+    """
+    rows = []
+    for key in problems.names():
+        problem = problems.get(key)
+        entry: dict[str, Any] = {"problem": key, "title": problem.title, "device": "", "date": "",
+                                 "commit": "", "eager_ms": None, "eager_tf32": None,
+                                 "best": {t: None for t in TIERS}, "error": ""}
+        rows.append(entry)
+        try:
+            run = latest_run(problem, path=records_path)
+        except RecordsError as e:    # one unreadable file must not lose the whole index
+            entry["error"] = str(e)
+            continue
+        if run.empty:
+            entry["error"] = "no recorded run at the default sizes"
+            continue
+        first = run.iloc[0]
+        entry.update(device=first["device"], date=f"{first['timestamp']:%Y-%m-%d %H:%M} UTC",
+                     commit=first["commit"],
+                     eager_ms=round(float(run.loc[run["variant"] == "eager", "median_ms"].iloc[0]), 4))
+        tf32 = run[run["variant"] == "eager_tf32"]
+        if not tf32.empty:
+            entry["eager_tf32"] = _pick(tf32.iloc[0])
+        ours = [v.slug for v in problem.variants.values() if not v.baseline]
+        ours = run[run["variant"].isin(ours) & run["tier"].isin(TIERS) & run["speedup"].notna()]
+        for rank, tier in enumerate(TIERS):
+            meets = ours[ours["tier"].isin(TIERS[:rank + 1])]
+            if not meets.empty:
+                entry["best"][tier] = _pick(meets.loc[meets["speedup"].idxmax()])
+    return rows
+
+
+def _pick(row: Any) -> dict[str, Any]:
+    return {"variant": row["variant"], "title": row["title"], "tier": row["tier"],
+            "ms": round(float(row["median_ms"]), 4), "speedup": round(float(row["speedup"]), 3)}
+
+
+def _headline_table(headlines: list[dict[str, Any]]) -> str:
+    """The headline numbers as one HTML table, a row per problem and tier."""
+    def cell(pick: dict[str, Any] | None) -> str:
+        if pick is None:
+            return "<td colspan='3'>none of ours qualifies</td>"
+        other = "" if pick["tier"] == tier else f" <small>(is {html.escape(pick['tier'])})</small>"
+        return (f"<td class='num'><b>{pick['speedup']:.2f}&times;</b></td>"
+                f"<td class='num'>{pick['ms']:.3f}</td>"
+                f"<td><code>{html.escape(pick['variant'])}</code>{other}</td>")
+
+    body = []
+    for h in headlines:
+        rows = 1 if h["error"] else len(TIERS)
+        head = (f"<th rowspan='{rows}'>{html.escape(h['problem'])}<br><small>"
+                f"{html.escape(h['title'])}</small></th>")
+        if h["error"]:
+            body.append(f"<tr>{head}<td colspan='5'>{html.escape(h['error'])}</td></tr>")
+            continue
+        tf32 = h["eager_tf32"]
+        ref = ("-" if tf32 is None else
+               f"{tf32['speedup']:.2f}&times; ({tf32['ms']:.3f} ms, {html.escape(tf32['tier'])})")
+        run = html.escape(f"{h['device']}, {h['date']}, commit {h['commit']}")
+        for i, tier in enumerate(TIERS):
+            lead = (head, f"<td rowspan='{rows}'>{run}<br>eager fp32 {h['eager_ms']:.3f} ms"
+                          f"<br>eager TF32 {ref}</td>") if i == 0 else ("", "")
+            body.append(f"<tr>{lead[0]}<td>{tier}</td>{cell(h['best'][tier])}{lead[1]}</tr>")
+    return ("<table><thead><tr><th>problem</th><th>precision (at least)</th><th>speed-up</th>"
+            "<th>ms</th><th>fastest of ours</th><th>run (speed-ups vs its eager fp32)</th>"
+            "</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
+
+
+def write_index(results: list[ReportResult], out_dir: Path,
+                headlines: list[dict[str, Any]] | None = None) -> Path:
+    """``index.html`` and ``index.json``: the reports with their summaries and status,
+    and the headline numbers (:func:`headline_numbers`, read now when not given)."""
+    headlines = headline_numbers() if headlines is None else headlines
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
     def item(r: ReportResult) -> str:
         status = f"{r.seconds:.0f} s"
         if r.error:
-            status += f", <b style='color:#b00'>FAILED</b>: {html.escape(r.error)}"
-        return f"<li><a href='{html.escape(r.html.name)}'>{html.escape(r.title)}</a> <small>({status})</small></li>"
+            status += f", <b class='failed'>FAILED</b>: {html.escape(r.error)}"
+        summary = markdown2html(r.summary).strip().removeprefix("<p>").removesuffix("</p>")
+        return (f"<li><a href='{html.escape(r.html.name)}'>{html.escape(r.title)}</a> "
+                f"<small>({status})</small><br>{summary}</li>")
 
     items = "\n".join(item(r) for r in results)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>fusedkit reports</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;line-height:1.5}}</style>
+<style>
+body{{font-family:system-ui,sans-serif;max-width:64rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}
+table{{border-collapse:collapse;font-size:0.92rem}}
+th,td{{border:1px solid #ccc;padding:3px 8px;vertical-align:top;text-align:left}}
+thead th{{background:#f2f2f2}} td.num{{text-align:right;font-variant-numeric:tabular-nums}}
+li{{margin-bottom:0.6rem}} .failed{{color:#b00}} code{{font-size:0.9em}}
+</style>
 </head><body>
 <h1>fusedkit reports</h1>
-<p>Executed notebooks of the fusedkit workbook, generated {when}.</p>
+<p>Executed notebooks of the fusedkit workbook, generated {when}. Every page opens offline.</p>
 <ol>
 {items}
 </ol>
+<h2>Headline numbers</h2>
+<p>The fastest of our kernels that meets each precision tier (fp32-faithful: within 2&times; eager
+fp32's error and KernelBench's 1e-4 tolerance; kb-pass: the 1e-4 tolerance; fast: any error),
+as recorded in <code>data/records.csv</code>. Speed-ups are taken within one run, against that
+run's eager fp32 (TF32 off); PyTorch's own baselines are not counted as ours.</p>
+{_headline_table(headlines)}
 </body></html>
 """
     index = out_dir / "index.html"
     _atomic_write(index, page)
-    (out_dir / "index.json").write_text(json.dumps(
-        [{"notebook": r.notebook.name, "html": r.html.name, "title": r.title,
-          "seconds": round(r.seconds, 1), "error": r.error} for r in results], indent=1))
+    _atomic_write(out_dir / "index.json", json.dumps({
+        "generated": when,
+        "notebooks": [{"notebook": r.notebook.name, "html": r.html.name, "title": r.title,
+                       "summary": r.summary, "seconds": round(r.seconds, 1), "error": r.error}
+                      for r in results],
+        "headlines": headlines}, indent=1, allow_nan=False))
     return index
 
 
@@ -130,8 +289,9 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = notebooks or notebook_paths()
+    headlines = headline_numbers()   # once: the records do not change while notebooks run
     results: list[ReportResult] = []
     for path in tqdm(paths, desc="notebooks", unit="nb"):
         results.append(execute_notebook(Path(path), out_dir, timeout=timeout))
-        write_index(results, out_dir)   # after each, so a crash keeps the finished ones
+        write_index(results, out_dir, headlines)   # after each, so a crash keeps the finished ones
     return results

@@ -1,0 +1,161 @@
+"""Static HTML for the ipywidgets a notebook displayed, from the widget state it stored.
+
+A report that must open with no network cannot load the Jupyter widget manager, so each
+widget output would stay a "Loading widget..." placeholder. nbclient stores every widget's
+state in the notebook's metadata (``store_widget_state=True``); this module turns that
+state into plain HTML that shows what the reader would have seen: containers lay out
+their children, input widgets show ``description: value``, HTML and Label widgets show
+their text, and buttons appear greyed out (nothing can be clicked in a static page).
+
+:class:`StaticWidgetsPreprocessor` does it for a whole notebook inside nbconvert.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from nbconvert.preprocessors import Preprocessor
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+_REF = "IPY_MODEL_"          # how a widget's state refers to another model (a child)
+_MAX_DEPTH = 32              # a cycle of children in a broken state must not recurse forever
+
+# Inline styles: each output is a separate HTML fragment, so nothing may rely on a
+# stylesheet elsewhere in the page.
+_BOX = "display:flex;gap:6px;align-items:flex-start;flex-wrap:wrap;margin:2px 0"
+_FIELD = ("display:inline-block;min-width:4em;padding:1px 6px;border:1px solid #bbb;"
+          "border-radius:2px;background:#f7f7f7;font-family:monospace")
+_BUTTON = ("padding:2px 10px;border:1px solid #bbb;border-radius:2px;background:#eee;"
+           "color:#777;cursor:not-allowed")
+_LABEL = "color:#444;margin-right:4px"
+
+_CONTAINERS = {"VBoxModel": "column", "BoxModel": "row", "HBoxModel": "row",
+               "GridBoxModel": "row", "AccordionModel": "column", "TabModel": "column",
+               "StackModel": "column"}
+_SELECTIONS = {"DropdownModel", "RadioButtonsModel", "SelectModel", "ToggleButtonsModel",
+               "SelectionSliderModel", "SelectMultipleModel", "SelectionRangeSliderModel"}
+
+
+def widget_models(nb: Mapping[str, Any]) -> dict[str, dict]:
+    """Model id -> stored model (``model_name`` and ``state``) from a notebook's metadata.
+
+    Empty when the notebook was executed without ``store_widget_state``.
+    """
+    stored = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {})
+    return dict(stored.get("state", {}))
+
+
+def render_widget(model_id: str, models: Mapping[str, Mapping[str, Any]]) -> str:
+    """Static HTML for the widget ``model_id`` and its children, from ``models``.
+
+    A model missing from ``models`` (a widget closed before its state was stored)
+    renders as a short note, never as an error.
+    """
+    return _render(model_id, models, 0)
+
+
+def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) -> str:
+    model = models.get(model_id.removeprefix(_REF))
+    if model is None or depth > _MAX_DEPTH:
+        return "<em style='color:#777'>(widget not stored in this report)</em>"
+    name = str(model.get("model_name", ""))
+    state = model.get("state", {})
+    desc = _description(state)
+
+    if name in _CONTAINERS:
+        titles = state.get("titles") or state.get("_titles") or []
+        if isinstance(titles, Mapping):   # ipywidgets 7 stored {index: title}
+            titles = [titles.get(str(i), "") for i in range(len(state.get("children", [])))]
+        parts = []
+        for i, child in enumerate(state.get("children", [])):
+            title = titles[i] if i < len(titles) and titles[i] else ""
+            head = f"<div style='font-weight:bold'>{html.escape(str(title))}</div>" if title else ""
+            parts.append(f"<div>{head}{_render(str(child), models, depth + 1)}</div>")
+        return (f"<div class='fk-widget' style='{_BOX};flex-direction:{_CONTAINERS[name]}'>"
+                f"{''.join(parts)}</div>")
+    if name in ("HTMLModel", "HTMLMathModel"):
+        # The widget's own HTML, as trusted as the notebook's other HTML outputs.
+        return f"<div class='fk-widget'>{desc}{state.get('value', '')}</div>"
+    if name == "LabelModel":
+        return f"<span class='fk-widget'>{desc}{html.escape(str(state.get('value', '')))}</span>"
+    if name == "ButtonModel":
+        return (f"<button class='fk-widget' disabled style='{_BUTTON}'>"
+                f"{html.escape(str(state.get('description', '')))}</button>")
+    if name == "OutputModel":
+        return f"<div class='fk-widget'>{''.join(_output(o) for o in state.get('outputs', []))}</div>"
+    if name in ("IntProgressModel", "FloatProgressModel"):
+        value, top = state.get("value", 0), state.get("max", 100)
+        return (f"<span class='fk-widget'>{desc}<progress value='{html.escape(str(value))}' "
+                f"max='{html.escape(str(top))}'></progress> {_value(value)} of {_value(top)}</span>")
+    if name in _SELECTIONS:
+        return _field(desc, _chosen(state, range_=name == "SelectionRangeSliderModel"))
+    if "value" in state:
+        return _field(desc, _value(state["value"]))
+    return f"<span class='fk-widget' style='color:#777'>({html.escape(name or 'widget')})</span>"
+
+
+def _description(state: Mapping[str, Any]) -> str:
+    text = str(state.get("description", "") or "")
+    if not text:
+        return ""
+    shown = text if state.get("description_allow_html") else html.escape(text)
+    return f"<span style='{_LABEL}'>{shown}:</span>"
+
+
+def _field(desc: str, value: str) -> str:
+    return f"<span class='fk-widget'>{desc}<span style='{_FIELD}'>{value}</span></span>"
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "☑ yes" if value else "☐ no"
+    if isinstance(value, (list, tuple)):          # range sliders: (low, high)
+        return " – ".join(html.escape(str(v)) for v in value)
+    return html.escape(str(value))
+
+
+def _chosen(state: Mapping[str, Any], *, range_: bool = False) -> str:
+    """The label(s) a selection widget has chosen, from its option labels and index."""
+    labels = list(state.get("_options_labels", []))
+    index = state.get("index")
+    picked = index if isinstance(index, (list, tuple)) else [] if index is None else [index]
+    names = [str(labels[i]) for i in picked if isinstance(i, int) and 0 <= i < len(labels)]
+    sep = " – " if range_ else ", "
+    return html.escape(sep.join(names)) if names else "<em>none</em>"
+
+
+def _output(out: Mapping[str, Any]) -> str:
+    """One stored output of an Output widget: HTML, a PNG, or text."""
+    if out.get("output_type") == "stream":
+        return f"<pre>{html.escape(str(out.get('text', '')))}</pre>"
+    data = out.get("data", {})
+    if "text/html" in data:
+        return "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
+    if "image/png" in data:
+        return f"<img alt='figure' src='data:image/png;base64,{str(data['image/png']).strip()}'>"
+    text = data.get("text/plain", "")
+    return f"<pre>{html.escape(''.join(text) if isinstance(text, list) else str(text))}</pre>"
+
+
+class StaticWidgetsPreprocessor(Preprocessor):
+    """Replace every widget output by static HTML rendered from the stored widget state.
+
+    Each output carrying a widget view gets a ``text/html`` rendering in place of the
+    view; the stored state is then dropped from the exported copy, so the HTML exporter
+    emits neither the state nor the script that would fetch a widget manager to read it.
+    """
+
+    def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
+        models = widget_models(nb)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                view = out.get("data", {}).get(WIDGET_VIEW)
+                if view is None:
+                    continue
+                out.data["text/html"] = render_widget(str(view.get("model_id", "")), models)
+                del out.data[WIDGET_VIEW]
+        nb.metadata.pop("widgets", None)
+        return nb, resources
