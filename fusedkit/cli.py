@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from fusedkit.problems import SizeError
+from fusedkit.problems import Problem, SizeError
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -61,16 +61,39 @@ def _bench(args: argparse.Namespace) -> int:
     from fusedkit.runner import run_ladder  # noqa: PLC0415
 
     problem = problems.get(args.problem)
-    sizes = problem.sizes(problems.parse_sizes(args.sizes or ""))
     names = [n.strip() for n in args.variants.split(",")] if args.variants else None
     if names:
         problem.ladder(names)   # validate names before any work
+    if args.sweep:
+        return _sweep(args, problem, names)
+    sizes = problem.sizes(problems.parse_sizes(args.sizes or ""))
     df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
                     records_path=Path(args.records) if args.records else None)
     cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops",
                         "gbps", "pct_of_floor", "pct_of_copy", "rel_error", "speedup") if c in df]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(df[cols].to_string(index=False) if not df.empty else "no variant ran")
+    return 0
+
+
+def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None) -> int:
+    """``bench --sweep``: the ladder at every size point, recorded as one series."""
+    import pandas as pd  # noqa: PLC0415
+
+    from fusedkit import problems  # noqa: PLC0415
+    from fusedkit.sweep import parse_sweep, run_sweep  # noqa: PLC0415
+
+    axes = parse_sweep(problem, args.sweep)
+    base = problems.parse_sizes(args.sizes or "")
+    problem.sizes(base)   # validate the fixed sizes before any work
+    res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
+                    records_path=Path(args.records) if args.records else None)
+    cols = [c for c in ("variant", *axes, "tier", "median_ms", "tflops", "gbps", "pct_of_floor",
+                        "rel_error", "speedup") if c in res.rows]
+    with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
+        print(res.rows[cols].to_string(index=False) if not res.rows.empty else "no variant ran")
+    print(f"series {res.run_id}: {res.points} points run, {len(res.skipped)} skipped, "
+          f"{len(res.rows)} rows recorded")
     return 0
 
 
@@ -90,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seeds", type=int, default=5, help="fresh seeds for the check")
     b.add_argument("--rep-ms", type=float, default=500.0, help="timing budget per variant, ms")
     b.add_argument("--records", help="records CSV (default: data/records.csv)")
+    b.add_argument("--sweep", action="append", metavar="DIM=VALUES",
+                   help="run the ladder at several sizes as one series, e.g. batch_size=1,16,128 or "
+                        "batch_size=64..16384x2 (or lo..hi+step); repeat for a cross product. Rows "
+                        "are recorded as each variant finishes; a new run is a new series (no resume)")
     b.set_defaults(fn=_bench)
     return p
 

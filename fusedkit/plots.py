@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from fusedkit.hardware import GpuSpec
-from fusedkit.problems import Problem, Sizes
-from fusedkit.roofline import fused_floor, stage_floor
+from fusedkit.hardware import DEFAULT_GPU, GpuSpec, match_device_name, spec
+from fusedkit.problems import Problem, Sizes, parse_sizes
+from fusedkit.roofline import fused_floor, ridge_point, stage_floor
 
 sns.set_theme(style="whitegrid", context="notebook")
 
@@ -127,3 +127,127 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
     ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
+                   precision: str = "fp32") -> float | None:
+    """The smallest value of ``dim`` (other sizes as in ``sizes``) at which the fused
+    kernel's arithmetic intensity reaches ``precision``'s ridge point on ``gpu``: below it
+    the fused kernel is memory-bound, above it compute-bound. None if that never happens
+    within the dimension's range; 1 if it is compute-bound already at 1."""
+    dims = {d.name: d for d in problem.dims}
+    if dim not in dims:
+        raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(dims)}")
+    ridge = ridge_point(gpu, precision)
+
+    def above(v: int) -> bool:
+        return fused_floor(problem, {**sizes, dim: v}, gpu, precision).intensity >= ridge
+
+    # Scan a log grid for the first value above the ridge, then bisect between neighbours.
+    grid = sorted({int(round(x)) for x in np.geomspace(1, dims[dim].maximum, 64)})
+    hit = next((i for i, v in enumerate(grid) if above(v)), None)
+    if hit is None:
+        return None
+    if hit == 0:
+        return float(grid[0])
+    lo, hi = grid[hit - 1], grid[hit]   # above(lo) is False, above(hi) is True
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if above(mid) else (mid, hi)
+    return float(hi)
+
+
+def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpec | None = None,
+                sizes: Sizes | None = None, precisions: Sequence[str] = ("fp32", "tf32"),
+                title: str = "") -> plt.Figure:
+    """Two panels side by side for a size sweep: median time (ms) against ``dim`` on log-log
+    axes, and % of the time floor against ``dim``, one line per variant.
+
+    ``series`` is :func:`fusedkit.results.sweep_series`'s frame (columns variant, ``dim``,
+    median_ms, pct_of_floor; optional sizes, device, timestamp, commit). Lines are
+    numbered in ladder order at their last point, with one key beside the right panel.
+    Dashed vertical lines mark where the fused kernel's arithmetic intensity crosses
+    ``gpu``'s ridge point for each of ``precisions`` (below: memory-bound). ``gpu`` defaults
+    to the spec matching the series' device (else the workbook's default GPU); the other
+    sizes come from ``sizes``, else from the series' ``sizes`` column, else the defaults.
+    """
+    need = {"variant", dim, "median_ms", "pct_of_floor"}
+    if series.empty:
+        raise ValueError("series is empty: no recorded sweep to plot (see results.sweep_series)")
+    if not need <= set(series.columns):
+        raise ValueError(f"series lacks columns {sorted(need - set(series.columns))}; "
+                         "build it with results.sweep_series")
+    device = str(series["device"].iloc[0]) if "device" in series else ""
+    gpu = gpu or match_device_name(device) or spec(DEFAULT_GPU)
+    if sizes is None:
+        sizes = parse_sizes(series["sizes"].iloc[0]) if "sizes" in series else problem.defaults
+    sizes = problem.sizes({k: v for k, v in sizes.items() if k != dim})
+
+    place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order; others last
+    variants = sorted(dict.fromkeys(series["variant"]), key=lambda v: (place.get(v, len(place)), v))
+    palette = dict(zip(variants, sns.color_palette("husl" if len(variants) > 10 else "tab10",
+                                                   len(variants))))
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(14, 5.2))
+    kw = dict(x=dim, hue="variant", hue_order=variants, palette=palette, marker="o", legend=False)
+    sns.lineplot(data=series, y="median_ms", ax=ax_t, **kw)
+    ax_t.set_xscale("log")
+    ax_t.set_yscale("log")
+    ax_t.set_ylabel("median time (ms, lower is better)")
+    pct = series.dropna(subset=["pct_of_floor"])
+    if pct.empty:   # CPU timings have no GPU floor to compare with
+        ax_p.text(0.5, 0.5, "no % of floor: these timings are not from a GPU",
+                  transform=ax_p.transAxes, ha="center", va="center")
+    else:
+        sns.lineplot(data=pct, y="pct_of_floor", ax=ax_p, **kw)
+    ax_p.set_xscale("log")
+    ax_p.set_ylabel("% of the time floor (higher is better)")
+    for ax, col, frame in ((ax_t, "median_ms", series), (ax_p, "pct_of_floor", pct)):
+        ax.set_xlabel(dim)
+        _number_line_ends(ax, frame, dim, col, variants)
+
+    # Where the fused kernel stops being memory-bound, per precision.
+    notes = []
+    for p in precisions:
+        cross = ridge_crossing(problem, sizes, dim, gpu, p)
+        if cross is None:
+            notes.append(f"memory-bound at every {dim} ({p} ridge)")
+            continue
+        notes.append(f"memory-bound below {dim} ~ {cross:.0f} ({p} ridge)")
+        for ax in (ax_t, ax_p):
+            ax.axvline(cross, color=_ROOF_COLOURS.get(p, "grey"), ls="--", lw=1.2)
+            ax.annotate(f"{p} ridge\n{dim}={cross:.0f}", (cross, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(3, -3), textcoords="offset points", va="top", fontsize=8,
+                        color=_ROOF_COLOURS.get(p, "grey"))
+    key = [f"{i + 1}  {v}" for i, v in enumerate(variants)]
+    for i, line in enumerate(key):
+        ax_p.text(1.06, 1.0 - i * 0.055, line, transform=ax_p.transAxes, va="top", ha="left",
+                  fontsize=8, color=palette[variants[i]])
+    fixed = ", ".join(f"{k}={v}" for k, v in sizes.items() if k != dim)
+    where = device or "unknown device"
+    if {"timestamp", "commit"} <= set(series.columns):
+        stamp = pd.Timestamp(series["timestamp"].iloc[0])
+        where += f", {stamp:%Y-%m-%d %H:%M} UTC, commit {series['commit'].iloc[0]}"
+    src = "measured" if gpu.measured else "datasheet"
+    fig.suptitle(title or f"{problem.key} sweep over {dim} ({fixed}) on {where}\n"
+                 f"fused kernel (roofline of {gpu.name}, {src} ceilings): " + "; ".join(notes),
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _number_line_ends(ax: plt.Axes, frame: pd.DataFrame, x: str, y: str,
+                      variants: Sequence[str]) -> None:
+    """Write each variant's number (its place in ``variants``, 1-based) at its line's last
+    point; numbers of lines ending close together step sideways instead of overlapping."""
+    ends = (frame.sort_values(x).groupby("variant").tail(1).set_index("variant")
+            .reindex([v for v in variants if v in set(frame["variant"])]))
+    # Same rule as _numbered_labels: near-equal values at one x step sideways.
+    ends = ends.sort_values(y, ascending=False)
+    last: dict[float, tuple[float, int]] = {}
+    for v, r in ends.iterrows():
+        key = round(float(np.log10(r[x])), 2)
+        prev, prev_dx = last.get(key, (float("inf"), -12))
+        dx = prev_dx + 12 if r[y] > 0 and prev / r[y] < 1.25 else 5
+        last[key] = (float(r[y]), dx)
+        ax.annotate(str(variants.index(v) + 1), (r[x], r[y]), xytext=(dx, 4),
+                    textcoords="offset points", fontsize=8, weight="bold")

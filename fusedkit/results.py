@@ -7,11 +7,12 @@ Speed-ups are only ever taken within one run (one ``run_id``), against that run'
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 import pandas as pd
 
 from fusedkit import records
-from fusedkit.problems import Problem, Sizes, fmt_sizes
+from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
@@ -71,4 +72,65 @@ def run_ceilings(run: pd.DataFrame, path: str | Path | None = None) -> dict[str,
         hit = same.loc[same["variant"] == variant, col]
         if not hit.empty:
             out[key] = float(hit.iloc[0])
+    return out
+
+
+def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
+                 *, fixed: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """The latest recorded size sweep of ``problem`` over ``dim``, one row per (variant, point).
+
+    A sweep is a run (one ``run_id``) that recorded the problem at more than one ``sizes``;
+    the latest run in which ``dim`` takes several values while every other dimension keeps
+    one value is read (``fixed`` first narrows the rows to those other values, which picks a
+    slice out of a cross-product sweep). ``device`` filters on a substring of the device name.
+
+    Columns: variant, ``dim``, median_ms, pct_of_floor (%), tflops (TFLOP/s), gbps (GB/s),
+    speedup (eager's time at the same point over the variant's; NaN where eager was not
+    timed), then step, tier, p10_ms, p90_ms, sizes and the run's run_id, device, timestamp
+    and commit (so :func:`run_label` works on it). Sorted in ladder order, then by ``dim``.
+    Empty (same columns) when no sweep matches.
+    """
+    names = [d.name for d in problem.dims]
+    if dim not in names:
+        raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
+    cols = ["variant", dim, "median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "step", "tier",
+            "p10_ms", "p90_ms", "sizes", "run_id", "device", "timestamp", "commit"]
+    df = records.read_records(path or records.default_path())
+    df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
+            & df["variant"].isin(list(problem.variants))]
+    if df.empty:
+        return _empty_series(cols, dim)
+    parsed = pd.DataFrame([parse_sizes(s) for s in df["sizes"]], index=df.index)
+    df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
+    others = [n for n in names if n != dim]
+    for name, value in (fixed or {}).items():
+        if name not in others:
+            raise ValueError(f"fixed={{{name!r}: {value!r}}}: fixed names the other sizes of "
+                             f"{problem.key}; valid: {', '.join(others)}")
+        df = df[df[name] == value]
+    per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
+                                       **{f"n_{o}": (o, "nunique") for o in others})
+    ok = (per_run["points"] > 1)
+    for o in others:
+        ok &= per_run[f"n_{o}"] == 1
+    runs = per_run[ok].sort_values("stamp")
+    if runs.empty:
+        return _empty_series(cols, dim)
+    run = df[df["run_id"] == runs.index[-1]].copy()
+    eager = run[run["variant"] == "eager"].set_index(dim)["median_ms"]
+    run["speedup"] = run[dim].map(eager) / run["median_ms"]
+    run["step"] = run["variant"].map({v.slug: v.number for v in problem.variants.values()})
+    run[dim] = run[dim].astype(int)
+    place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order: eager first
+    run = run.assign(_place=run["variant"].map(place)).sort_values(["_place", dim])
+    return run[cols].reset_index(drop=True)
+
+
+def _empty_series(cols: list[str], dim: str) -> pd.DataFrame:
+    """A sweep series with no rows, typed like a real one."""
+    out = pd.DataFrame({c: pd.Series(dtype=str) for c in cols})
+    for c in (dim, "step"):
+        out[c] = pd.Series(dtype="int64")
+    for c in ("median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "p10_ms", "p90_ms"):
+        out[c] = pd.Series(dtype=float)
     return out

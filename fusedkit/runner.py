@@ -74,13 +74,20 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
                device: str | torch.device | None = None, seeds: int = 5,
                warmup_ms: float = 100.0, rep_ms: float = 500.0,
                records_path: Path | None = None, ceilings: bool = True,
-               components: Sequence[str] | None = None, progress: bool = True) -> pd.DataFrame:
+               components: Sequence[str] | None = None, progress: bool = True,
+               ctx: records.RunContext | None = None, gpu: GpuSpec | None = None) -> pd.DataFrame:
     """Check and time the chosen variants of ``problem`` at ``sizes``; append to records.
 
     Returns one row per variant (the appended records, plus ``speedup`` against eager
     measured in this run). ``records_path=None`` writes to :func:`records.default_path`.
     On a GPU the problem's memory-bound components are timed too, each against a copy of
     the same bytes (``components=[]`` skips them).
+
+    ``ctx`` makes the rows part of an existing run (one ``run_id``, as a size sweep needs;
+    default: a new run). ``gpu`` is the spec the floors are computed on (default: the
+    detected GPU's datasheet, replaced by measured ceilings when ``ceilings`` is true on a
+    GPU). A caller that shares ``ctx`` over several calls measures the ceilings once itself
+    and passes ``ceilings=False``: a run records each ceiling once.
     """
     sizes = problem.sizes(sizes)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -88,9 +95,11 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     chosen, skipped = runnable(problem, variants, sizes, device)
     for note in skipped:
         tqdm.write(f"skipped {note}")
-    ctx = records.RunContext.collect()
+    if ctx is not None and not isinstance(ctx, records.RunContext):
+        raise TypeError(f"ctx={ctx!r} is not a RunContext; use records.RunContext.collect()")
+    ctx = ctx or records.RunContext.collect()
     path = Path(records_path) if records_path else records.default_path()
-    gpu = detect_gpu().spec
+    gpu = gpu or detect_gpu().spec
     if device.type == "cuda" and ceilings:
         gpu, rows = measure_ceilings(ctx, gpu)
         records.append_rows(path, rows)

@@ -1,0 +1,226 @@
+"""Size sweeps: the same ladder at several sizes, recorded as one series (one ``run_id``).
+
+A sweep spec names one dimension of a problem and its values::
+
+    batch_size=1,16,128,1024      a list
+    batch_size=64..16384x2        a geometric range: 64, 128, ..., 16384 (factor >= 2)
+    in_features=512..4096+512     an arithmetic range: 512, 1024, ..., 4096 (step >= 1)
+
+A range stops at the last value not above its end. Several specs give the cross product
+of their values; the dimensions not swept keep the base sizes.
+
+Every point of a sweep shares one :class:`~fusedkit.records.RunContext`, so its rows form
+one series in ``data/`` and ratios stay within one run. Rows are appended as each variant
+finishes: a sweep that dies half-way keeps every finished row, and the unfinished points
+are simply missing from that series. There is no resume: running the sweep again starts
+a new series with a new ``run_id`` (the plots read the latest one).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from fusedkit import records
+from fusedkit.hardware import detect_gpu
+from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
+from fusedkit.runner import measure_ceilings, run_ladder, runnable
+
+MAX_POINTS = 256
+"""Most size points one sweep may have (the cross product of every spec)."""
+
+_SPEC_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*")
+_RANGE_RE = re.compile(r"(\d+)\.\.(\d+)(?:([x+])(\d+))?")
+
+
+def parse_spec(problem: Problem, spec: str) -> tuple[str, list[int]]:
+    """One ``name=values`` spec as (dimension name, values in the order given).
+
+    Values are validated against the dimension's range (:meth:`Dim.validate`); errors are
+    :class:`SizeError` naming the dimension, the bad value and what is allowed.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"sweep={spec!r} is not a string like batch_size=1,16,128")
+    m = _SPEC_RE.fullmatch(spec)
+    if not m:
+        raise SizeError(f"sweep={spec!r} must look like name=v1,v2,... or name=lo..hix2, "
+                        "e.g. batch_size=1,16,128 or batch_size=64..16384x2")
+    name, text = m.groups()
+    dims = {d.name: d for d in problem.dims}
+    if name not in dims:
+        raise SizeError(f"sweep {name!r} is not a size of {problem.key}; valid: {', '.join(dims)}")
+    dim = dims[name]
+    allowed = f"integers from 1 to {dim.maximum}"
+    if not text:
+        raise SizeError(f"sweep {name}= has no values; give a list (1,16,128) or a range "
+                        f"(64..16384x2) of {allowed}")
+    if ".." in text:
+        values = _expand_range(name, text, dim.maximum)
+    else:
+        values = []
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                raise SizeError(f"sweep {name}={text!r} has an empty value; allowed: a comma-"
+                                f"separated list of {allowed}")
+            try:
+                number = int(part)
+            except ValueError:
+                raise SizeError(f"sweep {name}={part!r} is not an integer; allowed: {allowed}") from None
+            values.append(number)
+    try:
+        values = [dim.validate(v) for v in values]
+    except SizeError as e:
+        raise SizeError(f"sweep {e}") from None
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise SizeError(f"sweep {name}={text!r} lists {', '.join(map(str, twice))} more than once; "
+                        "each point is measured once per series")
+    return name, values
+
+
+def _expand_range(name: str, text: str, maximum: int) -> list[int]:
+    """``lo..hixF`` (geometric) or ``lo..hi+S`` (arithmetic), up to and including ``hi``."""
+    m = _RANGE_RE.fullmatch(text.replace(" ", ""))
+    if not m:
+        raise SizeError(f"sweep {name}={text!r} is not a range; allowed: lo..hixF (factor F >= 2, "
+                        f"e.g. 64..16384x2) or lo..hi+S (step S >= 1), with 1 <= lo <= hi <= {maximum}")
+    lo, hi, kind, step = int(m[1]), int(m[2]), m[3], m[4]
+    if kind is None:
+        raise SizeError(f"sweep {name}={text!r} has no step; allowed: lo..hixF (factor F >= 2, "
+                        f"e.g. {lo}..{hi}x2) or lo..hi+S (step S >= 1)")
+    if not 1 <= lo <= hi <= maximum:
+        raise SizeError(f"sweep {name}={text!r}: need 1 <= lo <= hi <= {maximum}; got lo={lo}, hi={hi}")
+    step_n = int(step)
+    if kind == "x" and step_n < 2:
+        raise SizeError(f"sweep {name}={text!r}: factor x{step_n} never grows; allowed: an integer "
+                        "factor >= 2")
+    if kind == "+" and step_n < 1:
+        raise SizeError(f"sweep {name}={text!r}: step +{step_n} never grows; allowed: an integer step >= 1")
+    values, v = [], lo
+    while v <= hi:
+        values.append(v)
+        if len(values) > MAX_POINTS:
+            raise SizeError(f"sweep {name}={text!r} has more than {MAX_POINTS} points; "
+                            f"allowed: at most {MAX_POINTS}: use a larger step")
+        v = v * step_n if kind == "x" else v + step_n
+    return values
+
+
+def parse_sweep(problem: Problem, specs: Sequence[str]) -> dict[str, list[int]]:
+    """Several specs as {dimension: values}, in the order given; each dimension once."""
+    if isinstance(specs, str):
+        specs = [specs]
+    if not specs:
+        raise SizeError("sweep is empty; give at least one spec like batch_size=1,16,128")
+    axes: dict[str, list[int]] = {}
+    for spec in specs:
+        name, values = parse_spec(problem, spec)
+        if name in axes:
+            raise SizeError(f"sweep {name!r} is given twice; give each dimension one spec "
+                            "(the specs' cross product is swept)")
+        axes[name] = values
+    n = 1
+    for values in axes.values():
+        n *= len(values)
+    if n > MAX_POINTS:
+        raise SizeError(f"sweep {' x '.join(f'{k}({len(v)})' for k, v in axes.items())} has {n} "
+                        f"points; allowed: at most {MAX_POINTS}")
+    return axes
+
+
+def sweep_points(problem: Problem, axes: Mapping[str, Sequence[int]],
+                 base: Mapping[str, object] | None = None) -> list[Sizes]:
+    """Validated sizes of every point: ``base`` (default: the problem's defaults) with each
+    combination of the swept values, the last dimension varying fastest.
+
+    A dimension both in ``base`` (given explicitly) and swept is refused: which would win?
+    """
+    base = dict(base or {})
+    both = [k for k in axes if k in base]
+    if both:
+        raise SizeError(f"{', '.join(both)} is given both as a fixed size and as a sweep; "
+                        "give it once (drop it from --sizes)")
+    names = list(axes)
+    return [problem.sizes({**base, **dict(zip(names, combo))})
+            for combo in itertools.product(*(axes[k] for k in names))]
+
+
+def point_refusal(problem: Problem, sizes: Sizes, device: torch.device,
+                  names: Sequence[str] | None) -> tuple[str, list[str]]:
+    """Why no variant can run at ``sizes`` ("" when some can), and the per-variant notes."""
+    try:
+        problem.check_runnable(sizes, device)
+    except SizeError as e:
+        return str(e), []
+    chosen, notes = runnable(problem, names, sizes, device)
+    if not chosen:
+        return "no chosen variant can run here: " + "; ".join(notes), notes
+    return "", notes
+
+
+@dataclass
+class SweepResult:
+    """What one sweep measured: its series id, the rows it recorded, the points it skipped."""
+
+    run_id: str
+    rows: pd.DataFrame                  # run_ladder's rows plus one column per swept dimension
+    skipped: list[str] = field(default_factory=list)   # "sizes: reason" per point not run
+    points: int = 0                     # points run (fully or not)
+
+
+def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
+              base: Mapping[str, object] | None = None, *, variants: Sequence[str] | None = None,
+              device: str | torch.device | None = None, seeds: int = 5,
+              warmup_ms: float = 100.0, rep_ms: float = 500.0, records_path: Path | None = None,
+              ceilings: bool = True, progress: bool = True) -> SweepResult:
+    """Run the ladder at every point of a sweep, as one recorded series (one ``run_id``).
+
+    ``axes`` is :func:`parse_sweep`'s {dimension: values}; ``base`` fixes the other sizes.
+    Points too large for ``device`` (CPU FLOP budget, Triton interpreter budget, GPU
+    memory) are skipped with a printed reason, not failed; if no point can run at all,
+    :class:`SizeError` says why before anything is measured. On a GPU the copy bandwidth
+    and bf16 matmul ceilings are measured once, before the first point, and every point's
+    % of floor uses them. Components (memory-bound pieces) are not timed in a sweep.
+    An exception in a variant ends the sweep; rows finished before it stay recorded.
+    """
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if variants:
+        problem.ladder(variants)   # validate the names before any work
+    points = sweep_points(problem, axes, base)
+    plan, skipped, told = [], [], set()
+    for sizes in points:
+        why, notes = point_refusal(problem, sizes, device, variants)
+        for note in notes:
+            if note not in told:   # a GPU-only variant is noted once, not at every point
+                told.add(note)
+                tqdm.write(f"skipped {note}" + ("" if why else f" (at {fmt_sizes(sizes)})"))
+        if why:
+            skipped.append(f"{fmt_sizes(sizes)}: {why}")
+            tqdm.write(f"skipped point {fmt_sizes(sizes)}: {why}")
+        else:
+            plan.append((sizes, [v.slug for v in runnable(problem, variants, sizes, device)[0]]))
+    if not plan:
+        raise SizeError(f"sweep {', '.join(axes)}: no point can run on {device.type}; first: {skipped[0]}")
+    ctx = records.RunContext.collect()
+    path = Path(records_path) if records_path else records.default_path()
+    gpu = detect_gpu().spec
+    if device.type == "cuda" and ceilings:
+        gpu, rows = measure_ceilings(ctx, gpu)    # once per series, shared by every point
+        records.append_rows(path, rows)
+    frames = []
+    bar = tqdm(plan, desc=f"{problem.key} sweep", unit="point", disable=not progress)
+    for sizes, names in bar:
+        bar.set_postfix_str(", ".join(f"{k}={sizes[k]}" for k in axes))
+        df = run_ladder(problem, sizes, variants=names, device=device, seeds=seeds,
+                        warmup_ms=warmup_ms, rep_ms=rep_ms, records_path=path, ceilings=False,
+                        components=[], progress=False, ctx=ctx, gpu=gpu)
+        frames.append(df.assign(**{k: sizes[k] for k in axes}))
+    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return SweepResult(ctx.run_id, rows, skipped, len(plan))

@@ -1,0 +1,242 @@
+"""Size sweeps: spec parsing, a real sweep recorded as one series, reading it back, the chart."""
+
+import dataclasses
+import random
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from fusedkit import hardware, plots, records, results  # noqa: E402
+from fusedkit.cli import main  # noqa: E402
+from fusedkit.problems import SizeError, fmt_sizes, get  # noqa: E402
+from fusedkit.sweep import MAX_POINTS, parse_spec, parse_sweep, run_sweep, sweep_points  # noqa: E402
+
+P12 = get("p12")
+H200 = hardware.spec("H200 SXM")
+cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-mode behaviour")
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec,values", [
+    ("batch_size=1,16,128,1024", [1, 16, 128, 1024]),
+    ("batch_size=64..16384x2", [64 * 2**i for i in range(9)]),
+    ("batch_size=3..100x3", [3, 9, 27, 81]),            # stops at the last value <= hi
+    ("in_features = 512..2048+512", [512, 1024, 1536, 2048]),
+    ("out_features=7", [7]),
+    ("batch_size=1000,10", [1000, 10]),                 # the order given is kept
+])
+def test_good_specs(spec, values):
+    assert parse_spec(P12, spec)[1] == values
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ("bogus=1,2", "sweep 'bogus' is not a size of p12; valid: batch_size, in_features, out_features"),
+    ("batch_size=1,x", "sweep batch_size='x' is not an integer; allowed: integers from 1 to 65536"),
+    ("batch_size=2.5", "sweep batch_size='2.5' is not an integer"),
+    ("batch_size=0,4", "sweep batch_size=0 is out of range; allowed: an integer from 1 to 65536"),
+    ("batch_size=65537", "batch_size=65537 is out of range"),
+    ("batch_size=", "sweep batch_size= has no values"),
+    ("batch_size=1,,4", "has an empty value"),
+    ("batch_size=4,1,4", "lists 4 more than once"),
+    ("batch_size=64..16384x1", "factor x1 never grows; allowed: an integer factor >= 2"),
+    ("batch_size=64..16384+0", "step +0 never grows"),
+    ("batch_size=64..16384", "has no step; allowed: lo..hixF"),
+    ("batch_size=64..16x2", "need 1 <= lo <= hi <= 65536; got lo=64, hi=16"),
+    ("batch_size=0..16x2", "got lo=0"),
+    ("batch_size=1..99999x2", "hi=99999"),
+    ("batch_size=1..4096+1", f"more than {MAX_POINTS} points"),
+    ("batch_size=64..256x1.5", "is not a range"),
+    ("batch_size", "must look like name=v1,v2"),
+])
+def test_bad_specs_name_the_parameter(spec, msg):
+    with pytest.raises(SizeError, match=None) as e:
+        parse_spec(P12, spec)
+    assert msg in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cross_product_and_its_limits():
+    axes = parse_sweep(P12, ["batch_size=1,2", "in_features=8,16,32"])
+    pts = sweep_points(P12, axes, {"out_features": 5})
+    assert len(pts) == 6 and all(p["out_features"] == 5 for p in pts)
+    assert [(p["batch_size"], p["in_features"]) for p in pts][:3] == [(1, 8), (1, 16), (1, 32)]
+    with pytest.raises(SizeError, match="'batch_size' is given twice"):
+        parse_sweep(P12, ["batch_size=1", "batch_size=2"])
+    with pytest.raises(SizeError, match="sweep is empty"):
+        parse_sweep(P12, [])
+    with pytest.raises(SizeError, match=f"has 289 points; allowed: at most {MAX_POINTS}"):
+        parse_sweep(P12, ["batch_size=1..17+1", "in_features=1..17+1"])
+    with pytest.raises(SizeError, match="batch_size is given both as a fixed size and as a sweep"):
+        sweep_points(P12, axes, {"batch_size": 4})
+
+
+@pytest.mark.parametrize("sweep,msg", [
+    ("batch_size=1..9", "sweep batch_size='1..9' has no step"),
+    ("hidden=1,2", "sweep 'hidden' is not a size of p12"),
+    ("batch_size=1,-3", "sweep batch_size=-3 is out of range"),
+])
+def test_cli_bad_sweep_is_one_line_exit_2(sweep, msg, capsys, tmp_path):
+    rc = main(["bench", "--problem", "p12", "--sweep", sweep, "--records", str(tmp_path / "r.csv")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and msg in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "r.csv").exists()
+
+
+# --- running -----------------------------------------------------------------------------
+
+SMALL = {"in_features": 64, "out_features": 33}
+
+
+@cpu_only
+def test_cli_sweep_records_one_series(tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    rc = main(["bench", "--problem", "p12", "--sweep", "batch_size=1,3,17", "--sizes",
+               "in_features=64,out_features=33", "--variants", "eager,triton_ieee", "--seeds", "2",
+               "--rep-ms", "5", "--records", str(path)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    on_disk = records.read_records(path)
+    assert on_disk["run_id"].nunique() == 1 and on_disk["run_id"].iloc[0] in out
+    assert sorted(on_disk["sizes"].unique()) == sorted(
+        fmt_sizes(P12.sizes(batch_size=b, **SMALL)) for b in (1, 3, 17))
+    assert on_disk.groupby("variant").size().to_dict() == {"eager": 3, "triton_ieee": 3}
+    assert on_disk.loc[on_disk["variant"] == "triton_ieee", "tier"].eq("fp32-faithful").all()
+    assert "3 points run, 0 skipped, 6 rows recorded" in out
+
+
+@cpu_only
+def test_an_interrupted_sweep_keeps_the_finished_rows(tmp_path, monkeypatch):
+    real = P12.variants["addmm_alpha_beta"]
+
+    def build(model):
+        fn = real.build(model)
+
+        def run(x):
+            if x.shape[0] == 3:      # the second point of the sweep
+                raise RuntimeError("died at batch_size=3")
+            return fn(x)
+        return run
+    monkeypatch.setitem(P12.variants, "addmm_alpha_beta", dataclasses.replace(real, build=build))
+    path = tmp_path / "r.csv"
+    with pytest.raises(RuntimeError, match="died at batch_size=3"):
+        run_sweep(P12, {"batch_size": [1, 3, 17]}, SMALL, variants=["eager", "addmm_alpha_beta"],
+                  seeds=1, warmup_ms=0, rep_ms=2, records_path=path, progress=False)
+    got = records.read_records(path)
+    assert got["run_id"].nunique() == 1
+    done = set(zip(got["variant"], got["sizes"].str.extract(r"batch_size=(\d+)")[0].astype(int)))
+    # point 1 complete, eager (first in the ladder) finished at point 2, nothing after the failure
+    assert done == {("eager", 1), ("addmm_alpha_beta", 1), ("eager", 3)}
+
+
+@cpu_only
+def test_points_beyond_the_cpu_budgets_are_skipped_not_failed(tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    res = run_sweep(P12, {"batch_size": [2, 65536]}, {"in_features": 4096, "out_features": 4096},
+                    variants=["eager"], seeds=1, warmup_ms=0, rep_ms=2, records_path=path,
+                    progress=False)
+    assert res.points == 1 and len(res.skipped) == 1 and "batch_size=65536" in res.skipped[0]
+    assert "CPU run is allowed at most" in res.skipped[0]
+    assert "skipped point batch_size=65536" in capsys.readouterr().out
+    assert list(records.read_records(path)["variant"]) == ["eager"]
+    # the interpreter's budget drops one variant at one point; the other variant still runs there
+    res = run_sweep(P12, {"batch_size": [1, 65536]}, {"in_features": 256, "out_features": 64},
+                    variants=["eager", "triton_ieee"], seeds=1, warmup_ms=0, rep_ms=2,
+                    records_path=path, progress=False)
+    assert res.rows.groupby("batch_size")["variant"].apply(sorted).to_dict() == {
+        1: ["eager", "triton_ieee"], 65536: ["eager"]}
+    with pytest.raises(SizeError, match="no point can run on cpu; first: batch_size=1,.*needs a CUDA GPU"):
+        run_sweep(P12, {"batch_size": [1, 2]}, SMALL, variants=["naive"], records_path=path,
+                  progress=False)
+
+
+# --- reading back and plotting -------------------------------------------------------------
+
+def _ctx(run_id, stamp):
+    ctx = records.RunContext.collect()
+    ctx.run_id, ctx.timestamp, ctx.device = run_id, stamp, "NVIDIA H200"
+    return ctx
+
+
+def _write(path, ctx, points, variants=("eager", "triton_tf32")):
+    """Rows of a sweep: eager at a random time, each other variant a random factor faster."""
+    rows, truth = [], {}
+    for sizes in points:
+        eager = random.uniform(0.5, 5.0)
+        for v in variants:
+            ms = eager if v == "eager" else eager / random.uniform(1.5, 8.0)
+            truth[(v, sizes["batch_size"])] = eager / ms
+            rows.append(records.make_row(ctx, problem="p12", sizes=fmt_sizes(P12.sizes(sizes)),
+                                         variant=v, timer="cuda-events", median_ms=ms,
+                                         tflops=random.uniform(1, 100), gbps=random.uniform(1, 4000),
+                                         pct_of_floor=random.uniform(1, 100)))
+    records.append_rows(path, rows)
+    return truth
+
+
+def test_sweep_series_reads_the_latest_one_dim_sweep(tmp_path):
+    path = tmp_path / "r.csv"
+    fix = {"in_features": 8192, "out_features": 8192}
+    _write(path, _ctx("20260101T000000Z-aaaaaa", "2026-01-01T00:00:00Z"),
+           [{"batch_size": b, **fix} for b in (8, 64)])
+    truth = _write(path, _ctx("20260102T000000Z-bbbbbb", "2026-01-02T00:00:00Z"),
+                   [{"batch_size": b, **fix} for b in (16, 128, 1024)])
+    _write(path, _ctx("20260103T000000Z-cccccc", "2026-01-03T00:00:00Z"),   # one point: not a sweep
+           [{"batch_size": 4096, **fix}])
+    cross = _ctx("20260104T000000Z-dddddd", "2026-01-04T00:00:00Z")         # two dims vary
+    _write(path, cross, [{"batch_size": b, "in_features": k, "out_features": 8192}
+                         for b in (2, 4) for k in (512, 1024)])
+    s = results.sweep_series(P12, "batch_size", path=path)
+    assert list(s.columns[:7]) == ["variant", "batch_size", "median_ms", "pct_of_floor", "tflops",
+                                   "gbps", "speedup"]
+    assert set(s["run_id"]) == {"20260102T000000Z-bbbbbb"} and len(s) == 6
+    assert list(s["variant"]) == ["eager"] * 3 + ["triton_tf32"] * 3
+    assert list(s["batch_size"]) == [16, 128, 1024] * 2
+    for _, r in s.iterrows():
+        assert r["speedup"] == pytest.approx(truth[(r["variant"], r["batch_size"])])
+    # `fixed` takes a slice of the cross-product sweep, which is the newest
+    sl = results.sweep_series(P12, "batch_size", path=path, fixed={"in_features": 512})
+    assert set(sl["run_id"]) == {cross.run_id} and sorted(set(sl["batch_size"])) == [2, 4]
+    assert results.sweep_series(P12, "batch_size", device="A100", path=path).empty
+    assert results.sweep_series(P12, "out_features", path=path).empty
+    with pytest.raises(ValueError, match="dim='M' is not a size of p12"):
+        results.sweep_series(P12, "M", path=path)
+    with pytest.raises(ValueError, match="fixed names the other sizes"):
+        results.sweep_series(P12, "batch_size", path=path, fixed={"batch_size": 4})
+
+
+def test_ridge_crossing_splits_memory_from_compute_bound():
+    fix = {"in_features": 8192, "out_features": 8192}
+    for prec in ("fp32", "tf32"):
+        m = plots.ridge_crossing(P12, fix, "batch_size", H200, prec)
+        ridge = H200.peak_tflops(prec) / H200.mem_gbps * 1e3
+        below = plots.fused_floor(P12, {**fix, "batch_size": int(m) - 1}, H200, prec)
+        at = plots.fused_floor(P12, {**fix, "batch_size": int(m)}, H200, prec)
+        assert below.intensity < ridge <= at.intensity
+    # a tiny weight never has enough reuse to reach the tf32 ridge
+    assert plots.ridge_crossing(P12, {"in_features": 8, "out_features": 8}, "batch_size", H200,
+                                "tf32") is None
+
+
+def test_sweep_chart_has_two_log_panels_and_ridge_lines(tmp_path):
+    path = tmp_path / "r.csv"
+    _write(path, _ctx("20260102T000000Z-bbbbbb", "2026-01-02T00:00:00Z"),
+           [{"batch_size": b, "in_features": 8192, "out_features": 8192} for b in (1, 16, 128, 1024)])
+    s = results.sweep_series(P12, "batch_size", path=path)
+    fig = plots.sweep_chart(s, "batch_size", problem=P12)
+    assert len(fig.axes) == 2
+    ax_t, ax_p = fig.axes
+    assert ax_t.get_xscale() == ax_t.get_yscale() == "log" and ax_p.get_xscale() == "log"
+    dashed = [ln for ln in ax_t.lines if ln.get_linestyle() == "--"]
+    want = {plots.ridge_crossing(P12, {"in_features": 8192, "out_features": 8192}, "batch_size",
+                                 H200, p) for p in ("fp32", "tf32")}
+    assert {ln.get_xdata()[0] for ln in dashed} == want and len(want) == 2
+    title = fig._suptitle.get_text()
+    assert "H200" in title and "memory-bound below batch_size ~ " in title and "tf32" in title
+    assert {t.get_text() for t in ax_p.texts} >= {"1  eager", "2  triton_tf32"}
+    with pytest.raises(ValueError, match="series is empty"):
+        plots.sweep_chart(s.iloc[0:0], "batch_size", problem=P12)
