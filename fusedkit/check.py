@@ -102,7 +102,7 @@ def cpu_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.
     if variant.needs_gpu:
         return "needs a CUDA GPU (its GPU results are in the records in data/)"
     if variant.triton and problem.flops(sizes) > INTERPRETER_FLOP_BUDGET:
-        return (f"Triton's CPU interpreter is limited to {INTERPRETER_FLOP_BUDGET / 1e9:.0f} GFLOP "
+        return (f"Triton's CPU interpreter is limited to {INTERPRETER_FLOP_BUDGET / 1e9:.1f} GFLOP "
                 f"(these sizes need {problem.flops(sizes) / 1e9:.1f}); pick smaller sizes")
     return ""
 

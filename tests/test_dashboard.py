@@ -1,0 +1,136 @@
+"""The results dashboard's views, on synthetic records written and read through fusedkit.records."""
+
+import math
+import random
+
+import pandas as pd
+import pytest
+
+from fusedkit import dashboard, problems, records
+
+P12 = problems.get("p12")
+KB = "batch_size=1024,in_features=8192,out_features=8192"
+SMALL = "batch_size=64,in_features=256,out_features=128"
+
+
+def ctx(i, device="NVIDIA H200", commit=None):
+    return records.RunContext(run_id=f"2026010{i}T000000Z-{i:06x}", timestamp=f"2026-01-0{i}T00:00:00Z",
+                              commit=commit or f"c{i:06d}", device=device, driver="550.54.15",
+                              cuda="12.8", torch="2.11.0", triton="3.6.0")
+
+
+def row(c, variant, ms, tier, sizes=KB, problem="p12", timer="cuda-events"):
+    return records.make_row(c, problem=problem, sizes=sizes, variant=variant, tier=tier, timer=timer,
+                            median_ms=ms, rel_error=random.uniform(1e-8, 1e-3))
+
+
+@pytest.fixture
+def rec(tmp_path):
+    """Three H200 runs and one A100 run of p12, with random times, plus rows the views must skip."""
+    t = {v: random.uniform(0.2, 6.0) for v in ["eager", "triton_tf32x3", "triton_fp16x3", "triton_tf32",
+                                               "eager_tf32", "cublas_epilogue"]}
+    r1, r2, r3, a = ctx(1), ctx(2), ctx(3), ctx(4, device="NVIDIA A100-SXM4-80GB")
+    rows = [
+        row(r1, "eager", t["eager"], "reference"), row(r1, "triton_tf32x3", t["triton_tf32x3"], "fp32-faithful"),
+        row(r1, "triton_fp16x3", t["triton_fp16x3"], "fp32-faithful"),
+        row(r1, "triton_tf32", t["triton_tf32"], "fast"),
+        # run 2 re-times only the tf32 kernel, faster, and has no eager: no speed-up for it
+        row(r2, "triton_tf32", t["triton_tf32"] / 2, "fast"),
+        # run 3: eager again (slower clocks), and one more fast variant, at KernelBench sizes
+        row(r3, "eager", 1.1 * t["eager"], "reference"), row(r3, "eager_tf32", t["eager_tf32"], "fast"),
+        row(r3, "epilogue_vec4", 0.02, ""),                    # a component: no tier, not ladder
+        row(r3, "eager", 0.01, "reference", sizes=SMALL),      # other sizes, its own table rows
+        row(a, "eager", 3 * t["eager"], "reference"), row(a, "cublas_epilogue", t["cublas_epilogue"], "fp32-faithful"),
+        row(a, "eager", 9.0, "reference", problem="p45",
+            sizes="batch_size=16,input_size=32,hidden_size=64,output_size=8"),
+        records.make_row(r3, problem="device", sizes="n=8192", variant="bf16_matmul", timer="cuda-events",
+                         median_ms=1.6),
+    ]
+    path = tmp_path / "records.csv"
+    records.append_rows(path, rows)
+    return records.read_records(path), t
+
+
+def test_best_per_tier_takes_each_variants_newest_row_and_its_own_runs_eager(rec):
+    df, t = rec
+    best = dashboard.best_per_tier(df, P12)
+    h200 = best[(best["device"] == "NVIDIA H200") & (best["sizes"] == KB)].set_index("tier")
+    assert list(h200.index) == ["reference", "fp32-faithful", "fast"]        # accuracy order
+    # eager's newest row is run 3's
+    assert h200.loc["reference", "median_ms"] == pytest.approx(1.1 * t["eager"])
+    assert h200.loc["reference", "run_id"] == ctx(3).run_id
+    fastest_faithful = min(["triton_tf32x3", "triton_fp16x3"], key=t.get)
+    assert h200.loc["fp32-faithful", "variant"] == fastest_faithful
+    assert h200.loc["fp32-faithful", "speedup"] == pytest.approx(t["eager"] / t[fastest_faithful])
+    fast = h200.loc["fast"]
+    if t["triton_tf32"] / 2 < t["eager_tf32"]:      # run 2's tf32 row: no eager in that run
+        assert fast["variant"] == "triton_tf32" and fast["run_id"] == ctx(2).run_id
+        assert pd.isna(fast["speedup"])
+    else:
+        assert fast["variant"] == "eager_tf32"
+        assert fast["speedup"] == pytest.approx(1.1 * t["eager"] / t["eager_tf32"])
+    a100 = best[best["device"].str.contains("A100")].set_index("tier")
+    assert a100.loc["fp32-faithful", "speedup"] == pytest.approx(3 * t["eager"] / t["cublas_epilogue"])
+    assert set(best["sizes"]) == {KB, SMALL}
+    assert "epilogue_vec4" not in set(best["variant"])
+    only_kb = dashboard.best_per_tier(df, "p12", sizes=P12.defaults)
+    assert set(only_kb["sizes"]) == {KB}
+
+
+def test_best_per_tier_of_an_unrecorded_problem_is_empty_with_columns(rec):
+    df, _ = rec
+    best = dashboard.best_per_tier(df[df["problem"] != "p12"], P12)
+    assert best.empty and {"tier", "variant", "speedup"} <= set(best.columns)
+    with pytest.raises(ValueError, match="missing column"):
+        dashboard.best_per_tier(pd.DataFrame({"problem": ["p12"]}), P12)
+
+
+def test_runs_comparison_and_pivot_keep_runs_apart(rec):
+    df, t = rec
+    comp = dashboard.runs_comparison(df, P12)
+    assert "epilogue_vec4" not in set(comp["variant"])          # components are not the ladder
+    assert comp["timestamp"].is_monotonic_increasing
+    assert comp["run"].iloc[0] == "2026-01-01 00:00 c000001 H200"
+    eager = comp[(comp["variant"] == "eager") & (comp["sizes"] == KB)]
+    assert list(eager["run_id"]) == [ctx(1).run_id, ctx(3).run_id, ctx(4).run_id]
+    assert (eager["speedup"] == 1.0).all()
+    table = dashboard.runs_pivot(comp)
+    assert list(table.columns) == list(dict.fromkeys(comp["run"]))      # runs in time order
+    assert table.loc[(KB, "triton_tf32")].dropna().tolist() == pytest.approx(
+        [t["triton_tf32"], t["triton_tf32"] / 2])
+    assert pd.isna(table.loc[(KB, "eager"), "2026-01-02 00:00 c000002 H200"])   # run 2 skipped it
+    only = dashboard.runs_comparison(df, P12, variants=["triton_fp16x3"])
+    assert set(only["variant"]) == {"triton_fp16x3"}
+    assert only["speedup"].iloc[0] == pytest.approx(t["eager"] / t["triton_fp16x3"])  # eager found
+    with pytest.raises(ValueError, match="value='ms'"):
+        dashboard.runs_pivot(comp, "ms")
+
+
+def test_nearest_records_by_log_distance(rec):
+    df, t = rec
+    near = dashboard.nearest_records(df, P12, {"batch_size": 96, "in_features": 256, "out_features": 128},
+                                     ["eager", "triton_tf32x3", "tiled"]).set_index("variant")
+    assert near.loc["eager", "sizes"] == SMALL                      # 96 is nearer 64 than 1024
+    assert near.loc["eager", "distance"] == pytest.approx(math.log(96 / 64))
+    assert near.loc["triton_tf32x3", "sizes"] == KB                 # its only sizes
+    assert "tiled" not in near.index                                # never recorded
+    at_kb = dashboard.nearest_records(df, P12, P12.defaults, ["eager"])
+    assert at_kb["run_id"].iloc[0] == ctx(4).run_id                 # equal distance: newest first (A100)
+
+
+def test_size_distance_is_symmetric_log_ratio():
+    a = {"m": random.randint(1, 500), "n": random.randint(1, 500)}
+    b = {"m": a["m"] * 2, "n": a["n"]}
+    assert dashboard.size_distance(a, b) == pytest.approx(dashboard.size_distance(b, a))
+    assert dashboard.size_distance(a, b) == pytest.approx(0.6931471805599453)
+    with pytest.raises(ValueError, match="different dimensions"):
+        dashboard.size_distance(a, {"m": 1})
+
+
+def test_read_all_reads_records_files_and_names_the_others(tmp_path, rec):
+    df, _ = rec
+    (tmp_path / "sweep.csv").write_text("bm,bn,median_ms\n128,256,0.4\n")
+    both, skipped = dashboard.read_all(tmp_path)
+    assert len(both) == len(df) and skipped == ["sweep.csv: not a records file (columns bm, bn, median_ms, ...)"]
+    empty, _ = dashboard.read_all(tmp_path / "nothing")
+    assert empty.empty and list(empty.columns) == list(records.COLUMNS)
