@@ -21,3 +21,22 @@ def test_shell_tools_parse():
 
     for sh in Path(__file__).resolve().parents[1].glob("fusedkit/devtools/*.sh"):
         assert subprocess.run(["bash", "-n", str(sh)]).returncode == 0, sh
+
+
+def test_gpu_session_sweep_defaults_name_real_variants_and_sizes():
+    """A typo in the sweep stage's defaults would surface only on a lent GPU, costing device time."""
+    import re
+    from pathlib import Path
+
+    from fusedkit import problems
+    from fusedkit.sweep import parse_sweep
+
+    text = (Path(__file__).resolve().parents[1] / "fusedkit/devtools/gpu_session.sh").read_text()
+    specs = dict(re.findall(r"spec=\$\{SWEEP_(P\d+):-([^}]+)\}", text))
+    variants = dict(re.findall(r"v=\$\{SWEEP_VARIANTS_(P\d+):-([^}]+)\}", text))
+    assert specs.keys() == variants.keys() == {"P12", "P45"}
+    for key, spec in specs.items():
+        p = problems.get(key.lower())
+        axes = parse_sweep(p, [spec])
+        assert max(axes["batch_size"]) == p.defaults["batch_size"], "the series must reach KernelBench's size"
+        assert {v.slug for v in p.ladder(variants[key].split(","))} >= {"eager"}

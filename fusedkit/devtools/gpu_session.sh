@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info tests bench reports" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
+#   STAGES="info tests bench sweep reports" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
 # (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
@@ -29,8 +29,19 @@ for stage in ${STAGES:-info tests bench reports}; do
     bench)   for p in ${PROBLEMS:-p12 p45}; do
                python3 -m fusedkit bench --problem "$p" ${BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.txt"
              done ;;
+    sweep)   # Batch-size series, small (launch/memory-bound) to KernelBench's (compute-bound);
+             # naive left out (seconds per point). SWEEP_VARIANTS_<problem> overrides.
+             for p in ${PROBLEMS:-p12 p45}; do
+               case $p in
+                 p12) spec=${SWEEP_P12:-batch_size=1..1024x4}
+                      v=${SWEEP_VARIANTS_P12:-eager,eager_tf32,compile,cublas_epilogue_vec4,cublas_tf32_epilogue_vec4,triton_tf32x3,triton_fp16x3,triton_tf32,triton_tf32_persistent} ;;
+                 p45) spec=${SWEEP_P45:-batch_size=16..16384x4}
+                      v=${SWEEP_VARIANTS_P45:-eager,eager_tf32,compile,cublas_epilogues_vec4,cublas_tf32_epilogues_vec4,triton_fused_lse_tf32x3,triton_fused_lse_fp16x3,triton_fused_lse_tf32} ;;
+               esac
+               python3 -m fusedkit bench --problem "$p" --sweep "$spec" --variants "$v" --seeds 2 --rep-ms 200 2>&1 | tee -a "$OUT/sweep.txt"
+             done ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
-    *)       echo "unknown stage $stage (valid: info tests bench reports)"; exit 2 ;;
+    *)       echo "unknown stage $stage (valid: info tests bench sweep reports)"; exit 2 ;;
   esac
 done
 rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files
