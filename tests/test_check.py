@@ -90,9 +90,11 @@ def test_poisoning_catches_an_unwritten_element_on_gpu():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("key", ["p12", "p45"])
 def test_baselines_on_gpu(key):
+    # PyTorch's own variants only: every kernel step has its own GPU tests, and checking them all
+    # here cost 337 s of the H200's time (autotuning every Triton config at a new shape).
     p = problems.get(key)
     s = p.sizes({d.name: [17, 1000, 333, 65][i] for i, d in enumerate(p.dims)})
-    for v in p.ladder():
+    for v in [v for v in p.ladder() if v.baseline]:
         r = check.check_variant(p, v, s, device="cuda", seeds=2)
         print(check.describe(r))
         assert r.ok
