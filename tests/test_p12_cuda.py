@@ -19,22 +19,11 @@ import pytest
 import torch
 
 from fusedkit import build
+from kernel_helpers import (LD_V4, ST_V4, gpu_test, guarded_view, needs_nvcc, poison_allocator, rel_error)
 
 P12_SOURCES = build.kernel_sources("p12")
 STEP = {p.stem.split("_", 1)[1]: p for p in P12_SOURCES}  # "naive" -> .../01_naive.cu
 
-LD_V4 = r"ld\.global(\.nc)?\.v4\.f32"
-ST_V4 = r"st\.global\.v4\.f32"
-
-needs_nvcc = pytest.mark.skipif(not build.nvcc_available(),
-                                reason="nvcc (CUDA toolkit) not found; PTX checks need it, not a GPU")
-
-
-@pytest.fixture
-def own_build_dir(tmp_path, monkeypatch):
-    """Build products of this test go to a fresh folder (no cache from earlier runs)."""
-    monkeypatch.setenv("FUSEDKIT_BUILD_DIR", str(tmp_path / "build"))
-    return tmp_path / "build"
 
 
 # ----------------------------------------------------------------------------- CPU part
@@ -209,9 +198,6 @@ def test_load_extension_without_gpu_says_what_to_do():
 
 # ----------------------------------------------------------------------------- GPU part
 
-gpu = [pytest.mark.gpu,
-       pytest.mark.skipif(not torch.cuda.is_available(),
-                          reason="needs a CUDA GPU (torch sees none); these run on a GPU machine, select them with -m gpu")]
 
 MULT, SLOPE = 2.0, 0.1
 # (M, K, N): batch, in_features, out_features. Irregular on every axis, then the defaults.
@@ -241,46 +227,19 @@ def reference64(x, w, b, mult=MULT, slope=SLOPE):
     return torch.nn.functional.leaky_relu(y, slope)
 
 
-def rel_error(out, ref) -> float:
-    return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
-
-
-def poison_allocator(M: int, N: int) -> None:
-    """Fill a block of y's size with NaN and free it: PyTorch's caching allocator tends to
-    hand that block to the kernel's output next, so an element it forgets to write is NaN."""
-    junk = torch.full((M, N), float("nan"), device="cuda")
-    del junk
-
-
-def gpu_test(fn):
-    """Mark a test `gpu` and skip it cleanly where torch sees no CUDA GPU."""
-    for mark in gpu:
-        fn = mark(fn)
-    return fn
-
-
 @gpu_test
 @pytest.mark.parametrize("step", STEPS)
 @pytest.mark.parametrize("M,K,N", SIZES, ids=lambda v: str(v))
 def test_step_matches_float64_reference(ext, step, M, K, N):
     x, w, b, seed = fresh_inputs(M, K, N)
     ref = reference64(x, w, b)
-    poison_allocator(M, N)
+    poison_allocator((M, N))
     out = getattr(ext, step)(x, w, b, MULT, SLOPE)
     torch.cuda.synchronize()
     assert out.shape == (M, N) and out.dtype == torch.float32
     assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={seed}"
     err = rel_error(out, ref)
     assert err < 1e-5, f"{step} {M}x{K}x{N}: rel. error {err:.2e}; seed={seed}"
-
-
-def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor):
-    """y (M, N) as a contiguous view that starts `offset` floats into a buffer whose other
-    elements hold a sentinel, so that a write outside y is seen afterwards."""
-    buf = torch.full((M * N + offset + 8,), -12345.0, device="cuda")
-    y = buf[offset:offset + M * N].view(M, N)
-    y.copy_(fill)
-    return buf, y
 
 
 @gpu_test
@@ -290,7 +249,7 @@ def test_cublas_tf32_step_within_tf32_error(ext, M, K, N):
     and the same call must leave PyTorch's handle in the math mode it found."""
     x, w, b, seed = fresh_inputs(M, K, N)
     ref = reference64(x, w, b)
-    poison_allocator(M, N)
+    poison_allocator((M, N))
     before = torch.backends.cuda.matmul.allow_tf32
     out = ext.cublas_tf32_epilogue_vec4(x, w, b, MULT, SLOPE)
     torch.cuda.synchronize()

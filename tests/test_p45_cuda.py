@@ -19,22 +19,11 @@ import pytest
 import torch
 
 from fusedkit import build
+from kernel_helpers import (LD_V4, SENTINEL, ST_V4, gpu_test, guarded_view, needs_nvcc, poison_allocator, rel_error)
 
 P45_SOURCES = build.kernel_sources("p45")
 STEP = {p.stem.split("_", 1)[1]: p for p in P45_SOURCES}  # "naive" -> .../01_naive.cu
 
-LD_V4 = r"ld\.global(\.nc)?\.v4\.f32"
-ST_V4 = r"st\.global\.v4\.f32"
-
-needs_nvcc = pytest.mark.skipif(not build.nvcc_available(),
-                                reason="nvcc (CUDA toolkit) not found; PTX checks need it, not a GPU")
-
-
-@pytest.fixture
-def own_build_dir(tmp_path, monkeypatch):
-    """Build products of this test go to a fresh folder (no cache from earlier runs)."""
-    monkeypatch.setenv("FUSEDKIT_BUILD_DIR", str(tmp_path / "build"))
-    return tmp_path / "build"
 
 
 def entry_body(ptx_text: str, kernel: str) -> str:
@@ -153,25 +142,12 @@ def test_bindings_share_one_copy_of_the_helpers():
 
 # ----------------------------------------------------------------------------- GPU part
 
-gpu = [pytest.mark.gpu,
-       pytest.mark.skipif(not torch.cuda.is_available(),
-                          reason="needs a CUDA GPU (torch sees none); these run on a GPU machine, select them with -m gpu")]
-
-
-def gpu_test(fn):
-    """Mark a test `gpu` and skip it cleanly where torch sees no CUDA GPU."""
-    for mark in gpu:
-        fn = mark(fn)
-    return fn
-
-
 # (M, K, H, N): batch, input, hidden, output sizes. Irregular on every axis (N = 1, N < 32,
 # N % 4 != 0, H % 4 != 0, N just past a 256-float4 chunk), then KernelBench's defaults.
 SIZES = [(1, 1, 1, 1), (3, 5, 7, 33), (17, 1000, 33, 3), (1000, 17, 129, 1025), (33, 64, 96, 1024)]
 DEFAULT = (16384, 2048, 4096, 1024)
 CUBLAS_STEPS = ["cublas_epilogues", "cublas_epilogues_vec4"]
 STEPS = ["naive", *CUBLAS_STEPS]
-SENTINEL = -12345.0
 
 
 @pytest.fixture(scope="module")
@@ -197,18 +173,6 @@ def fresh_inputs(M: int, K: int, H: int, N: int, seed: int | None = None):
 def reference64(x, w1, b1, w2, b2):
     h = torch.sigmoid(x.double() @ w1.double().T + b1.double())
     return torch.logsumexp(h @ w2.double().T + b2.double(), dim=1)
-
-
-def rel_error(out, ref) -> float:
-    return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
-
-
-def poison_allocator(*shapes: tuple[int, ...]) -> None:
-    """Fill blocks of the output's and the intermediates' sizes with NaN and free them:
-    PyTorch's caching allocator tends to hand those blocks out next, so an element a kernel
-    forgets to write is NaN and shows in the result."""
-    junk = [torch.full(s, float("nan"), device="cuda") for s in shapes]
-    del junk
 
 
 @gpu_test
@@ -268,15 +232,6 @@ def test_cublas_steps_stay_fp32_when_torch_allows_tf32(ext):
         torch.backends.cuda.matmul.allow_tf32 = saved
     for s, err in errs.items():
         assert err < 1e-5 and 4 * err < tf32_err, f"{s}: {err:.2e} (TF32: {tf32_err:.2e}); seed={seed}"
-
-
-def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor):
-    """A (M, N) contiguous view that starts `offset` floats into a buffer whose other elements
-    hold a sentinel, so that a write outside the view is seen afterwards."""
-    buf = torch.full((M * N + offset + 8,), SENTINEL, device="cuda")
-    t = buf[offset:offset + M * N].view(M, N)
-    t.copy_(fill)
-    return buf, t
 
 
 def outside(buf: torch.Tensor, offset: int, numel: int) -> torch.Tensor:
