@@ -264,15 +264,15 @@ def _run_nvcc(nvcc: str, args: list[str], what: str) -> subprocess.CompletedProc
 def ptx(source_path: str | os.PathLike[str], arch: str = "sm_90") -> str:
     """PTX text of one ``.cu`` file, from ``nvcc -arch=<arch> -ptx -O3``.
 
-    Cached under ``build/ptx/`` by the hash of the source, the headers beside it, the
-    flags and nvcc's version. Raises BuildError with nvcc's first error lines if the source
+    Cached under ``build/ptx/`` by the hash of the source, the headers beside it and in
+    ``kernels/common/``, the flags and nvcc's version. Raises BuildError with nvcc's first error lines if the source
     does not compile, CudaUnavailableError if nvcc is missing.
     """
     src = _check_source(source_path)
     _check_arch(arch)
     nvcc = _require_nvcc("ptx()")
     flags = [f"-arch={arch}", "-ptx", *NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
-    key = _sha([src, *_headers_beside(src.parent)], [*flags[:-1], _nvcc_version(nvcc)])[:16]
+    key = _sha([src, *_extension_headers(src.parent)], [*flags[:-1], _nvcc_version(nvcc)])[:16]
     out = build_root() / "ptx" / f"{src.stem}-{arch}-{key}.ptx"
     if out.is_file():
         return out.read_text()

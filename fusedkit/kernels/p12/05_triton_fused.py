@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Callable
 
 import torch
 import triton
@@ -56,27 +57,81 @@ _GPU_SPACE = {
     # (128x128x64 and 256x128x32 at 8 warps make ptxas serialize the wgmma pipeline, C7515.)
     "tf32": [(128, 256, 32, 3, 8), (128, 256, 32, 4, 8), (128, 128, 32, 4, 4), (64, 256, 32, 4, 4)],
 }
-_GPU_CONFIGS = {p: [_cfg(*k) for k in keys] for p, keys in _GPU_SPACE.items()}
-
-
 def _config_key(c: triton.Config) -> tuple[int, int, int, int, int]:
     kw = c.kwargs
     return (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], c.num_stages, c.num_warps)
 
 
-def _prune_by_precision(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-    """Keep only the configs listed for this call's precision (one autotuner, three spaces)."""
-    wanted = set(_GPU_SPACE[kwargs["INPUT_PRECISION"]])
-    return [c for c in configs if _config_key(c) in wanted]
+def autotune_space(space: dict[str, list[tuple[int, int, int, int, int]]]
+                   ) -> tuple[list[triton.Config], Callable[..., list[triton.Config]]]:
+    """The configs of one autotuner serving three precisions, and its pruner.
+
+    ``space`` maps each precision to its (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) keys.
+    On a GPU the configs are the union of the keys and the pruner keeps the call's
+    INPUT_PRECISION subset; under the interpreter one small config (a single config is
+    neither pruned nor benchmarked, and small tiles keep numpy's work cheap on test shapes).
+    """
+    def prune(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+        wanted = set(space[kwargs["INPUT_PRECISION"]])
+        return [c for c in configs if _config_key(c) in wanted]
+
+    if INTERPRET:
+        return [_cfg(32, 32, 32, 1, 4)], prune
+    keys = dict.fromkeys(k for p in PRECISIONS for k in space[p])  # union, in order
+    return [_cfg(*k) for k in keys], prune
 
 
-if INTERPRET:
-    # One small config: with a single config the autotuner neither prunes nor benchmarks,
-    # and small tiles keep numpy's per-program work cheap on tiny test shapes.
-    _CONFIGS = [_cfg(32, 32, 32, 1, 4)]
-else:
-    # The union of the three spaces; _prune_by_precision picks this call's subset.
-    _CONFIGS = list({_config_key(c): c for p in PRECISIONS for c in _GPU_CONFIGS[p]}.values())
+_CONFIGS, _prune_by_precision = autotune_space(_GPU_SPACE)
+
+
+@triton.jit
+def grouped_tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of this program in grouped order: consecutive programs walk GROUP_M
+    row-blocks down one column of tiles before moving right, so the weight tiles they share
+    are still in L2. (Shared by every tiled GEMM of the workbook; inlined by the compiler.)"""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)  # the last group may be short
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def dot_tile(a_ptr, w_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk, pid_m, pid_n,
+             INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+             BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
+    """fp32 accumulator of A[tile rows] @ W[tile cols].T for A (M, K) and W (N, K), any strides.
+
+    Rows/columns past M/N wrap around (% M, % N): the loads stay in bounds without masks,
+    and the caller's store masks the wrapped results away."""
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    # int64 row offsets: M * stride_am or N * stride_wn can pass 2**31 elements on big inputs.
+    # The A tile is (BLOCK_M, BLOCK_K); W is read as its transpose (BLOCK_K, BLOCK_N) through
+    # the strides, no copy; with contiguous operands K is the unit-stride axis of both tiles.
+    a_ptrs = a_ptr + (offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :] * stride_ak)
+    w_ptrs = w_ptr + (offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(w_ptrs)
+        else:
+            # Zero-fill past K so the tail chunk adds nothing to the dot product.
+            k_left = K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        # "ieee": fp32 FMAs; "tf32": one tensor-core pass on 10-bit mantissas;
+        # "tf32x3": big*big + big*small + small*big, three passes recovering ~fp32 accuracy.
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        w_ptrs += BLOCK_K * stride_wk
+    return acc
 
 
 @triton.autotune(configs=_CONFIGS, key=["M", "N", "K", "INPUT_PRECISION"],
@@ -92,45 +147,9 @@ def _linear_leakyrelu_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
 ):
-    # --- grouped ordering: consecutive programs walk GROUP_M row-blocks down one column of
-    # tiles before moving right, so the W tiles they share are still in L2.
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)  # the last group may be short
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-
-    # --- operand pointers. Rows/columns past M/N wrap around (% M, % N): the loads stay
-    # in bounds without masks, and the store below masks the wrapped results away.
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    # int64 row offsets: M * stride_xm or N * stride_wn can pass 2**31 elements on big inputs.
-    # x tile is (BLOCK_M, BLOCK_K) of x (M, K).
-    x_ptrs = x_ptr + (offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk)
-    # W^T tile is (BLOCK_K, BLOCK_N): W (N, K) read as its transpose through the strides,
-    # no copy; with a contiguous W, K is the unit-stride axis of both tiles.
-    w_ptrs = w_ptr + (offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn)
-
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(x_ptrs)
-            b = tl.load(w_ptrs)
-        else:
-            # Zero-fill past K so the tail chunk adds nothing to the dot product.
-            k_left = K - k * BLOCK_K
-            a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        # "ieee": fp32 FMAs; "tf32": one tensor-core pass on 10-bit mantissas;
-        # "tf32x3": big*big + big*small + small*big, three passes recovering ~fp32 accuracy.
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = dot_tile(x_ptr, w_ptr, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk,
+                   pid_m, pid_n, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K)
 
     # --- fused epilogue on the fp32 accumulator, in eager's order: + b, * multiplier, LeakyReLU.
     offs_ym = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # unwrapped indices, for the masks

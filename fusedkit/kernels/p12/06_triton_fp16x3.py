@@ -220,6 +220,47 @@ def _add_rn(a, b):
                                      dtype=tl.float32, is_pure=True, pack=1)
 
 
+grouped_tile = _step05.grouped_tile  # kernels read module-level JIT functions only
+
+
+@triton.jit
+def fp16x3_tile(ah_ptr, al_ptr, wh_ptr, wl_ptr, M, N, K, stride_am, stride_wn, pid_m, pid_n,
+                USE_ASM_ADD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr):
+    """(hi + lo/2048) @ (hi + lo/2048).T of A (M, K) and W (N, K), both split and padded to
+    a K that is a multiple of BLOCK_K (no K masks), unit stride along K; the per-row scales
+    are the caller's. Rows/columns past M/N wrap (% M, % N); the caller's store masks them.
+    Each K-chunk's hi*hi is added outside the MMA (_add_rn) when USE_ASM_ADD."""
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_off = offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :]  # (BLOCK_M, BLOCK_K)
+    w_off = offs_k[:, None] + offs_n[None, :].to(tl.int64) * stride_wn  # W^T: (BLOCK_K, BLOCK_N)
+    ah_ptrs, al_ptrs = ah_ptr + a_off, al_ptr + a_off
+    wh_ptrs, wl_ptrs = wh_ptr + w_off, wl_ptr + w_off
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # sum of hi*hi, added outside the MMA
+    cross = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # hi*lo + lo*hi, inside the MMA
+    for _ in range(0, K // BLOCK_K):
+        ah = tl.load(ah_ptrs)
+        al = tl.load(al_ptrs)
+        wh = tl.load(wh_ptrs)
+        wl = tl.load(wl_ptrs)
+        # Cross terms are ~2**-11 of the result: the MMA's own accumulation is enough.
+        cross = tl.dot(ah, wl, cross)
+        cross = tl.dot(al, wh, cross)
+        # This chunk's hi*hi from a zero accumulator, then one round-to-nearest fp32 add.
+        chunk = tl.dot(ah, wh)
+        if USE_ASM_ADD:
+            acc = _add_rn(acc, chunk)
+        else:
+            acc = acc + chunk  # the interpreter cannot run inline PTX; numpy adds in IEEE fp32
+        ah_ptrs += BLOCK_K
+        al_ptrs += BLOCK_K
+        wh_ptrs += BLOCK_K
+        wl_ptrs += BLOCK_K
+    return acc + cross * (1.0 / _LO_SCALE)  # 1/2048: exact
+
+
 _cfg = _step05._cfg  # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) -> Config with GROUP_M=8
 
 
@@ -255,59 +296,17 @@ def _fp16x3_linear_leakyrelu_kernel(
     GROUP_M: tl.constexpr,
 ):
     # K here is the padded K, a multiple of BLOCK_K (see K_ALIGN): no masks along K.
-    # --- grouped ordering, as in step 05: GROUP_M row-blocks share W column-blocks in L2.
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)  # step 05's order
+    v = fp16x3_tile(xh_ptr, xl_ptr, wh_ptr, wl_ptr, M, N, K, stride_xm, stride_wn,
+                    pid_m, pid_n, USE_ASM_ADD, BLOCK_M, BLOCK_N, BLOCK_K)
 
-    # --- wrapped rows/columns (% M, % N) keep loads in bounds; the store masks them.
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    # The split parts are contiguous with unit stride along K. hi and lo of one operand
-    # share offsets. x tiles are (BLOCK_M, BLOCK_K); W tiles are read as W^T, (BLOCK_K, BLOCK_N).
-    x_off = offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :]
-    w_off = offs_k[:, None] + offs_n[None, :].to(tl.int64) * stride_wn
-    xh_ptrs, xl_ptrs = xh_ptr + x_off, xl_ptr + x_off
-    wh_ptrs, wl_ptrs = wh_ptr + w_off, wl_ptr + w_off
-
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # sum of hi*hi, added outside the MMA
-    cross = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # sum of hi*lo + lo*hi, inside the MMA
-    for _ in range(0, K // BLOCK_K):
-        xh = tl.load(xh_ptrs)
-        xl = tl.load(xl_ptrs)
-        wh = tl.load(wh_ptrs)
-        wl = tl.load(wl_ptrs)
-        # Cross terms are ~2**-11 of the result, so the MMA's own accumulation is enough.
-        cross = tl.dot(xh, wl, cross)
-        cross = tl.dot(xl, wh, cross)
-        # This chunk's hi*hi on the tensor cores from a zero accumulator (exact fp16
-        # products, only BLOCK_K of them summed inside), then one rounded fp32 add.
-        chunk = tl.dot(xh, wh)
-        if USE_ASM_ADD:
-            acc = _add_rn(acc, chunk)
-        else:
-            # The interpreter cannot run inline PTX; numpy adds in IEEE fp32 anyway.
-            acc = acc + chunk
-        xh_ptrs += BLOCK_K
-        xl_ptrs += BLOCK_K
-        wh_ptrs += BLOCK_K
-        wl_ptrs += BLOCK_K
-
-    # --- epilogue: undo the split (1/2048 and both power-of-two row scales are exact
-    # multiplies), then eager's order: + b, * multiplier, LeakyReLU; one store.
-    x_inv = tl.load(x_inv_ptr + offs_m)
-    w_inv = tl.load(w_inv_ptr + offs_n)
-    v = acc + cross * (1.0 / _LO_SCALE)
-    v = v * x_inv[:, None] * w_inv[None, :]
+    # --- epilogue: undo the split's power-of-two row scales (exact multiplies), then
+    # eager's order: + b, * multiplier, LeakyReLU; one store.
     offs_ym = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # unwrapped indices, for the masks
     offs_yn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    x_inv = tl.load(x_inv_ptr + offs_ym, mask=offs_ym < M, other=1.0)
+    w_inv = tl.load(w_inv_ptr + offs_yn, mask=offs_yn < N, other=1.0)
+    v = v * x_inv[:, None] * w_inv[None, :]
     bias = tl.load(b_ptr + offs_yn * stride_b, mask=offs_yn < N, other=0.0)
     v = (v + bias[None, :]) * multiplier
     v = tl.where(v > 0, v, v * negative_slope)  # torch's LeakyReLU: x if x > 0 else slope * x

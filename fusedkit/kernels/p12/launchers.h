@@ -8,27 +8,18 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
+#include "../common/grid.h"
+
 namespace p12 {
 
 // Block tile of step 04 (rows of y, columns of y). The binding needs them to check that
 // the grid fits: ceil(M / kTiledBlockM) blocks go on gridDim.y, which is at most 65535.
 constexpr int kTiledBlockM = 128;
 constexpr int kTiledBlockN = 128;
-constexpr int64_t kMaxGridY = 65535;
-
-// Grid size of the scalar epilogue kernel (02): about 16 blocks per SM on a 132-SM H200, so
-// every SM is busy and each thread loops over several rows, which amortises block start-up.
-// Measured on an H200 (1024 x 8192, y in HBM): one block row per row of y (32768 blocks of
-// 256 threads) ran the scalar kernel at 1.5 TB/s, this grid at 2.2 TB/s.
-constexpr int64_t kEpilogueTargetBlocks = 2048;
-
-// Rows of the epilogue grid: kEpilogueTargetBlocks / col_blocks, clamped to [1, min(M, 65535)].
-inline unsigned epilogue_grid_rows(int64_t M, int64_t col_blocks) {
-    int64_t rows = kEpilogueTargetBlocks / (col_blocks > 0 ? col_blocks : 1);
-    rows = rows < 1 ? 1 : rows;
-    rows = rows < M ? rows : M;
-    return static_cast<unsigned>(rows < kMaxGridY ? rows : kMaxGridY);
-}
+// The epilogue grid (kMaxGridY, kEpilogueTargetBlocks, epilogue_grid_rows) is shared with p45.
+using fusedkit::epilogue_grid_rows;
+using fusedkit::kEpilogueTargetBlocks;
+using fusedkit::kMaxGridY;
 
 // 01: one thread per y[m, n]; GEMM + bias + multiply + LeakyReLU in one kernel, no tiling.
 void launch_naive(const float* x, const float* w, const float* b, float* y,

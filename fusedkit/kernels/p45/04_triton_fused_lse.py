@@ -31,8 +31,6 @@ from fusedkit.kernels import load_step
 _p12 = load_step("p12", "05_triton_fused.py")  # interpreter flag, config maker, device guard
 INTERPRET: bool = _p12.INTERPRET  # decided when triton.jit decorates, i.e. at import
 on_device = _p12.on_device
-_cfg = _p12._cfg  # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) -> Config with GROUP_M=8
-_config_key = _p12._config_key
 
 PRECISIONS = ("ieee", "tf32x3", "tf32")
 
@@ -50,22 +48,7 @@ _GPU_SPACE = {
     # One MMA per chunk: wide tiles raise the FLOP per loaded byte.
     "tf32": [(128, 256, 32, 3, 8), (128, 256, 32, 4, 8), (128, 128, 32, 4, 8)],
 }
-_GPU_CONFIGS = {p: [_cfg(*k) for k in keys] for p, keys in _GPU_SPACE.items()}
-
-
-def _prune_by_precision(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
-    """Keep only the configs listed for this call's precision (one autotuner, three spaces)."""
-    wanted = set(_GPU_SPACE[kwargs["INPUT_PRECISION"]])
-    return [c for c in configs if _config_key(c) in wanted]
-
-
-if INTERPRET:
-    # One small config: a single config is never benchmarked, and small tiles keep numpy's
-    # per-program work cheap on tiny test shapes.
-    _CONFIGS = [_cfg(32, 32, 32, 1, 4)]
-else:
-    # The union of the three spaces; _prune_by_precision picks this call's subset.
-    _CONFIGS = list({_config_key(c): c for p in PRECISIONS for c in _GPU_CONFIGS[p]}.values())
+_CONFIGS, _prune_by_precision = _p12.autotune_space(_GPU_SPACE)
 
 # GEMM2's tile width is the autotuner's choice, known only after the launch; the partial
 # buffers are allocated for the narrowest candidate and sliced to the chosen T afterwards.
@@ -73,21 +56,12 @@ MIN_BLOCK_N = min(c.kwargs["BLOCK_N"] for c in _CONFIGS)
 
 
 # ----------------------------------------------------------------------------------------
-# Pieces shared by the GEMM kernels here and in step 05 (inlined by the compiler)
+# Pieces shared by the GEMM kernels here and in step 05 (inlined by the compiler); the tile
+# order and the dot-product loop are problem 12's (its step 05): kernels read module-level
+# JIT functions only, hence the aliases.
 # ----------------------------------------------------------------------------------------
-@triton.jit
-def _grouped_tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    # Consecutive programs walk GROUP_M row-blocks down one column of tiles before moving
-    # right, so the weight tiles they share are still in L2 (as in problem 12).
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)  # the last group may be short
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    return pid_m, pid_n
+grouped_tile = _p12.grouped_tile
+dot_tile = _p12.dot_tile
 
 
 @triton.jit
@@ -112,39 +86,6 @@ def _partial_lse_store(z, offs_m, offs_n, M, N, pid_n, pmax_ptr, psum_ptr,
     tl.store(psum_ptr + rows * stride_sm + pid_n * stride_st, tile_sum, mask=row_ok)
 
 
-@triton.jit
-def _dot_tile(a_ptr, w_ptr, M, N, K, stride_am, stride_ak, stride_wn, stride_wk, pid_m, pid_n,
-              INPUT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
-    # acc = A[tile rows] @ W[tile cols].T for A (M, K) and W (N, K), fp32 accumulator.
-    # Rows/columns past M/N wrap around (% M, % N): loads stay in bounds without masks and
-    # the callers' stores mask the wrapped results away.
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    # int64 row offsets: M * stride_am can pass 2**31 elements (h is 16384 x 4096 = 2**26,
-    # but the wrappers accept any size). A tile is (BLOCK_M, BLOCK_K); W is read as its
-    # transpose (BLOCK_K, BLOCK_N) through the strides, no copy.
-    a_ptrs = a_ptr + (offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :] * stride_ak)
-    w_ptrs = w_ptr + (offs_k[:, None] * stride_wk + offs_n[None, :].to(tl.int64) * stride_wn)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(w_ptrs)
-        else:
-            # Zero-fill past K so the tail chunk adds nothing to the dot product.
-            k_left = K - k * BLOCK_K
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        # "ieee": fp32 FMAs; "tf32": one tensor-core pass on 10-bit mantissas;
-        # "tf32x3": big*big + big*small + small*big, ~fp32 accuracy in three passes.
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        a_ptrs += BLOCK_K * stride_ak
-        w_ptrs += BLOCK_K * stride_wk
-    return acc
-
-
 # ----------------------------------------------------------------------------------------
 # 1. GEMM1 + bias + sigmoid: h (M, H) fp32
 # ----------------------------------------------------------------------------------------
@@ -161,8 +102,8 @@ def _linear_sigmoid_kernel(
     GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
 ):
     # Here N is the hidden size H and K the input size: x (M, K) @ W1.T (K, H).
-    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    acc = _dot_tile(x_ptr, w_ptr, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk,
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = dot_tile(x_ptr, w_ptr, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk,
                     pid_m, pid_n, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K)
     # Epilogue on the fp32 accumulator, then the only store of the tile.
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # unwrapped indices, for the masks
@@ -190,8 +131,8 @@ def _linear_partial_lse_kernel(
     GROUP_M: tl.constexpr, EVEN_K: tl.constexpr,
 ):
     # Here K is the hidden size H and N the output size: h (M, H) @ W2.T (H, N).
-    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    acc = _dot_tile(h_ptr, w_ptr, M, N, K, stride_hm, stride_hk, stride_wn, stride_wk,
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = dot_tile(h_ptr, w_ptr, M, N, K, stride_hm, stride_hk, stride_wn, stride_wk,
                     pid_m, pid_n, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)

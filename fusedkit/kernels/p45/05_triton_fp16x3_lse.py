@@ -47,9 +47,9 @@ check_inputs = _step04.check_inputs
 combine_lse = _step04.combine_lse
 
 # Kernels may only read module-level JIT functions and constexprs.
-_add_rn = _p12._add_rn
+_fp16x3_tile = _p12.fp16x3_tile  # problem 12 step 06's split GEMM tile
 _LO_SCALE = _p12._LO_SCALE  # 2**11
-_grouped_tile = _step04._grouped_tile
+_grouped_tile = _step04.grouped_tile
 _sigmoid = _step04._sigmoid
 _partial_lse_store = _step04._partial_lse_store
 H_SCALE = 2.0**14  # the fixed scale of h's split (see the module docstring)
@@ -69,43 +69,6 @@ _CONFIGS = [_cfg(32, 32, 32, 1, 4)] if INTERPRET else _GPU_CONFIGS
 # The unmasked K loop is only right if every BLOCK_K divides the padding multiple.
 assert all(K_ALIGN % c.kwargs["BLOCK_K"] == 0 for c in _CONFIGS), "BLOCK_K must divide K_ALIGN"
 MIN_BLOCK_N = min(c.kwargs["BLOCK_N"] for c in _CONFIGS)
-
-
-@triton.jit
-def _fp16x3_tile(ah_ptr, al_ptr, wh_ptr, wl_ptr, M, N, K, stride_am, stride_wn, pid_m, pid_n,
-                 USE_ASM_ADD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 BLOCK_K: tl.constexpr):
-    # (hi + lo/2048) @ (hi + lo/2048).T of A (M, K) and W (N, K), both split and padded to
-    # a K that is a multiple of BLOCK_K (no K masks), unit stride along K; the per-row
-    # scales are the caller's. Rows/columns past M/N wrap (% M, % N); stores mask them.
-    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    a_off = offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :]  # (BLOCK_M, BLOCK_K)
-    w_off = offs_k[:, None] + offs_n[None, :].to(tl.int64) * stride_wn  # W^T: (BLOCK_K, BLOCK_N)
-    ah_ptrs, al_ptrs = ah_ptr + a_off, al_ptr + a_off
-    wh_ptrs, wl_ptrs = wh_ptr + w_off, wl_ptr + w_off
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # sum of hi*hi, added outside the MMA
-    cross = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # hi*lo + lo*hi, inside the MMA
-    for _ in range(0, K // BLOCK_K):
-        ah = tl.load(ah_ptrs)
-        al = tl.load(al_ptrs)
-        wh = tl.load(wh_ptrs)
-        wl = tl.load(wl_ptrs)
-        # Cross terms are ~2**-11 of the result: the MMA's own accumulation is enough.
-        cross = tl.dot(ah, wl, cross)
-        cross = tl.dot(al, wh, cross)
-        # This chunk's hi*hi from a zero accumulator, then one round-to-nearest fp32 add.
-        chunk = tl.dot(ah, wh)
-        if USE_ASM_ADD:
-            acc = _add_rn(acc, chunk)
-        else:
-            acc = acc + chunk  # the interpreter cannot run inline PTX; numpy adds in IEEE fp32
-        ah_ptrs += BLOCK_K
-        al_ptrs += BLOCK_K
-        wh_ptrs += BLOCK_K
-        wl_ptrs += BLOCK_K
-    return acc + cross * (1.0 / _LO_SCALE)  # 1/2048: exact
 
 
 # ----------------------------------------------------------------------------------------

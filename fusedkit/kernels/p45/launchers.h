@@ -9,21 +9,14 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
+#include "../common/grid.h"
+
 namespace p45 {
 
-constexpr int64_t kMaxGridY = 65535;  // gridDim.y (and .z) limit; gridDim.x allows 2^31 - 1
-
-// Grid size of the scalar sigmoid epilogue (02), as p12's: about 16 blocks of 256 threads per
-// SM on a 132-SM H200, each thread looping over several rows (amortises block start-up).
-constexpr int64_t kEpilogueTargetBlocks = 2048;
-
-// Rows of the epilogue grid: kEpilogueTargetBlocks / col_blocks, clamped to [1, min(M, 65535)].
-inline unsigned epilogue_grid_rows(int64_t M, int64_t col_blocks) {
-    int64_t rows = kEpilogueTargetBlocks / (col_blocks > 0 ? col_blocks : 1);
-    rows = rows < 1 ? 1 : rows;
-    rows = rows < M ? rows : M;
-    return static_cast<unsigned>(rows < kMaxGridY ? rows : kMaxGridY);
-}
+// The epilogue grid (kMaxGridY, kEpilogueTargetBlocks, epilogue_grid_rows), as p12's.
+using fusedkit::epilogue_grid_rows;
+using fusedkit::kEpilogueTargetBlocks;
+using fusedkit::kMaxGridY;
 
 // The logsumexp kernels (02, 03) give one warp to one row of z: blocks of kLseWarps warps,
 // at most kLseMaxBlocks blocks, warps stride over the rows beyond (M > 8 * 2048 = 16384).
