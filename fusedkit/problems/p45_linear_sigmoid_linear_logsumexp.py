@@ -126,7 +126,7 @@ _STEPS = [
               triton=True) for prec in ("ieee", "tf32x3", "tf32")],
     Variant(5, "triton_fused_lse_fp16x3", "fp16x3 Triton GEMMs with the fused epilogues",
             "x, W1, W2 split into fp16 hi + lo; GEMM1 writes sigmoid(h) already split, so GEMM2 "
-            "reads half-size operands; fp32-faithful on fp16 tensor cores",
+            "needs no split pass of its own; fp32-faithful on fp16 tensor cores",
             _triton_step("05_triton_fp16x3_lse.py", "linear_sigmoid_linear_lse_fp16x3"),
             precision="fp16x3", source="p45/05_triton_fp16x3_lse.py", triton=True),
 ]
