@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -164,8 +165,8 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
     axes, and % of the time floor against ``dim``, one line per variant.
 
     ``series`` is :func:`fusedkit.results.sweep_series`'s frame (columns variant, ``dim``,
-    median_ms, pct_of_floor; optional sizes, device, timestamp, commit). Lines are
-    numbered in ladder order at their last point, with one key beside the right panel.
+    median_ms, pct_of_floor; optional sizes, device, timestamp, commit). Variants keep
+    ladder order and one colour each, named in one key under both panels.
     Dashed vertical lines mark where the fused kernel's arithmetic intensity crosses
     ``gpu``'s ridge point for each of ``precisions`` (below: memory-bound). ``gpu`` defaults
     to the spec matching the series' device (else the workbook's default GPU); the other
@@ -187,7 +188,7 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
     variants = sorted(dict.fromkeys(series["variant"]), key=lambda v: (place.get(v, len(place)), v))
     palette = dict(zip(variants, sns.color_palette("husl" if len(variants) > 10 else "tab10",
                                                    len(variants))))
-    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(14, 5.2))
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(14, 5.8))
     kw = dict(x=dim, hue="variant", hue_order=variants, palette=palette, marker="o", legend=False)
     sns.lineplot(data=series, y="median_ms", ax=ax_t, **kw)
     ax_t.set_xscale("log")
@@ -201,9 +202,8 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
         sns.lineplot(data=pct, y="pct_of_floor", ax=ax_p, **kw)
     ax_p.set_xscale("log")
     ax_p.set_ylabel("% of the time floor (higher is better)")
-    for ax, col, frame in ((ax_t, "median_ms", series), (ax_p, "pct_of_floor", pct)):
+    for ax in (ax_t, ax_p):
         ax.set_xlabel(dim)
-        _number_line_ends(ax, frame, dim, col, variants)
 
     # Where the fused kernel stops being memory-bound, per precision.
     notes = []
@@ -218,10 +218,10 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
             ax.annotate(f"{p} ridge\n{dim}={cross:.0f}", (cross, 1.0), xycoords=("data", "axes fraction"),
                         xytext=(3, -3), textcoords="offset points", va="top", fontsize=8,
                         color=_ROOF_COLOURS.get(p, "grey"))
-    key = [f"{i + 1}  {v}" for i, v in enumerate(variants)]
-    for i, line in enumerate(key):
-        ax_p.text(1.06, 1.0 - i * 0.055, line, transform=ax_p.transAxes, va="top", ha="left",
-                  fontsize=8, color=palette[variants[i]])
+    # One key under both panels: numbers at the line ends collided where lines end close together.
+    handles = [Line2D([], [], color=palette[v], marker="o", label=v) for v in variants]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(variants), 5), fontsize=8,
+               frameon=False)
     fixed = ", ".join(f"{k}={v}" for k, v in sizes.items() if k != dim)
     where = device or "unknown device"
     if {"timestamp", "commit"} <= set(series.columns):
@@ -231,23 +231,6 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
     fig.suptitle(title or f"{problem.key} sweep over {dim} ({fixed}) on {where}\n"
                  f"fused kernel (roofline of {gpu.name}, {src} ceilings): " + "; ".join(notes),
                  fontsize=10)
-    fig.tight_layout()
+    rows = -(-len(variants) // 5)   # legend rows under the panels
+    fig.tight_layout(rect=(0, 0.02 + 0.04 * rows, 1, 1))
     return fig
-
-
-def _number_line_ends(ax: plt.Axes, frame: pd.DataFrame, x: str, y: str,
-                      variants: Sequence[str]) -> None:
-    """Write each variant's number (its place in ``variants``, 1-based) at its line's last
-    point; numbers of lines ending close together step sideways instead of overlapping."""
-    ends = (frame.sort_values(x).groupby("variant").tail(1).set_index("variant")
-            .reindex([v for v in variants if v in set(frame["variant"])]))
-    # Same rule as _numbered_labels: near-equal values at one x step sideways.
-    ends = ends.sort_values(y, ascending=False)
-    last: dict[float, tuple[float, int]] = {}
-    for v, r in ends.iterrows():
-        key = round(float(np.log10(r[x])), 2)
-        prev, prev_dx = last.get(key, (float("inf"), -12))
-        dx = prev_dx + 12 if r[y] > 0 and prev / r[y] < 1.25 else 5
-        last[key] = (float(r[y]), dx)
-        ax.annotate(str(variants.index(v) + 1), (r[x], r[y]), xytext=(dx, 4),
-                    textcoords="offset points", fontsize=8, weight="bold")

@@ -237,6 +237,26 @@ def test_sweep_chart_has_two_log_panels_and_ridge_lines(tmp_path):
     assert {ln.get_xdata()[0] for ln in dashed} == want and len(want) == 2
     title = fig._suptitle.get_text()
     assert "H200" in title and "memory-bound below batch_size ~ " in title and "tf32" in title
-    assert {t.get_text() for t in ax_p.texts} >= {"1  eager", "2  triton_tf32"}
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["eager", "triton_tf32"]
     with pytest.raises(ValueError, match="series is empty"):
         plots.sweep_chart(s.iloc[0:0], "batch_size", problem=P12)
+
+
+def test_sweep_summary_reads_flat_range_best_floor_and_speedup():
+    rows = []
+    # "a" costs the same up to 64, then grows; "b" has a noisy slow point at 4 and grows at 256.
+    for b, ta, tb in ((1, 0.10, 0.20), (4, 0.11, 0.40), (64, 0.12, 0.21), (256, 0.50, 0.60)):
+        rows.append({"variant": "a", "batch_size": b, "median_ms": ta, "pct_of_floor": 10.0 * b ** 0.5,
+                     "speedup": 1.0})
+        rows.append({"variant": "b", "batch_size": b, "median_ms": tb, "pct_of_floor": 40.0 if b == 64 else 5.0,
+                     "speedup": ta / tb})
+    got = results.sweep_summary(pd.DataFrame(rows), "batch_size")
+    assert list(got.index) == ["a", "b"]
+    assert got.loc["a", "flat_up_to"] == 64 and got.loc["b", "flat_up_to"] == 64
+    assert got.loc["a", "ms_at_1"] == 0.10 and got.loc["b", "ms_at_256"] == 0.60
+    assert got.loc["a", "best_at_batch_size"] == 256 and got.loc["b", "best_at_batch_size"] == 64
+    assert got.loc["b", "speedup_at_largest"] == pytest.approx(0.50 / 0.60)
+    with pytest.raises(ValueError, match="series is empty"):
+        results.sweep_summary(pd.DataFrame(rows).iloc[0:0], "batch_size")
+    with pytest.raises(ValueError, match="flat="):
+        results.sweep_summary(pd.DataFrame(rows), "batch_size", flat=1.0)
