@@ -126,6 +126,33 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
     return run[cols].reset_index(drop=True)
 
 
+def sweep_summary(series: pd.DataFrame, dim: str, flat: float = 1.25) -> pd.DataFrame:
+    """One row per variant of a sweep series (:func:`sweep_series`): its time at the smallest
+    and the largest ``dim``, ``flat_up_to`` (the largest ``dim`` whose time is within ``flat``
+    times the variant's fastest point: up to there more work is nearly free, the kernel pays a
+    fixed cost, a launch or the weights' bytes; a maximum rather than the first rise, so one
+    noisy small point does not end it), its best % of floor with the ``dim`` where it was
+    reached, and its speed-up over eager at the largest point. Ladder order kept.
+    """
+    if series.empty:
+        raise ValueError("series is empty: no recorded sweep to summarise (see sweep_series)")
+    if flat <= 1:
+        raise ValueError(f"flat={flat}: a time ratio above 1 (1.25 = 25% above the smallest point)")
+    rows = []
+    for variant, g in series.groupby("variant", sort=False):
+        g = g.sort_values(dim)
+        cheap = g.loc[g["median_ms"] <= flat * g["median_ms"].min(), dim]
+        best = g.loc[g["pct_of_floor"].idxmax()] if g["pct_of_floor"].notna().any() else None
+        rows.append({"variant": variant,
+                     f"ms_at_{g[dim].iloc[0]}": g["median_ms"].iloc[0],
+                     f"ms_at_{g[dim].iloc[-1]}": g["median_ms"].iloc[-1],
+                     "flat_up_to": int(cheap.max()),
+                     "best_pct_of_floor": None if best is None else best["pct_of_floor"],
+                     f"best_at_{dim}": None if best is None else int(best[dim]),
+                     "speedup_at_largest": g["speedup"].iloc[-1]})
+    return pd.DataFrame(rows).set_index("variant")
+
+
 def _empty_series(cols: list[str], dim: str) -> pd.DataFrame:
     """A sweep series with no rows, typed like a real one."""
     out = pd.DataFrame({c: pd.Series(dtype=str) for c in cols})
