@@ -1,5 +1,5 @@
 // Computes the same two epilogues as 02, h = sigmoid(h + b1) in place and out[m] = logsumexp_n(z[m, n] + b2[n]), with 16-byte float4 accesses and several loads in flight per thread.
-// Changed against 02: ld/st.global.v4.f32; the sigmoid thread loads one float4 in 4 rows before any store, the logsumexp lane loads 8 float4s of z (and of b2) before reducing them; 02's scalar kernels are the fallback when a size is not a multiple of 4 or a pointer not 16-byte aligned.
+// Changed against 02: ld/st.global.v4.f32; the sigmoid thread loads one float4 in 4 rows before any store, the logsumexp lane loads 8 float4s of z per chunk and issues the next chunk's loads (the warp's next row) before it reduces the current one, on a persistent grid; 02's scalar kernels are the fallback when a size is not a multiple of 4 or a pointer not 16-byte aligned.
 // Bound: memory, as 02: 2*M*H*4 bytes for the sigmoid, M*N*4 bytes (64 MiB at the default sizes) for the logsumexp; the gain is fewer instructions and more bytes in flight to cover HBM latency.
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -58,29 +58,29 @@ p45_sigmoid_vec4_kernel(float4* __restrict__ h,          // (M, H / 4) float4s, 
 }
 
 // ---------------------------------------------------------------------------------------
-// (b) logsumexp row reduction, one warp per row as 02, float4 loads.
-// A warp walks its row in chunks of 32 lanes x kLseVecPerLane float4s = 256 float4s = 1 KiB
-// floats (the whole row at N = 1024). Per chunk a lane issues its 8 loads of z (16 B each,
-// lane-consecutive: each warp instruction reads 512 contiguous bytes) and its 8 bias float4s
-// (ld.global.nc, L1 hits after the first row), and only then reduces: the chunk's max, the
-// running sum rescaled once to the new max, then one exp per value.
+// (b) logsumexp row reduction, one warp per row at a time as 02, float4 loads, software-pipelined.
+// A warp walks its rows in chunks of 32 lanes x kLseVecPerLane float4s = 256 float4s = 1 KiB
+// floats (the whole row at N = 1024). A lane holds two chunks: the one it reduces and the next
+// one (the next chunk of this row, or the first of the warp's next row), whose 8 loads it issues
+// before it reduces the current one. The bias float4s (ld.global.nc, L1 hits after the first
+// row) are added when a chunk is reduced.
 //
-// Measured on an H200 (2026-11-29, commit e5b2610, M = 16384, N = 1024): the first version of
-// this kernel took 40.2 us = 1671 GB/s, 61% of a same-size copy (2755 GB/s), against a
-// prediction of 15-18 us. The bytes were not the limit, the instructions were: each value went
-// through expf (about 10 instructions with its range reduction) inside a `v == m ? 1 : expf(v - m)`
-// select that compiled to branches (65 in the kernel's PTX), about 1000 instructions per lane per
-// row: 16384 rows x 32 lanes x 1000 = 5e8 thread-instructions, ~16 us of issue on 132 SMs at
-// 128 per clock, and none of it overlapped with loads, since each warp loads one row and then
-// only computes. Now, per value: add the bias, subtract the max, multiply by log2(e), one
-// ex2.approx (MUFU), one add; out-of-row slots are -inf (exp2 gives 0) instead of a branch; the
-// exact select survives only for a lane whose max is infinite (warp-uniform in practice).
-// ~6 instructions per value, ~250 per lane per row: prediction 17-24 us, 2.7-3.8 TB/s, at or
-// above the same-size copy's 2755 GB/s (a read-mostly pass moves its 64 MiB one way only).
-// Measured (H200, 2026-11-29, commit 2c0543b): 34.3 us, 1960 GB/s = 71% of the same-size copy
-// (2755 GB/s, 24.4 us). The prediction's low end was below the copy itself; the rest of the
-// miss is the load-then-compute order: 62 registers allow 32 warps per SM, so the 16384 rows
-// run in about four waves in which each warp waits for its 4 KiB and then only computes.
+// History, all on an H200 at M = 16384, N = 1024 (64 MiB of z):
+// - v1 (commit e5b2610): 40.2 us, 61% of a same-size copy (2755 GB/s). Each value went through
+//   expf inside a `v == m ? 1 : expf(v - m)` select that compiled to branches: ~1000
+//   instructions per lane per row.
+// - v2 (commit 2c0543b): one ex2.approx per value, no branch per value: 34.3 us, 71% of the
+//   copy (24.4 us), against a 17-24 us prediction. Instructions were no longer the limit
+//   (~300 per lane per row, ~5 us of issue); the order was. One row per warp, 2048 blocks of 8
+//   warps, 32 warps per SM: four waves in which every warp loads its 4 KiB, waits, then only
+//   computes, so memory idles while a wave computes.
+// - v3 (this one): the next chunk is in flight while the current one is reduced, and the grid
+//   is persistent (as many blocks as fit on the GPU at once, each warp taking M / warps rows,
+//   evened out so no warp takes one row more than the rest need). Prediction: memory stays
+//   busy; 26-29 us, 85-95% of the same-size copy.
+// Per value: add the bias, subtract the max, multiply by log2(e), one ex2.approx (MUFU), one
+// add; out-of-row slots are -inf (exp2 gives 0) instead of a branch; the exact select survives
+// only for a lane whose max is infinite (warp-uniform in practice).
 // Accuracy: ex2.approx.f32 is within 2 ulp; v - m is exact to 2^-24 of its size, so the
 // dominant terms (v near m) carry ~2e-7 relative error each, averaged over the row: the
 // result's error stays near 1e-7 absolute on values near ln(N) ~ 7, inside the fp32 tier.
@@ -113,54 +113,102 @@ __device__ __forceinline__ float sum_exp4_exact(float4 v, float m) {
            (p45::exp_below(v.z, m) + p45::exp_below(v.w, m));
 }
 
+// Issues a lane's loads of chunk c0 of one row of z. Lanes whose float4 index passes the row's
+// end (the last chunk, or N / 4 < 256) load the row's last float4 instead, which is in bounds,
+// and lse_chunk counts it as -inf: the loads stay unconditional and go out back to back.
+__device__ __forceinline__ void load_chunk(float4 (&v)[kLseVecPerLane], const float4* z_row,
+                                           int c0, int N4, int lane) {
+#pragma unroll
+    for (int i = 0; i < kLseVecPerLane; ++i) {
+        const int idx = c0 + i * 32 + lane;
+        v[i] = z_row[idx < N4 ? idx : N4 - 1];
+    }
+}
+
+// Folds chunk c0 (raw z, as loaded) into the lane's running (max, sum): bias added on the fly,
+// one rescale of the old sum per chunk, then one exp per value.
+__device__ __forceinline__ p45::LseState lse_chunk(p45::LseState st,
+                                                   const float4 (&z)[kLseVecPerLane],
+                                                   const float4* __restrict__ b2,
+                                                   int c0, int N4, int lane) {
+    const float4 none = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    float4 v[kLseVecPerLane];
+    float chunk_max = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kLseVecPerLane; ++i) {
+        const int idx = c0 + i * 32 + lane;
+        v[i] = add4(z[i], __ldg(b2 + (idx < N4 ? idx : N4 - 1)));
+        v[i] = idx < N4 ? v[i] : none;  // a select, not a branch
+        chunk_max = fmaxf(chunk_max, max4(v[i]));
+    }
+    const float m_new = fmaxf(st.m, chunk_max);
+    float s = st.s * p45::exp_below(st.m, m_new);  // see exp_below for the infinite cases
+    if (isfinite(m_new)) {  // always, unless this lane saw only -inf, or a +inf
+#pragma unroll
+        for (int i = 0; i < kLseVecPerLane; ++i) s += sum_exp4(v[i], m_new);
+    } else {
+        // With m_new = -inf every slot counts 1 (padding too): harmless, the pair is (-inf, s)
+        // and merges to 0 beside any finite max, or ends as -inf + log(s) = -inf.
+#pragma unroll
+        for (int i = 0; i < kLseVecPerLane; ++i) s += sum_exp4_exact(v[i], m_new);
+    }
+    return {m_new, s};
+}
+
 // Valid only when N % 4 == 0 and z, b2 16-byte aligned (then every row of z starts aligned).
-// Lanes whose float4 index passes the row's end (the last chunk, or N / 4 < 256) load the row's
-// last float4 instead, which is in bounds, and count it as -inf: all 16 loads stay
-// unconditional and go out back to back, and no branch depends on the column. Warp-uniform
-// loops (rows by warp index, chunks by N4), so every lane reaches the shuffles, as the full
-// mask requires.
+// Warp-uniform control flow (rows by warp index, chunks by N4), so every lane reaches the
+// shuffles, as the full mask requires.
 extern "C" __global__ void __launch_bounds__(p45::kLseThreads)
 p45_lse_vec4_kernel(const float4* __restrict__ z,    // (M, N / 4) float4s
                     const float4* __restrict__ b2,   // (N / 4,) float4s
                     float* __restrict__ out,         // (M,)
                     int M, int N4) {
     const int lane = threadIdx.x % 32;
-    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * p45::kLseWarps + threadIdx.x / 32;
     const int64_t row_stride = static_cast<int64_t>(gridDim.x) * p45::kLseWarps;
-    const float4 none = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-    for (int64_t m = first_row; m < M; m += row_stride) {
-        const float4* z_row = z + m * N4;
-        p45::LseState st = p45::lse_empty();
-        for (int c0 = 0; c0 < N4; c0 += kLseChunk4) {
-            float4 v[kLseVecPerLane];
-#pragma unroll
-            for (int i = 0; i < kLseVecPerLane; ++i) {
-                const int idx = c0 + i * 32 + lane;
-                const int at = idx < N4 ? idx : N4 - 1;
-                v[i] = add4(z_row[at], __ldg(b2 + at));  // bias added on the fly
-                v[i] = idx < N4 ? v[i] : none;           // a select, not a branch
-            }
-            float chunk_max = -INFINITY;
-#pragma unroll
-            for (int i = 0; i < kLseVecPerLane; ++i) chunk_max = fmaxf(chunk_max, max4(v[i]));
-            // One rescale per chunk: the old sum moved to the new max, plus the chunk's values
-            // relative to it (see exp_below in launchers.h for the infinite cases).
-            const float m_new = fmaxf(st.m, chunk_max);
-            float s = st.s * p45::exp_below(st.m, m_new);
-            if (isfinite(m_new)) {  // always, unless this lane saw only -inf, or a +inf
-#pragma unroll
-                for (int i = 0; i < kLseVecPerLane; ++i) s += sum_exp4(v[i], m_new);
-            } else {
-#pragma unroll
-                // With m_new = -inf every slot counts 1 (padding too): harmless, the pair is
-                // (-inf, s) and merges to 0 beside any finite max, or ends as -inf + log(s) = -inf.
-                for (int i = 0; i < kLseVecPerLane; ++i) s += sum_exp4_exact(v[i], m_new);
-            }
-            st = {m_new, s};
+    int64_t m = static_cast<int64_t>(blockIdx.x) * p45::kLseWarps + threadIdx.x / 32;
+    if (m >= M) return;  // warp-uniform: a whole warp without rows
+    float4 cur[kLseVecPerLane];
+    load_chunk(cur, z + m * N4, 0, N4, lane);
+    p45::LseState st = p45::lse_empty();
+    int c0 = 0;
+    while (true) {
+        // Where the next chunk is: further along this row, or the start of the warp's next row.
+        const bool row_ends = c0 + kLseChunk4 >= N4;
+        const int64_t m_next = row_ends ? m + row_stride : m;
+        const int c_next = row_ends ? 0 : c0 + kLseChunk4;
+        // Unconditional, so the compiler issues these loads first: past the warp's last row it
+        // re-loads the current chunk (in bounds, 4 KiB once per warp) and never reads it.
+        float4 nxt[kLseVecPerLane];
+        load_chunk(nxt, z + (m_next < M ? m_next : m) * N4, m_next < M ? c_next : c0, N4, lane);
+        st = lse_chunk(st, cur, b2, c0, N4, lane);
+        if (row_ends) {
+            st = p45::warp_lse_allreduce(st);
+            if (lane == 0) out[m] = p45::lse_value(st);
+            st = p45::lse_empty();
         }
-        st = p45::warp_lse_allreduce(st);
-        if (lane == 0) out[m] = p45::lse_value(st);
+        if (m_next >= M) break;
+        m = m_next;
+        c0 = c_next;
+#pragma unroll
+        for (int i = 0; i < kLseVecPerLane; ++i) cur[i] = nxt[i];
     }
+}
+
+// Blocks for the persistent grid: as many as fit on the device at once, then evened out so that
+// every warp takes the same number of rows, give or take one. At M = 16384 with 2 blocks per SM
+// on 132 SMs, 264 blocks would give some warps 8 rows and the rest 7, and all would wait on the
+// 8-row ones; 256 blocks give every warp 8.
+static unsigned lse_vec4_grid_blocks(int64_t M) {
+    int device = 0, sms = 0, per_sm = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p45_lse_vec4_kernel, p45::kLseThreads, 0);
+    const int64_t resident = static_cast<int64_t>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    const int64_t needed = (M + p45::kLseWarps - 1) / p45::kLseWarps;  // one row per warp
+    const int64_t blocks = needed < resident ? needed : resident;
+    const int64_t rows_per_warp = (M + blocks * p45::kLseWarps - 1) / (blocks * p45::kLseWarps);
+    const int64_t even = (M + rows_per_warp * p45::kLseWarps - 1) / (rows_per_warp * p45::kLseWarps);
+    return static_cast<unsigned>(even < 1 ? 1 : even);
 }
 
 namespace p45 {
@@ -193,7 +241,7 @@ void launch_lse_vec4(const float* z, const float* b2, float* out, int M, int N,
         launch_lse_scalar(z, b2, out, M, N, stream);  // any N, any 4-byte alignment
         return;
     }
-    p45_lse_vec4_kernel<<<lse_grid_blocks(M), kLseThreads, 0, stream>>>(
+    p45_lse_vec4_kernel<<<lse_vec4_grid_blocks(M), kLseThreads, 0, stream>>>(
         reinterpret_cast<const float4*>(z), reinterpret_cast<const float4*>(b2), out, M, N / 4);
 }
 

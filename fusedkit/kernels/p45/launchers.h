@@ -18,9 +18,10 @@ using fusedkit::epilogue_grid_rows;
 using fusedkit::kEpilogueTargetBlocks;
 using fusedkit::kMaxGridY;
 
-// The logsumexp kernels (02, 03) give one warp to one row of z: blocks of kLseWarps warps,
-// at most kLseMaxBlocks blocks, warps stride over the rows beyond (M > 8 * 2048 = 16384).
-// At the default M = 16384 that is exactly one row per warp.
+// The logsumexp kernels (02, 03) give one warp to one row of z at a time, in blocks of kLseWarps
+// warps. 02's grid: at most kLseMaxBlocks blocks, warps stride over the rows beyond
+// (M > 8 * 2048 = 16384); at the default M = 16384 exactly one row per warp. 03 sizes its own,
+// persistent grid (as many blocks as fit at once), so that each warp has a next row to prefetch.
 constexpr int kLseWarps = 8;
 constexpr int kLseThreads = 32 * kLseWarps;
 constexpr int64_t kLseMaxBlocks = 2048;
@@ -52,12 +53,13 @@ void launch_lse_scalar(const float* z, const float* b2, float* out, int M, int N
 // 16-byte aligned; otherwise it launches 02's scalar kernel (same result, slower).
 void launch_sigmoid_vec4(float* h, const float* b1, int M, int H, cudaStream_t stream);
 
-// 03 (b): the logsumexp reduction with float4 loads, 8 per lane in flight, when N % 4 == 0 and
-// z, b2 are 16-byte aligned; otherwise 02's scalar kernel. At M = 16384, N = 1024 (64 MiB of z
-// read once) the first version measured 40.2 us on an H200, 61% of a same-size copy: limited by
-// instructions (expf inside branches), not bytes; the rewrite (one ex2.approx per value, no
-// per-value branch) is predicted at 17-24 us (see 03). The scalar 02 kernel keeps the exact
-// online form, one expf per value: its 52.4 us shows the instruction cost.
+// 03 (b): the logsumexp reduction with float4 loads, 8 per lane per chunk, the next chunk's
+// loads in flight while the current one is reduced, when N % 4 == 0 and z, b2 are 16-byte
+// aligned; otherwise 02's scalar kernel. At M = 16384, N = 1024 (64 MiB of z read once) on an
+// H200: 40.2 us with expf inside branches (instruction-bound), 34.3 us with one ex2.approx per
+// value (71% of a same-size copy: each warp loaded, waited, then computed), and now pipelined
+// (see 03 for the prediction). The scalar 02 kernel keeps the exact online form, one expf per
+// value: its 52 us shows the instruction cost.
 void launch_lse_vec4(const float* z, const float* b2, float* out, int M, int N,
                      cudaStream_t stream);
 
