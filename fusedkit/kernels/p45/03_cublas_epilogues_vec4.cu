@@ -77,7 +77,8 @@ p45_sigmoid_vec4_kernel(float4* __restrict__ h,          // (M, H / 4) float4s, 
 // - v3 (this one): the next chunk is in flight while the current one is reduced, and the grid
 //   is persistent (as many blocks as fit on the GPU at once, each warp taking M / warps rows,
 //   evened out so no warp takes one row more than the rest need). Prediction: memory stays
-//   busy; 26-29 us, 85-95% of the same-size copy.
+//   busy; 26-29 us, 85-95% of the same-size copy. Measured (commit cde70af): 27.9 us,
+//   2405 GB/s, 86% of the same-size copy (2807 GB/s); 85 registers, 2 blocks per SM.
 // Per value: add the bias, subtract the max, multiply by log2(e), one ex2.approx (MUFU), one
 // add; out-of-row slots are -inf (exp2 gives 0) instead of a branch; the exact select survives
 // only for a lane whose max is infinite (warp-uniform in practice).
