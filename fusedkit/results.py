@@ -137,19 +137,20 @@ def sweep_summary(series: pd.DataFrame, dim: str, flat: float = 1.25) -> pd.Data
     if series.empty:
         raise ValueError("series is empty: no recorded sweep to summarise (see sweep_series)")
     if flat <= 1:
-        raise ValueError(f"flat={flat}: a time ratio above 1 (1.25 = 25% above the smallest point)")
+        raise ValueError(f"flat={flat}: a time ratio above 1 (1.25 = 25% above the fastest point)")
+    lo, hi = int(series[dim].min()), int(series[dim].max())   # the series' ends (NaN if skipped)
     rows = []
     for variant, g in series.groupby("variant", sort=False):
-        g = g.sort_values(dim)
+        at = g.set_index(dim)
         cheap = g.loc[g["median_ms"] <= flat * g["median_ms"].min(), dim]
         best = g.loc[g["pct_of_floor"].idxmax()] if g["pct_of_floor"].notna().any() else None
         rows.append({"variant": variant,
-                     f"ms_at_{g[dim].iloc[0]}": g["median_ms"].iloc[0],
-                     f"ms_at_{g[dim].iloc[-1]}": g["median_ms"].iloc[-1],
+                     f"ms_at_{lo}": at["median_ms"].get(lo, float("nan")),
+                     f"ms_at_{hi}": at["median_ms"].get(hi, float("nan")),
                      "flat_up_to": int(cheap.max()),
                      "best_pct_of_floor": None if best is None else best["pct_of_floor"],
                      f"best_at_{dim}": None if best is None else int(best[dim]),
-                     "speedup_at_largest": g["speedup"].iloc[-1]})
+                     "speedup_at_largest": at["speedup"].get(hi, float("nan"))})
     return pd.DataFrame(rows).set_index("variant")
 
 

@@ -256,6 +256,9 @@ def test_sweep_summary_reads_flat_range_best_floor_and_speedup():
     assert got.loc["a", "ms_at_1"] == 0.10 and got.loc["b", "ms_at_256"] == 0.60
     assert got.loc["a", "best_at_batch_size"] == 256 and got.loc["b", "best_at_batch_size"] == 64
     assert got.loc["b", "speedup_at_largest"] == pytest.approx(0.50 / 0.60)
+    # a variant that skipped the largest point reads NaN there, not its own last point
+    short = results.sweep_summary(pd.DataFrame(rows[:-1]), "batch_size")
+    assert short.loc["a", "ms_at_256"] == 0.50 and pd.isna(short.loc["b", "ms_at_256"])
     with pytest.raises(ValueError, match="series is empty"):
         results.sweep_summary(pd.DataFrame(rows).iloc[0:0], "batch_size")
     with pytest.raises(ValueError, match="flat="):
