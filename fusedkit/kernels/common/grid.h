@@ -22,4 +22,18 @@ inline unsigned epilogue_grid_rows(int64_t M, int64_t col_blocks) {
     return static_cast<unsigned>(rows < kMaxGridY ? rows : kMaxGridY);
 }
 
+// Exact grid of the float4 epilogue kernels (p12 step 03, p45 step 03): x has one thread per
+// float4 column (cols4 float4s per row, `threads` per block), y one block per tile of
+// rows_per_tile rows, capped at kMaxGridY (the kernels stride over any further tiles).
+struct GridXY {
+    unsigned x, y;
+};
+
+inline GridXY vec4_tile_grid(int64_t M, int64_t cols4, int threads, int rows_per_tile) {
+    const int64_t col_blocks = (cols4 + threads - 1) / threads;
+    int64_t row_groups = (M + rows_per_tile - 1) / rows_per_tile;
+    row_groups = row_groups < kMaxGridY ? row_groups : kMaxGridY;
+    return {static_cast<unsigned>(col_blocks), static_cast<unsigned>(row_groups)};
+}
+
 }  // namespace fusedkit

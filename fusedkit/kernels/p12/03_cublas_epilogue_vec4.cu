@@ -100,11 +100,8 @@ void launch_epilogue_vec4(float* y, const float* b, int M, int N,
     // possible. What the persistent grid saves, launching ~1000 more blocks, is well under a
     // microsecond. gridDim.x = ceil(N4 / 256) <= 2^21 fits (limit 2^31 - 1); gridDim.y is
     // capped at 65535 and the kernel strides over any further row groups.
-    const int64_t col_blocks = (static_cast<int64_t>(N4) + kVec4Threads - 1) / kVec4Threads;
-    int64_t row_groups = (static_cast<int64_t>(M) + kVec4Rows - 1) / kVec4Rows;
-    row_groups = row_groups < kMaxGridY ? row_groups : kMaxGridY;
-    const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(row_groups));
-    p12_epilogue_vec4_kernel<<<grid, kVec4Threads, 0, stream>>>(
+    const fusedkit::GridXY g = fusedkit::vec4_tile_grid(M, N4, kVec4Threads, kVec4Rows);
+    p12_epilogue_vec4_kernel<<<dim3(g.x, g.y), kVec4Threads, 0, stream>>>(
         reinterpret_cast<float4*>(y), reinterpret_cast<const float4*>(b), M, N4, multiplier,
         negative_slope);
 }

@@ -228,11 +228,8 @@ void launch_sigmoid_vec4(float* h, const float* b1, int M, int H, cudaStream_t s
     // Exact grid as p12's: one 4-row tile per thread. At 16384 x 4096 that is 4 x 4096 blocks
     // (256 MiB read, 256 MiB written: ~115-130 us at 4.2-4.8 TB/s). gridDim.y capped at 65535,
     // the kernel strides over further row groups.
-    const int64_t col_blocks = (static_cast<int64_t>(H4) + kVec4Threads - 1) / kVec4Threads;
-    int64_t row_groups = (static_cast<int64_t>(M) + kVec4Rows - 1) / kVec4Rows;
-    row_groups = row_groups < kMaxGridY ? row_groups : kMaxGridY;
-    const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(row_groups));
-    p45_sigmoid_vec4_kernel<<<grid, kVec4Threads, 0, stream>>>(
+    const fusedkit::GridXY g = fusedkit::vec4_tile_grid(M, H4, kVec4Threads, kVec4Rows);
+    p45_sigmoid_vec4_kernel<<<dim3(g.x, g.y), kVec4Threads, 0, stream>>>(
         reinterpret_cast<float4*>(h), reinterpret_cast<const float4*>(b1), M, H4);
 }
 
