@@ -30,8 +30,7 @@ for stage in ${STAGES:-info tests bench reports}; do
   echo "=== $stage $(date -u +%H:%M:%S)"
   case $stage in
     info)    python3 -m fusedkit info 2>&1 | tee "$OUT/info.txt"; command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/info.txt" ;;
-    tests)   # test_browser.py holds no GPU test and imports websocket, which the image lacks
-             python3 -m pytest -m gpu -q -rs --durations=20 -p no:cacheprovider ${TESTS:-tests --ignore=tests/test_browser.py} 2>&1 | tee "$OUT/gpu_tests.txt" | tail -40 ;;
+    tests)   python3 -m pytest -m gpu -q -rs --durations=20 -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.txt" | tail -40 ;;
     bench)   for p in ${PROBLEMS:-p12 p45}; do
                python3 -m fusedkit bench --problem "$p" ${BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.txt"
              done ;;
