@@ -1,19 +1,37 @@
 """Timing with one method: warm-up, L2 flush, device events, median with p10 / p90.
 
-On a GPU, :func:`time_fn` uses ``triton.testing.do_bench`` (CUDA events around each call,
-a 256 MB buffer written between calls to flush L2, warm-up and repeat budgets in
-milliseconds) and asks it for every sample. Without a GPU it times with the host clock
-and says so in ``timer`` ("cpu-wall"): such numbers are never mixed with GPU ones.
+Every call is made the same way: an untimed ``prepare(i)`` (the harness writes fresh values
+into the inputs there), an L2 flush, then the call between two CUDA events on the caller's
+stream. The first calls are warm-up, but their number is drawn at random and they look
+exactly like the timed ones, so a kernel cannot tell when the clock is running. A few timed
+calls, also drawn at random, keep a copy of their output for the caller to verify.
+
+The timer functions are bound when this module is imported: a kernel that patches
+``torch.cuda.Event`` or ``time.perf_counter`` later cannot change the time it is given.
+Without a GPU the same loop runs on the host clock and says so in ``timer`` ("cpu-wall"):
+such numbers are never mixed with GPU ones.
 """
 
 from __future__ import annotations
 
+import math
+import random
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import torch
+
+# Bound once, here: nothing a candidate kernel patches afterwards reaches the clock.
+_perf_counter = time.perf_counter
+_CudaEvent = torch.cuda.Event
+_cuda_synchronize = torch.cuda.synchronize
+
+FLUSH_BYTES = 256 * 2**20
+"""Bytes written between timed calls to evict the L2 cache (H200: 50 MB of L2)."""
+MAX_CALLS = 2000
+"""Most timed calls per measurement, whatever the budget (the flush costs ~0.1 ms each)."""
 
 
 @dataclass(frozen=True)
@@ -32,43 +50,125 @@ class Timing:
         return (self.p90_ms - self.p10_ms) / self.median_ms
 
 
+@dataclass
+class TimedCalls:
+    """What :func:`time_calls` measured, and the outputs it kept for verification."""
+
+    timing: Timing
+    kept: list[tuple[int, torch.Tensor]]   # (call index given to prepare, copy of its output)
+
+
 def _summarize(samples_ms: list[float], timer: str) -> Timing:
     a = np.asarray(samples_ms, dtype=float)
     return Timing(float(np.median(a)), float(np.percentile(a, 10)),
                   float(np.percentile(a, 90)), int(a.size), timer)
 
 
+def _check_budgets(warmup_ms: float, rep_ms: float) -> None:
+    if not (math.isfinite(warmup_ms) and math.isfinite(rep_ms)) or warmup_ms < 0 or rep_ms <= 0:
+        raise ValueError(f"warmup_ms={warmup_ms}, rep_ms={rep_ms}: need finite warmup_ms >= 0 "
+                         "and rep_ms > 0")
+
+
+def _resolve(device: str | torch.device | None) -> torch.device:
+    return torch.device(device) if device is not None else (
+        torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
+
+
+_flush_buffers: dict[torch.device, torch.Tensor] = {}
+
+
+def _flush_buffer(device: torch.device) -> torch.Tensor:
+    if device not in _flush_buffers:
+        _flush_buffers[device] = torch.empty(FLUSH_BYTES, dtype=torch.int8, device=device)
+    return _flush_buffers[device]
+
+
+def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | None = None,
+               warmup_ms: float = 100.0, rep_ms: float = 500.0,
+               device: str | torch.device | None = None, keep: int = 0,
+               rng: random.Random | None = None) -> TimedCalls:
+    """Time ``call()`` (no arguments: close over the inputs), each call preceded by an untimed
+    ``prepare(i)`` (``i`` counts every call, warm-up included) and, on a GPU, an L2 flush.
+
+    ``warmup_ms`` / ``rep_ms`` are time budgets in milliseconds, as in ``triton.testing.do_bench``;
+    the number of warm-up calls is randomised by up to a quarter. ``keep`` timed calls, drawn
+    at random, store a copy of their output (taken on the caller's stream right after the
+    call) in :attr:`TimedCalls.kept` with their index.
+    """
+    _check_budgets(warmup_ms, rep_ms)
+    device = _resolve(device)
+    rng = rng or random.Random()
+    gpu = device.type == "cuda"
+    flush = _flush_buffer(device) if gpu else None
+    kept: list[tuple[int, torch.Tensor]] = []
+    wanted: set[int] = set()
+    counter = [0]
+
+    def one() -> float | tuple:
+        i = counter[0]
+        counter[0] += 1
+        if prepare is not None:
+            prepare(i)
+        if gpu:
+            flush.zero_()
+            start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
+            start.record()
+            out = call()
+            end.record()
+            mark: float | tuple = (start, end)
+        else:
+            t0 = _perf_counter()
+            out = call()
+            mark = (_perf_counter() - t0) * 1e3
+        if i in wanted and isinstance(out, torch.Tensor):
+            kept.append((i, out.detach().clone()))
+        return mark
+
+    def elapsed(marks: list) -> list[float]:
+        if gpu:
+            _cuda_synchronize(device)
+            return [s.elapsed_time(e) for s, e in marks]
+        return marks
+
+    # Estimate one call's time from a few calls made exactly like the others.
+    estimate = max(float(np.median(elapsed([one() for _ in range(3)]))), 1e-4)
+    # The three estimating calls warm up a slow CPU call enough; a GPU always gets more.
+    n_warm = max(1 if gpu else 0, int(warmup_ms / estimate * rng.uniform(0.75, 1.25)))
+    n_rep = min(MAX_CALLS, max(10 if gpu else 3, int(rep_ms / estimate)))
+    first = counter[0] + n_warm
+    wanted.update(rng.sample(range(first, first + n_rep), min(keep, n_rep)))
+    warm = [one() for _ in range(n_warm)]
+    del warm
+    timed = elapsed([one() for _ in range(n_rep)])
+    return TimedCalls(_summarize(timed, "cuda-events" if gpu else "cpu-wall"), kept)
+
+
 def time_fn(fn: Callable[[], object], *, warmup_ms: float = 100.0, rep_ms: float = 500.0,
             device: str | torch.device | None = None) -> Timing:
-    """Time ``fn()`` (no arguments: close over the inputs).
+    """Time ``fn()`` alone (no input refresh, nothing kept): ceilings and components."""
+    return time_calls(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, device=device).timing
 
-    ``warmup_ms`` / ``rep_ms`` are time budgets in milliseconds, as in ``do_bench``.
+
+def device_busy_ms(call: Callable[[], object], device: str | torch.device, *,
+                   target_ms: float = 50.0, per_call_ms: float = 0.01) -> tuple[float, float]:
+    """(wall, host) milliseconds per call of ``call()`` made back to back between two device-wide
+    synchronizes: ``wall`` is what the whole GPU took, ``host`` what issuing took on the CPU.
+
+    Events on the caller's stream see only that stream; this sees every stream. A call whose
+    events show much less than ``wall`` while the host is not the bottleneck does work that the
+    events miss (on a stream the caller never waits for).
     """
-    if warmup_ms < 0 or rep_ms <= 0:
-        raise ValueError(f"warmup_ms={warmup_ms}, rep_ms={rep_ms}: need warmup_ms >= 0 and rep_ms > 0")
-    device = torch.device(device) if device is not None else (
-        torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu"))
-    if device.type == "cuda":
-        from triton.testing import do_bench  # noqa: PLC0415 - GPU mode only
-
-        samples = do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
-        return _summarize(list(samples), "cuda-events")
-    return _time_cpu(fn, warmup_ms, rep_ms)
-
-
-def _time_cpu(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> Timing:
-    """Host-clock timing, labelled "cpu-wall"; at least 3 samples."""
-    t_end = time.perf_counter() + warmup_ms / 1e3
-    fn()
-    while time.perf_counter() < t_end:
-        fn()
-    samples: list[float] = []
-    t_end = time.perf_counter() + rep_ms / 1e3
-    while len(samples) < 3 or time.perf_counter() < t_end:
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return _summarize(samples, "cpu-wall")
+    device = _require_cuda(device, "device-wide wall time")
+    n = int(min(200, max(3, target_ms / max(per_call_ms, 1e-3))))
+    _cuda_synchronize(device)
+    t0 = _perf_counter()
+    for _ in range(n):
+        call()
+    issued = _perf_counter()
+    _cuda_synchronize(device)
+    done = _perf_counter()
+    return (done - t0) * 1e3 / n, (issued - t0) * 1e3 / n
 
 
 def peak_memory_mb(fn: Callable[[], object], device: str | torch.device) -> float:

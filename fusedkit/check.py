@@ -1,16 +1,34 @@
-"""Correctness before speed: every variant against a float64 reference, on fresh inputs.
+"""Correctness before speed: every variant against a float64 reference, on fresh inputs,
+checked so that a careless or cheating kernel cannot pass.
 
-Error is ``rel = ||out - ref64|| / ||ref64||`` (Frobenius norms). Precision tiers:
+Error is ``rel = ||out - ref64|| / ||ref64||`` (Frobenius norms). Precision tiers
+(:data:`fusedkit.precision.TIERS`):
 
 - ``fp32-faithful``: rel no worse than 2x eager fp32's on the same inputs (with a floor of
   2 * 2**-24, so an exact eager result does not demand the impossible), AND
-  ``allclose(out, eager, atol=1e-4, rtol=1e-4)`` on every seed;
+  ``allclose(out, eager, atol=1e-4, rtol=1e-4)`` on every input;
 - ``kb-pass``: the allclose alone (KernelBench's fp32 rule);
 - ``fast``: neither; the error is reported next to the speed.
 
-Outputs are poisoned: before each run the allocator's next block of the output's size is
-filled with NaN, so an element a kernel forgets to write shows up as NaN, never as a
-stale correct-looking value.
+How one build is checked (:func:`check_build`), and the class of fault each step catches:
+
+1. The candidate gets a model; the harness keeps a deep copy it never sees, and copies of
+   two independent inputs. Nothing that holds the expected answer exists while it runs:
+   the references are computed afterwards, from the copies.
+2. Each call's output region is poisoned first (CUDA: the allocator's next block is filled
+   with NaN), so an element it forgets to write reads NaN (*unwritten output*).
+3. Right after each call the output is copied on the caller's current stream; after a
+   device-wide synchronize it must not have changed (*work outside the caller's stream*).
+4. The output must be a plain ``torch.Tensor`` of the right shape, dtype and device
+   (*not a plain output tensor*), sharing no memory with an input, a parameter or the
+   previous call's output (*output aliasing*).
+5. Inputs and parameters must be bit for bit what they were (*input or weight mutation*).
+6. The second output must be nearer its own reference than the first input's
+   (*result reuse*).
+7. After the requested sizes, one more build at a nearby odd shape, every dimension changed
+   (:func:`nearby_odd`), must not be grossly wrong (*shape specialisation*).
+
+Each failure is one line that starts with its class, so a learner sees what was detected.
 """
 
 from __future__ import annotations
@@ -23,41 +41,77 @@ from typing import Callable, Sequence
 
 import torch
 
+from fusedkit.precision import TIERS
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.base import INTERPRETER_FLOP_BUDGET
 from fusedkit.problems.baselines import tf32_matmul
 
 ATOL = RTOL = 1e-4
-TIERS = ("fp32-faithful", "kb-pass", "fast")
 EPS32 = 2.0**-24
+SECOND_INPUT = 1_000_000_007
+"""Offset of the second input's seed: independent of the first, never another seed's first."""
+SPECIALISED_FACTOR = 10.0
+"""At the nearby odd shape an error this many times the requested sizes' (or eager's) fails."""
+
+# The classes of fault, as the first words of each failure line.
+RAISED = "raised an error"
+NOT_PLAIN = "not a plain output tensor"
+UNWRITTEN = "unwritten output"
+STREAM = "work outside the caller's stream"
+ALIASING = "output aliasing"
+MUTATION = "input or weight mutation"
+REUSE = "result reuse"
+SPECIALISED = "shape specialisation"
+FAULT_CLASSES = (RAISED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, REUSE, SPECIALISED)
+
+Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
 
 
 @dataclass
 class CheckResult:
-    """Outcome of checking one variant over several seeds (worst seed reported)."""
+    """Outcome of checking one variant over several builds (worst input reported)."""
 
     problem: str
     variant: str
     sizes: Sizes
     seeds: list[int]
-    rel_error: float = math.nan          # worst over seeds
+    rel_error: float = math.nan          # worst over every checked input at ``sizes``
     max_abs_error: float = math.nan
-    eager_rel_error: float = math.nan    # eager fp32 on the same inputs (worst seed)
-    allclose: bool = False               # vs eager fp32, every seed
+    eager_rel_error: float = math.nan    # eager fp32 on the same inputs (worst)
+    allclose: bool = False               # vs eager fp32, every input
     tier: str = ""
-    failures: list[str] = field(default_factory=list)   # NaN, unwritten, wrong shape ...
+    failures: list[str] = field(default_factory=list)   # "<class>: what was seen"
+    odd_sizes: Sizes | None = None       # the nearby odd shape also checked
+    calls: int = 0                       # candidate calls made
 
     @property
     def ok(self) -> bool:
-        """True when the output was complete and finite on every seed (any tier)."""
+        """True when no fault was detected (any tier)."""
         return not self.failures
+
+    @property
+    def fault_classes(self) -> list[str]:
+        """The classes of the faults found, in :data:`FAULT_CLASSES` order."""
+        return [c for c in FAULT_CLASSES if any(f.startswith(c + ":") for f in self.failures)]
 
     def summary(self) -> str:
         if not self.ok:
             return f"{self.variant}: FAILED — " + "; ".join(self.failures)
+        odd = f", also right at {fmt_sizes(self.odd_sizes)}" if self.odd_sizes else ""
         return (f"{self.variant}: {self.tier}, rel. error {self.rel_error:.2e} "
                 f"(eager fp32 {self.eager_rel_error:.2e}), max abs {self.max_abs_error:.2e}, "
-                f"allclose 1e-4 {'yes' if self.allclose else 'no'} on {len(self.seeds)} seeds")
+                f"allclose 1e-4 {'yes' if self.allclose else 'no'} on {self.calls} calls "
+                f"({len(self.seeds)} builds){odd}")
+
+
+@dataclass
+class _Compared:
+    """One output against its own reference (and against the other input's, for reuse)."""
+
+    rel: float
+    max_abs: float
+    eager_rel: float
+    allclose: bool
 
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -75,6 +129,13 @@ def classify(rel: float, eager_rel: float, allclose_all: bool) -> str:
     if allclose_all and rel <= 2.0 * max(eager_rel, 2.0 * EPS32):
         return "fp32-faithful"
     return "kb-pass" if allclose_all else "fast"
+
+
+def tier_bound(tier: str, eager_rel: float) -> float:
+    """The largest rel. error ``tier`` allows beside eager's ``eager_rel`` (inf for ``fast``)."""
+    if tier in ("reference", "fp32-faithful"):
+        return 2.0 * max(eager_rel, 2.0 * EPS32)
+    return math.inf
 
 
 def poison_allocator(shape: Sequence[int], device: torch.device) -> None:
@@ -95,6 +156,26 @@ def reference64(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch
         return copy.deepcopy(model).double()(*[t.double() for t in inputs])
 
 
+def eager32(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The model's output in fp32 with TF32 off: KernelBench's reference."""
+    with torch.no_grad(), tf32_matmul(False):
+        return model(*inputs)
+
+
+def nearby_odd(problem: Problem, sizes: Sizes) -> Sizes:
+    """Sizes near ``sizes`` with every dimension changed to an odd number (so not a multiple
+    of 4, 16 or 128): about an eighth smaller, or 1-2 larger where that is impossible."""
+    out = {}
+    for d in problem.dims:
+        v = sizes[d.name]
+        c = v - max(1, v // 8)
+        c -= 1 - c % 2             # odd
+        if c < 1:
+            c = v + 1 if v % 2 == 0 else v + 2
+        out[d.name] = min(c, d.maximum if d.maximum % 2 else d.maximum - 1)
+    return problem.sizes(out)
+
+
 def cpu_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.device) -> str:
     """Why ``variant`` cannot run at ``sizes`` on ``device`` ("" when it can)."""
     if device.type == "cuda":
@@ -107,10 +188,138 @@ def cpu_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.
     return ""
 
 
+# -- the pieces of one build's check ------------------------------------------------------
+
+def one_line(e: BaseException) -> str:
+    """An exception as ``Type: first line of its message`` (long compiler output cut)."""
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:300] if text else '(no message)'}"
+
+
+def plain_output_fault(out: object, shape: tuple[int, ...], device: torch.device) -> str:
+    """What is wrong with a returned object as the problem's output ("" when it is right)."""
+    if type(out) is not torch.Tensor:   # a subclass can override comparisons or compute lazily
+        return f"returned a {type(out).__module__}.{type(out).__qualname__}; expected a plain torch.Tensor"
+    if out.device != device and not (out.device.type == device.type == "cuda"):
+        return f"output is on {out.device}, expected {device}"
+    if tuple(out.shape) != shape or out.dtype != torch.float32:
+        return f"output is {tuple(out.shape)} {out.dtype}, expected {shape} torch.float32"
+    return ""
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when the storages of ``a`` and ``b`` overlap (views of one buffer included)."""
+    if a.device != b.device:
+        return False
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaN payloads and signed zeros included)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def _read_on_caller_stream(out: torch.Tensor) -> torch.Tensor:
+    """A copy of ``out`` made on the caller's current stream, before any device-wide sync."""
+    return out.detach().clone() if out.is_cuda else out
+
+
+def _input_name(k: int) -> str:
+    return "x" if k == 0 else f"input #{k}"
+
+
+def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
+                device: torch.device) -> tuple[list[str], list[_Compared]]:
+    """Build once under ``seed``, call on two independent inputs, and check both calls.
+
+    Returns the failures (each "<class>: ...") and, when there are none, the two outputs
+    compared with their references.
+    """
+    model = problem.make_model(sizes, seed=seed, device=device)
+    hidden = copy.deepcopy(model)      # the candidate never sees this model
+    draws = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device) for k in (0, 1)]
+    originals = [[t.clone() for t in d] for d in draws]
+    expect = tuple(problem.output_shape(sizes))
+    try:
+        fn = build(model)
+    except Exception as e:  # noqa: BLE001 - a learner's build may fail in any way
+        return [f"{RAISED}: building it raised {one_line(e)}"], []
+    outs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for k, inputs in enumerate(draws):
+        poison_allocator(expect, device)
+        try:
+            with torch.no_grad():
+                out = fn(*inputs)
+        except Exception as e:  # noqa: BLE001
+            return [f"{RAISED}: call {k + 1} at {fmt_sizes(sizes)} raised {one_line(e)}"], []
+        fault = plain_output_fault(out, expect, device)
+        if fault:
+            return [f"{NOT_PLAIN}: {fault}"], []
+        outs.append((out, _read_on_caller_stream(out)))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+    failures = []
+    for k, (out, early) in enumerate(outs):
+        if not same_bits(out, early):
+            failures.append(f"{STREAM}: call {k + 1}'s output was still changing after the call "
+                            "returned; join any side stream to the caller's current stream")
+    named = {f"input {_input_name(i)} of call {k + 1}": t
+             for k, d in enumerate(draws) for i, t in enumerate(d)}
+    named.update({f"parameter {n}": p for n, p in model.named_parameters()})
+    named.update({f"buffer {n}": b for n, b in model.named_buffers()})
+    for k, (out, _) in enumerate(outs):
+        hits = [name for name, t in named.items() if shares_memory(out, t)]
+        if k and shares_memory(out, outs[0][0]):
+            hits.append("the previous call's output")
+        if hits:
+            failures.append(f"{ALIASING}: call {k + 1}'s output shares memory with {hits[0]}; "
+                            "return a new tensor")
+    before = dict(hidden.named_parameters()) | dict(hidden.named_buffers())
+    after = dict(model.named_parameters()) | dict(model.named_buffers())
+    for name, t in before.items():
+        if not same_bits(t, after[name]):
+            failures.append(f"{MUTATION}: the call changed {name}; a kernel must not write its weights")
+    for k, (d, o) in enumerate(zip(draws, originals)):
+        for i, (t, t0) in enumerate(zip(d, o)):
+            if not same_bits(t, t0):
+                failures.append(f"{MUTATION}: call {k + 1} changed its input {_input_name(i)}; "
+                                "a kernel must not write its inputs")
+    if failures:
+        return failures, []
+
+    # References only now, from copies the candidate never held.
+    refs = [reference64(hidden, o) for o in originals]
+    eagers = [eager32(hidden, o) for o in originals]
+    compared = []
+    for k, (out, _) in enumerate(outs):
+        bad = (~torch.isfinite(out) & torch.isfinite(refs[k])).sum().item()
+        if bad:
+            return [f"{UNWRITTEN}: call {k + 1}: {bad} of {out.numel()} elements are NaN/Inf "
+                    "(unwritten or overflowed) where the reference is finite"], []
+        compared.append(_Compared(rel_error(out, refs[k]), (out.double() - refs[k]).abs().max().item(),
+                                  rel_error(eagers[k], refs[k]),
+                                  torch.allclose(out, eagers[k], atol=ATOL, rtol=RTOL)))
+    second = outs[1][0]
+    if same_bits(second, outs[0][0]) or rel_error(second, refs[0]) < compared[1].rel:
+        return [f"{REUSE}: the second input got an answer nearer the first input's than its own; "
+                "a kernel must compute from the input it is given, not a cached result"], []
+    return [], compared
+
+
 def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
-                  device: str | torch.device = "cpu", seeds: int | Sequence[int] = 5,
-                  build: Callable | None = None) -> CheckResult:
-    """Check ``variant`` on ``seeds`` fresh draws of model weights and inputs.
+                  device: str | torch.device = "cpu", seeds: int | Sequence[int] = 3,
+                  build: Build | None = None, odd_shape: bool = True) -> CheckResult:
+    """Check ``variant`` on ``seeds`` fresh builds (weights drawn under each seed), each called
+    on two independent inputs, then once more at :func:`nearby_odd` sizes.
 
     ``seeds`` is a count (fresh random seeds, recorded in the result) or explicit seeds.
     ``build`` overrides ``variant.build`` (to check a function that is not registered).
@@ -123,44 +332,44 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
         raise ValueError(f"variant={variant.slug!r} on {device}: {refusal}")
     problem.check_runnable(sizes, device)
     if isinstance(seeds, int):
-        base = secrets.randbelow(2**31 - 64)
+        if seeds < 1:
+            raise ValueError(f"seeds={seeds}: need at least 1")
+        base = secrets.randbelow(2**30)
         seeds = [base + i for i in range(seeds)]
+    build = build or variant.build
     res = CheckResult(problem.key, variant.slug, sizes, list(seeds))
-    worst = {"rel": 0.0, "abs": 0.0, "eager": 0.0}
-    allclose_all = True
-    expect = tuple(problem.output_shape(sizes))
+    compared: list[_Compared] = []
     for seed in seeds:
-        model = problem.make_model(sizes, seed=seed, device=device)
-        inputs = problem.get_inputs(sizes, seed=seed, device=device)
-        ref = reference64(model, inputs)
-        with torch.no_grad(), tf32_matmul(False):
-            eager = model(*inputs)
-        fn = (build or variant.build)(model)
-        poison_allocator(expect, device)
-        out = fn(*inputs)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        if tuple(out.shape) != expect or out.dtype != torch.float32:
-            res.failures.append(f"seed {seed}: output is {tuple(out.shape)} {out.dtype}, "
-                                f"expected {expect} torch.float32")
-            break
-        bad = (~torch.isfinite(out) & torch.isfinite(ref)).sum().item()
-        if bad:
-            res.failures.append(f"seed {seed}: {bad} of {out.numel()} elements are NaN/Inf "
-                                f"(unwritten or overflowed) where the reference is finite")
-            break
-        worst["rel"] = max(worst["rel"], rel_error(out, ref))
-        worst["abs"] = max(worst["abs"], (out.double() - ref).abs().max().item())
-        worst["eager"] = max(worst["eager"], rel_error(eager, ref))
-        allclose_all &= torch.allclose(out, eager, atol=ATOL, rtol=RTOL)
-    if res.ok:
-        res.rel_error, res.max_abs_error = worst["rel"], worst["abs"]
-        res.eager_rel_error, res.allclose = worst["eager"], allclose_all
-        res.tier = "reference" if variant.slug == "eager" and build is None else classify(
-            worst["rel"], worst["eager"], allclose_all)
+        failures, got = check_build(problem, build, sizes, seed, device)
+        res.calls += 2
+        if failures:
+            res.failures = failures
+            return res
+        compared += got
+    res.rel_error = max(c.rel for c in compared)
+    res.max_abs_error = max(c.max_abs for c in compared)
+    res.eager_rel_error = max(c.eager_rel for c in compared)
+    res.allclose = all(c.allclose for c in compared)
+    if odd_shape:
+        res.odd_sizes = nearby_odd(problem, sizes)
+        failures, got = check_build(problem, build, res.odd_sizes, res.seeds[0] + 17, device)
+        res.calls += 2
+        worst = max((c.rel for c in got), default=math.nan)
+        allowed = SPECIALISED_FACTOR * max([res.rel_error, *(c.eager_rel for c in got), 2 * EPS32])
+        if failures or not worst <= allowed:
+            seen = "; ".join(failures) if failures else f"rel. error {worst:.2e} against {res.rel_error:.2e}"
+            res.failures = [f"{SPECIALISED}: right at {fmt_sizes(sizes)} but not at the nearby odd "
+                            f"shape {fmt_sizes(res.odd_sizes)} ({seen})"]
+            return res
+    res.tier = "reference" if variant.slug == "eager" and build is variant.build else classify(
+        res.rel_error, res.eager_rel_error, res.allclose)
     return res
 
 
 def describe(result: CheckResult) -> str:
     """One line for logs: problem, sizes and the summary."""
     return f"[{result.problem} {fmt_sizes(result.sizes)}] {result.summary()}"
+
+
+__all__ = ["ATOL", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES", "check_build", "check_variant",
+           "classify", "cpu_refusal", "describe", "nearby_odd", "rel_error", "tier_bound"]

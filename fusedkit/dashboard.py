@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 
 from fusedkit import records
+from fusedkit.precision import TIERS
+from fusedkit.results import add_speedup, run_label
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes
 
-TIER_ORDER: tuple[str, ...] = ("reference", "fp32-faithful", "kb-pass", "fast")
-"""Tiers from the most to the least accurate (the order of the dashboard's rows)."""
 
 
 def read_all(folder: str | os.PathLike[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
@@ -52,16 +52,6 @@ def _key(problem: Problem | str) -> str:
     return problem.key if isinstance(problem, Problem) else str(problem)
 
 
-def _with_speedup(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` plus ``speedup``: the eager time of the same run and sizes over each row's time
-    (NaN where that run did not time eager at those sizes)."""
-    eager = (df[df["variant"] == "eager"].groupby(["run_id", "sizes"])["median_ms"].first()
-             .rename("eager_ms"))
-    out = df.join(eager, on=["run_id", "sizes"])
-    out["speedup"] = out["eager_ms"] / out["median_ms"]
-    return out
-
-
 def _check_frame(rec: pd.DataFrame) -> None:
     missing = [c for c in records.COLUMNS if c not in rec.columns]
     if missing:
@@ -80,22 +70,16 @@ def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None
     Empty (same columns) when nothing is recorded.
     """
     _check_frame(rec)
-    df = rec[(rec["problem"] == _key(problem)) & rec["tier"].isin(TIER_ORDER)]
+    df = rec[(rec["problem"] == _key(problem)) & rec["tier"].isin(TIERS)]
     if sizes is not None:
         df = df[df["sizes"] == fmt_sizes(sizes)]
-    df = _with_speedup(df)
+    df = add_speedup(df)
     newest = df.sort_values("timestamp").groupby(["device", "sizes", "variant"]).tail(1)
     best = newest.sort_values("median_ms").groupby(["device", "sizes", "tier"]).head(1)
-    best = best.assign(tier_rank=best["tier"].map(TIER_ORDER.index))
+    best = best.assign(tier_rank=best["tier"].map(TIERS.index))
     cols = ["device", "sizes", "tier", "variant", "median_ms", "speedup", "rel_error", "tflops",
             "pct_of_floor", "run_id", "commit", "timestamp"]
     return best.sort_values(["device", "sizes", "tier_rank"])[cols].reset_index(drop=True)
-
-
-def run_label(row: pd.Series) -> str:
-    """"2026-11-29 11:17 e5b2610 H200": a run as one short, time-sortable label."""
-    device = str(row["device"]).removeprefix("NVIDIA ")
-    return f"{row['timestamp']:%Y-%m-%d %H:%M} {row['commit']} {device}"
 
 
 def runs_comparison(rec: pd.DataFrame, problem: Problem | str, *,
@@ -107,10 +91,10 @@ def runs_comparison(rec: pd.DataFrame, problem: Problem | str, *,
     Adds ``run`` (see :func:`run_label`) and ``speedup`` (within the run). Sorted by time.
     """
     _check_frame(rec)
-    df = _with_speedup(rec[rec["problem"] == _key(problem)])   # before choosing: needs eager
+    df = add_speedup(rec[rec["problem"] == _key(problem)])   # before choosing: needs eager
     if variants is None:
         keep = (df["variant"].isin(list(problem.variants)) if isinstance(problem, Problem)
-                else df["tier"].isin(TIER_ORDER))
+                else df["tier"].isin(TIERS))
     else:
         keep = df["variant"].isin(variants)
     df = df[keep].sort_values(["timestamp", "variant"])
@@ -149,7 +133,7 @@ def nearest_records(rec: pd.DataFrame, problem: Problem, sizes: Sizes,
     """
     _check_frame(rec)
     sizes = problem.sizes(sizes)
-    df = _with_speedup(rec[(rec["problem"] == problem.key) & (rec["timer"] == "cuda-events")])
+    df = add_speedup(rec[(rec["problem"] == problem.key) & (rec["timer"] == "cuda-events")])
     df = df[df["variant"].isin(variants)]   # after the speed-ups: they need each run's eager
 
     def distance(text: str) -> float:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from fusedkit.precision import PASSES, PRECISIONS
+
 # Every published sheet quotes tensor-core rates "with sparsity" first; these are halved.
 _A100 = "NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-nvidia-us-2188504-web, 2021)"
 _AMPERE_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), table 3"
@@ -51,17 +53,6 @@ class GpuSpec:
         changes = {k: v for k, v in (("mem_gbps", mem_gbps), ("bf16_tflops", bf16_tflops)) if v}
         return replace(self, measured=True, **changes) if changes else self
 
-
-# Which rate each arithmetic precision runs at. "tf32x3" is three TF32 products per
-# multiply-add (hi*hi + hi*lo + lo*hi) to recover FP32 accuracy: a third of the TF32 rate.
-PRECISIONS: dict[str, str] = {
-    "fp32": "fp32_tflops",
-    "tf32": "tf32_tflops",
-    "tf32x3": "tf32_tflops",
-    "fp16x3": "bf16_tflops",   # fp16 and bf16 tensor rates are equal on these parts
-    "bf16": "bf16_tflops",
-}
-PASSES: dict[str, int] = {"tf32x3": 3, "fp16x3": 3}
 
 SPECS: dict[str, GpuSpec] = {s.name: s for s in [
     GpuSpec("A100 SXM4 40GB", 19.5, 156.0, 312.0, 1555.0, 40.0, 108, 40.0,

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from fusedkit import check, results
+from fusedkit import results
 from fusedkit.kernels import step_path
+from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
 from fusedkit.problems import Problem, Sizes, fmt_sizes
-from fusedkit.roofline import achieved
-from fusedkit.runner import time_variant
 
 
 def header(source: str) -> str:
@@ -35,9 +34,10 @@ def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
              recorded: pd.DataFrame) -> pd.DataFrame:
     """Check (and on a GPU, time) one variant; return live and recorded rows side by side.
 
-    GPU: checked on 3 fresh seeds at ``sizes`` and timed. CPU: Triton steps are checked in
-    the interpreter at :func:`small_sizes`; CUDA steps cannot run. Either way the recorded
-    GPU row of ``slug`` (from :func:`fusedkit.results.latest_run`) is shown beside.
+    GPU: measured at ``sizes`` through :func:`fusedkit.measure.measure`. CPU: Triton steps are
+    checked in the interpreter at :func:`small_sizes` through the same path; CUDA steps cannot
+    run. Either way the recorded GPU row of ``slug`` (from :func:`fusedkit.results.latest_run`)
+    is shown beside.
     """
     v = problem.variant(slug)
     rows = []
@@ -45,12 +45,12 @@ def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
         rows.append(live_row(problem, slug, sizes, "cuda", label=f"live on {mode.device}"))
     elif v.triton:
         small = small_sizes(problem)
-        res = check.check_variant(problem, v, small, device="cpu", seeds=2)
+        m = measure(problem, v, small, device="cpu", time_it=False)
         rows.append({"source": "live in Triton's CPU interpreter (precision flags ignored: "
                                "this checks the logic, not the precision)",
                      "sizes": fmt_sizes(small),
-                     "tier": res.tier if res.ok else "FAILED: " + "; ".join(res.failures),
-                     "rel. error": _sci(res.rel_error)})
+                     "tier": (m.tier or "logic right") if m.ok else "FAILED: " + m.failure,
+                     "rel. error": _sci(m.check.rel_error)})
     hit = recorded[recorded["variant"] == slug] if not recorded.empty else recorded
     if not hit.empty:
         r = hit.iloc[0]
@@ -64,17 +64,15 @@ def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
 
 
 def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: str,
-             seeds: int = 3) -> dict:
-    """Check ``slug`` on ``seeds`` fresh seeds at ``sizes`` on ``device``, then time it."""
-    v = problem.variant(slug)
-    res = check.check_variant(problem, v, sizes, device=device, seeds=seeds)
-    row = {"source": label, "sizes": fmt_sizes(sizes), "tier": res.tier, "rel. error": _sci(res.rel_error)}
-    if not res.ok:
-        row["tier"] = "FAILED: " + "; ".join(res.failures)
+             seeds: int = SEEDS) -> dict:
+    """Measure ``slug`` at ``sizes`` on ``device`` (check, then time) as one table row."""
+    m = measure(problem, slug, sizes, device=device, seeds=seeds)
+    row = {"source": label, "sizes": fmt_sizes(sizes), "tier": m.tier,
+           "rel. error": _sci(m.check.rel_error)}
+    if not m.ok:
+        row["tier"] = "FAILED: " + m.failure
         return row
-    t, _, _ = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 1, warmup_ms=50, rep_ms=300)
-    row.update({"ms": t.median_ms, "timer": t.timer,
-                "TFLOP/s": achieved(problem.flops(sizes), problem.min_bytes(sizes), t.median_ms)[0]})
+    row.update({"ms": m.timing.median_ms, "timer": m.timing.timer, "TFLOP/s": m.tflops})
     return row
 
 

@@ -1,4 +1,5 @@
-"""Emulate reduced-precision tensor-core inputs on any device, to measure their error without a GPU.
+"""The precision vocabulary (the arithmetic a variant declares, the tiers a check assigns), and
+reduced-precision tensor-core inputs emulated on any device, to measure their error without a GPU.
 
 A TF32 tensor-core product rounds each fp32 input to 10 explicit mantissa bits and accumulates
 in (at least) fp32. Rounding the inputs here and multiplying in float64 isolates the input
@@ -8,6 +9,21 @@ rounding, which dominates at K in the thousands; the GPU's fp32 accumulation add
 from __future__ import annotations
 
 import torch
+
+# Which rate each arithmetic precision runs at (a field of fusedkit.hardware.GpuSpec).
+# "tf32x3" is three TF32 products per multiply-add (hi*hi + hi*lo + lo*hi) to recover FP32
+# accuracy: a third of the TF32 rate; "fp16x3" likewise on the fp16 tensor cores.
+PRECISIONS: dict[str, str] = {
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_tflops",
+    "tf32x3": "tf32_tflops",
+    "fp16x3": "bf16_tflops",   # fp16 and bf16 tensor rates are equal on these parts
+    "bf16": "bf16_tflops",
+}
+PASSES: dict[str, int] = {"tf32x3": 3, "fp16x3": 3}
+
+TIERS: tuple[str, ...] = ("reference", "fp32-faithful", "kb-pass", "fast")
+"""Precision tiers from the most to the least accurate (rules in :mod:`fusedkit.check`)."""
 
 
 def to_tf32(t: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,24 @@ from fusedkit import records
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 
+def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> pd.DataFrame:
+    """``df`` plus ``speedup``: eager's time in the same group (by default the same run and
+    sizes) over each row's ``median_ms``; NaN where the group has no timed eager row.
+
+    The one definition of a speed-up in fusedkit: every table, plot and report uses it.
+    """
+    keys = [c for c in by if c in df.columns]
+    if df.empty or "median_ms" not in df.columns or "variant" not in df.columns:
+        return df.assign(speedup=pd.Series(dtype=float, index=df.index))
+    eager = df[(df["variant"] == "eager") & df["median_ms"].notna()]
+    if not keys:
+        base = float(eager["median_ms"].iloc[0]) if not eager.empty else float("nan")
+        return df.assign(speedup=base / df["median_ms"])
+    first = eager.groupby(keys)["median_ms"].first().rename("_eager_ms")
+    out = df.join(first, on=keys)
+    return out.assign(speedup=out["_eager_ms"] / out["median_ms"]).drop(columns="_eager_ms")
+
+
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
                path: str | Path | None = None) -> pd.DataFrame:
     """Rows of the most complete recorded run of ``problem`` that timed its eager baseline.
@@ -35,9 +53,7 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
     # partial re-run of two steps must not hide the full ladder.
     counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
     runs = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])
-    run = df[df["run_id"] == runs["run_id"].iloc[-1]].copy()
-    eager = float(run.loc[run["variant"] == "eager", "median_ms"].iloc[0])
-    run["speedup"] = eager / run["median_ms"]
+    run = add_speedup(df[df["run_id"] == runs["run_id"].iloc[-1]])
     steps = {v.slug: (v.number, v.title) for v in problem.variants.values()}
     run["step"] = run["variant"].map(lambda s: steps.get(s, (None, ""))[0])
     run["title"] = run["variant"].map(lambda s: steps.get(s, (None, ""))[1])
@@ -53,12 +69,14 @@ def ladder_table(run: pd.DataFrame) -> pd.DataFrame:
          "rel. error", "speedup", "call memory MB"]].reset_index(drop=True)
 
 
-def run_label(run: pd.DataFrame) -> str:
-    """"NVIDIA H200, 2026-11-29 09:21 UTC, commit 814a63c": where a run's numbers come from."""
-    if run.empty:
-        return "no recorded run"
-    r = run.iloc[0]
-    return f"{r['device']}, {r['timestamp']:%Y-%m-%d %H:%M} UTC, commit {r['commit']}"
+def run_label(run: pd.DataFrame | pd.Series) -> str:
+    """"NVIDIA H200, 2026-11-29 09:21 UTC, commit 814a63c": where a run's numbers come from,
+    from a run's rows or from one of them. The one label of a run in fusedkit."""
+    if isinstance(run, pd.DataFrame):
+        if run.empty:
+            return "no recorded run"
+        run = run.iloc[0]
+    return f"{run['device']}, {run['timestamp']:%Y-%m-%d %H:%M} UTC, commit {run['commit']}"
 
 
 def run_ceilings(run: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:
@@ -116,9 +134,7 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
     runs = per_run[ok].sort_values("stamp")
     if runs.empty:
         return _empty_series(cols, dim)
-    run = df[df["run_id"] == runs.index[-1]].copy()
-    eager = run[run["variant"] == "eager"].set_index(dim)["median_ms"]
-    run["speedup"] = run[dim].map(eager) / run["median_ms"]
+    run = add_speedup(df[df["run_id"] == runs.index[-1]])
     run["step"] = run["variant"].map({v.slug: v.number for v in problem.variants.values()})
     run[dim] = run[dim].astype(int)
     place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order: eager first

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from fusedkit.hardware import PRECISIONS, GpuSpec
+from fusedkit.hardware import GpuSpec
+from fusedkit.precision import PRECISIONS
 from fusedkit.problems import Problem, Sizes, Stage
 
 

@@ -1,12 +1,13 @@
-"""Run a problem's ladder: check every variant, then time it, and record each row at once.
+"""Run a problem's ladder: every variant through the one measuring path
+(:func:`fusedkit.measure.measure`: check, then time), each row recorded at once.
 
-The order is fixed by the style guide: correctness before speed, one timing method,
-TFLOP/s, GB/s and % of floor beside every time. Each variant's record is appended as soon
-as it is measured, so a run that dies half-way keeps what it finished.
+TFLOP/s, GB/s and % of floor stand beside every time. Each variant's record is appended as
+soon as it is measured, so a run that dies half-way keeps what it finished.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -16,10 +17,11 @@ import torch
 from tqdm.auto import tqdm
 
 from fusedkit import bench, records
-from fusedkit.check import check_variant, cpu_refusal
+from fusedkit.check import cpu_refusal
 from fusedkit.hardware import GpuSpec, detect_gpu
+from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS, measure
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
-from fusedkit.roofline import achieved, fused_floor
+from fusedkit.results import add_speedup
 
 
 def runnable(problem: Problem, names: Sequence[str] | None, sizes: Sizes,
@@ -52,34 +54,36 @@ def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec) -> tuple[GpuSpec, li
     return gpu.with_measurements(mem_gbps=copy_gbps), rows
 
 
-def time_variant(problem: Problem, v: Variant, sizes: Sizes, device: torch.device | str, *,
-                 seed: int, warmup_ms: float, rep_ms: float) -> tuple[bench.Timing, float, float | None]:
-    """Time ``v`` on fresh weights and inputs drawn under ``seed`` (never the checked ones).
+def local_records_path() -> Path:
+    """Where runs without a GPU (or in Triton's interpreter) record by default: an ignored file
+    beside the tracked history, so a laptop's CPU timings never enter ``data/records.csv``."""
+    return records.default_path().parent / "local" / "records.csv"
 
-    Returns the timing, the seconds spent building the variant (compile, weight splits) and,
-    on a GPU, the memory one call needs beyond inputs and weights (MB; None on CPU).
-    """
-    model = problem.make_model(sizes, seed=seed, device=device)
-    inputs = problem.get_inputs(sizes, seed=seed, device=device)
-    t_build = time.perf_counter()
-    fn = v.build(model)
-    t_build = time.perf_counter() - t_build
-    with torch.no_grad():
-        t = bench.time_fn(lambda: fn(*inputs), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
-        peak = bench.peak_memory_mb(lambda: fn(*inputs), device) if torch.device(device).type == "cuda" else None
-    return t, t_build, peak
+
+def records_path_for(device: torch.device, path: str | Path | None = None) -> Path:
+    """The records file a run on ``device`` appends to: ``path`` when given (or
+    ``$FUSEDKIT_RECORDS``), else the tracked history on a GPU and :func:`local_records_path`
+    on a CPU."""
+    if path:
+        return Path(path)
+    if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
+        return records.default_path()
+    return local_records_path()
 
 
 def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None = None,
-               device: str | torch.device | None = None, seeds: int = 5,
-               warmup_ms: float = 100.0, rep_ms: float = 500.0,
+               device: str | torch.device | None = None, seeds: int = SEEDS,
+               warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS,
                records_path: Path | None = None, ceilings: bool = True,
                components: Sequence[str] | None = None, progress: bool = True,
                ctx: records.RunContext | None = None, gpu: GpuSpec | None = None) -> pd.DataFrame:
-    """Check and time the chosen variants of ``problem`` at ``sizes``; append to records.
+    """Check and time the chosen variants of ``problem`` at ``sizes`` through
+    :func:`fusedkit.measure.measure`; append each clean row to the records as it is measured.
 
-    Returns one row per variant (the appended records, plus ``speedup`` against eager
-    measured in this run). ``records_path=None`` writes to :func:`records.default_path`.
+    Returns one row per variant that was measured: the appended records plus ``speedup``
+    against eager measured in this run; a variant whose check or timing found a fault is
+    reported on the console and in the frame (``failure``), never recorded.
+    ``records_path=None`` writes to :func:`records_path_for` the device.
     On a GPU the problem's memory-bound components are timed too, each against a copy of
     the same bytes (``components=[]`` skips them).
 
@@ -98,43 +102,29 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     if ctx is not None and not isinstance(ctx, records.RunContext):
         raise TypeError(f"ctx={ctx!r} is not a RunContext; use records.RunContext.collect()")
     ctx = ctx or records.RunContext.collect()
-    path = Path(records_path) if records_path else records.default_path()
+    path = records_path_for(device, records_path)
     gpu = gpu or detect_gpu().spec
     if device.type == "cuda" and ceilings:
         gpu, rows = measure_ceilings(ctx, gpu)
         records.append_rows(path, rows)
-    flops, nbytes = problem.flops(sizes), problem.min_bytes(sizes)
     out = []
     bar = tqdm(chosen, desc=f"{problem.key} ladder", unit="variant", disable=not progress)
     for v in bar:
         bar.set_postfix_str(v.slug)
-        t_check = time.perf_counter()
-        res = check_variant(problem, v, sizes, device=device, seeds=seeds)
-        t_check = time.perf_counter() - t_check
-        row = dict(problem=problem.key, sizes=fmt_sizes(sizes), variant=v.slug, tier=res.tier,
-                   rel_error=res.rel_error, max_abs_error=res.max_abs_error,
-                   allclose=res.allclose if res.ok else "")
-        if not res.ok:
-            tqdm.write(f"{v.slug}: check failed, not timed: {'; '.join(res.failures)}")
-            continue
-        t_time = time.perf_counter()
-        t, t_build, peak_mb = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 7919,
-                                           warmup_ms=warmup_ms, rep_ms=rep_ms)
+        t0 = time.perf_counter()
+        m = measure(problem, v, sizes, device=device, seeds=seeds, warmup_ms=warmup_ms,
+                    rep_ms=rep_ms, gpu=gpu)
         # Wall-clock cost of the harness itself, so a slow check or build shows up in the log.
-        tqdm.write(f"{v.slug}: {res.tier}, {t.median_ms:.4g} ms (check {t_check:.1f} s, "
-                   f"build {t_build:.1f} s, timing {time.perf_counter() - t_time - t_build:.1f} s)")
-        tflops, gbps = achieved(flops, nbytes, t.median_ms)
-        floor = fused_floor(problem, sizes, gpu, v.precision).floor_ms
-        row.update(timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
-                   repeats=t.repeats, tflops=tflops, gbps=gbps, peak_mem_mb=peak_mb,
-                   pct_of_floor=100.0 * floor / t.median_ms if device.type == "cuda" else None,
-                   notes=f"precision={v.precision}; floor on {gpu.name}")
-        row = {k: val for k, val in row.items() if val is not None}
+        tqdm.write(f"{m.summary()} ({time.perf_counter() - t0:.1f} s in all, build "
+                   f"{m.build_s:.1f} s)")
+        if not m.timed:
+            out.append(dict(problem=problem.key, sizes=fmt_sizes(sizes), variant=v.slug,
+                            failure=m.failure))
+            continue
+        row = m.record_fields()
         records.append_rows(path, [records.make_row(ctx, **row)])
         out.append(row)
-    df = pd.DataFrame(out)
-    if not df.empty and "eager" in set(df["variant"]):
-        df["speedup"] = float(df.loc[df["variant"] == "eager", "median_ms"].iloc[0]) / df["median_ms"]
+    df = add_speedup(pd.DataFrame(out), by=("sizes",))
     if device.type == "cuda" and (components is None or components):
         parts = [time_component(problem, comp, sizes, device, ctx, path, warmup_ms, rep_ms)
                  for comp in problem.components.values()

@@ -31,7 +31,8 @@ from tqdm.auto import tqdm
 from fusedkit import records
 from fusedkit.hardware import detect_gpu
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
-from fusedkit.runner import measure_ceilings, run_ladder, runnable
+from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS
+from fusedkit.runner import measure_ceilings, records_path_for, run_ladder, runnable
 
 MAX_POINTS = 256
 """Most size points one sweep may have (the cross product of every spec)."""
@@ -177,8 +178,8 @@ class SweepResult:
 
 def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
               base: Mapping[str, object] | None = None, *, variants: Sequence[str] | None = None,
-              device: str | torch.device | None = None, seeds: int = 5,
-              warmup_ms: float = 100.0, rep_ms: float = 500.0, records_path: Path | None = None,
+              device: str | torch.device | None = None, seeds: int = SEEDS,
+              warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, records_path: Path | None = None,
               ceilings: bool = True, progress: bool = True) -> SweepResult:
     """Run the ladder at every point of a sweep, as one recorded series (one ``run_id``).
 
@@ -188,7 +189,8 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
     :class:`SizeError` says why before anything is measured. On a GPU the copy bandwidth
     and bf16 matmul ceilings are measured once, before the first point, and every point's
     % of floor uses them. Components (memory-bound pieces) are not timed in a sweep.
-    An exception in a variant ends the sweep; rows finished before it stay recorded.
+    A fault found in a variant is reported and the sweep goes on; an interruption (Ctrl-C)
+    ends it, and the rows finished before it stay recorded.
     """
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if variants:
@@ -209,7 +211,7 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
     if not plan:
         raise SizeError(f"sweep {', '.join(axes)}: no point can run on {device.type}; first: {skipped[0]}")
     ctx = records.RunContext.collect()
-    path = Path(records_path) if records_path else records.default_path()
+    path = records_path_for(device, records_path)
     gpu = detect_gpu().spec
     if device.type == "cuda" and ceilings:
         gpu, rows = measure_ceilings(ctx, gpu)    # once per series, shared by every point

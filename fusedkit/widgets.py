@@ -21,14 +21,15 @@ import pandas as pd
 import torch
 
 from fusedkit import records
-from fusedkit.check import check_variant, cpu_refusal
+from fusedkit.check import cpu_refusal, one_line
 from fusedkit.dashboard import nearest_records
 from fusedkit.hardware import detect_gpu
 from fusedkit.mode import Mode
 from fusedkit.plots import variant_bars
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
-from fusedkit.roofline import achieved, fused_floor, table
-from fusedkit.runner import time_variant
+from fusedkit.measure import measure
+from fusedkit.results import add_speedup
+from fusedkit.roofline import fused_floor, table
 
 # PyTorch variants are checked live on the CPU up to this much arithmetic (a check evaluates
 # the model three times per seed: float64 reference, eager, variant), so Run answers in seconds.
@@ -116,8 +117,7 @@ class LadderExplorer:
     explained in :attr:`message`; an exception during a run becomes one line in the output.
     """
 
-    SEEDS_GPU = 3
-    SEEDS_CPU = 2
+    SEEDS_CPU = 2   # builds checked per variant on a CPU (each on two inputs, plus an odd shape)
 
     def __init__(self, problem: Problem, mode: Mode, recorded_path: str | os.PathLike[str] | None = None) -> None:
         self.problem, self.mode = problem, mode
@@ -215,7 +215,7 @@ class LadderExplorer:
         try:
             self.result = self._run_live(sizes, chosen) if self.mode.gpu else self._run_cpu(sizes, chosen)
         except Exception as e:  # noqa: BLE001 - a widget callback must never show a traceback
-            self._show_line(f"run failed: {type(e).__name__}: {_one_line(e)}")
+            self._show_line(f"run failed: {one_line(e)}")
             self._say("the run failed; see the line below.")
         finally:
             self.progress.description = "done"
@@ -228,12 +228,11 @@ class LadderExplorer:
         self.progress.description = slug[:16]
 
     def _run_live(self, sizes: Sizes, chosen: list[str]) -> pd.DataFrame:
-        """GPU mode: check, then time, every chosen variant plus eager; table and bar chart."""
+        """GPU mode: measure every chosen variant plus eager; table and bar chart."""
         problem, device = self.problem, self._device
         problem.check_runnable(sizes, device)
         slugs = chosen if "eager" in chosen else ["eager", *chosen]   # speed-ups need eager
         gpu = detect_gpu().spec
-        flops, nbytes = problem.flops(sizes), problem.min_bytes(sizes)
         self._start(len(slugs))
         rows = []
         for slug in slugs:
@@ -241,32 +240,26 @@ class LadderExplorer:
             v = problem.variant(slug)
             row: dict = {"variant": slug, "precision": v.precision}
             try:
-                res = check_variant(problem, v, sizes, device=device, seeds=self.SEEDS_GPU)
-                if not res.ok:
-                    row["tier"] = "FAILED: " + "; ".join(res.failures)
+                m = measure(problem, v, sizes, device=device, gpu=gpu)
+                if not m.ok:
+                    row["tier"] = "FAILED: " + m.failure
                 else:
-                    t, build_s, peak_mb = time_variant(problem, v, sizes, device, seed=res.seeds[0] + 7919,
-                                                       warmup_ms=50.0, rep_ms=300.0)
-                    floor = fused_floor(problem, sizes, gpu, v.precision).floor_ms
-                    row.update(tier=res.tier, rel_error=res.rel_error, median_ms=t.median_ms,
-                               p10_ms=t.p10_ms, p90_ms=t.p90_ms, timer=t.timer,
-                               tflops=achieved(flops, nbytes, t.median_ms)[0],
-                               pct_of_floor=100.0 * floor / t.median_ms, build_s=build_s,
-                               call_memory_mb=peak_mb)
+                    row.update(tier=m.tier, rel_error=m.check.rel_error, median_ms=m.timing.median_ms,
+                               p10_ms=m.timing.p10_ms, p90_ms=m.timing.p90_ms, timer=m.timing.timer,
+                               tflops=m.tflops, pct_of_floor=m.pct_of_floor, build_s=m.build_s,
+                               call_memory_mb=m.peak_mem_mb)
             except Exception as e:  # noqa: BLE001 - one variant's failure must not stop the rest
-                row["tier"] = f"ERROR: {type(e).__name__}: {_one_line(e)}"
+                row["tier"] = f"ERROR: {one_line(e)}"
                 self._show_line(f"{slug}: {row['tier']}")
             rows.append(row)
             self.progress.value += 1
-        df = pd.DataFrame(rows)
+        df = add_speedup(pd.DataFrame(rows), by=())
         timed = df[df["median_ms"].notna()] if "median_ms" in df else df.iloc[0:0]
-        if not timed.empty and "eager" in set(timed["variant"]):
-            df["speedup"] = float(timed.loc[timed["variant"] == "eager", "median_ms"].iloc[0]) / df["median_ms"]
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         title = f"{problem.key} at {fmt_sizes(sizes)}, live on {self.mode.device}, {stamp} (not recorded)"
         self._show_table(title, df.set_index("variant"))
         if not timed.empty and "eager" in set(timed["variant"]):
-            self._show_figure(variant_bars(df[df["median_ms"].notna()], title=title))
+            self._show_figure(variant_bars(timed, title=title))
         return df
 
     def _run_cpu(self, sizes: Sizes, chosen: list[str]) -> pd.DataFrame:
@@ -294,16 +287,16 @@ class LadderExplorer:
                 row["live here"] = reason
             else:
                 try:
-                    res = check_variant(problem, v, sizes, device=device, seeds=self.SEEDS_CPU)
+                    m = measure(problem, v, sizes, device=device, seeds=self.SEEDS_CPU, time_it=False)
                     where = ("checked in Triton's CPU interpreter (precision flags ignored: logic, "
                              "not precision)" if v.triton else "checked on the CPU")
-                    row["live here"] = f"{where}, {len(res.seeds)} seeds"
-                    if res.ok:
-                        row.update(tier=res.tier, rel_error=res.rel_error)
+                    row["live here"] = f"{where}, {m.check.calls} calls"
+                    if m.ok:
+                        row.update(tier=m.tier or "logic right", rel_error=m.check.rel_error)
                     else:
-                        row["tier"] = "FAILED: " + "; ".join(res.failures)
+                        row["tier"] = "FAILED: " + m.failure
                 except Exception as e:  # noqa: BLE001 - one variant's failure must not stop the rest
-                    row["live here"] = f"ERROR: {type(e).__name__}: {_one_line(e)}"
+                    row["live here"] = f"ERROR: {one_line(e)}"
                     self._show_line(f"{slug}: {row['live here']}")
             rows.append(row)
             self.progress.value += 1
@@ -327,9 +320,3 @@ class LadderExplorer:
         from IPython.display import display  # noqa: PLC0415
 
         display(self.widget)
-
-
-def _one_line(e: BaseException) -> str:
-    """An exception's message on one line (long compiler output cut to its first line)."""
-    text = str(e).strip().splitlines()
-    return text[0][:300] if text else "(no message)"

@@ -90,7 +90,7 @@ def test_runs_comparison_and_pivot_keep_runs_apart(rec):
     comp = dashboard.runs_comparison(df, P12)
     assert "epilogue_vec4" not in set(comp["variant"])          # components are not the ladder
     assert comp["timestamp"].is_monotonic_increasing
-    assert comp["run"].iloc[0] == "2026-01-01 00:00 c000001 H200"
+    assert comp["run"].iloc[0] == "NVIDIA H200, 2026-01-01 00:00 UTC, commit c000001"
     eager = comp[(comp["variant"] == "eager") & (comp["sizes"] == KB)]
     assert list(eager["run_id"]) == [ctx(1).run_id, ctx(3).run_id, ctx(4).run_id]
     assert (eager["speedup"] == 1.0).all()
@@ -98,7 +98,7 @@ def test_runs_comparison_and_pivot_keep_runs_apart(rec):
     assert list(table.columns) == list(dict.fromkeys(comp["run"]))      # runs in time order
     assert table.loc[(KB, "triton_tf32")].dropna().tolist() == pytest.approx(
         [t["triton_tf32"], t["triton_tf32"] / 2])
-    assert pd.isna(table.loc[(KB, "eager"), "2026-01-02 00:00 c000002 H200"])   # run 2 skipped it
+    assert pd.isna(table.loc[(KB, "eager"), "NVIDIA H200, 2026-01-02 00:00 UTC, commit c000002"])   # run 2 skipped it
     only = dashboard.runs_comparison(df, P12, variants=["triton_fp16x3"])
     assert set(only["variant"]) == {"triton_fp16x3"}
     assert only["speedup"].iloc[0] == pytest.approx(t["eager"] / t["triton_fp16x3"])  # eager found

@@ -57,7 +57,8 @@ def test_small_sizes_run_triton_in_the_interpreter_and_cuda_needs_a_gpu(empty_re
     assert set(res.index) == {"eager", "triton_tf32x3", "cublas_epilogue"}
     tri = res.loc["triton_tf32x3"]
     assert "Triton's CPU interpreter" in tri["live here"]
-    assert tri["tier"] == "fp32-faithful" and 0 < tri["rel_error"] < 1e-5
+    # The interpreter computes tf32x3's dots in fp32: the logic is judged, not the precision.
+    assert tri["tier"] == "logic right" and 0 < tri["rel_error"] < 1e-5
     assert res.loc["eager", "tier"] == "reference"
     assert "needs a CUDA GPU" in res.loc["cublas_epilogue", "live here"]
     assert res.loc["cublas_epilogue", "tier"] != res.loc["cublas_epilogue", "tier"]   # NaN: not run
@@ -139,14 +140,14 @@ def test_precision_menu_filters_the_list_and_keeps_what_still_fits():
 
 
 def test_a_failing_variant_is_one_line_and_the_rest_still_run(empty_records, monkeypatch):
-    real = widgets.check_variant
+    real = widgets.measure
 
     def flaky(problem, v, *a, **kw):
         if v.slug == "triton_tf32":
             raise RuntimeError("boom in the kernel\nsecond line of a long compiler log")
         return real(problem, v, *a, **kw)
 
-    monkeypatch.setattr(widgets, "check_variant", flaky)
+    monkeypatch.setattr(widgets, "measure", flaky)
     ex = LadderExplorer(P12, CPU, recorded_path=empty_records)
     type_sizes(ex, [16, 32, 24])
     ex.select(["triton_tf32", "eager"])
@@ -177,12 +178,12 @@ def test_gpu_path_times_with_eager_as_baseline_and_records_nothing(tmp_path, mon
     ex = LadderExplorer(P12, dataclasses.replace(CPU, gpu=True))
     ex._device = "cpu"
     type_sizes(ex, [random.randint(9, 33), 48, 40])
-    ex.select(["triton_tf32x3"])
+    ex.select(["triton_ieee"])
     ex.button.click()
     res = ex.result.set_index("variant")
-    assert list(res.index) == ["eager", "triton_tf32x3"]          # eager added as the baseline
+    assert list(res.index) == ["eager", "triton_ieee"]            # eager added as the baseline
     assert res.loc["eager", "speedup"] == pytest.approx(1.0)
     assert (res["median_ms"] > 0).all() and set(res["timer"]) == {"cpu-wall"}
-    assert res.loc["triton_tf32x3", "tier"] == "fp32-faithful"
+    assert res.loc["triton_ieee", "tier"] == "fp32-faithful"
     assert any("image/png" in o.get("data", {}) for o in ex.output.outputs)   # the bar chart
     assert "not recorded" in shown(ex) and not rec.exists()

@@ -1,0 +1,272 @@
+"""The one measuring path: check, then time, then one record.
+
+Everything that checks or times a kernel goes through :func:`measure`: the ladder runner
+and sweeps, the notebook steps, the explorer's Run button, and a learner's own kernel (pass
+a builder instead of a registered variant). So every caller gets the same checks
+(:mod:`fusedkit.check`) and the same timing (:mod:`fusedkit.bench`), with these guards on
+the timing itself:
+
+- the timed model and inputs are fresh draws, never the checked ones; before every call the
+  input buffer is rewritten with one of three input sets, so a result cached between calls is
+  wrong, and two timed calls drawn at random are verified against their own references;
+- on a GPU, checks and timing run on a stream of the harness's own, the events on it are
+  cross-checked with device-wide wall time over the same calls, and a call whose events see
+  much less than the device was busy is refused (its work hides on another stream);
+- a time below the roofline floor of the declared precision on this GPU's datasheet is
+  refused ("faster than this GPU allows"): it is not recorded as a result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import torch
+
+from fusedkit import bench
+from fusedkit.check import (EPS32, SECOND_INPUT, Build, CheckResult, check_variant, cpu_refusal,
+                            eager32, one_line, reference64, rel_error)
+from fusedkit.hardware import GpuSpec, detect_gpu
+from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
+from fusedkit.roofline import achieved, fused_floor
+
+INPUT_SETS = 3
+"""Distinct inputs rotated through the input buffer while timing."""
+VERIFIED_CALLS = 2
+"""Timed calls, drawn at random, whose outputs are checked against their own references."""
+TIMED_ERROR_FACTOR = 4.0
+"""A verified timed output may be this many times less accurate than the worst checked one."""
+HIDDEN_WORK_FACTOR, HIDDEN_WORK_MS = 2.0, 0.05
+"""Device-wide wall time above this factor of what the events (or the host) saw, and by more
+than this many ms per call, means work the events did not see."""
+SEEDS, WARMUP_MS, REP_MS = 3, 100.0, 500.0
+"""Default builds checked, and timing budgets: the same for every caller unless told."""
+
+# Refusals found while timing; each reason starts with one of these.
+HIDDEN_WORK = "work outside the caller's stream"
+TIMED_DIFFER = "timed calls differ from checked ones"
+IMPOSSIBLE = "faster than this GPU allows"
+
+
+@dataclass
+class Measurement:
+    """One candidate measured at one size: its check, its timing, and why it was refused."""
+
+    problem: Problem
+    variant: Variant
+    sizes: Sizes
+    device: torch.device
+    check: CheckResult
+    timing: bench.Timing | None = None
+    build_s: float = math.nan            # seconds the build step took (compile, weight splits)
+    peak_mem_mb: float | None = None     # device memory one call needs (GPU only)
+    floor_ms: float = math.nan           # fused roofline floor on ``gpu`` at its precision
+    gpu: GpuSpec | None = None
+    refused: str = ""                    # a fault found while timing: not a result
+    interpreter: bool = False            # a Triton kernel run in the CPU interpreter
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Checked, clean and (if timing was asked for) timed without a refusal."""
+        return self.check.ok and not self.refused
+
+    @property
+    def timed(self) -> bool:
+        return self.ok and self.timing is not None
+
+    @property
+    def tier(self) -> str:
+        """The check's tier; "" where the interpreter cannot judge the declared precision."""
+        if not self.check.ok:
+            return ""
+        if self.interpreter and self.variant.precision != "fp32":
+            return ""
+        return self.check.tier
+
+    @property
+    def failure(self) -> str:
+        """One line: what was detected, "" when nothing was."""
+        if not self.check.ok:
+            return "; ".join(self.check.failures)
+        return self.refused
+
+    @property
+    def tflops(self) -> float:
+        return achieved(self.problem.flops(self.sizes), self.problem.min_bytes(self.sizes),
+                        self.timing.median_ms)[0] if self.timing else math.nan
+
+    @property
+    def gbps(self) -> float:
+        return achieved(self.problem.flops(self.sizes), self.problem.min_bytes(self.sizes),
+                        self.timing.median_ms)[1] if self.timing else math.nan
+
+    @property
+    def pct_of_floor(self) -> float:
+        if not self.timing or self.timing.timer != "cuda-events":
+            return math.nan
+        return 100.0 * self.floor_ms / self.timing.median_ms
+
+    def record_fields(self) -> dict:
+        """The columns of this measurement's row in ``data/`` (see :func:`fusedkit.records.make_row`).
+        Only a timed, clean measurement has a row."""
+        if not self.timed:
+            raise ValueError(f"{self.variant.slug}: not recorded: {self.failure or 'not timed'}")
+        t, gpu = self.timing, self.gpu
+        notes = [f"precision={self.variant.precision}"]
+        if t.timer == "cuda-events" and gpu is not None:
+            notes.append(f"floor on {gpu.name}")
+        notes += self.notes
+        row = dict(problem=self.problem.key, sizes=fmt_sizes(self.sizes), variant=self.variant.slug,
+                   tier=self.tier, rel_error=self.check.rel_error,
+                   max_abs_error=self.check.max_abs_error, allclose=self.check.allclose,
+                   timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
+                   repeats=t.repeats, tflops=self.tflops, gbps=self.gbps,
+                   peak_mem_mb=self.peak_mem_mb,
+                   pct_of_floor=None if math.isnan(self.pct_of_floor) else self.pct_of_floor,
+                   notes="; ".join(notes))
+        return row
+
+    def summary(self) -> str:
+        """One line for logs and learners."""
+        name = self.variant.slug
+        if not self.ok:
+            return f"{name}: FAILED — {self.failure}"
+        tier = self.tier or "tier not judged (interpreter)"
+        if self.timing is None:
+            return f"{name}: {tier}, rel. error {self.check.rel_error:.2e} (checked, not timed)"
+        return (f"{name}: {tier}, {self.timing.median_ms:.4g} ms, rel. error "
+                f"{self.check.rel_error:.2e}")
+
+
+def candidate(problem: Problem, what: Variant | str | Build, *, name: str = "",
+              precision: str = "fp32", triton: bool = False) -> Variant:
+    """A registered variant (by slug or itself), or a learner's builder wrapped as one.
+
+    A builder is ``build(model) -> fn`` where ``fn(*inputs)`` returns the output; ``precision``
+    is the arithmetic it claims (it sets the floor it may not beat), ``triton`` whether it is
+    a Triton kernel (on CPU it then runs in the interpreter).
+    """
+    if isinstance(what, Variant):
+        return what
+    if isinstance(what, str):
+        return problem.variant(what)
+    if not callable(what):
+        raise TypeError(f"candidate={what!r}: expected a variant name, a Variant or a builder "
+                        "build(model) -> fn")
+    slug = name or getattr(what, "__name__", "") or "candidate"
+    if slug in problem.variants:
+        raise ValueError(f"name={slug!r} is a registered variant of {problem.key}; give your kernel "
+                         "another name")
+    return Variant(99, slug, slug, "a kernel of your own", what, precision=precision, triton=triton)
+
+
+@contextlib.contextmanager
+def harness_stream(device: torch.device) -> Iterator[None]:
+    """Make a stream of the harness's own current on a GPU (nothing on a CPU): a kernel that
+    launches on the default stream instead of the current one is then seen to do so."""
+    if device.type != "cuda":
+        yield
+        return
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        yield
+    torch.cuda.current_stream(device).wait_stream(stream)
+
+
+def measure(problem: Problem, what: Variant | str | Build, sizes: Sizes | None = None, *,
+            device: str | torch.device | None = None, seeds: int = SEEDS,
+            warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, gpu: GpuSpec | None = None,
+            time_it: bool = True, name: str = "", precision: str = "fp32",
+            triton: bool = False) -> Measurement:
+    """Check ``what`` (a variant, its name, or a builder) at ``sizes`` on ``device``, then, if
+    the check found no fault, time it. Returns the :class:`Measurement`; never records.
+
+    ``gpu`` is the spec the % of floor is computed on (default: the detected GPU's datasheet;
+    the ladder passes measured ceilings). The refusal of impossible speed always uses the
+    datasheet. Raises ValueError when the variant cannot run here at all (a GPU-only variant
+    on a CPU, sizes over the interpreter's budget): ask :func:`fusedkit.check.cpu_refusal` first.
+    """
+    v = candidate(problem, what, name=name, precision=precision, triton=triton)
+    sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    refusal = cpu_refusal(problem, v, sizes, device)
+    if refusal:
+        raise ValueError(f"variant={v.slug!r} on {device}: {refusal}")
+    datasheet = detect_gpu().spec
+    m = Measurement(problem, v, sizes, device, check=CheckResult(problem.key, v.slug, sizes, []),
+                    gpu=gpu or datasheet, interpreter=v.triton and device.type == "cpu")
+    if m.interpreter:
+        m.notes.append("measured in Triton's CPU interpreter, which computes every dot in fp32 "
+                       "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
+    with harness_stream(device):
+        m.check = check_variant(problem, v, sizes, device=device, seeds=seeds)
+        if not m.check.ok or not time_it:
+            return m
+        seed = m.check.seeds[0] + 7919      # never a checked draw
+        m.floor_ms = fused_floor(problem, sizes, m.gpu, v.precision).floor_ms
+        try:
+            _time(m, seed, warmup_ms, rep_ms)
+        except Exception as e:  # noqa: BLE001 - a kernel that breaks while timed is a finding
+            m.refused = f"raised an error while timed: {one_line(e)}"
+            m.timing = None
+            return m
+    if m.timing and m.timing.timer == "cuda-events" and not m.refused:
+        floor = fused_floor(problem, sizes, datasheet, v.precision).floor_ms
+        if m.timing.median_ms < floor:
+            m.refused = (f"{IMPOSSIBLE}: {m.timing.median_ms:.4g} ms is below the {v.precision} floor "
+                         f"of {floor:.4g} ms on {datasheet.name}'s datasheet; it cannot be doing "
+                         f"the work at {v.precision} (declare the precision it really uses)")
+    return m
+
+
+def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
+    """Time ``m``'s variant on fresh weights and a rotation of fresh inputs; verify two timed
+    outputs; on a GPU, cross-check the events with device-wide wall time. Fills ``m``."""
+    problem, sizes, device = m.problem, m.sizes, m.device
+    model = problem.make_model(sizes, seed=seed, device=device)
+    hidden = copy.deepcopy(model)
+    sets = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device)
+            for k in range(INPUT_SETS)]
+    inputs = [t.clone() for t in sets[0]]
+    t0 = time.perf_counter()
+    fn = m.variant.build(model)
+    m.build_s = time.perf_counter() - t0
+
+    def prepare(i: int) -> None:
+        for t, src in zip(inputs, sets[i % INPUT_SETS]):
+            t.copy_(src)
+
+    @torch.no_grad()
+    def call() -> torch.Tensor:
+        return fn(*inputs)
+
+    timed = bench.time_calls(call, prepare=prepare, warmup_ms=warmup_ms, rep_ms=rep_ms,
+                             device=device, keep=VERIFIED_CALLS, rng=random.Random())
+    m.timing = timed.timing
+    for i, out in timed.kept:
+        source = sets[i % INPUT_SETS]
+        ref, eager = reference64(hidden, source), eager32(hidden, source)
+        rel = rel_error(out, ref) if torch.isfinite(out).all() else math.inf
+        allowed = TIMED_ERROR_FACTOR * max(m.check.rel_error, rel_error(eager, ref), 2 * EPS32)
+        if not rel <= allowed:
+            m.refused = (f"{TIMED_DIFFER}: a timed call's output has rel. error {rel:.2e} against "
+                         f"its own input, the checked calls at most {m.check.rel_error:.2e}; a "
+                         "kernel must not change what it computes when it is timed")
+            return
+    if device.type == "cuda":
+        prepare(0)
+        wall, host = bench.device_busy_ms(call, device, per_call_ms=m.timing.median_ms)
+        seen = max(m.timing.median_ms, host)
+        if wall > HIDDEN_WORK_FACTOR * seen and wall - seen > HIDDEN_WORK_MS:
+            m.refused = (f"{HIDDEN_WORK}: events on the caller's stream saw {m.timing.median_ms:.4g} ms "
+                         f"per call but the GPU was busy {wall:.4g} ms per call; join any side stream "
+                         "to the caller's current stream")
+            return
+        m.peak_mem_mb = bench.peak_memory_mb(call, device)

@@ -1,0 +1,223 @@
+"""The one measuring path, tried against the deliberately bad kernels in tests/adversarial.py:
+every class of fault is caught, named in one line, and never timed or recorded as a result."""
+
+import math
+import time
+
+import pytest
+import torch
+
+import adversarial as bad
+from fusedkit import bench, check, measure, problems
+from fusedkit.bench import Timing
+
+P12 = problems.get("p12")
+# 32 rows: a multiple of 16, so the whole-tiles kernel is right here and wrong at the odd shape.
+SMALL = P12.sizes(batch_size=32, in_features=48, out_features=40)
+GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, GPU])]
+FAST = dict(seeds=2, warmup_ms=2, rep_ms=10)
+
+
+def run(builder, device="cpu", sizes=SMALL, **kw):
+    return measure.measure(P12, builder, sizes, device=device, name=builder.__name__,
+                           **{**FAST, **kw})
+
+
+def caught(m: measure.Measurement, fault: str) -> str:
+    """Assert that ``m`` failed with ``fault`` in one line and was not timed; return the line."""
+    assert not m.ok and not m.timed, m.summary()
+    line = m.failure
+    assert line.startswith(fault), line
+    assert "\n" not in line and "Traceback" not in line
+    with pytest.raises(ValueError, match="not recorded"):
+        m.record_fields()
+    return line
+
+
+def test_an_honest_variant_passes_and_is_timed():
+    m = measure.measure(P12, "addmm_alpha_beta", SMALL, device="cpu", **FAST)
+    assert m.ok and m.timed and m.tier == "fp32-faithful", m.summary()
+    assert m.check.calls == 2 * 2 + 2 and m.check.odd_sizes == P12.sizes(
+        batch_size=27, in_features=41, out_features=35)
+    row = m.record_fields()
+    assert row["timer"] == "cpu-wall" and row["median_ms"] > 0 and row["tier"] == "fp32-faithful"
+
+
+def test_nearby_odd_changes_every_dimension_to_odd():
+    for sizes in (P12.defaults, SMALL, P12.sizes(batch_size=1, in_features=2, out_features=3)):
+        odd = check.nearby_odd(P12, sizes)
+        for name, v in odd.items():
+            assert v != sizes[name] and v % 2 == 1 and abs(v - sizes[name]) <= sizes[name] // 8 + 2
+    assert check.nearby_odd(P12, P12.defaults) == P12.sizes(batch_size=895, in_features=7167,
+                                                            out_features=7167)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_result_reuse_is_caught(device):
+    line = caught(run(bad.caching, device), check.REUSE)
+    assert "cached result" in line
+
+
+def test_memo_by_pointer_is_caught_when_timed():
+    # Right on two distinct input tensors (the check), wrong once the timing loop refills the
+    # same buffer: the verified timed outputs catch it.
+    m = run(bad.memo_by_pointer)
+    assert m.check.ok
+    caught(m, measure.TIMED_DIFFER)
+
+
+def test_shape_specialisation_is_caught():
+    line = caught(run(bad.whole_tiles_only), check.SPECIALISED)
+    assert "batch_size=27" in line
+
+
+@pytest.mark.parametrize("builder,what", [(bad.writes_its_input, "input x"),
+                                          (bad.writes_its_weights, "gemm.bias")])
+def test_mutation_is_caught_and_named(builder, what):
+    line = caught(run(builder), check.MUTATION)
+    assert what in line
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reused_output_buffer_is_aliasing(device):
+    line = caught(run(bad.reused_output_buffer, device), check.ALIASING)
+    assert "previous call's output" in line
+
+
+def test_output_that_is_an_input_is_aliasing():
+    square = P12.sizes(batch_size=24, in_features=24, out_features=24)
+
+    def returns_input(model):
+        return lambda x: x
+    line = caught(run(returns_input, sizes=square), check.ALIASING)
+    assert "input x" in line
+
+
+def test_subclass_output_is_refused():
+    line = caught(run(bad.returns_a_subclass), check.NOT_PLAIN)
+    assert "LazyTensor" in line
+
+
+def test_warmup_detection_is_caught():
+    m = run(bad.counts_calls)
+    assert m.check.ok
+    caught(m, measure.TIMED_DIFFER)
+
+
+def test_patched_clock_does_not_decide_the_time():
+    saved = time.perf_counter, torch.cuda.Event
+    try:
+        m = run(bad.patches_the_clock, rep_ms=20)
+    finally:
+        time.perf_counter, torch.cuda.Event = saved
+    assert m.ok and m.timing.median_ms > 0 and m.timing.repeats >= 3
+
+
+def test_a_raising_kernel_is_one_line():
+    line = caught(run(bad.raises), check.RAISED)
+    assert "RuntimeError" in line
+
+
+def test_impossible_speed_is_refused(monkeypatch):
+    # The refusal itself, on any machine: a time below the datasheet floor of the declared
+    # precision is not a result.
+    def instant(m, seed, warmup_ms, rep_ms):
+        m.timing = Timing(1e-6, 1e-6, 1e-6, 10, "cuda-events")
+    monkeypatch.setattr(measure, "_time", instant)
+    m = run(bad.tf32_declared_fp32, sizes=P12.sizes(batch_size=64, in_features=64, out_features=64))
+    line = caught(m, measure.IMPOSSIBLE)
+    assert "fp32 floor" in line and "datasheet" in line
+
+
+def test_unwritten_and_imprecise_keep_their_tests():
+    def holes(model):
+        def run_(x):
+            y = model(x)
+            y[0, 0] = float("nan")
+            return y
+        return run_
+    caught(run(holes), check.UNWRITTEN)
+
+    def noisy(model):
+        return lambda x: (lambda y: y + 2e-6 * torch.randn_like(y))(model(x))
+    m = run(noisy)
+    assert m.ok and m.tier == "kb-pass"
+
+
+def test_a_learners_kernel_gets_the_same_path():
+    def mine(model):
+        w, b = model.gemm.weight, model.gemm.bias
+        return lambda x: torch.nn.functional.leaky_relu((x @ w.T + b) * 2.0, 0.1)
+    m = measure.measure(P12, mine, SMALL, device="cpu", **FAST)
+    assert m.ok and m.variant.slug == "mine" and m.tier == "fp32-faithful"
+    with pytest.raises(ValueError, match="registered variant"):
+        measure.measure(P12, mine, SMALL, device="cpu", name="eager", **FAST)
+    with pytest.raises(TypeError, match="builder"):
+        measure.measure(P12, 42, SMALL, device="cpu", **FAST)
+
+
+def test_interpreter_rows_say_so_and_do_not_judge_tf32():
+    s = P12.sizes(batch_size=17, in_features=33, out_features=65)
+    m = measure.measure(P12, "triton_tf32", s, device="cpu", seeds=1, warmup_ms=0, rep_ms=1)
+    if torch.cuda.is_available():
+        pytest.skip("interpreter rows exist only without a GPU")
+    assert m.ok and m.interpreter and m.tier == ""
+    row = m.record_fields()
+    assert row["tier"] == "" and "interpreter" in row["notes"]
+
+
+def test_timing_loop_keeps_and_refreshes():
+    seen = []
+    t = bench.time_calls(lambda: torch.ones(3) * len(seen), prepare=seen.append, warmup_ms=1,
+                         rep_ms=5, device="cpu", keep=2)
+    assert len(t.kept) == 2 and all(i >= 3 for i, _ in t.kept)
+    assert seen == list(range(len(seen))) and t.timing.repeats >= 3
+    with pytest.raises(ValueError, match="finite"):
+        bench.time_calls(lambda: None, rep_ms=math.nan, device="cpu")
+
+
+# -- on the GPU only ---------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@GPU
+def test_side_stream_output_is_caught():
+    line = caught(run(bad.side_stream_output, "cuda"), check.STREAM)
+    assert "side stream" in line
+
+
+@pytest.mark.gpu
+@GPU
+def test_side_stream_busywork_is_refused_when_timed():
+    m = run(bad.side_stream_busywork, "cuda", rep_ms=50)
+    assert m.check.ok
+    line = caught(m, measure.HIDDEN_WORK)
+    assert "busy" in line
+
+
+@pytest.mark.gpu
+@GPU
+def test_tf32_declared_fp32_is_faster_than_the_gpu_allows():
+    s = P12.sizes(batch_size=2048, in_features=4096, out_features=4096)
+    m = run(bad.tf32_declared_fp32, "cuda", sizes=s, rep_ms=50)
+    assert m.check.ok and m.check.tier in ("kb-pass", "fast")
+    caught(m, measure.IMPOSSIBLE)
+    honest = measure.measure(P12, bad.tf32_declared_fp32, s, device="cuda", name="tf32_declared",
+                             precision="tf32", **{**FAST, "rep_ms": 50})
+    assert honest.timed, honest.summary()
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("key", ["p12", "p45"])
+def test_every_registered_kernel_passes_the_honest_harness(key):
+    # The PyTorch and CUDA steps of both ladders at small odd sizes, through the whole path,
+    # timing included: no honest kernel trips a guard (streams, aliasing, timed outputs, the
+    # floor). The Triton steps go through the same path in the ladder run at the default sizes
+    # (here each new shape would autotune every config: minutes of GPU time).
+    p = problems.get(key)
+    s = p.sizes({d.name: [67, 1000, 333, 65][i] for i, d in enumerate(p.dims)})
+    for v in [v for v in p.ladder() if not v.triton]:
+        m = measure.measure(p, v, s, device="cuda", seeds=2, warmup_ms=5, rep_ms=20)
+        print(m.summary())
+        assert m.timed, m.summary()
