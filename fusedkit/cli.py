@@ -1,16 +1,21 @@
 """``python -m fusedkit``: info, report and bench from the command line.
 
-Bad input gets one line naming the parameter and what is allowed, and exit status 2;
-never a traceback from deep inside a kernel (set FUSEDKIT_DEBUG=1 to see one).
+Bad input and faults (an unwritable or corrupt records file, Ctrl-C) get one line on
+stderr naming the parameter, the value and what is allowed, and exit status 2; never a
+traceback from deep inside a kernel (set FUSEDKIT_DEBUG=1 to see one). Everything that
+can be refused is refused before anything is measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
+from typing import Callable, NoReturn
 
+from fusedkit.measure import SEEDS
 from fusedkit.problems import Problem, SizeError
 
 
@@ -57,48 +62,193 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     import pandas as pd  # noqa: PLC0415
 
-    from fusedkit import problems  # noqa: PLC0415
-    from fusedkit.runner import run_ladder  # noqa: PLC0415
+    from fusedkit import problems, records  # noqa: PLC0415
 
+    # Everything that can be refused is refused here, before the first (slow) measurement.
     problem = problems.get(args.problem)
-    names = [n.strip() for n in args.variants.split(",")] if args.variants else None
+    names = args.variants   # a list of distinct names, or None for all (see _variant_names)
     if names:
         problem.ladder(names)   # validate names before any work
+    base = problems.parse_sizes(args.sizes or "")
+    sizes = problem.sizes(base)
+    axes = None
     if args.sweep:
-        return _sweep(args, problem, names)
-    sizes = problem.sizes(problems.parse_sizes(args.sizes or ""))
-    df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                    records_path=Path(args.records) if args.records else None)
+        from fusedkit.sweep import parse_sweep  # noqa: PLC0415
+
+        axes = parse_sweep(problem, args.sweep)
+    import torch  # noqa: PLC0415
+
+    from fusedkit.runner import records_path_for  # noqa: PLC0415
+
+    # A CPU run records to an ignored local file unless told otherwise (data/README.md).
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    path = records_path_for(device, args.records)
+    try:
+        records.preflight(path)
+    except records.RecordsError as e:
+        raise type(e)(f"--records: {e}" if args.records else str(e)) from None
+    _refuse_gpu_only(problem, names)
+    before = _count_rows(path)
+    try:
+        if axes is not None:
+            return _sweep(args, problem, names, axes, base, path)
+        from fusedkit.runner import run_ladder  # noqa: PLC0415
+        # A progress bar is for a person at a terminal; in a log or a pipe it is noise on stderr.
+        df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
+                        records_path=path, progress=sys.stderr.isatty())
+    except KeyboardInterrupt:
+        # Each row was appended as it was measured, so what finished is on disk: say so.
+        raise _Interrupted(_kept(path, before)) from None
     cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops",
                         "gbps", "pct_of_floor", "pct_of_copy", "rel_error", "speedup") if c in df]
+    timed = df[df["median_ms"].notna()] if "median_ms" in df else df.iloc[0:0]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
-        print(df[cols].to_string(index=False) if not df.empty else "no variant ran")
-    return 0
+        print(timed[cols].to_string(index=False) if not timed.empty else "no variant ran")
+    return _failures(df)
 
 
-def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None) -> int:
+def _failures(df: "pd.DataFrame") -> int:
+    """Exit status of a bench: 1 when a variant was caught by a check (each named on stderr,
+    none recorded) or nothing was measured, else 0."""
+    caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]
+    for _, r in caught.iterrows():
+        print(f"not recorded: {r['variant']} at {r['sizes']}: {r['failure']}", file=sys.stderr)
+    if df.empty:
+        print("error: nothing was measured (see the skipped notes above)", file=sys.stderr)
+    return 1 if df.empty or not caught.empty else 0
+
+
+def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None,
+           axes: dict[str, list[int]], base: dict[str, int], path: Path) -> int:
     """``bench --sweep``: the ladder at every size point, recorded as one series."""
     import pandas as pd  # noqa: PLC0415
 
-    from fusedkit import problems  # noqa: PLC0415
-    from fusedkit.sweep import parse_sweep, run_sweep  # noqa: PLC0415
+    from fusedkit.sweep import run_sweep  # noqa: PLC0415
 
-    axes = parse_sweep(problem, args.sweep)
-    base = problems.parse_sizes(args.sizes or "")
-    problem.sizes(base)   # validate the fixed sizes before any work
     res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                    records_path=Path(args.records) if args.records else None)
+                    records_path=path, progress=sys.stderr.isatty())
     cols = [c for c in ("variant", *axes, "tier", "median_ms", "tflops", "gbps", "pct_of_floor",
                         "rel_error", "speedup") if c in res.rows]
+    rows = res.rows
+    timed = rows[rows["median_ms"].notna()] if "median_ms" in rows else rows.iloc[0:0]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
-        print(res.rows[cols].to_string(index=False) if not res.rows.empty else "no variant ran")
+        print(timed[cols].to_string(index=False) if not timed.empty else "no variant ran")
     print(f"series {res.run_id}: {res.points} points run, {len(res.skipped)} skipped, "
-          f"{len(res.rows)} rows recorded")
-    return 0
+          f"{len(timed)} rows recorded")
+    return _failures(res.rows)
+
+
+def _refuse_gpu_only(problem: Problem, names: list[str] | None) -> None:
+    """Refuse a bench in which every asked-for variant needs a GPU and none is visible.
+
+    The runner would skip them all and report success with nothing measured; a mix of
+    CPU and GPU variants still runs, the runner noting each one it skips.
+    """
+    import torch  # noqa: PLC0415
+
+    chosen = problem.ladder(names)
+    if not chosen or torch.cuda.is_available() or not all(v.needs_gpu for v in chosen):
+        return
+    slugs = ", ".join(v.slug for v in chosen)
+    cpu = ", ".join(v.slug for v in problem.ladder() if not v.needs_gpu)
+    raise ValueError(f"nothing ran: {slugs} need{'s' if len(chosen) == 1 else ''} a CUDA GPU and "
+                     f"none is visible; allowed here (--variants): {cpu or 'none'}")
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a bench; the message says how many measured rows the records file kept."""
+
+
+def _count_rows(path: Path) -> int | None:
+    """Rows in the records file (0 if missing), or None if it cannot be read now."""
+    from fusedkit import records  # noqa: PLC0415
+
+    try:
+        return len(records.read_records(path))
+    except (OSError, ValueError):
+        return None
+
+
+def _kept(path: Path, before: int | None) -> str:
+    after = _count_rows(path)
+    if before is None or after is None:
+        return f"interrupted: rows measured before the interrupt are kept in {path}"
+    n = after - before   # appends are atomic, so the file holds whole rows only
+    return (f"interrupted: {n} row{'' if n == 1 else 's'} measured before the interrupt "
+            f"{'is' if n == 1 else 'are'} kept in {path}")
+
+
+# --- argument types: each refuses a bad value with one line naming option, value and what is allowed
+
+def _positive_int(option: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        allowed = "an integer >= 1"
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}={text!r} is not an integer; "
+                                             f"allowed: {allowed}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{option}={value} is too small; allowed: {allowed}")
+        return value
+    return parse
+
+
+def _positive_float(option: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        allowed = "a finite number > 0"
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}={text!r} is not a number; "
+                                             f"allowed: {allowed}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{option}={text.strip()} is out of range; "
+                                             f"allowed: {allowed}")
+        return value
+    return parse
+
+
+def _variant_names(text: str) -> list[str]:
+    """``--variants``: distinct, non-empty names. An empty list must not mean "all" by accident."""
+    allowed = "comma-separated variant names, each once, e.g. eager,compile (omit --variants for all)"
+    names = [n.strip() for n in text.split(",")]
+    if not any(names):
+        raise argparse.ArgumentTypeError(f"--variants is empty ({text!r} names no variant); "
+                                         f"allowed: {allowed}")
+    if "" in names:
+        raise argparse.ArgumentTypeError(f"--variants={text!r}: name {names.index('') + 1} is "
+                                         f"empty; allowed: {allowed}")
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice:
+        raise argparse.ArgumentTypeError(f"--variants={text!r} names {twice} twice; allowed: {allowed}")
+    return names
+
+
+def _records_file(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"--records={text!r} is empty; allowed: a CSV file path")
+    return text
+
+
+def _one_line(message: str) -> str:
+    """A message as one line: a multi-line one from a library would break 'one line on stderr'."""
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        # argparse prefixes a type's message with "argument --seeds: "; ours already name the option.
+        head, sep, rest = message.partition(": ")
+        if sep and head.startswith("argument ") and rest.startswith(head.split()[-1].split("/")[0]):
+            message = rest
+        self.exit(2, f"error: {_one_line(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fusedkit", description=__doc__.splitlines()[0])
+    p = _Parser(prog="python -m fusedkit", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="device, versions and the mode the workbook runs in").set_defaults(fn=_info)
     r = sub.add_parser("report", help="execute the notebooks and write HTML reports")
@@ -109,10 +259,15 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="check and time a problem's ladder; append to data/")
     b.add_argument("--problem", required=True, help="p12 or p45")
     b.add_argument("--sizes", help="e.g. batch_size=1024,in_features=8192 (default: KernelBench's)")
-    b.add_argument("--variants", help="comma-separated variant names (default: all)")
-    b.add_argument("--seeds", type=int, default=5, help="fresh seeds for the check")
-    b.add_argument("--rep-ms", type=float, default=500.0, help="timing budget per variant, ms")
-    b.add_argument("--records", help="records CSV (default: data/records.csv)")
+    b.add_argument("--variants", type=_variant_names,
+                   help="comma-separated variant names, each once (default: all)")
+    b.add_argument("--seeds", type=_positive_int("--seeds"), default=SEEDS,
+                   help=f"builds checked per variant, each on two inputs (>= 1; default {SEEDS})")
+    b.add_argument("--rep-ms", type=_positive_float("--rep-ms"), default=500.0,
+                   help="timing budget per variant, ms (> 0)")
+    b.add_argument("--records", type=_records_file,
+                   help="records CSV (default: data/records.csv on a GPU, the ignored "
+                        "data/local/records.csv without one)")
     b.add_argument("--sweep", action="append", metavar="DIM=VALUES",
                    help="run the ladder at several sizes as one series, e.g. batch_size=1,16,128 or "
                         "batch_size=64..16384x2 (or lo..hi+step); repeat for a cross product. Rows "
@@ -122,12 +277,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; the exit status: 0 done, 1 a report failed, 2 refused or interrupted."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:   # --help (0), or a usage error already printed as one line (2)
+        return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
+    debug = bool(os.environ.get("FUSEDKIT_DEBUG"))
     try:
         return args.fn(args)
-    except (ValueError, TypeError, FileNotFoundError) as e:
-        # Our own errors are one line naming the parameter; print just that, unless asked.
-        if os.environ.get("FUSEDKIT_DEBUG"):
+    except KeyboardInterrupt as e:
+        if debug:
             raise
-        print(f"error: {e}", file=sys.stderr)
+        print(_one_line(str(e)) or "interrupted", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, OSError) as e:
+        # Our own errors (SizeError, RecordsError, ...) are one line naming the parameter;
+        # OSError covers a missing, read-only or folder path. Print just that, unless asked.
+        if debug:
+            raise
+        print(f"error: {_one_line(str(e)) or type(e).__name__}", file=sys.stderr)
         return 2

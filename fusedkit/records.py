@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fusedkit.precision import TIERS as PRECISION_TIERS
+
 COLUMNS: tuple[str, ...] = (
     "run_id", "timestamp", "commit", "device", "driver", "cuda", "torch", "triton",
     "problem", "sizes", "variant", "tier", "timer",
@@ -43,8 +45,9 @@ CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]
 REQUIRED: tuple[str, ...] = ("problem", "sizes", "variant", "timer", "median_ms")
 """Per-row columns that :func:`make_row` must be given."""
 
-TIERS: tuple[str, ...] = ("reference", "fp32-faithful", "kb-pass", "fast", "")
-"""Precision tiers; "" means the variant was not checked."""
+TIERS: tuple[str, ...] = (*PRECISION_TIERS, "")
+"""Precision tiers (:data:`fusedkit.precision.TIERS`); "" means not judged (unchecked, or a
+tf32 / fp16 variant run in Triton's CPU interpreter, which computes in fp32)."""
 
 TIMERS: tuple[str, ...] = ("cuda-events", "cpu-wall")
 """How ``median_ms`` was measured."""
@@ -63,6 +66,13 @@ _SIZES_RE = re.compile(rf"{_NAME}=[^,=\s]+(,{_NAME}=[^,=\s]+)*")
 
 class RecordsError(ValueError):
     """A records file is malformed; the message names the file, the line and the fault."""
+
+
+class RecordsNotWritable(RecordsError, PermissionError):
+    """A records file or folder that may not be written; the message names the path.
+
+    Both a RecordsError and a PermissionError, so either ``except`` catches it.
+    """
 
 
 @dataclass
@@ -151,13 +161,16 @@ def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
     """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably.
 
     Creates the file, with its header, if missing. The existing file is validated first
-    and left untouched if it is malformed, has another schema (RecordsError), or if a new
-    row repeats the (run_id, problem, sizes, variant) of a recorded one (ValueError).
+    and left untouched if it is read-only (RecordsNotWritable), malformed, has another
+    schema (RecordsError), or if a new row repeats the (run_id, problem, sizes, variant)
+    of a recorded one (ValueError).
     """
     path = Path(path)
     texts = [_row_text(i, r) for i, r in enumerate(rows)]
     if not texts:
         return
+    if path.exists():
+        _check_writable_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):
         _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
@@ -177,6 +190,52 @@ def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
             seen[key] = 0
         new = "".join(_csv_line(row[c] for c in COLUMNS) for row in texts).encode()
         _replace_durably(path, old + new)
+
+
+def preflight(path: str | os.PathLike[str]) -> None:
+    """Refuse now, before anything is measured, a records file that an append would refuse later.
+
+    Checks that ``path`` is not a folder; that its folder exists, or its nearest existing
+    ancestor is a folder, and is writable (an append writes a temporary file beside the
+    records and renames it); that an existing file is writable by its mode bits (root
+    bypasses permissions, and a rename ignores the file's own mode); and that the whole
+    existing file parses, with the same checks as :func:`append_rows`. Creates and changes
+    nothing. Raises RecordsError (RecordsNotWritable for permissions) with one line naming
+    the path and the fault.
+    """
+    path = Path(path)
+    try:
+        _preflight(path)
+    except RecordsError:
+        raise
+    except OSError as e:  # a folder on the way that cannot be searched, an I/O error
+        raise RecordsNotWritable(f"{path} cannot be checked ({e.strerror or e})") from None
+
+
+def _preflight(path: Path) -> None:
+    if path.is_dir():
+        raise RecordsError(f"{path} is a folder; allowed: a records CSV file, existing or new")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # mkdir(parents=True) will create the rest from here
+    if not folder.is_dir():
+        raise RecordsNotWritable(f"{path}: {folder} is a file, not a folder; allowed: a path whose "
+                                 "folders exist or can be created")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RecordsNotWritable(f"{path}: the folder {folder} is not writable (an append writes a "
+                                 "temporary file there); allowed: a writable folder")
+    lock = path.with_name(path.name + ".lock")
+    if lock.exists() and not os.access(lock, os.R_OK | os.W_OK):
+        raise RecordsNotWritable(f"{path}: its lock file {lock} is not writable; allowed: a lock "
+                                 "this user may open, or another records path")
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise RecordsError(f"{path} is not a regular file; allowed: a records CSV file")
+    _check_writable_file(path)
+    data = path.read_bytes()
+    if data.strip():
+        _parse(path, _decode(path, data))
 
 
 def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -347,6 +406,18 @@ def _check_header(path: Path, header: list[str]) -> None:
             else f"same columns in another order: {', '.join(header)}")
     raise RecordsError(f"{path}:1: header is not the current schema ({what}). The file is "
                        "left as it is: move it aside or convert it (see data/README.md)")
+
+
+def _check_writable_file(path: Path) -> None:
+    """Refuse a records file marked read-only, although the rename of an append would replace it.
+
+    The mode bits decide, not only os.access: root may write anything, yet a file someone
+    made read-only (chmod a-w) is a file they want kept as it is.
+    """
+    mode = path.stat().st_mode
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise RecordsNotWritable(f"{path} is read-only (mode {stat.S_IMODE(mode):#o}) and is left as "
+                                 "it is; allowed: a writable records file (chmod u+w) or another path")
 
 
 @contextlib.contextmanager

@@ -95,3 +95,32 @@ def test_peak_memory_counts_what_a_call_allocates():
     expect = 4 * (n + n // 2) / 1e6
     assert expect <= mb < expect + 5, (mb, expect)
     assert held.numel() == 25_000_000
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU default")
+def test_cpu_bench_records_to_the_ignored_local_file(tmp_path, monkeypatch, capsys):
+    tracked = tmp_path / "data" / "records.csv"
+    monkeypatch.delenv("FUSEDKIT_RECORDS", raising=False)
+    monkeypatch.setattr(records, "default_path", lambda: tracked)
+    rc = main(["bench", "--problem", "p12", "--sizes", "batch_size=4,in_features=8,out_features=8",
+               "--variants", "eager", "--seeds", "1", "--rep-ms", "2"])
+    assert rc == 0, capsys.readouterr().err
+    assert not tracked.exists()
+    local = records.read_records(tmp_path / "data" / "local" / "records.csv")
+    assert list(local["variant"]) == ["eager"] and (local["timer"] == "cpu-wall").all()
+
+
+def test_a_caught_variant_is_named_not_recorded_and_fails_the_bench(tmp_path, monkeypatch, capsys):
+    import dataclasses
+
+    import adversarial as bad
+    p = get("p12")
+    monkeypatch.setitem(p.variants, "addmm_alpha_beta",
+                        dataclasses.replace(p.variants["addmm_alpha_beta"], build=bad.caching))
+    path = tmp_path / "r.csv"
+    rc = main(["bench", "--problem", "p12", "--sizes", "batch_size=8,in_features=16,out_features=8",
+               "--variants", "eager,addmm_alpha_beta", "--seeds", "1", "--rep-ms", "2",
+               "--records", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "not recorded: addmm_alpha_beta" in err and "result reuse" in err
+    assert list(records.read_records(path)["variant"]) == ["eager"]

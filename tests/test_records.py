@@ -278,6 +278,8 @@ def test_malformed_line_names_file_and_line(tmp_path, edit, message):
 
     with pytest.raises(RecordsError, match=re.escape(f"{path}:{broken}: {message}")):
         read_records(path)
+    with pytest.raises(RecordsError, match=re.escape(f"{path}:{broken}: {message}")):
+        records.preflight(path)                           # found before anything is measured
     with pytest.raises(RecordsError, match=re.escape(f"{path}:{broken}:")):
         write_valid_file(path, n=1)                       # appends refuse a broken file ...
     assert path.read_bytes() == before                    # ... and leave it as it was
@@ -290,7 +292,8 @@ def test_older_schema_is_refused_naming_columns(tmp_path):
     lines = path.read_text().splitlines(keepends=True)
     path.write_text(",".join(old) + "\n" + "".join(lines[1:]))
     before = path.read_bytes()
-    for action in (lambda: read_records(path), lambda: write_valid_file(path, n=1)):
+    for action in (lambda: read_records(path), lambda: write_valid_file(path, n=1),
+                   lambda: records.preflight(path)):
         with pytest.raises(RecordsError) as info:
             action()
         text = str(info.value)
@@ -420,3 +423,49 @@ def test_import_records_appends_once(tmp_path):
     with pytest.raises(ValueError, match="already recorded"):
         records.import_records(src, dst)
     assert len(records.read_records(dst)) == 2
+
+
+# --- read-only files and the preflight check ------------------------------------------------
+
+def test_append_refuses_a_read_only_file_and_leaves_it_unchanged(tmp_path):
+    path = tmp_path / "records.csv"
+    write_valid_file(path, n=2)
+    path.chmod(0o444)
+    before = path.read_bytes()
+    with pytest.raises(records.RecordsNotWritable) as info:
+        write_valid_file(path, n=1)    # as root too: the rename would ignore the file's mode
+    text = str(info.value)
+    assert str(path) in text and "read-only" in text and "0o444" in text and "\n" not in text
+    assert isinstance(info.value, RecordsError) and isinstance(info.value, PermissionError)
+    assert path.read_bytes() == before and (path.stat().st_mode & 0o777) == 0o444
+    assert temp_leftovers(path) == []
+
+
+def test_preflight_accepts_new_and_valid_files_and_creates_nothing(tmp_path):
+    records.preflight(tmp_path / "new" / "deeper" / "records.csv")   # folders to be created
+    assert list(tmp_path.iterdir()) == []
+    path = tmp_path / "records.csv"
+    write_valid_file(path, n=2)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    records.preflight(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_preflight_refuses_what_an_append_would_refuse(tmp_path, monkeypatch):
+    with pytest.raises(RecordsError, match=re.escape(f"{tmp_path} is a folder")):
+        records.preflight(tmp_path)
+    (tmp_path / "afile").write_text("x\n")
+    with pytest.raises(records.RecordsNotWritable, match="afile is a file, not a folder"):
+        records.preflight(tmp_path / "afile" / "sub" / "records.csv")
+    path = tmp_path / "records.csv"
+    write_valid_file(path, n=1)
+    path.chmod(0o444)
+    with pytest.raises(records.RecordsNotWritable, match=re.escape(f"{path} is read-only (mode 0o444)")):
+        records.preflight(path)
+    path.chmod(0o644)
+    # A folder this user may not write (os.access decides: root would write through chmod).
+    real = os.access
+    monkeypatch.setattr(records.os, "access",
+                        lambda p, mode, **kw: False if Path(p) == tmp_path else real(p, mode, **kw))
+    with pytest.raises(records.RecordsNotWritable, match=re.escape(f"folder {tmp_path} is not writable")):
+        records.preflight(path)

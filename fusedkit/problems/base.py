@@ -14,6 +14,8 @@ from typing import Callable, Mapping, Sequence
 import torch
 from torch import nn
 
+from fusedkit.precision import PRECISIONS
+
 Sizes = dict[str, int]
 
 # Counts of 32-bit elements above this overflow the int32 indices our CUDA kernels use.
@@ -87,11 +89,15 @@ class Variant:
     title: str
     summary: str                      # one line: what changed against the previous step
     build: Callable[[nn.Module], Callable[..., torch.Tensor]]
-    precision: str = "fp32"           # the arithmetic it uses (fusedkit.hardware.PRECISIONS)
+    precision: str = "fp32"           # the arithmetic it uses (fusedkit.precision.PRECISIONS)
     needs_gpu: bool = False
     source: str = ""                  # kernel file relative to fusedkit/kernels, "" for PyTorch
     baseline: bool = False            # PyTorch itself, not one of our kernels
     triton: bool = False              # a Triton kernel: on CPU it runs in the (slow) interpreter
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision={self.precision!r} is not known; valid: {', '.join(PRECISIONS)}")
 
 
 @dataclass(frozen=True)
@@ -228,16 +234,22 @@ def fmt_sizes(sizes: Mapping[str, int]) -> str:
 
 
 def parse_sizes(text: str) -> dict[str, int]:
-    """Inverse of :func:`fmt_sizes`; values stay unvalidated until ``Problem.sizes``."""
+    """Inverse of :func:`fmt_sizes`; values stay unvalidated until ``Problem.sizes``.
+
+    A name given twice is refused: silently keeping the last would run sizes nobody asked for.
+    """
     out: dict[str, int] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = part.partition("=")
+        name = name.strip()
         if not sep:
             raise SizeError(f"size {part!r} must look like name=value, e.g. batch_size=1024")
+        if name in out:
+            raise SizeError(f"{name} is given twice in sizes={text!r}; allowed: each size once")
         try:
-            out[name.strip()] = int(value)
+            out[name] = int(value)
         except ValueError:
-            raise SizeError(f"{name.strip()}={value!r} is not an integer") from None
+            raise SizeError(f"{name}={value!r} is not an integer") from None
     return out
 
 
