@@ -30,7 +30,7 @@ import torch
 
 from fusedkit import bench
 from fusedkit.check import (EPS32, SECOND_INPUT, Build, CheckResult, check_variant, cpu_refusal,
-                            eager32, one_line, reference64, rel_error)
+                            eager32, nearby_odd, one_line, reference64, rel_error)
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.roofline import achieved, fused_floor
@@ -142,6 +142,22 @@ class Measurement:
             return f"{name}: {tier}, rel. error {self.check.rel_error:.2e} (checked, not timed)"
         return (f"{name}: {tier}, {self.timing.median_ms:.4g} ms, rel. error "
                 f"{self.check.rel_error:.2e}")
+
+
+def interpreter_seconds(problem: Problem, v: Variant, sizes: Sizes, *, seeds: int = SEEDS,
+                        time_it: bool = True) -> float:
+    """Predicted seconds :func:`measure` spends on a registered Triton variant in the CPU
+    interpreter: each build's two calls (the first one splits new weights), the same at the
+    nearby odd shape, and a timing of a first call plus six repeats."""
+    from fusedkit import interpreter_cost as ic  # noqa: PLC0415 - imports the Triton steps
+
+    def pair(s: Sizes) -> float:
+        return (ic.estimate_seconds(problem, v, s, first_call=True)
+                + ic.estimate_seconds(problem, v, s))
+    total = seeds * pair(sizes) + pair(nearby_odd(problem, sizes))
+    if time_it:
+        total += pair(sizes) + 5 * ic.estimate_seconds(problem, v, sizes)
+    return total
 
 
 def candidate(problem: Problem, what: Variant | str | Build, *, name: str = "",

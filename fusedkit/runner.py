@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 from fusedkit import bench, records
 from fusedkit.check import cpu_refusal
 from fusedkit.hardware import GpuSpec, detect_gpu
-from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS, measure
+from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS, interpreter_seconds, measure
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.results import add_speedup
 
@@ -111,6 +111,9 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     bar = tqdm(chosen, desc=f"{problem.key} ladder", unit="variant", disable=not progress)
     for v in bar:
         bar.set_postfix_str(v.slug)
+        if v.triton and device.type == "cpu":
+            tqdm.write(f"{v.slug}: about {interpreter_seconds(problem, v, sizes, seeds=seeds):.0f} s "
+                       "in Triton's CPU interpreter (estimated)")
         t0 = time.perf_counter()
         m = measure(problem, v, sizes, device=device, seeds=seeds, warmup_ms=warmup_ms,
                     rep_ms=rep_ms, gpu=gpu)

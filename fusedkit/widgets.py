@@ -27,7 +27,7 @@ from fusedkit.hardware import detect_gpu
 from fusedkit.mode import Mode
 from fusedkit.plots import variant_bars
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
-from fusedkit.measure import measure
+from fusedkit.measure import interpreter_seconds, measure
 from fusedkit.results import add_speedup
 from fusedkit.roofline import fused_floor, table
 
@@ -286,6 +286,9 @@ class LadderExplorer:
             if reason:
                 row["live here"] = reason
             else:
+                if v.triton:
+                    est = interpreter_seconds(problem, v, sizes, seeds=self.SEEDS_CPU, time_it=False)
+                    self._show_line(f"{slug}: about {est:.0f} s in Triton's CPU interpreter (estimated)")
                 try:
                     m = measure(problem, v, sizes, device=device, seeds=self.SEEDS_CPU, time_it=False)
                     where = ("checked in Triton's CPU interpreter (precision flags ignored: logic, "

@@ -76,7 +76,7 @@ def test_kernelbench_sizes_explain_the_interpreter_limit(empty_records):
     ex.run()
     res = ex.result.set_index("variant")
     limit = res.loc["triton_fused_lse_tf32", "live here"]
-    assert "interpreter is limited to 0.2 GFLOP" in limit and "412.7" in limit
+    assert "would take about" in limit and "in Triton's CPU interpreter" in limit and "allowed: 10 s" in limit
     assert "pick smaller sizes" in res.loc["eager", "live here"]
     assert "tier" not in res.columns          # nothing ran live
     # The predicted floors follow each variant's arithmetic: TF32 is several times lower.

@@ -23,9 +23,6 @@ INT32_MAX = 2**31 - 1
 # A CPU run is allowed this much arithmetic (about half a minute for eager on 2 cores).
 CPU_FLOP_BUDGET = 2.0e12
 CPU_BYTE_BUDGET = 8 * 2**30
-# Triton's CPU interpreter is slow: a 0.57 GFLOP problem-12 call took 31 s on 2 cores
-# (2026-11-29), about 0.02 GFLOP/s. This keeps one call to ~10 s.
-INTERPRETER_FLOP_BUDGET = 2.0e8
 
 
 class SizeError(ValueError):
