@@ -93,8 +93,8 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
 
     ``warmup_ms`` / ``rep_ms`` are time budgets in milliseconds, as in ``triton.testing.do_bench``;
     the number of warm-up calls is randomised by up to a quarter. ``keep`` timed calls, drawn
-    at random, store a copy of their output (taken on the caller's stream right after the
-    call) in :attr:`TimedCalls.kept` with their index.
+    at random with distinct indices modulo ``keep``, store a copy of their output (taken on
+    the caller's stream right after the call) in :attr:`TimedCalls.kept` with their index.
     """
     _check_budgets(warmup_ms, rep_ms)
     device = _resolve(device)
@@ -137,7 +137,11 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
     n_warm = max(1 if gpu else 0, int(warmup_ms / estimate * rng.uniform(0.75, 1.25)))
     n_rep = min(MAX_CALLS, max(10 if gpu else 3, int(rep_ms / estimate)))
     first = counter[0] + n_warm
-    wanted.update(rng.sample(range(first, first + n_rep), min(keep, n_rep)))
+    # One kept call per residue class of the call index modulo ``keep``: when ``prepare``
+    # rotates ``keep`` input sets, every set's answer is verified, so an answer cached from
+    # any one set is seen to be wrong for the others.
+    for r in range(min(keep, n_rep)):
+        wanted.add(rng.choice(range(first + (r - first) % keep, first + n_rep, keep)))
     warm = [one() for _ in range(n_warm)]
     del warm
     timed = elapsed([one() for _ in range(n_rep)])

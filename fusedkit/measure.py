@@ -8,7 +8,8 @@ the timing itself:
 
 - the timed model and inputs are fresh draws, never the checked ones; before every call the
   input buffer is rewritten with one of three input sets, so a result cached between calls is
-  wrong, and two timed calls drawn at random are verified against their own references;
+  wrong, and three timed calls drawn at random, one per input set, are verified against
+  their own references;
 - on a GPU, checks and timing run on a stream of the harness's own, the events on it are
   cross-checked with device-wide wall time over the same calls, and a call whose events see
   much less than the device was busy is refused (its work hides on another stream);
@@ -37,8 +38,9 @@ from fusedkit.roofline import achieved, fused_floor
 
 INPUT_SETS = 3
 """Distinct inputs rotated through the input buffer while timing."""
-VERIFIED_CALLS = 2
-"""Timed calls, drawn at random, whose outputs are checked against their own references."""
+VERIFIED_CALLS = INPUT_SETS
+"""Timed calls, drawn at random (one per input set), whose outputs are checked against their
+own references."""
 TIMED_ERROR_FACTOR = 4.0
 """A verified timed output may be this many times less accurate than the worst checked one."""
 HIDDEN_WORK_FACTOR, HIDDEN_WORK_MS = 2.0, 0.05
@@ -243,7 +245,7 @@ def measure(problem: Problem, what: Variant | str | Build, sizes: Sizes | None =
 
 
 def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
-    """Time ``m``'s variant on fresh weights and a rotation of fresh inputs; verify two timed
+    """Time ``m``'s variant on fresh weights and a rotation of fresh inputs; verify three timed
     outputs; on a GPU, cross-check the events with device-wide wall time. Fills ``m``."""
     problem, sizes, device = m.problem, m.sizes, m.device
     model = problem.make_model(sizes, seed=seed, device=device)

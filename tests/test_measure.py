@@ -172,6 +172,7 @@ def test_timing_loop_keeps_and_refreshes():
     t = bench.time_calls(lambda: torch.ones(3) * len(seen), prepare=seen.append, warmup_ms=1,
                          rep_ms=5, device="cpu", keep=2)
     assert len(t.kept) == 2 and all(i >= 3 for i, _ in t.kept)
+    assert len({i % 2 for i, _ in t.kept}) == 2          # one per residue: every input set verified
     assert seen == list(range(len(seen))) and t.timing.repeats >= 3
     with pytest.raises(ValueError, match="finite"):
         bench.time_calls(lambda: None, rep_ms=math.nan, device="cpu")
