@@ -1,0 +1,310 @@
+"""Hardware counters of every kernel step, read with Nsight Compute (``ncu``) on a GPU and
+kept in ``data/counters.csv`` so that a reader without a GPU sees them too.
+
+One row per kernel launch that one call of a variant makes, at the sizes given, after
+warm-up, with the run's context (device, commit, versions) like :mod:`fusedkit.records`.
+The counters, by column (ncu metric in brackets; see ``data/README.md``):
+
+- ``duration_us``: the kernel's time under the profiler [``gpu__time_duration.sum``];
+- ``sm_pct``: SM throughput, % of peak [``sm__throughput.avg.pct_of_peak_sustained_elapsed``];
+- ``tensor_pct``: the tensor pipe's busy cycles, % of peak, the larger of the mma (HMMA) and
+  warpgroup-mma (GMMA) pipes [``sm__pipe_tensor_op_{hmma,gmma}_cycles_active...``];
+- ``fma_pct``: the FP32 FMA pipe, % of peak [``sm__pipe_fma_cycles_active...``];
+- ``dram_pct`` and ``dram_gb``: DRAM throughput, % of peak, and bytes moved
+  [``dram__throughput...``, ``dram__bytes.sum``];
+- ``occupancy_pct``: achieved occupancy, active warps over the SM's maximum
+  [``sm__warps_active.avg.pct_of_peak_sustained_active``];
+- ``registers``: registers per thread; ``local_bytes``: local-memory (spill) traffic
+  [``launch__registers_per_thread``, ``local_{load,store}`` bytes];
+- ``l2_hit_pct``: L2 hit rate [``lts__t_sector_hit_rate.pct``];
+- ``grid``, ``block``, ``smem_kb``: the launch shape and shared memory per block.
+
+Collection (on the GPU machine, one command per problem)::
+
+    python -m fusedkit.counters collect --problem p12 --out DIR
+
+runs ``ncu`` over ``python -m fusedkit.counters profile`` and leaves ``ncu_<problem>.csv`` and
+``order_<problem>.json`` in DIR; ``python -m fusedkit.counters import DIR`` turns them into
+rows of ``data/counters.csv`` here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from fusedkit import records
+from fusedkit.problems import Problem, fmt_sizes
+
+MARKER = "fusedkit_marker"
+"""Name of the tiny kernel launched before each variant's call: it splits the profile."""
+
+# Column -> candidate ncu metrics (the first the device knows is used; several are combined
+# by ``max`` where the column is "the larger of").
+METRICS: dict[str, tuple[str, ...]] = {
+    "duration_us": ("gpu__time_duration.sum",),
+    "sm_pct": ("sm__throughput.avg.pct_of_peak_sustained_elapsed",),
+    "tensor_pct": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                   "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"),
+    "fma_pct": ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",),
+    "dram_pct": ("dram__throughput.avg.pct_of_peak_sustained_elapsed",),
+    "dram_gb": ("dram__bytes.sum",),
+    "occupancy_pct": ("sm__warps_active.avg.pct_of_peak_sustained_active",),
+    "registers": ("launch__registers_per_thread",),
+    "local_bytes": ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+                    "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"),
+    "l2_hit_pct": ("lts__t_sector_hit_rate.pct",),
+    "grid": ("launch__grid_size",),
+    "block": ("launch__block_size",),
+    "smem_kb": ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"),
+}
+SUMMED = {"local_bytes", "smem_kb"}       # columns that add their metrics; the rest take the max
+COUNTER_COLUMNS = tuple(METRICS)
+COLUMNS: tuple[str, ...] = (*records.CONTEXT_COLUMNS, "problem", "sizes", "variant", "launch",
+                            "kernel", *COUNTER_COLUMNS)
+
+
+def default_path() -> Path:
+    """``data/counters.csv`` beside the records file."""
+    return records.default_path().parent / "counters.csv"
+
+
+def read_counters(path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """Every recorded counter row (columns :data:`COLUMNS`, counters as floats); empty if none."""
+    path = Path(path) if path is not None else default_path()
+    if not path.exists():
+        return pd.DataFrame({c: pd.Series(dtype=float if c in COUNTER_COLUMNS else str)
+                             for c in COLUMNS})
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise records.RecordsError(f"{path}:1: not a counters file (missing {', '.join(missing)})")
+    for c in (*COUNTER_COLUMNS, "launch"):
+        df[c] = pd.to_numeric(df[c].replace("", math.nan))
+    df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True, format="ISO8601")
+    return df[list(COLUMNS)]
+
+
+def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None = None,
+                  path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """The newest recorded counters of one variant: one row per kernel launch of one call,
+    in launch order. ``sizes`` defaults to the problem's defaults. The frame's
+    ``attrs["label"]`` says where they come from (device, date, commit); empty if none."""
+    from fusedkit import problems  # noqa: PLC0415
+
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
+    df = read_counters(path)
+    df = df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
+    if df.empty:
+        out = df.iloc[0:0]
+        out.attrs["label"] = "no counters recorded"
+        return out
+    newest = df[df["run_id"] == df.sort_values("timestamp")["run_id"].iloc[-1]]
+    out = newest.sort_values("launch").reset_index(drop=True)
+    r = out.iloc[0]
+    out.attrs["label"] = (f"Nsight Compute on {r['device']}, {r['timestamp']:%Y-%m-%d %H:%M} UTC, "
+                          f"commit {r['commit']}")
+    return out
+
+
+# -- collection on the GPU machine -------------------------------------------------------------
+
+def _marker() -> None:
+    """Launch the marker kernel: a one-element Triton kernel whose name ncu reports."""
+    import torch  # noqa: PLC0415
+    import triton  # noqa: PLC0415
+    import triton.language as tl  # noqa: PLC0415
+
+    global _marker_kernel
+    if "_marker_kernel" not in globals():
+        @triton.jit
+        def fusedkit_marker(ptr):
+            tl.store(ptr, tl.load(ptr) + 1)
+        _marker_kernel = fusedkit_marker
+    buf = torch.zeros(1, device="cuda")
+    _marker_kernel[(1,)](buf)
+
+
+def profile(problem: Problem, variants: Sequence[str], order_path: Path) -> None:
+    """Run each variant once inside the profiler's window, after three unprofiled warm-up
+    calls; a marker kernel precedes each. Writes the order of variants to ``order_path``."""
+    import torch  # noqa: PLC0415
+
+    sizes = problem.defaults
+    order = []
+    for slug in variants:
+        v = problem.variant(slug)
+        model = problem.make_model(sizes, seed=1, device="cuda")
+        inputs = problem.get_inputs(sizes, seed=1, device="cuda")
+        fn = v.build(model)
+        with torch.no_grad():
+            for _ in range(3):
+                fn(*inputs)
+            _marker()                 # compiled outside the window
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStart()
+            _marker()
+            fn(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStop()
+        order.append(slug)
+        print(f"profiled {slug}", flush=True)
+    order_path.write_text(json.dumps({"problem": problem.key, "sizes": fmt_sizes(sizes),
+                                      "variants": order, "context": asdict(records.RunContext.collect())}))
+
+
+def available_metrics(ncu: str) -> set[str]:
+    """Base names of the metrics this device's ncu knows (``ncu --query-metrics``)."""
+    out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, check=False).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip() and "__" in line.split()[0]}
+
+
+def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = None) -> Path:
+    """Run ``ncu`` (clocks left alone) over :func:`profile` for the problem's GPU kernel steps;
+    return the raw CSV's path."""
+    ncu = shutil.which("ncu")
+    if not ncu:
+        raise FileNotFoundError("ncu (Nsight Compute) is not on the PATH")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    known = available_metrics(ncu)
+    # Launch attributes and the duration are always there; other names a device may lack
+    # (an unknown metric makes ncu profile nothing), so they are kept only when listed.
+    wanted = [m for ms in METRICS.values() for m in ms
+              if m.startswith(("launch__", "gpu__time_duration")) or not known
+              or m.split(".")[0] in known]
+    slugs = list(variants or [v.slug for v in problem.ladder()])
+    raw = out_dir / f"ncu_{problem.key}.csv"
+    cmd = [ncu, "--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw",
+           "--metrics", ",".join(wanted), "--log-file", str(raw),
+           sys.executable, "-m", "fusedkit.counters", "profile", "--problem", problem.key,
+           "--order", str(out_dir / f"order_{problem.key}.json"), "--variants", ",".join(slugs)]
+    subprocess.run(cmd, check=True)
+    return raw
+
+
+# -- from ncu's CSV to rows ---------------------------------------------------------------------
+
+def _number(text: str) -> float:
+    text = text.strip().replace(",", "")
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def parse_ncu_csv(text: str) -> list[dict[str, str]]:
+    """The kernel rows of ``ncu --csv --page raw`` output (the units row and any log lines
+    before the header left out)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("no ncu CSV header (a line starting with \"ID\") in the output")
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+    return [r for r in rows if r.get("ID", "").strip().isdigit()]
+
+
+def _unit_scale(units: dict[str, str], metric: str) -> float:
+    """Factor that turns ncu's unit for ``metric`` into ours (us, GB, KB, bytes)."""
+    unit = units.get(metric, "").strip().lower()
+    if metric == "gpu__time_duration.sum":
+        return {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}.get(unit, 1e-3)
+    if metric == "dram__bytes.sum":
+        return {"byte": 1e-9, "kbyte": 1e-6, "mbyte": 1e-3, "gbyte": 1.0}.get(unit, 1e-9)
+    if metric.startswith("launch__shared_mem"):
+        return {"byte": 1 / 1024, "kbyte": 1.0, "mbyte": 1024.0}.get(unit, 1 / 1024)
+    if "bytes" in metric:
+        return {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}.get(unit, 1.0)
+    return 1.0
+
+
+def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
+    """Counter rows from one problem's raw ncu CSV and its order file: the kernels between
+    two markers belong to the variant profiled there."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    header = next(csv.reader([lines[start]]))
+    units = dict(zip(header, next(csv.reader([lines[start + 1]]))))
+    kernels = parse_ncu_csv(text)
+    ctx = order["context"]
+    out: list[dict[str, object]] = []
+    variant_index, launch = -1, 0
+    for k in kernels:
+        name = k.get("Kernel Name", "")
+        if MARKER in name:
+            variant_index += 1
+            launch = 0
+            continue
+        if variant_index < 0 or variant_index >= len(order["variants"]):
+            continue
+        row: dict[str, object] = dict(ctx, problem=order["problem"], sizes=order["sizes"],
+                                      variant=order["variants"][variant_index], launch=launch,
+                                      kernel=name[:120])
+        for col, metrics in METRICS.items():
+            vals = [_number(k[m]) * _unit_scale(units, m) for m in metrics if m in k]
+            vals = [v for v in vals if not math.isnan(v)]
+            row[col] = (sum(vals) if col in SUMMED else max(vals)) if vals else math.nan
+        out.append(row)
+        launch += 1
+    return out
+
+
+def import_dir(folder: Path, path: Path | None = None) -> int:
+    """Append the counter rows of every ``ncu_<problem>.csv`` / ``order_<problem>.json`` pair
+    in ``folder`` to ``path`` (default :func:`default_path`); returns the rows added."""
+    path = path or default_path()
+    rows = []
+    for raw in sorted(folder.glob("ncu_*.csv")):
+        key = raw.stem.removeprefix("ncu_")
+        order = json.loads((folder / f"order_{key}.json").read_text())
+        rows += rows_from_ncu(raw.read_text(), order)
+    if not rows:
+        return 0
+    new = pd.DataFrame(rows, columns=list(COLUMNS))
+    old = pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists() else None
+    both = new.astype(str).replace("nan", "") if old is None else pd.concat(
+        [old, new.astype(str).replace("nan", "")], ignore_index=True)
+    both.to_csv(path, index=False)
+    return len(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fusedkit import problems  # noqa: PLC0415
+
+    p = argparse.ArgumentParser(prog="python -m fusedkit.counters", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect", help="run ncu over every GPU kernel step of a problem")
+    c.add_argument("--problem", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--variants")
+    pr = sub.add_parser("profile", help="(run by collect, under ncu)")
+    pr.add_argument("--problem", required=True)
+    pr.add_argument("--order", required=True)
+    pr.add_argument("--variants", required=True)
+    i = sub.add_parser("import", help="turn collected ncu CSVs into rows of data/counters.csv")
+    i.add_argument("folder")
+    args = p.parse_args(argv)
+    if args.command == "collect":
+        names = args.variants.split(",") if args.variants else None
+        print(collect(problems.get(args.problem), Path(args.out), names))
+    elif args.command == "profile":
+        profile(problems.get(args.problem), args.variants.split(","), Path(args.order))
+    else:
+        print(f"{import_dir(Path(args.folder))} counter rows added to {default_path()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
