@@ -1,4 +1,4 @@
-"""``python -m fusedkit``: info, report and bench from the command line.
+"""``python -m fusedkit``: info, report, bench and export from the command line.
 
 Bad input and faults (an unwritable or corrupt records file, Ctrl-C) get one line on
 stderr naming the parameter, the value and what is allowed, and exit status 2; never a
@@ -138,6 +138,27 @@ def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None,
     return _failures(res.rows)
 
 
+def _export(args: argparse.Namespace) -> int:
+    """``export``: one variant as a KernelBench solution file, or every variant of a problem."""
+    from fusedkit import export, problems  # noqa: PLC0415
+
+    problem = problems.get(args.problem)
+    if (args.variant is None) == (args.all is None):
+        raise ValueError("export needs exactly one of --variant NAME (with -o FILE) or --all DIR")
+    if args.all is not None:
+        if args.output is not None:
+            raise ValueError(f"-o={args.output!r} goes with --variant; --all writes one file per "
+                             "variant into its folder")
+        paths = export.export_all(problem, args.all, force=args.force)
+    else:
+        if args.output is None:
+            raise ValueError(f"--variant={args.variant!r} needs -o FILE, the solution file to write")
+        paths = [export.export_variant(problem, args.variant, args.output, force=args.force)]
+    for path in paths:
+        print(path)
+    return 0
+
+
 def _refuse_gpu_only(problem: Problem, names: list[str] | None) -> None:
     """Refuse a bench in which every asked-for variant needs a GPU and none is visible.
 
@@ -273,6 +294,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "batch_size=64..16384x2 (or lo..hi+step); repeat for a cross product. Rows "
                         "are recorded as each variant finishes; a new run is a new series (no resume)")
     b.set_defaults(fn=_bench)
+    e = sub.add_parser("export", help="write a kernel as a self-contained KernelBench solution (ModelNew)")
+    e.add_argument("--problem", required=True, help="p12 or p45")
+    e.add_argument("--variant", help="the variant to export (one of the problem's kernels, no baseline)")
+    e.add_argument("-o", "--output", help="the solution file to write (with --variant)")
+    e.add_argument("--all", metavar="DIR", help="write every kernel of the problem into DIR, one file each")
+    e.add_argument("--force", action="store_true", help="overwrite existing files")
+    e.set_defaults(fn=_export)
     return p
 
 

@@ -70,7 +70,9 @@ def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None
     Empty (same columns) when nothing is recorded.
     """
     _check_frame(rec)
-    df = rec[(rec["problem"] == _key(problem)) & rec["tier"].isin(TIERS)]
+    # Rows of exported files ("export:<slug>") re-time a ladder kernel outside its ladder run.
+    df = rec[(rec["problem"] == _key(problem)) & rec["tier"].isin(TIERS)
+             & ~rec["variant"].str.startswith("export:")]
     if sizes is not None:
         df = df[df["sizes"] == fmt_sizes(sizes)]
     df = add_speedup(df)

@@ -1,0 +1,695 @@
+"""Export a kernel of the ladder as one self-contained KernelBench solution file.
+
+KernelBench's solutions are single Python files defining ``class ModelNew(nn.Module)``: its
+evaluator builds ModelNew with the reference Model's constructor arguments and seed, runs it on
+its own inputs and times it. :func:`render` writes such a file for one registered variant:
+
+- ``ModelNew.__init__`` is the reference Model's constructor, verbatim, so the parameter names,
+  shapes and the order the weights are drawn in are the reference's (its ``state_dict`` loads,
+  the same seed gives the same weights);
+- ``ModelNew.forward`` calls the step's function exactly as the variant does, with the weights
+  and options read from the variant's registration (:func:`step_call`);
+- Triton steps are embedded as source, each ``load_step`` of another step resolved inside the
+  file; CUDA steps are the problem's extension (its ``.cu`` files, ``binding.cpp`` and headers,
+  local includes inlined) built by ``torch.utils.cpp_extension.load_inline`` with
+  :mod:`fusedkit.build`'s flags and compiler probe;
+- the file imports torch, triton and the standard library only, never fusedkit.
+
+The kernel is built on the first ``forward``, so constructing ModelNew (and importing the file)
+is cheap and works without a GPU. What a kernel keeps between calls (the fp16x3 steps' weight
+splits) belongs to the ModelNew instance; nothing is kept at module level but compiled code.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import os
+import re
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Callable
+
+from torch import nn
+
+from fusedkit import build as fk_build
+from fusedkit.kernels import KERNELS, step_path
+from fusedkit.problems import Problem, Variant, base
+from fusedkit.problems import get as get_problem
+
+__all__ = ["EXPORT_TIERS", "StepCall", "best_per_tier", "cuda_sources", "exportable", "export_all",
+           "export_variant", "file_name", "init_inputs", "render", "step_call"]
+
+KERNELBENCH_LEVEL = 2
+"""Every fusedkit problem is a KernelBench level-2 problem (README)."""
+
+EXPORT_TIERS: tuple[str, ...] = ("fp32-faithful", "kb-pass", "fast")
+"""Tiers of our kernels, strictest first: a variant of one tier also meets every later one."""
+
+# A step file imports fusedkit for this line only; the exported file provides load_step itself.
+_LOAD_STEP_IMPORT = re.compile(r"^from fusedkit\.kernels import load_step[ \t]*$", re.M)
+_LOAD_STEP_CALL = re.compile(r"""load_step\(\s*["'](\w+)["']\s*,\s*["']([\w.]+)["']\s*\)""")
+_IMPORTS_FUSEDKIT = re.compile(r"^\s*(from\s+fusedkit\b|import\s+fusedkit\b)", re.M)
+_LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+# A name defined at file scope in a .cu file: the identifier before the first "(" or "=" of a
+# line that starts with a word in column 0 (kernels, device helpers, constants, launchers; the
+# step files indent every statement). Only names that two files define matter; nvcc on the whole
+# translation unit (tests/test_export.py) proves the list complete.
+_FILE_SCOPE_NAME = re.compile(
+    r"^(?!(?:namespace|using|extern|template|return|if|for|while|switch|static_assert)\b)"
+    r"(?=[A-Za-z_])[^\n(=;{]*?\b([A-Za-z_]\w*)\s*[(=\[]", re.M)
+
+
+# ---------------------------------------------------------------------------------------
+# What a variant calls, read from its registration
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """How a variant's build calls its kernel: ``function(x, *weights(model), **options)``.
+
+    ``kind`` is "triton" (``filename`` is the step file under ``fusedkit/kernels/<problem>/``)
+    or "cuda" (``function`` of the problem's extension).
+    """
+
+    kind: str
+    problem: str
+    function: str
+    weights: Callable[[nn.Module], tuple]
+    filename: str = ""
+    options: dict = field(default_factory=dict)
+
+
+def _inner_code(factory: Callable) -> object:
+    """The code object of the ``build`` closure that ``factory`` (cuda_step, triton_step) returns."""
+    return next(c for c in factory.__code__.co_consts if inspect.iscode(c) and c.co_name == "build")
+
+
+def step_call(problem: Problem | str, slug: str) -> StepCall:
+    """What the registered variant ``slug`` calls, read from its ``build`` closure.
+
+    Variants built by :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` carry the
+    function name, the weights and the options in that closure, so nothing is retyped here
+    (and nothing can drift). Raises ValueError for a baseline or any other kind of build.
+    """
+    problem, v = _variant(problem, slug)
+    code = getattr(v.build, "__code__", None)
+    kinds = {"triton": _inner_code(base.triton_step), "cuda": _inner_code(base.cuda_step)}
+    kind = next((k for k, c in kinds.items() if code is c), None)
+    if kind is None:
+        raise ValueError(f"variant={slug!r} of {problem.key} is not built by cuda_step or triton_step; "
+                         "only those can be exported")
+    bound = inspect.getclosurevars(v.build).nonlocals
+    call = StepCall(kind, bound["problem_key"], bound["function"], bound["weights"],
+                    bound.get("filename", ""), dict(bound.get("options", {})))
+    if kind == "triton" and v.source != f"{call.problem}/{call.filename}":
+        raise ValueError(f"variant={slug!r}: its source {v.source!r} is not the step it calls, "
+                         f"{call.problem}/{call.filename}")
+    return call
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+
+
+def exportable(problem: Problem | str) -> list[str]:
+    """Slugs of the problem's own kernels (every variant but the baselines), in ladder order."""
+    problem = _problem(problem)
+    return [v.slug for v in problem.ladder() if not v.baseline]
+
+
+def file_name(problem: Problem | str, slug: str) -> str:
+    """The file name :func:`export_all` gives a variant: ``p12_triton_fp16x3.py``."""
+    problem, v = _variant(problem, slug)
+    return f"{problem.key}_{v.slug}.py"
+
+
+def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> list:
+    """The reference constructor's arguments at ``sizes`` (default: the problem's), in order:
+    what KernelBench's ``get_init_inputs()`` returns, and what ModelNew takes."""
+    problem = _problem(problem)
+    sizes = problem.sizes(sizes or problem.defaults)
+    values = {**sizes, **problem.constants}
+    names = list(inspect.signature(_model_class_of(problem).__init__).parameters)[1:]
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise ValueError(f"{problem.key}: constructor argument(s) {', '.join(missing)} are neither "
+                         "sizes nor constants of the problem")
+    return [values[n] for n in names]
+
+
+def best_per_tier(problem: Problem | str) -> dict[str, str]:
+    """The fastest of our kernels that reaches each tier in the latest full recorded run.
+
+    A variant of a stricter tier also meets the looser ones (an fp32-faithful kernel passes
+    KernelBench's check), so ``kb-pass`` may name an fp32-faithful kernel when no kb-pass one
+    is faster. Keys in :data:`EXPORT_TIERS` order, only tiers with a timed kernel; ``{}`` when
+    nothing is recorded.
+    """
+    problem = _problem(problem)
+    rows = _recorded(problem)
+    best: dict[str, str] = {}
+    for rank, tier in enumerate(EXPORT_TIERS):
+        meets = [(r["median_ms"], slug) for slug, r in rows.items()
+                 if r["tier"] in EXPORT_TIERS[:rank + 1] and _finite(r["median_ms"])]
+        if meets:
+            best[tier] = min(meets)[1]
+    return best
+
+
+def render(problem: Problem | str, slug: str) -> str:
+    """The text of the KernelBench solution file for variant ``slug`` of ``problem``."""
+    problem, v = _variant(problem, slug)
+    call = step_call(problem, slug)
+    model_cls = _model_class_of(problem)
+    text = Template(_FILE).substitute(
+        header=_header(problem, v),
+        docstring=_docstring(problem, v, call),
+        imports=_IMPORTS[call.kind],
+        model=_model_class(problem, v, call, model_cls),
+        runtime=_RUNTIME[call.kind],
+        sources=_sources_block(problem, call),
+    )
+    found = _IMPORTS_FUSEDKIT.search(text) or re.search(r"from fusedkit", text)
+    if found:   # the file must work where fusedkit is not installed
+        line = text.count("\n", 0, found.start()) + 1
+        raise ValueError(f"variant={slug!r}: the exported file would import fusedkit (line {line})")
+    compile(text, file_name(problem, slug), "exec")   # a syntax error here is ours, not the user's
+    return text
+
+
+def export_variant(problem: Problem | str, slug: str, path: str | os.PathLike[str], *,
+                   force: bool = False) -> Path:
+    """Write :func:`render`'s file for ``slug`` to ``path``; returns the path.
+
+    Raises ValueError (unknown problem or variant, a baseline), FileExistsError (``path``
+    exists and ``force`` is False), IsADirectoryError, NotADirectoryError or PermissionError
+    (``path`` cannot be written), each with a one-line message.
+    """
+    path = Path(path)
+    text = render(problem, slug)
+    _check_writable(path, force)
+    _write(path, text)
+    return path
+
+
+def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
+               force: bool = False) -> list[Path]:
+    """One file per exportable variant of ``problem`` in ``folder`` (created if missing), named
+    by :func:`file_name`. Everything is rendered and every path checked before the first write,
+    so a refusal writes nothing."""
+    problem = _problem(problem)
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"folder={str(folder)!r} is a file; allowed: a folder (created if missing)")
+    texts = {folder / file_name(problem, slug): render(problem, slug) for slug in exportable(problem)}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise type(e)(f"folder={str(folder)!r} cannot be created: {e.strerror or e}") from None
+    for path in texts:
+        _check_writable(path, force)
+    for path, text in texts.items():
+        _write(path, text)
+    return list(texts)
+
+
+# ---------------------------------------------------------------------------------------
+# Lookups and records
+
+
+def _problem(problem: Problem | str) -> Problem:
+    return problem if isinstance(problem, Problem) else get_problem(problem)
+
+
+def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
+    problem = _problem(problem)
+    v = problem.variants.get(slug) if isinstance(slug, str) else None
+    if v is None:
+        raise ValueError(f"variant={slug!r} is not a kernel of {problem.key}; "
+                         f"allowed: {', '.join(exportable(problem))}")
+    if v.baseline:
+        raise ValueError(f"variant={slug!r} is a baseline (PyTorch itself), not a kernel to export; "
+                         f"allowed: {', '.join(exportable(problem))}")
+    return problem, v
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _recorded(problem: Problem) -> dict[str, dict]:
+    """Our kernels' rows of the latest full recorded run, by slug (tier, median_ms, speedup, label)."""
+    from fusedkit import results  # noqa: PLC0415 - pandas; only the records need it
+
+    run = results.latest_run(problem)
+    if run.empty:
+        return {}
+    label = results.run_label(run)
+    mine = set(exportable(problem))
+    return {r["variant"]: {"tier": r["tier"] if isinstance(r["tier"], str) else "",
+                           "median_ms": float(r["median_ms"]),
+                           "speedup": float(r["speedup"]), "label": label}
+            for _, r in run.iterrows() if r["variant"] in mine}
+
+
+def _model_class_of(problem: Problem) -> type:
+    """The reference Model class (the problem's factory builds it)."""
+    return type(problem.make_model(_probe_sizes(problem)))
+
+
+def _probe_sizes(problem: Problem) -> dict[str, int]:
+    """Tiny sizes: enough to build the reference model and read its structure."""
+    return {d.name: 3 for d in problem.dims}
+
+
+# ---------------------------------------------------------------------------------------
+# Writing files
+
+
+def _check_writable(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise IsADirectoryError(f"path={str(path)!r} is a folder; allowed: a file path")
+    if path.exists() and not force:
+        raise FileExistsError(f"path={str(path)!r} exists; pass --force (force=True) to overwrite it")
+    parent = path.parent
+    if not parent.is_dir():
+        kind = "is not a folder" if parent.exists() else "does not exist"
+        raise NotADirectoryError(f"path={str(path)!r}: its folder {str(parent)!r} {kind}")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise PermissionError(f"path={str(path)!r} cannot be written (permission denied)")
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, so a failed write leaves no half file."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise type(e)(f"path={str(path)!r} cannot be written: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise type(e)(f"path={str(path)!r} cannot be written: {e.strerror or e}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# The pieces of the file
+
+
+def _header(problem: Problem, v: Variant) -> str:
+    rec = _recorded(problem).get(v.slug)
+    if rec is None:
+        from fusedkit import results  # noqa: PLC0415
+
+        run = results.latest_run(problem)
+        where = f"not in the latest recorded run ({results.run_label(run)})" if not run.empty \
+            else "nothing recorded for this problem"
+        recorded = f"# Tier and speed: {where}."
+    else:
+        tier = rec["tier"] or "not judged"
+        recorded = (f"# Tier {tier}; last recorded {rec['median_ms']:.4g} ms, {rec['speedup']:.2f}x "
+                    f"eager fp32,\n# on {rec['label']}.")
+    lines = [
+        f"# KernelBench level {KERNELBENCH_LEVEL} problem {problem.kernelbench_id} ({problem.title}),",
+        f"# as fusedkit's `{v.slug}` (step {v.number}, {v.precision} arithmetic).",
+        recorded,
+        "# Self-contained: torch, triton and the standard library only; ModelNew takes the reference",
+        "# Model's constructor arguments and state_dict. The kernel is built on the first forward.",
+        f"# Written by: python -m fusedkit export --problem {problem.key} --variant {v.slug}",
+    ]
+    return "\n".join(lines)
+
+
+def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
+    if call.kind == "triton":
+        how = (f"The Triton step {call.problem}/{call.filename} (and the steps it loads) is embedded "
+               "below as source, verbatim but for its `load_step` import; each ModelNew compiles "
+               "its own copy on its first call, so what the step keeps between calls lives and "
+               "dies with the model.")
+    else:
+        how = (f"The CUDA step is `{call.function}` of problem {problem.key}'s extension: its .cu "
+               "files, binding.cpp and headers are embedded below (local includes inlined) and built "
+               "once per process with torch.utils.cpp_extension.load_inline (ninja, nvcc), linked "
+               "with cuBLAS; torch keeps the build on disk for later processes.")
+    text = f"{v.title}.\n\nWhat changed against the step before: {v.summary}.\n\n{how}"
+    return '"""' + "\n".join(textwrap.fill(p, 96) for p in text.split("\n")) + '\n"""'
+
+
+def _weights_args(weights: Callable[[nn.Module], tuple]) -> list[str]:
+    """The expressions of ``weights(model)``'s tuple, on ``self``, without ``.detach()``.
+
+    Passing the module's own parameters (not a fresh detached tensor per call) keeps each
+    weight the same tensor object from call to call, which the fp16x3 weight cache keys on.
+    """
+    tree = ast.parse(textwrap.dedent(inspect.getsource(weights)))
+    fn = tree.body[0]
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if not isinstance(fn, ast.FunctionDef) or len(fn.args.args) != 1 or len(returns) != 1:
+        raise ValueError(f"weights={weights.__qualname__}: expected one argument (the model) "
+                         "and one return")
+    model_name = fn.args.args[0].arg
+
+    class ToSelf(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return ast.copy_location(ast.Name("self", node.ctx), node) if node.id == model_name else node
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            node = self.generic_visit(node)
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr == "detach" and not node.args and not node.keywords:
+                return f.value
+            return node
+
+    value = ToSelf().visit(returns[0].value)
+    items = value.elts if isinstance(value, ast.Tuple) else [ast.Starred(value, ast.Load())]
+    return [ast.unparse(e) for e in items]
+
+
+def _check_weights_args(problem: Problem, call: StepCall, args: list[str]) -> None:
+    """The generated expressions must give the very tensors and values ``weights`` gives."""
+    model = problem.make_model(_probe_sizes(problem))
+    mine = eval("(" + ", ".join(args) + ",)", {"float": float, "int": int}, {"self": model})  # noqa: S307
+    theirs = call.weights(model)
+    same = len(mine) == len(theirs) and all(
+        (a.data_ptr() == b.data_ptr() and a.shape == b.shape) if hasattr(b, "data_ptr") else a == b
+        for a, b in zip(mine, theirs))
+    if not same:
+        raise ValueError(f"{problem.key}: the forward's arguments {args} do not match "
+                         f"{call.weights.__qualname__}(model)")
+
+
+def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) -> str:
+    init = textwrap.dedent(inspect.getsource(model_cls.__init__))
+    init_lines = init.rstrip().splitlines()
+    body_indent = re.match(r"\s*", init_lines[1]).group(0)
+    if call.kind == "triton":
+        opts = "".join(f", {k}={val!r}" for k, val in call.options.items())
+        kernel = f"_TritonStep({call.problem!r}, {call.filename!r}, {call.function!r}{opts})"
+    else:
+        kernel = f"_CudaStep({call.function!r})"
+    init_lines += [f"{body_indent}# The kernel, built on the first forward; what it keeps between calls lives here.",
+                   f"{body_indent}self._kernel = {kernel}"]
+    init_text = textwrap.indent("\n".join(init_lines), "    ")
+
+    inputs = list(inspect.signature(model_cls.forward).parameters)[1:]
+    args = _weights_args(call.weights)
+    _check_weights_args(problem, call, args)
+    call_line = f"        return self._kernel({', '.join([*inputs, *args])})"
+    if len(call_line) > 100:
+        joined = ",\n".join(f"            {a}" for a in [*inputs, *args])
+        call_line = f"        return self._kernel(\n{joined},\n        )"
+    doc = (f'    """KernelBench problem {problem.kernelbench_id}\'s Model computed by fusedkit\'s '
+           f'`{v.slug}`.\n\n'
+           "    The constructor is the reference Model's, verbatim: the same submodules in the same\n"
+           "    order, so the same seed draws the same weights and the reference's state_dict loads.\n"
+           '    """')
+    return (f"class ModelNew(nn.Module):\n{doc}\n\n{init_text}\n\n"
+            f"    def forward(self, {', '.join(inputs)}):\n{call_line}\n")
+
+
+# --- embedded sources
+
+
+def _literal(text: str) -> str:
+    """``text`` as a readable Python literal: a raw triple-quoted string where that is exact."""
+    lit = "r'''" + text + "'''"
+    if "'''" in text or text.endswith("\\"):
+        lit = repr(text)
+    try:
+        exact = ast.literal_eval(lit) == text
+    except (SyntaxError, ValueError):
+        exact = False
+    return lit if exact else repr(text)
+
+
+def _triton_sources(problem: str, filename: str) -> dict[str, str]:
+    """The step's source and every step it loads (recursively), by "pNN/file.py", in name order;
+    each with its ``from fusedkit.kernels import load_step`` line turned into a comment (same
+    line count, so tracebacks name the same lines as the repository's files)."""
+    found: dict[str, str] = {}
+    todo = [(problem, filename)]
+    while todo:
+        p, f = todo.pop()
+        key = f"{p}/{f}"
+        if key in found:
+            continue
+        src = step_path(p, f).read_text(encoding="utf-8")
+        src = _LOAD_STEP_IMPORT.sub("# load_step is given by the exported file (see _TritonStep)", src)
+        bad = _IMPORTS_FUSEDKIT.search(src)
+        if bad:
+            line = src.count("\n", 0, bad.start()) + 1
+            raise ValueError(f"kernel {key} imports fusedkit at line {line}: it cannot be exported")
+        found[key] = src
+        todo += _LOAD_STEP_CALL.findall(src)
+    return dict(sorted(found.items()))
+
+
+def _rel(path: Path) -> str:
+    return path.resolve().relative_to(KERNELS).as_posix()
+
+
+def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
+    """``path``'s lines with each ``#include "local.h"`` replaced by that file's lines (once per
+    translation unit, as ``#pragma once`` would), framed by ``#line`` markers so that compiler
+    messages name the repository's files and lines."""
+    out = [f'#line 1 "{_rel(path)}"']
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = _LOCAL_INCLUDE.match(line)
+        if m:
+            header = (path.parent / m.group(1)).resolve()
+            if header not in seen:
+                seen.add(header)
+                out += _inline_includes(header, seen)
+                out.append(f'#line {number + 1} "{_rel(path)}"')
+            else:
+                out.append(f"// {line.strip()}: inlined above")
+            continue
+        out.append("" if line.strip() == "#pragma once" else line)
+    return out
+
+
+def _colliding_names(sources: list[Path]) -> dict[Path, list[str]]:
+    """Names that two or more .cu files define at file scope: one translation unit holds them
+    all, so each file gets its own spelling (``#define name name__<file>``)."""
+    defined = {p: {n for n in _FILE_SCOPE_NAME.findall(p.read_text(encoding="utf-8"))
+                   if not n.startswith("__")} for p in sources}
+    counts: dict[str, int] = {}
+    for names in defined.values():
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
+    return {p: sorted(n for n in names if counts[n] > 1) for p, names in defined.items()}
+
+
+def cuda_sources(problem: str) -> tuple[str, str]:
+    """The problem's extension as load_inline's two translation units: ``binding.cpp`` (C++) and
+    every ``.cu`` step (CUDA), local headers inlined."""
+    cpp = "\n".join(_inline_includes(fk_build.extension_sources(problem)[-1], set()))
+    seen: set[Path] = set()
+    parts: list[str] = []
+    renames = _colliding_names(fk_build.kernel_sources(problem))
+    for cu in fk_build.kernel_sources(problem):
+        own = renames[cu]
+        parts += [f"#define {n} {n}__{cu.stem}  // also defined by another step file" for n in own]
+        parts += _inline_includes(cu, seen)
+        parts += [f"#undef {n}" for n in own]
+    return cpp + "\n", "\n".join(parts) + "\n"
+
+
+def _sources_block(problem: Problem, call: StepCall) -> str:
+    head = ("# " + "-" * 94 + f"\n# The kernel sources: fusedkit/kernels/{call.problem}/ (and what they use), "
+            "verbatim but for\n# " + ("local includes, inlined" if call.kind == "cuda" else
+                                      "the load_step import, which this file provides")
+            + "\n# " + "-" * 94 + "\n")
+    if call.kind == "triton":
+        items = ",\n".join(f"    {key!r}: {_literal(src)}"
+                           for key, src in _triton_sources(call.problem, call.filename).items())
+        return head + "_SOURCES = {\n" + items + ",\n}\n"
+    cpp, cu = cuda_sources(call.problem)
+    return (head + f"_EXTENSION_NAME = {('kernelbench_' + call.problem)!r}\n"
+            f"_CXX_FLAGS = {list(fk_build.CXX_FLAGS)!r}\n"
+            f"_NVCC_FLAGS = {list(fk_build.NVCC_FLAGS)!r}  # plus -gencode for the GPU at hand\n"
+            f"_LDFLAGS = {list(fk_build.LDFLAGS)!r}  # the cuBLAS steps call cublasSgemm themselves\n\n"
+            f"_CPP_SOURCE = {_literal(cpp)}\n\n_CUDA_SOURCE = {_literal(cu)}\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Templates of the generated file. No `from __future__` import: KernelBench may exec the file
+# with lines of its own in front (its build-directory form), where a future import is an error.
+
+
+_FILE = '''\
+${header}
+${docstring}
+
+${imports}
+
+
+${model}
+
+${runtime}
+
+${sources}'''
+
+_IMPORTS = {
+    "triton": "import linecache\nimport types\n\nimport torch  # noqa: F401 (the steps import torch and triton themselves)\nfrom torch import nn",
+    "cuda": "import functools\nimport hashlib\nimport inspect\nimport os\nimport shutil\nimport subprocess\n"
+            "import sys\nimport tempfile\n\nimport torch\nfrom torch import nn",
+}
+
+_RUNTIME = {
+    "triton": '''\
+class _TritonStep:
+    """A Triton step's function, compiled from the sources embedded below on its first call.
+
+    Each ModelNew owns one: the step modules and whatever they keep between calls (the fp16x3
+    steps cache each weight's split, re-split when the weight changes) live and die with the model.
+    """
+
+    def __init__(self, problem, filename, function, **options):
+        self.step = (problem, filename)
+        self.function = function
+        self.options = options
+        self._modules = {}
+        self._fn = None
+
+    def __call__(self, *args):
+        if self._fn is None:
+            self._fn = getattr(self.load_step(*self.step), self.function)
+        return self._fn(*args, **self.options)
+
+    def load_step(self, problem, filename):
+        """The step file as a module, run once per ModelNew (a step loads the steps it builds on
+        through this, where in fusedkit it imports fusedkit.kernels.load_step)."""
+        key = (problem, filename)
+        if key not in self._modules:
+            source = _SOURCES[f"{problem}/{filename}"]
+            path = f"<kernelbench {problem}/{filename}>"
+            # triton.jit reads each kernel's source back (inspect.getsource): linecache serves it.
+            linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+            module = types.ModuleType(f"kernelbench_{problem}_step_{filename.rsplit('.', 1)[0]}")
+            module.__file__ = path
+            module.load_step = self.load_step
+            exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
+            self._modules[key] = module
+        return self._modules[key]
+
+    def __getstate__(self):
+        # A copy (deepcopy, pickle) starts with nothing compiled and nothing cached.
+        return {**self.__dict__, "_modules": {}, "_fn": None}
+''',
+    "cuda": '''\
+class _CudaStep:
+    """One function of the problem's CUDA extension, which is built on the first call."""
+
+    def __init__(self, function):
+        self.function = function
+        self._fn = None
+
+    def __call__(self, *args):
+        if self._fn is None:
+            self._fn = getattr(_extension(), self.function)
+        return self._fn(*args)
+
+    def __getstate__(self):
+        return {**self.__dict__, "_fn": None}
+
+
+@functools.lru_cache(maxsize=None)
+def _extension():
+    """Build the extension (once per process: compiled code, no state) and import it.
+
+    torch keeps the build under TORCH_EXTENSIONS_DIR; the name carries a hash of the sources,
+    flags, torch version and GPU architecture, so a changed source never loads a stale build.
+    """
+    from torch.utils import cpp_extension
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("this solution's CUDA kernels need a CUDA GPU; torch sees none")
+    if cpp_extension.CUDA_HOME is None:
+        raise RuntimeError("no CUDA toolkit (nvcc) found: set CUDA_HOME to the toolkit that "
+                           "matches torch's CUDA version")
+    major, minor = torch.cuda.get_device_capability()
+    arch = f"{major}{minor}"
+    cuda_flags = [*_NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+    key = hashlib.sha256("\\0".join([_CPP_SOURCE, _CUDA_SOURCE, *_CXX_FLAGS, *cuda_flags, *_LDFLAGS,
+                                     torch.__version__]).encode()).hexdigest()[:12]
+    extra = {}
+    if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
+        extra["no_implicit_headers"] = True  # the sources include what they need
+    _ninja_on_path()
+    cxx = _pick_cxx()
+    saved = os.environ.get("CXX")
+    os.environ["CXX"] = cxx  # torch reads CXX when it writes build.ninja
+    try:
+        return cpp_extension.load_inline(
+            name=f"{_EXTENSION_NAME}_{key}", cpp_sources=[_CPP_SOURCE], cuda_sources=[_CUDA_SOURCE],
+            extra_cflags=list(_CXX_FLAGS), extra_cuda_cflags=cuda_flags,
+            extra_ldflags=list(_LDFLAGS), with_cuda=True, verbose=False, **extra)
+    finally:
+        if saved is None:
+            os.environ.pop("CXX", None)
+        else:
+            os.environ["CXX"] = saved
+
+
+def _ninja_on_path():
+    """cpp_extension runs ninja from PATH; a venv used without activation has it beside python."""
+    if shutil.which("ninja"):
+        return
+    folders = [os.path.dirname(sys.executable)]
+    try:
+        import ninja
+
+        folders.append(ninja.BIN_DIR)
+    except (ImportError, AttributeError):
+        pass
+    for folder in folders:
+        if os.path.isfile(os.path.join(folder, "ninja")):
+            os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+            return
+
+
+def _links_libstdcxx_shared(cxx):
+    """Does `cxx -shared` link libstdc++ dynamically? (None: cannot tell.)"""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = os.path.join(tmp, "probe.cpp"), os.path.join(tmp, "probe.so")
+        with open(src, "w") as f:
+            f.write("#include <sstream>\\n#include <string>\\n"
+                    "std::string f(long v) { std::ostringstream s; s << v; return s.str(); }\\n")
+        try:
+            made = subprocess.run([cxx, "-shared", "-fPIC", "-o", lib, src],
+                                  capture_output=True, text=True, timeout=120)
+            if made.returncode != 0:
+                return None
+            dyn = subprocess.run([readelf, "-d", lib], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return "libstdc++.so" in dyn.stdout
+
+
+def _pick_cxx():
+    """$CXX (or c++) unless it links libstdc++ statically into shared objects: an extension
+    built so carries a second libstdc++ beside torch's and crashes the first time it formats
+    a number. Then a compiler from PATH that links it dynamically."""
+    wanted = os.environ.get("CXX", "c++")
+    if _links_libstdcxx_shared(wanted) is not False:
+        return wanted
+    for candidate in ("c++", "g++", "/usr/bin/c++", "/usr/bin/g++"):
+        path = shutil.which(candidate)
+        if path and path != shutil.which(wanted) and _links_libstdcxx_shared(path):
+            return path
+    raise RuntimeError(f"CXX={wanted} links libstdc++ statically and no other C++ compiler was "
+                       "found; set CXX to one that links it dynamically (e.g. /usr/bin/g++)")
+''',
+}

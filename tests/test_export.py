@@ -1,0 +1,522 @@
+"""``fusedkit.export``: every kernel as one KernelBench solution file that needs no fusedkit.
+
+CPU part: every exported file is run the way KernelBench runs a solution (its text exec'd, the
+reference Model and ModelNew built with the same constructor arguments and seed) in a fresh
+process where importing fusedkit fails; the Triton ones run there in Triton's interpreter at small
+odd sizes, and again here through fusedkit's own check (``fusedkit.measure``), bit for bit equal
+to the registered variant. The CUDA ones construct, load the reference's state_dict, and their
+sources compile: the .cu translation unit to PTX for sm_90a, binding.cpp through g++'s front end.
+GPU part (marked ``gpu``): every export checked on the GPU, and the best export of each tier
+timed at KernelBench's sizes beside its registered variant (within 5%).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import importlib.util
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusedkit import build, check, export, problems, records
+from fusedkit.cli import main
+from fusedkit.measure import measure
+from kernel_helpers import gpu_test, needs_nvcc
+
+PROBLEMS = [problems.get(k) for k in problems.names()]
+# Small odd sizes: every dimension off the kernels' tile multiples, cheap in the interpreter.
+SMALL = {"p12": {"batch_size": 17, "in_features": 33, "out_features": 65},
+         "p45": {"batch_size": 17, "input_size": 33, "hidden_size": 65, "output_size": 19}}
+EXPORTABLE = [(p.key, s) for p in PROBLEMS for s in export.exportable(p)]
+TRITON = [(k, s) for k, s in EXPORTABLE if problems.get(k).variant(s).triton]
+CUDA = [(k, s) for k, s in EXPORTABLE if not problems.get(k).variant(s).triton]
+IMPORTS_FUSEDKIT = re.compile(r"^\s*(from|import)\s+fusedkit\b", re.M)
+ids = "{0[0]}-{0[1]}".format
+
+
+def _load(path: Path, name: str = "solution"):
+    """The exported file imported as a module of its own (the other way to load a solution)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _size_slots(problem) -> dict[str, tuple[str, int]]:
+    """Which parameter axis carries each size: read off a model built with distinct sizes."""
+    probe = {d.name: 3 + 2 * i for i, d in enumerate(problem.dims)}
+    by_value = {v: k for k, v in probe.items()}
+    slots: dict[str, tuple[str, int]] = {}
+    for name, p in problem.make_model(probe).named_parameters():
+        for axis, n in enumerate(p.shape):
+            slots.setdefault(by_value[n], (name, axis))
+    return slots
+
+
+def _init_args(problem, model) -> list:
+    """The constructor arguments of the reference ``model`` (KernelBench's get_init_inputs())."""
+    params = dict(model.named_parameters())
+    sizes = {dim: params[name].shape[axis] for dim, (name, axis) in _size_slots(problem).items()}
+    sizes[problem.dims[0].name] = 1            # the batch is no constructor argument
+    return export.init_inputs(problem, sizes)
+
+
+def _builder(problem, path: Path):
+    """A fusedkit build of an exported file: ModelNew with the reference's constructor arguments,
+    the reference's weights loaded, called as KernelBench calls it."""
+    module = _load(path, "built")
+
+    def build_export(model):
+        new = module.ModelNew(*_init_args(problem, model)).to(next(model.parameters()).device)
+        new.load_state_dict(model.state_dict())
+        return new
+    return build_export
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> dict[tuple[str, str], Path]:
+    """Every kernel of both problems, exported by export_all."""
+    folder = tmp_path_factory.mktemp("kernelbench")
+    out = {}
+    for p in PROBLEMS:
+        for path in export.export_all(p, folder / p.key):
+            out[(p.key, path.stem.split("_", 1)[1])] = path
+    return out
+
+
+# --- what is exported ---------------------------------------------------------------------
+
+
+def test_every_kernel_and_no_baseline_is_exportable():
+    """The export reads each variant's registration (no table to drift): every non-baseline
+    variant of both problems has a step call, and the Triton ones name their source file."""
+    for p in PROBLEMS:
+        assert export.exportable(p) == [v.slug for v in p.ladder() if not v.baseline]
+        for slug in export.exportable(p):
+            call = export.step_call(p, slug)
+            v = p.variant(slug)
+            assert call.kind == ("triton" if v.triton else "cuda"), slug
+            assert call.problem == p.key and call.function, slug
+            if v.triton:
+                assert v.source == f"{call.problem}/{call.filename}"
+        for v in p.variants.values():
+            if v.baseline:
+                with pytest.raises(ValueError, match="baseline"):
+                    export.render(p, v.slug)
+
+
+@pytest.mark.parametrize("case", EXPORTABLE, ids=ids)
+def test_the_file_never_imports_fusedkit_and_says_what_it_is(case, exported):
+    text = exported[case].read_text()
+    assert text == export.render(*case)
+    assert "from fusedkit" not in text and not IMPORTS_FUSEDKIT.search(text)
+    head = text.split('"""', 1)[0]
+    assert all(line.startswith("# ") for line in head.strip().splitlines())
+    problem, v = problems.get(case[0]), problems.get(case[0]).variant(case[1])
+    assert f"problem {problem.kernelbench_id}" in head and f"`{v.slug}`" in head
+    tree = ast.parse(text)
+    # No future import: KernelBench may exec the text with lines of its own in front.
+    assert not any(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in tree.body)
+    # torch, triton and the standard library (ninja: only to find its binary, as torch needs it).
+    allowed = {"torch", "triton", "ninja", *sys.stdlib_module_names}
+    sources = [tree] + [ast.parse(src) for src in getattr(_load(exported[case]), "_SOURCES", {}).values()]
+    used = {name.split(".")[0] for t in sources for n in ast.walk(t)
+            for name in ([a.name for a in n.names] if isinstance(n, ast.Import) else
+                         [n.module or ""] if isinstance(n, ast.ImportFrom) and not n.level else [])}
+    assert used <= allowed, used - allowed
+
+
+def test_the_header_gives_tier_speedup_device_and_commit_of_the_latest_run():
+    from fusedkit import results
+
+    for p in PROBLEMS:
+        run = results.latest_run(p)
+        rows = run[run["variant"].isin(export.exportable(p))]
+        if rows.empty:
+            pytest.skip(f"{p.key}: nothing recorded")
+        r = rows.iloc[0]
+        head = export.render(p, r["variant"]).split('"""', 1)[0]
+        assert f"Tier {r['tier']}" in head and f"{r['speedup']:.2f}x" in head
+        assert r["device"] in head and str(r["commit"]) in head
+
+
+def test_the_header_says_so_when_nothing_is_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(tmp_path / "records.csv"))
+    head = export.render("p12", "triton_fp16x3").split('"""', 1)[0]
+    assert "nothing recorded" in head
+    assert export.best_per_tier("p12") == {}
+
+
+def test_best_per_tier_is_the_fastest_kernel_that_meets_each_tier(tmp_path, monkeypatch):
+    path = tmp_path / "records.csv"
+    ctx = records.RunContext(run_id="20261129T091500Z-abcdef", timestamp="2026-11-29T09:15:00Z",
+                             commit="1a2b3c4", device="NVIDIA H200", driver="", cuda="",
+                             torch="2.13.0", triton="3.6.0")
+    sizes = problems.fmt_sizes(problems.get("p45").defaults)
+    timed = [("eager", "reference", 8.0), ("compile", "fp32-faithful", 1.0),  # a baseline: never
+             ("triton_fused_lse_fp16x3", "fp32-faithful", 3.0),
+             ("triton_fused_lse_tf32x3", "fp32-faithful", 5.0),
+             ("cublas_tf32_epilogues_vec4", "kb-pass", 1.5), ("triton_fused_lse_tf32", "fast", 1.4)]
+    records.append_rows(path, [records.make_row(ctx, problem="p45", sizes=sizes, variant=v, tier=t,
+                                                timer="cuda-events", median_ms=ms) for v, t, ms in timed])
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
+    assert export.best_per_tier("p45") == {"fp32-faithful": "triton_fused_lse_fp16x3",
+                                           "kb-pass": "cublas_tf32_epilogues_vec4",
+                                           "fast": "triton_fused_lse_tf32"}
+    head = export.render("p45", "triton_fused_lse_fp16x3").split('"""', 1)[0]
+    assert "Tier fp32-faithful; last recorded 3 ms, 2.67x" in head and "commit 1a2b3c4" in head
+
+
+def test_the_recorded_best_kernels_meet_their_tiers():
+    from fusedkit import results
+
+    for p in PROBLEMS:
+        run = results.latest_run(p).set_index("variant")
+        for tier, slug in export.best_per_tier(p).items():
+            rank = export.EXPORT_TIERS.index(tier)
+            assert run.loc[slug, "tier"] in export.EXPORT_TIERS[:rank + 1]
+            assert not p.variant(slug).baseline
+
+
+def test_init_inputs_are_the_reference_constructor_arguments():
+    assert export.init_inputs("p12", SMALL["p12"]) == [33, 65, 2.0, 0.1]
+    assert export.init_inputs("p45", SMALL["p45"]) == [33, 65, 19]
+    for p in PROBLEMS:
+        model = p.make_model(SMALL[p.key])
+        assert _init_args(p, model) == export.init_inputs(p, SMALL[p.key])
+
+
+# --- KernelBench's way, without fusedkit ----------------------------------------------------
+
+RUNNER = r'''
+"""Run exported solutions as KernelBench does, in a process where fusedkit cannot be imported."""
+import importlib.abc
+import json
+import sys
+
+
+class NoFusedkit(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "fusedkit" or name.startswith("fusedkit."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: a solution must not need it)")
+        return None
+
+
+sys.meta_path.insert(0, NoFusedkit())
+try:
+    import fusedkit  # noqa: F401
+except ImportError:
+    pass
+else:
+    sys.exit("fusedkit is importable in the runner")
+
+import torch
+
+spec = json.load(open(sys.argv[1]))
+results = {}
+for case in spec["cases"]:
+    problem_ns = {}
+    exec(case["reference"], problem_ns)  # KernelBench's problem file: the reference Model
+    Model = problem_ns["Model"]
+    # KernelBench's load_custom_model: the solution's text exec'd, its own lines in front.
+    text = "import os\nos.environ['TORCH_EXTENSIONS_DIR'] = %r\n" % spec["build_dir"]
+    context = {}
+    exec(compile(text + open(case["file"]).read(), "<string>", "exec"), context)
+    ModelNew = context["ModelNew"]
+    torch.manual_seed(case["seed"])
+    ref = Model(*case["init"])
+    torch.manual_seed(case["seed"])
+    new = ModelNew(*case["init"])
+    a, b = ref.state_dict(), new.state_dict()
+    res = {"names": list(a) == list(b),
+           "same_weights": list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)}
+    new.load_state_dict(ref.state_dict())
+    x = torch.rand(*case["input_shape"])
+    if case["run"]:
+        with torch.no_grad():
+            out, expect = new(x), ref(x)
+        res["allclose"] = bool(torch.allclose(out, expect, atol=1e-4, rtol=1e-4))
+        torch.save({"x": x, "state": ref.state_dict(), "out": out}, case["save"])
+    elif spec["probe_cuda_forward"]:   # without a GPU: what does the first call say?
+        try:
+            new(x)
+            res["forward"] = "ran"
+        except RuntimeError as e:
+            res["forward"] = str(e)
+    results[case["file"]] = res
+leaked = sorted(m for m in sys.modules if m == "fusedkit" or m.startswith("fusedkit."))
+json.dump({"results": results, "fusedkit_modules": leaked}, open(sys.argv[2], "w"))
+'''
+
+
+@pytest.fixture(scope="module")
+def kernelbench_run(exported, tmp_path_factory) -> dict:
+    """Every exported file in one fresh process without fusedkit: Triton ones run in Triton's
+    interpreter on CPU at small odd sizes, CUDA ones constructed and loaded only."""
+    tmp = tmp_path_factory.mktemp("runner")
+    cases = []
+    for (key, slug), path in exported.items():
+        p, sizes = problems.get(key), SMALL[key]
+        model_cls = type(p.make_model(sizes))
+        cases.append({"file": str(path), "seed": 1234, "init": export.init_inputs(p, sizes),
+                      "reference": "import torch\nfrom torch import nn\n\n" + inspect.getsource(model_cls),
+                      "input_shape": [sizes[d.name] for d in p.dims[:2]],
+                      "run": p.variant(slug).triton, "save": str(tmp / f"{key}_{slug}.pt")})
+    (tmp / "spec.json").write_text(json.dumps({"cases": cases, "build_dir": str(tmp / "ext"),
+                                               "probe_cuda_forward": not torch.cuda.is_available()}))
+    (tmp / "runner.py").write_text(RUNNER)
+    # -I: no PYTHONPATH, no user site, not even the script's folder; the runner blocks the
+    # editable install of fusedkit itself (its finder sits in site-packages).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "FUSEDKIT"))}
+    env["TRITON_INTERPRET"] = "1"
+    proc = subprocess.run([sys.executable, "-I", "runner.py", "spec.json", "out.json"], cwd=tmp,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads((tmp / "out.json").read_text())
+    assert out["fusedkit_modules"] == []
+    return {(key, slug): (out["results"][str(path)], Path(tmp / f"{key}_{slug}.pt"))
+            for (key, slug), path in exported.items()}
+
+
+@pytest.mark.parametrize("case", EXPORTABLE, ids=ids)
+def test_modelnew_draws_the_reference_weights_and_loads_its_state_dict(case, kernelbench_run):
+    res, _ = kernelbench_run[case]
+    assert res["names"] and res["same_weights"], res
+
+
+@pytest.mark.parametrize("case", TRITON, ids=ids)
+def test_triton_export_runs_without_fusedkit_and_is_right(case, kernelbench_run):
+    """The output of the fusedkit-free run, judged here against fusedkit's float64 reference."""
+    res, saved = kernelbench_run[case]
+    assert res["allclose"], res
+    p = problems.get(case[0])
+    got = torch.load(saved)
+    model = p.make_model(SMALL[p.key])
+    model.load_state_dict(got["state"])
+    ref, eager = check.reference64(model, [got["x"]]), check.eager32(model, [got["x"]])
+    # The interpreter computes every dot in fp32: each Triton kernel is fp32-faithful there.
+    assert check.rel_error(got["out"], ref) <= check.tier_bound("fp32-faithful", check.rel_error(eager, ref))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message seen without a GPU")
+@pytest.mark.parametrize("case", CUDA, ids=ids)
+def test_cuda_export_without_a_gpu_says_it_needs_one(case, kernelbench_run):
+    res, _ = kernelbench_run[case]
+    assert "need a CUDA GPU" in res["forward"], res
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="Triton runs on the GPU here (see the gpu tests)")
+@pytest.mark.parametrize("case", TRITON, ids=ids)
+def test_triton_export_passes_fusedkit_check_and_equals_the_variant(case, exported):
+    """Through the ladder's own path (check, then time), and bit for bit the registered variant's
+    output (one kernel config in the interpreter, so the very same arithmetic)."""
+    p, v = problems.get(case[0]), problems.get(case[0]).variant(case[1])
+    builder = _builder(p, exported[case])
+    m = measure(p, builder, SMALL[p.key], device="cpu", name=f"export_{v.slug}", precision=v.precision,
+                triton=True, seeds=1, warmup_ms=0, rep_ms=1)
+    assert m.timed, m.failure
+    assert m.check.allclose
+    model = p.make_model(SMALL[p.key], seed=5)
+    (x,) = p.get_inputs(SMALL[p.key], seed=5)
+    with torch.no_grad():
+        assert torch.equal(builder(model)(x), v.build(model)(x))
+
+
+def test_fp16x3_weight_split_lives_in_the_model_and_follows_its_weights(exported):
+    """What the kernel keeps between calls belongs to the ModelNew instance: two models do not
+    share a split, a copy starts empty, and changed weights are split again."""
+    p = problems.get("p12")
+    module = _load(exported[("p12", "triton_fp16x3")])
+    sizes, device = SMALL["p12"], "cuda" if torch.cuda.is_available() else "cpu"
+    a, b = p.make_model(sizes, seed=1, device=device), p.make_model(sizes, seed=2, device=device)
+    new_a = module.ModelNew(*export.init_inputs(p, sizes)).to(device)
+    new_b = module.ModelNew(*export.init_inputs(p, sizes)).to(device)
+    new_a.load_state_dict(a.state_dict())
+    new_b.load_state_dict(b.state_dict())
+    (x,) = p.get_inputs(sizes, seed=3, device=device)
+    with torch.no_grad():
+        torch.testing.assert_close(new_a(x), a(x), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(new_b(x), b(x), atol=1e-4, rtol=1e-4)
+        cache_a = new_a._kernel.load_step("p12", "06_triton_fp16x3.py")._weight_cache
+        cache_b = new_b._kernel.load_step("p12", "06_triton_fp16x3.py")._weight_cache
+        assert cache_a is not cache_b and len(cache_a) == len(cache_b) == 1
+        new_a.load_state_dict(b.state_dict())       # new weights, in place: a new split
+        torch.testing.assert_close(new_a(x), b(x), atol=1e-4, rtol=1e-4)
+        assert len(cache_a) == 1
+    twin = copy.deepcopy(new_a)
+    assert twin._kernel._modules == {} and new_a._kernel._modules
+    assert not [n for n, v in vars(module).items() if isinstance(v, dict) and n != "_SOURCES"
+                and not n.startswith("__")], "module-level state"
+
+
+# --- the CUDA sources, compiled without a GPU ------------------------------------------------
+
+def _cuda_texts(exported, key) -> tuple[str, str]:
+    """The C++ and CUDA sources of the problem's CUDA exports (one extension: the same in each)."""
+    texts = {(m._CPP_SOURCE, m._CUDA_SOURCE)
+             for m in (_load(exported[c]) for c in CUDA if c[0] == key)}
+    assert len(texts) == 1
+    return texts.pop()
+
+
+@needs_nvcc
+@pytest.mark.parametrize("key", [p.key for p in PROBLEMS])
+def test_cuda_translation_unit_compiles_to_ptx_with_every_kernel(key, exported, tmp_path):
+    _, cu = _cuda_texts(exported, key)
+    src = tmp_path / "cuda.cu"
+    src.write_text(cu)
+    proc = subprocess.run([build._nvcc_path(), "-arch=sm_90a", "-ptx", *build.NVCC_FLAGS, "-std=c++17",
+                           "-o", str(tmp_path / "cuda.ptx"), str(src)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    entries = set(re.findall(r"\.entry (\w+)\(", (tmp_path / "cuda.ptx").read_text()))
+    for step in build.kernel_sources(key):   # the same kernels as the steps compiled one by one
+        assert set(re.findall(r"\.entry (\w+)\(", build.ptx(step, "sm_90a"))) <= entries, step.name
+
+
+def _cuda_include() -> Path | None:
+    nvcc = build._nvcc_path()
+    roots = ([Path(nvcc).resolve().parent.parent] if nvcc else []) + [Path("/usr/local/cuda")]
+    return next((r / "include" for r in roots if (r / "include" / "cuda_runtime.h").is_file()), None)
+
+
+@pytest.mark.skipif(_cuda_include() is None, reason="needs the CUDA toolkit's headers (nvcc)")
+def test_binding_translation_unit_passes_the_cxx_front_end(exported, tmp_path):
+    """binding.cpp with its headers inlined, against torch's headers and the cuBLAS stand-ins of
+    tests/cuda_stubs (as tests/test_binding_syntax.py checks the repository's bindings)."""
+    inc = Path(torch.__file__).parent / "include"
+    flags = ["-std=c++17", "-fsyntax-only", "-x", "c++", "-DTORCH_EXTENSION_NAME=syntax_check",
+             f"-I{inc}", f"-I{inc / 'torch' / 'csrc' / 'api' / 'include'}", f"-I{_cuda_include()}",
+             f"-I{Path(__file__).parent / 'cuda_stubs'}", f"-I{sysconfig.get_paths()['include']}"]
+    procs = {}
+    for p in PROBLEMS:   # both at once: each takes half a minute on two cores
+        cpp, _ = _cuda_texts(exported, p.key)
+        (tmp_path / f"{p.key}.cpp").write_text(cpp)
+        procs[p.key] = subprocess.Popen(["g++", *flags, str(tmp_path / f"{p.key}.cpp")],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for key, proc in procs.items():
+        _, err = proc.communicate(timeout=600)
+        errors = [ln for ln in err.splitlines() if "error" in ln]
+        assert proc.returncode == 0, f"{key}:\n" + "\n".join(errors[:10])
+
+
+# --- the command line ----------------------------------------------------------------------
+
+def _one_line(err: str, *phrases: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for phrase in phrases:
+        assert phrase in lines[0], (phrase, lines[0])
+    return lines[0]
+
+
+def test_cli_exports_one_file_and_refuses_to_overwrite_it_without_force(tmp_path, capsys):
+    out = tmp_path / "solution.py"
+    assert main(["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", str(out)]) == 0
+    assert out.read_text() == export.render("p12", "triton_fp16x3")
+    out.write_text("mine")
+    capsys.readouterr()
+    assert main(["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", str(out)]) == 2
+    _one_line(capsys.readouterr().err, "error:", "exists", "--force")
+    assert out.read_text() == "mine"
+    assert main(["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", str(out), "--force"]) == 0
+    assert out.read_text() == export.render("p12", "triton_fp16x3")
+
+
+def test_cli_exports_every_kernel_of_a_problem(tmp_path, capsys):
+    folder = tmp_path / "p45"
+    assert main(["export", "--problem", "p45", "--all", str(folder)]) == 0
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted(export.file_name("p45", s) for s in export.exportable("p45"))
+    assert len(capsys.readouterr().out.splitlines()) == len(names)
+    (folder / names[0]).write_text("mine")
+    assert main(["export", "--problem", "p45", "--all", str(folder)]) == 2
+    _one_line(capsys.readouterr().err, "exists", "--force")
+    assert (folder / names[0]).read_text() == "mine"
+
+
+@pytest.mark.parametrize("argv,phrases", [
+    (["--problem", "p99", "--variant", "naive"], ["problem='p99'", "valid: p12, p45"]),
+    (["--problem", "p12", "--variant", "fastest"], ["variant='fastest'", "allowed: naive"]),
+    (["--problem", "p12", "--variant", "eager"], ["variant='eager'", "baseline"]),
+    (["--problem", "p12", "--variant", "compile"], ["baseline"]),
+    (["--problem", "p12"], ["exactly one of --variant", "--all"]),
+    (["--problem", "p12", "--variant", "naive", "--all", "DIR"], ["exactly one of --variant"]),
+], ids=["unknown-problem", "unknown-variant", "baseline", "compile", "neither", "both"])
+def test_cli_refuses_bad_input_in_one_line(argv, phrases, tmp_path, capsys):
+    assert main(["export", *argv, "-o", str(tmp_path / "s.py")]) == 2
+    _one_line(capsys.readouterr().err, "error:", *phrases)
+    assert not (tmp_path / "s.py").exists()
+
+
+def test_cli_refuses_a_path_it_cannot_write(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for target, phrase in ((blocker / "s.py", "is not a folder"), (tmp_path / "no" / "s.py", "does not exist"),
+                           (tmp_path, "is a folder")):
+        assert main(["export", "--problem", "p12", "--variant", "naive", "-o", str(target)]) == 2
+        _one_line(capsys.readouterr().err, "error:", phrase)
+    assert main(["export", "--problem", "p12", "--variant", "naive"]) == 2
+    _one_line(capsys.readouterr().err, "needs -o FILE")
+    assert main(["export", "--problem", "p12", "--all", str(blocker)]) == 2
+    _one_line(capsys.readouterr().err, "is a file")
+    if os.geteuid() != 0:   # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert main(["export", "--problem", "p12", "--variant", "naive", "-o", str(locked / "s.py")]) == 2
+        _one_line(capsys.readouterr().err, "cannot be written")
+
+
+# --- on the GPU ------------------------------------------------------------------------------
+
+@gpu_test
+@pytest.mark.parametrize("case", EXPORTABLE, ids=ids)
+def test_export_passes_fusedkit_check_on_the_gpu(case, exported):
+    """Every export (CUDA ones built through load_inline) at small odd sizes, against the
+    registered variant checked the same way."""
+    p, v = problems.get(case[0]), problems.get(case[0]).variant(case[1])
+    mine = measure(p, _builder(p, exported[case]), SMALL[p.key], device="cuda", name=f"export_{v.slug}",
+                   precision=v.precision, triton=v.triton, seeds=1, time_it=False)
+    theirs = measure(p, v, SMALL[p.key], device="cuda", seeds=1, time_it=False)
+    assert mine.ok, mine.failure
+    assert theirs.ok, theirs.failure
+    assert mine.check.rel_error <= max(4 * theirs.check.rel_error, 4 * check.EPS32)
+
+
+@gpu_test
+@pytest.mark.parametrize("key", [p.key for p in PROBLEMS])
+def test_best_exports_time_as_the_ladder_at_kernelbench_sizes(key, tmp_path):
+    """The fastest recorded kernel of the fp32-faithful and kb-pass tiers, exported and measured
+    through the ladder's path beside its registered variant, in the same process: within 5%.
+    With FUSEDKIT_RECORD_EXPORTS=1 both rows go to the records (variant ``export:<slug>``)."""
+    p = problems.get(key)
+    best = export.best_per_tier(p)
+    slugs = list(dict.fromkeys(best[t] for t in ("fp32-faithful", "kb-pass") if t in best))
+    if not slugs:
+        pytest.skip(f"{key}: nothing recorded to pick the best kernels from")
+    rows = []
+    for slug in slugs:
+        v = p.variant(slug)
+        path = export.export_variant(p, slug, tmp_path / export.file_name(p, slug))
+        theirs = measure(p, v, p.defaults, device="cuda", seeds=2)
+        mine = measure(p, _builder(p, path), p.defaults, device="cuda", name=f"export:{slug}",
+                       precision=v.precision, triton=v.triton, seeds=2)
+        assert theirs.timed, theirs.failure
+        assert mine.timed, mine.failure
+        ratio = mine.timing.median_ms / theirs.timing.median_ms
+        print(f"{key} {slug}: ladder {theirs.timing.median_ms:.4f} ms, export {mine.timing.median_ms:.4f} ms "
+              f"({ratio - 1:+.1%}); tiers {theirs.tier} / {mine.tier}")
+        assert abs(ratio - 1) <= 0.05, f"{slug}: the export takes {ratio:.3f}x the ladder's time"
+        rows += [theirs.record_fields(), mine.record_fields()]
+    if os.environ.get("FUSEDKIT_RECORD_EXPORTS") == "1":
+        ctx = records.RunContext.collect()
+        records.append_rows(records.default_path(), [records.make_row(ctx, **f) for f in rows])
