@@ -1,0 +1,174 @@
+"""Exercise p45_online_lse: problem 45's row logsumexp in one pass, the online merge.
+
+PyTorch computes the logits ``z = linear2(sigmoid(linear1(x)))`` (M, N); the learner's
+kernel reduces each row in chunks of BLOCK_N, keeping a running pair per row: ``m``, the
+largest value seen, and ``s``, the sum of ``exp(z - m)`` so far. A chunk with a larger
+maximum rescales the sum before adding to it::
+
+    m_new = max(m, max(z_chunk));  s = s * exp(m - m_new) + sum(exp(z_chunk - m_new));  m = m_new
+
+and the row's result is ``m + log(s)``. Every exponent is <= 0, so nothing overflows, and
+the logits are read once: the merge step 04 uses across tiles, here along one row.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedkit.exercises._common import Exercise, Mistake, Run, guarded, on_device, run_kernel
+from fusedkit.problems.baselines import tf32_matmul
+
+SKELETON = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def online_lse_kernel(z_ptr, out_ptr, M, N, stride_zm,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # This program's BLOCK_M rows of the logits z (M, N), reduced BLOCK_N columns at a time.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    safe_rows = rows % M        # rows past M re-read a real row; their results are not stored
+    m = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)   # running max of each row
+    s = tl.zeros((BLOCK_M,), dtype=tl.float32)                  # running sum of exp(z - m)
+    for n0 in range(0, N, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        z = tl.load(z_ptr + safe_rows[:, None] * stride_zm + cols[None, :],
+                    mask=cols[None, :] < N, other=float("-inf"))   # exp(-inf) = 0 adds nothing
+        # TODO 1: m_new = the larger of m and this chunk's row maximum, tl.max(z, axis=1)
+        # TODO 2: s = s rescaled from m to m_new, plus this chunk's sum of exp(z - m_new[:, None])
+        # TODO 3: m = m_new
+    # TODO 4: store m + log(s) at out_ptr + rows, for the rows < M only
+'''
+
+
+@triton.jit
+def online_lse_kernel(z_ptr, out_ptr, M, N, stride_zm,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # This program's BLOCK_M rows of the logits z (M, N), reduced BLOCK_N columns at a time.
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    safe_rows = rows % M        # rows past M re-read a real row; their results are not stored
+    m = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)   # running max of each row
+    s = tl.zeros((BLOCK_M,), dtype=tl.float32)                  # running sum of exp(z - m)
+    for n0 in range(0, N, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        z = tl.load(z_ptr + safe_rows[:, None] * stride_zm + cols[None, :],
+                    mask=cols[None, :] < N, other=float("-inf"))   # exp(-inf) = 0 adds nothing
+        # 1: m_new = the larger of m and this chunk's row maximum, tl.max(z, axis=1)
+        m_new = tl.maximum(m, tl.max(z, axis=1))
+        # 2: s = s rescaled from m to m_new, plus this chunk's sum of exp(z - m_new[:, None])
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(z - m_new[:, None]), axis=1)
+        # 3: m = m_new
+        m = m_new
+    # 4: store m + log(s) at out_ptr + rows, for the rows < M only
+    tl.store(out_ptr + rows, m + tl.log(s), mask=rows < M)
+
+
+solution = online_lse_kernel
+
+
+def blocks(device: torch.device) -> dict:
+    # GPU: 32 rows x 128 columns per step (N = 1024: 8 merges per row). Interpreter: 8 columns,
+    # so N = 19 takes three chunks (8, 8, 3) and every merge is exercised.
+    return dict(BLOCK_M=32, BLOCK_N=128) if device.type == "cuda" else dict(BLOCK_M=16, BLOCK_N=8)
+
+
+def prepare(model: torch.nn.Module) -> dict:
+    return dict(model=model)
+
+
+def launch(kernel, prep: dict, x: torch.Tensor) -> Run:
+    model = prep["model"]
+    with torch.no_grad(), tf32_matmul(False):
+        z = model.linear2(torch.sigmoid(model.linear1(x))).contiguous()   # eager's logits
+    m, n = z.shape
+    bl = blocks(x.device)
+    out, outside = guarded((m,), triton.cdiv(m, bl["BLOCK_M"]) * bl["BLOCK_M"], x.device)
+    with on_device(x.device):
+        run_kernel(kernel, (triton.cdiv(m, bl["BLOCK_M"]),), z, out, m, n, z.stride(0), **bl)
+    return Run(out, out, outside)
+
+
+def parts(model: torch.nn.Module, x: torch.Tensor, bl: dict) -> dict:
+    m64 = copy.deepcopy(model).double()
+    with torch.no_grad():
+        z = m64.linear2(torch.sigmoid(m64.linear1(x.double())))
+    return dict(z=z, bn=bl["BLOCK_N"])
+
+
+def expected(p: dict) -> torch.Tensor:
+    return torch.logsumexp(p["z"], dim=1)
+
+
+def _merge(p: dict, *, rescale: bool = True, keep_sum: bool = True, update_m: bool = True) -> torch.Tensor:
+    """The online merge over chunks of BLOCK_N columns, with one step optionally left out."""
+    z, bn = p["z"], p["bn"]
+    m = torch.full((z.shape[0],), float("-inf"), dtype=z.dtype, device=z.device)
+    s = torch.zeros_like(m)
+    for n0 in range(0, z.shape[1], bn):
+        chunk = z[:, n0:n0 + bn]
+        m_new = torch.maximum(m, chunk.max(dim=1).values)
+        old = s * torch.exp(m - m_new) if rescale else s
+        s = (old if keep_sum else 0) + torch.exp(chunk - m_new[:, None]).sum(dim=1)
+        if update_m:
+            m = m_new
+    return m + torch.log(s)
+
+
+def _several_chunks(p: dict) -> bool:
+    return p["z"].shape[1] > p["bn"]
+
+
+MISTAKES = (
+    Mistake("every result is -inf: m never left -inf",
+            "TODO 3: m = m_new at the end of each step (and m + log(s) in the store)",
+            lambda p: _merge(p, update_m=False)),
+    Mistake("the running sum was not rescaled when the maximum grew",
+            "TODO 2: s = s * tl.exp(m - m_new) + ..., so the old terms are relative to m_new too",
+            lambda p: _merge(p, rescale=False) if _several_chunks(p) else None),
+    Mistake("only the last chunk of each row was summed: s was replaced, not merged",
+            "TODO 2: keep the old sum: s = s * tl.exp(m - m_new) + tl.sum(...)",
+            lambda p: _merge(p, keep_sum=False) if _several_chunks(p) else None),
+    Mistake("out is log(s) alone: the row maximum m was not added back",
+            "TODO 4: store m + tl.log(s)",
+            lambda p: torch.logsumexp(p["z"], dim=1) - p["z"].max(dim=1).values),
+    Mistake("out is m + s: the log is missing",
+            "TODO 4: store m + tl.log(s)",
+            lambda p: p["z"].max(dim=1).values + torch.exp(torch.logsumexp(p["z"], dim=1)
+                                                           - p["z"].max(dim=1).values)),
+)
+
+HINTS = dict(
+    raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines: "
+           "tl.max and tl.sum take axis=1 and give one value per row",
+    nothing_stored="the store is still a TODO: tl.store(out_ptr + rows, m + tl.log(s), mask=rows < M) "
+                   "(TODO 4)",
+    some_unwritten="NaN or Inf results: check that exp only sees z - m_new (never +inf) and "
+                   "that every row < M is stored",
+    outside="the store needs mask=rows < M: the last program's rows past M must not be written",
+    specialised="nothing may assume N is a multiple of BLOCK_N: the load's mask and other=-inf "
+                "handle the last chunk",
+    mutation="store only into out_ptr; the logits are read-only",
+    precision="keep m and s in fp32 and compute exp(z - m_new), never exp(z) alone",
+    wrong="check the merge: m_new = max(m, chunk max); s = s * exp(m - m_new) + sum(exp(z - m_new)); "
+          "m = m_new; then m + log(s)",
+)
+
+EXERCISE = Exercise(
+    name="p45_online_lse", problem_key="p45",
+    title="the online logsumexp merge: one pass over each row with a running (max, sum)",
+    kernel_name="online_lse_kernel", skeleton=SKELETON, solution=solution,
+    prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
+    mistakes=MISTAKES, hints=HINTS, output_name="out",
+    cpu_sizes=dict(batch_size=17, input_size=33, hidden_size=65, output_size=19),
+)
+
+
+def builder(kernel):
+    """``build(model) -> fn``: the logits by PyTorch, then ``kernel`` (the learner's
+    ``online_lse_kernel`` or :data:`solution`) reduces each row."""
+    return EXERCISE.builder(kernel)

@@ -1,0 +1,169 @@
+"""Exercise p45_sigmoid_gemm: problem 45's first GEMM with its bias and sigmoid fused.
+
+Each program computes a BLOCK_M x BLOCK_H tile of ``h = sigmoid(x @ W1.T + b1)``: a K loop
+of ``tl.dot`` (``input_precision="ieee"``, fp32 products) into an fp32 accumulator, then the
+bias and the sigmoid on the tile in registers, and one store: the activations never make a
+round trip through memory between the GEMM and the sigmoid (step 04's first kernel, without
+its autotuning). PyTorch finishes the problem: ``logsumexp(linear2(h), dim=1)``. The
+skeleton gives the loads; the learner writes the dot and the epilogue.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
+                                        padded_copy, run_kernel)
+from fusedkit.problems.baselines import tf32_matmul
+
+SKELETON = '''\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def sigmoid_gemm_kernel(x_ptr, w_ptr, b_ptr, h_ptr, M, H, K, stride_xm, stride_wh, stride_hm,
+                        BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    # This program's tile of h = sigmoid(x @ W1.T + b1); x is (M, K), W1 is (H, K), h is (M, H).
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)     # rows of x and of h
+    cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)     # rows of W1, columns of h
+    acc = tl.zeros((BLOCK_M, BLOCK_H), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(x_ptr + rows[:, None] * stride_xm + ks[None, :],
+                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)  # (BLOCK_M, BLOCK_K)
+        w = tl.load(w_ptr + cols[None, :] * stride_wh + ks[:, None],
+                    mask=(cols[None, :] < H) & (ks[:, None] < K), other=0.0)  # (BLOCK_K, BLOCK_H)
+        # TODO 1: add a @ w to acc: tl.dot(a, w, acc, input_precision="ieee")
+    # TODO 2: v = acc + b1[cols] (load the bias masked with cols < H; bias[None, :] per column)
+    # TODO 3: h = the sigmoid of v, 1 / (1 + exp(-v))
+    # TODO 4: store h at h_ptr + rows * stride_hm + cols (2-D), masked on both edges
+'''
+
+
+@triton.jit
+def sigmoid_gemm_kernel(x_ptr, w_ptr, b_ptr, h_ptr, M, H, K, stride_xm, stride_wh, stride_hm,
+                        BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    # This program's tile of h = sigmoid(x @ W1.T + b1); x is (M, K), W1 is (H, K), h is (M, H).
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)     # rows of x and of h
+    cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)     # rows of W1, columns of h
+    acc = tl.zeros((BLOCK_M, BLOCK_H), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        a = tl.load(x_ptr + rows[:, None] * stride_xm + ks[None, :],
+                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)  # (BLOCK_M, BLOCK_K)
+        w = tl.load(w_ptr + cols[None, :] * stride_wh + ks[:, None],
+                    mask=(cols[None, :] < H) & (ks[:, None] < K), other=0.0)  # (BLOCK_K, BLOCK_H)
+        # 1: add a @ w to acc: tl.dot(a, w, acc, input_precision="ieee")
+        acc = tl.dot(a, w, acc, input_precision="ieee")
+    # 2: v = acc + b1[cols] (load the bias masked with cols < H; bias[None, :] per column)
+    bias = tl.load(b_ptr + cols, mask=cols < H, other=0.0)
+    v = acc + bias[None, :]
+    # 3: h = the sigmoid of v, 1 / (1 + exp(-v))
+    h = 1.0 / (1.0 + tl.exp(-v))
+    # 4: store h at h_ptr + rows * stride_hm + cols (2-D), masked on both edges
+    tl.store(h_ptr + rows[:, None] * stride_hm + cols[None, :], h,
+             mask=(rows[:, None] < M) & (cols[None, :] < H))
+
+
+solution = sigmoid_gemm_kernel
+
+
+def blocks(device: torch.device) -> dict:
+    # GPU: 64 x 64 tiles, K in chunks of 32. Interpreter: 16 x 32 x 16, so 17 x 33 x 65 has
+    # ragged tiles on every edge.
+    if device.type == "cuda":
+        return dict(BLOCK_M=64, BLOCK_H=64, BLOCK_K=32)
+    return dict(BLOCK_M=16, BLOCK_H=32, BLOCK_K=16)
+
+
+def prepare(model: torch.nn.Module) -> dict:
+    w1 = model.linear1.weight.detach()
+    bl = blocks(w1.device)
+    h, k = w1.shape
+    # One-off copy with a zero margin: an unmasked load past W1's end reads zeros, not a fault.
+    return dict(w1=padded_copy(w1, margin_2d(h, k, bl["BLOCK_H"], bl["BLOCK_K"])),
+                b1=model.linear1.bias.detach(), linear2=model.linear2)
+
+
+def launch(kernel, prep: dict, x: torch.Tensor) -> Run:
+    w1, b1 = prep["w1"], prep["b1"]
+    x = x.contiguous()
+    (m, k), hdim = x.shape, w1.shape[0]
+    bl = blocks(x.device)
+    h, outside = guarded((m, hdim), margin_2d(m, hdim, bl["BLOCK_M"], bl["BLOCK_H"]), x.device)
+    grid = (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(hdim, bl["BLOCK_H"]))
+    with on_device(x.device):
+        run_kernel(kernel, grid, x, w1, b1, h, m, hdim, k, x.stride(0), w1.stride(0), h.stride(0),
+                   **bl)
+    with torch.no_grad(), tf32_matmul(False):
+        out = torch.logsumexp(prep["linear2"](h), dim=1)      # the rest, as eager does it
+    return Run(h, out, outside)
+
+
+def parts(model: torch.nn.Module, x: torch.Tensor, bl: dict) -> dict:
+    w1, b1 = model.linear1.weight.detach().double(), model.linear1.bias.detach().double()
+    return dict(x=x.double(), w=w1, b=b1, bk=bl["BLOCK_K"])
+
+
+def expected(p: dict) -> torch.Tensor:
+    return torch.sigmoid(p["x"] @ p["w"].t() + p["b"])
+
+
+def _last_chunk(p: dict) -> torch.Tensor | None:
+    k = p["x"].shape[1]
+    last = (k - 1) // p["bk"] * p["bk"]
+    if not last:
+        return None
+    return torch.sigmoid(p["x"][:, last:] @ p["w"][:, last:].t() + p["b"])
+
+
+MISTAKES = (
+    Mistake("h is sigmoid(b1) in every row: nothing was added to acc",
+            "TODO 1: acc = tl.dot(a, w, acc, input_precision=\"ieee\") inside the loop",
+            lambda p: torch.sigmoid(p["b"]).expand(p["x"].shape[0], -1)),
+    Mistake("h holds only the last K chunk's product: acc was replaced, not added to",
+            "TODO 1: pass acc to tl.dot (acc = tl.dot(a, w, acc, ...)) or write acc += tl.dot(a, w, ...)",
+            _last_chunk),
+    Mistake("h is sigmoid(x @ W1.T): the bias is missing",
+            "TODO 2: load b1[cols] and add bias[None, :] before the sigmoid",
+            lambda p: torch.sigmoid(p["x"] @ p["w"].t())),
+    Mistake("h is x @ W1.T + b1: the sigmoid is missing",
+            "TODO 3: h = 1.0 / (1.0 + tl.exp(-v))",
+            lambda p: p["x"] @ p["w"].t() + p["b"]),
+    Mistake("h is 1 - sigmoid(v), the sigmoid of -v",
+            "TODO 3: h = 1.0 / (1.0 + tl.exp(-v)): the numerator is 1, the exponent -v",
+            lambda p: torch.sigmoid(-(p["x"] @ p["w"].t() + p["b"]))),
+)
+
+HINTS = dict(
+    raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines",
+    nothing_stored="the store is still a TODO: tl.store(h_ptr + rows[:, None] * stride_hm + "
+                   "cols[None, :], h, mask=...) (TODO 4)",
+    some_unwritten="check the store's offsets and mask: every row < M and column < H of h must be "
+                   "stored once",
+    outside="the store needs the mask (rows[:, None] < M) & (cols[None, :] < H)",
+    specialised="nothing may assume M or H is a multiple of the block: mask both edges of the store "
+                "and the bias load",
+    mutation="store only into h_ptr; x and the weights are read-only",
+    precision="give tl.dot input_precision=\"ieee\": tf32 rounds the inputs to 10 bits",
+    wrong="check the dot (accumulated into acc), the bias (b1[cols], before the sigmoid) and the "
+          "sigmoid 1 / (1 + exp(-v))",
+)
+
+EXERCISE = Exercise(
+    name="p45_sigmoid_gemm", problem_key="p45",
+    title="the sigmoid-fused GEMM tile: GEMM1 with its bias and sigmoid before the only store",
+    kernel_name="sigmoid_gemm_kernel", skeleton=SKELETON, solution=solution,
+    prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
+    mistakes=MISTAKES, hints=HINTS, output_name="h",
+    cpu_sizes=dict(batch_size=17, input_size=33, hidden_size=65, output_size=19),
+)
+
+
+def builder(kernel):
+    """``build(model) -> fn``: ``kernel`` (the learner's ``sigmoid_gemm_kernel`` or
+    :data:`solution`) computes h, then PyTorch does linear2 and the logsumexp."""
+    return EXERCISE.builder(kernel)
