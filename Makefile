@@ -29,8 +29,9 @@ report: env
 test: env
 	$(PY) -m pytest
 
+# JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
 lab: env
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 clean:
 	rm -rf reports build .pytest_cache .browser-shots

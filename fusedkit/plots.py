@@ -10,6 +10,7 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
+from matplotlib.transforms import Bbox
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -70,34 +71,81 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
     for _, r in pts.iterrows():
         ax.scatter(r["intensity"], r["tflops"], s=60, marker=markers[r["kind"]], zorder=5,
                    color="black" if r["kind"] != "measured" else "#c44e52")
-    _numbered_labels(ax, pts)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte of device memory)")
     ax.set_ylabel("TFLOP/s")
     src = "measured ceilings" if gpu.measured else "datasheet ceilings"
     ax.set_title(title or f"Roofline on {gpu.name} ({src}, memory {gpu.mem_gbps:.0f} GB/s)")
-    ax.legend(loc="upper left", fontsize=8)
+    legend = ax.legend(loc="upper left", fontsize=8)
+    key = _point_key(ax, pts)
     fig.tight_layout()
+    _place_numbers(ax, key, avoid=[legend])
     return fig
 
 
-def _numbered_labels(ax: plt.Axes, pts: pd.DataFrame) -> None:
-    """Number the points (coinciding ones share a number) and list the numbers beside the
-    axes: labels never collide, however close the points sit."""
+def _point_key(ax: plt.Axes, pts: pd.DataFrame) -> pd.DataFrame:
+    """Number the points (coinciding ones share a number, highest rate first) and list the
+    numbers with their names beside the axes. Returns one row per number: label,
+    intensity, tflops."""
     merged = (pts.groupby(["intensity", "tflops"], sort=False)["label"].apply(", ".join)
               .reset_index().sort_values("tflops", ascending=False).reset_index(drop=True))
-    last: dict[float, tuple[float, int]] = {}   # per intensity: previous rate, its x offset
-    for i, r in merged.iterrows():
-        key = round(float(np.log10(r["intensity"])), 2)
-        prev_rate, prev_dx = last.get(key, (float("inf"), -12))
-        # Numbers of near-equal rates at one intensity step sideways instead of overlapping.
-        dx = prev_dx + 12 if prev_rate / r["tflops"] < 1.25 else 5
-        last[key] = (float(r["tflops"]), dx)
-        ax.annotate(str(i + 1), (r["intensity"], r["tflops"]), xytext=(dx, 4),
-                    textcoords="offset points", fontsize=8, weight="bold")
     key = "\n".join(f"{i + 1}  {label}" for i, label in enumerate(merged["label"]))
-    ax.text(1.02, 1.0, key, transform=ax.transAxes, va="top", ha="left", fontsize=8)
+    ax.text(1.02, 1.0, key, transform=ax.transAxes, va="top", ha="left", fontsize=8,
+            gid="roofline-key")
+    return merged
+
+
+_GAP = 2.0   # points between a number and anything it must not touch
+
+
+def _place_numbers(ax: plt.Axes, merged: pd.DataFrame, avoid: Sequence[object] = ()) -> None:
+    """Put each point's number beside it where it collides with nothing: no other number,
+    no marker, no legend or key. Greedy, in the figure's final layout, highest rate first:
+    a number starts just right of its point and steps right past the numbers of
+    near-equal rates (within 25%), so those read as a row; where another point's marker or
+    number stands in the way (or the axes end) it goes left of its point instead. Offsets are in points,
+    so the placement holds at any dpi."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    px = fig.dpi / 72.0                                   # display pixels per point
+    fixed = [a.get_window_extent(renderer) for a in avoid if a is not None]
+    fixed += [t.get_window_extent(renderer) for t in ax.texts if t.get_gid() == "roofline-key"]
+    centres = ax.transData.transform(merged[["intensity", "tflops"]].to_numpy(dtype=float))
+    rad = 4.5 * px                                        # marker radius (s=60) plus a margin
+    markers = [Bbox.from_extents(x - rad, y - rad, x + rad, y + rad) for x, y in centres]
+    numbers: list[tuple[Bbox, float]] = []               # placed numbers and their rates
+    right_edge = ax.get_window_extent(renderer).x1
+
+    def place(text: plt.Annotation, rate: float, side: int, *, step_over_all: bool) -> bool:
+        """Step ``text`` outwards on ``side`` (1 right, -1 left) until it is clear."""
+        text.set_ha("left" if side == 1 else "right")
+        dx = 6.0 * side
+        for _ in range(60):
+            text.set_position((dx, 0))
+            box = text.get_window_extent(renderer)
+            if side == 1 and box.x1 > right_edge:
+                return False
+            hits = [o for o in markers + fixed if box.overlaps(o.padded(_GAP * px / 2))]
+            near = [(o, r) for o, r in numbers if box.overlaps(o.padded(_GAP * px / 2))]
+            if not step_over_all and (hits or any(max(r, rate) / min(r, rate) > 1.25 for _, r in near)):
+                return False
+            hits += [o for o, _ in near]
+            if not hits:
+                return True
+            # Step just past what it touches, on this side.
+            edge = max(o.x1 for o in hits) - box.x0 if side == 1 else box.x1 - min(o.x0 for o in hits)
+            dx += side * (edge / px + _GAP)
+        return False
+
+    for i, row in merged.iterrows():
+        text = ax.annotate(str(i + 1), (row["intensity"], row["tflops"]), xytext=(6, 0),
+                           textcoords="offset points", va="center", ha="left", fontsize=8,
+                           weight="bold", gid="roofline-number")
+        rate = float(row["tflops"])
+        (place(text, rate, 1, step_over_all=False) or place(text, rate, -1, step_over_all=True)
+         or place(text, rate, 1, step_over_all=True))
+        numbers.append((text.get_window_extent(renderer), rate))
 
 
 def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",

@@ -6,8 +6,12 @@ inlined as data URIs, each widget drawn as static HTML from its stored state
 offline exactly as it was generated. Each report is written as soon as its notebook
 finishes, so a run that dies half-way keeps what it finished; a notebook that fails
 still gets a report, showing the failing cell and its error, and is marked FAILED in
-``index.html``. The index also carries the headline numbers of ``data/records.csv``:
-the best recorded speed-up of our kernels per precision tier and problem.
+``index.html``. The index lists every notebook of the folder, not only those just run:
+rebuilding one keeps the others' earlier reports and summaries (from ``index.json``),
+and one never built is marked so. It also carries the headline numbers of
+``data/records.csv``: the best recorded speed-up of our kernels per precision tier and
+problem. No report names a path of the machine that built it: the repository root
+becomes ``.``, the home folder ``~`` (:func:`relative_paths`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ import html
 import json
 import os
 import re
+import site
+import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -78,10 +85,63 @@ class ReportResult:
     seconds: float
     error: str = ""
     summary: str = ""          # one line of markdown: what the notebook is about
+    status: str = "built"      # built (this run), kept (an earlier run's report), missing
+    built_at: str = ""         # when the report was written, "YYYY-mm-dd HH:MM UTC"
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+
+# -- no local paths in a report ------------------------------------------------------------
+
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")   # never rewritten inside
+
+
+def _local_roots() -> list[tuple[str, str]]:
+    """(absolute folder of this machine, what a report says instead), longest first."""
+    repo = {str(REPO), os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))}
+    roots = [(r, ".") for r in repo]
+    inside = tuple(r + os.sep for r in repo)
+    libs = {*site.getsitepackages(), site.getusersitepackages(),
+            sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    roots += [(p, "site-packages") for p in libs if p and not p.startswith(inside)]
+    stdlib = sysconfig.get_paths()["stdlib"]
+    if not stdlib.startswith(inside):
+        roots.append((stdlib, os.path.basename(stdlib)))          # e.g. python3.11/json/...
+    roots += [(t, "$TMPDIR") for t in {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir())}]
+    roots += [(h, "~") for h in {os.path.expanduser("~"), str(Path.home())}]
+    out: dict[str, str] = {}
+    for path, short in roots:
+        path = path.rstrip(os.sep)
+        if len(path) > 1 and path not in out:      # never "/" itself
+            out[path] = short
+    return sorted(out.items(), key=lambda kv: -len(kv[0]))
+
+
+def relative_paths(text: str) -> str:
+    """``text`` with this machine's absolute paths made relative: the repository root
+    becomes ``.``, the home folder ``~``, the temporary folder ``$TMPDIR``, an installed
+    package's folder ``site-packages`` and the standard library ``pythonX.Y``.
+
+    Only whole path components match (``/work/main2`` is not ``/work/main``; ``/var/tmp``
+    is not ``/tmp``), a ``file://`` before a path goes with it, and data URIs (inlined
+    figures, whose base64 may spell anything) are left alone.
+    """
+    roots = _local_roots()
+    lookup = dict(roots)
+    pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(re.escape(r) for r, _ in roots)
+                         + r")(?![\w.-])")
+
+    def fix(part: str) -> str:
+        return pattern.sub(lambda m: lookup[m.group(1)], part)
+
+    out, last = [], 0
+    for m in _DATA_URI.finditer(text):
+        out += [fix(text[last:m.start()]), m.group(0)]
+        last = m.end()
+    out.append(fix(text[last:]))
+    return "".join(out)
 
 
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
@@ -147,13 +207,24 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600) -> Report
         error = f"{type(e).__name__}: {e}"
     finally:
         bar.close()
+    if error and "widgets" not in nb.metadata:
+        # nbclient stores the widgets' state only after the last cell: keep what the cells
+        # before the failing one showed, so they are drawn rather than "not stored".
+        try:
+            client.set_widgets_metadata()
+        except Exception:  # noqa: BLE001, S110 - a report without widgets is still a report
+            pass
     # Markdown images resolve against the notebook's folder, as they do in Jupyter.
     body, _ = offline_exporter().from_notebook_node(
         nb, resources={"metadata": {"path": str(path.parent), "name": path.stem}})
     out = out_dir / f"{path.stem}.html"
-    _atomic_write(out, body)
-    return ReportResult(path, out, _title(nb, path.stem), time.perf_counter() - t0, error,
-                        notebook_summary(nb))
+    _atomic_write(out, relative_paths(body))
+    return ReportResult(path, out, _title(nb, path.stem), time.perf_counter() - t0,
+                        relative_paths(error), notebook_summary(nb), built_at=_now())
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
@@ -235,22 +306,89 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
             "</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
 
 
+def _earlier_index(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """Notebook name -> its entry in ``out_dir/index.json`` from an earlier build ({} if none)."""
+    try:
+        listed = json.loads((out_dir / "index.json").read_text(encoding="utf-8"))
+        return {str(n["notebook"]): n for n in listed.get("notebooks", []) if isinstance(n, dict)}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def _about(path: Path) -> tuple[str, str]:
+    """A notebook's title and summary read from its source (nothing run)."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - an unreadable notebook still gets its line in the index
+        return path.stem, ""
+    return _title(nb, path.stem), notebook_summary(nb)
+
+
+def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[ReportResult]:
+    """Every notebook the index lists, in name order: those in ``results`` (just built)
+    and every other numbered notebook of their folders (default: ``notebooks/``).
+
+    One not rebuilt whose report is in ``out_dir`` is ``kept``, with the title, summary,
+    time and error of its earlier build (from ``index.json``, else read from the notebook
+    and the file's time); one with no report there is ``missing`` (not built yet).
+    """
+    out_dir = Path(out_dir)
+    done = {r.notebook.name: r for r in results}
+    paths: dict[str, Path] = {}
+    for folder in dict.fromkeys([r.notebook.parent for r in results] or [NOTEBOOKS]):
+        for path in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb")):
+            paths.setdefault(path.name, path)
+    paths.update({name: r.notebook for name, r in done.items()})
+    earlier = _earlier_index(out_dir)
+    entries = []
+    for name in sorted(paths):
+        if name in done:
+            entries.append(done[name])
+            continue
+        path = paths[name]
+        page = out_dir / f"{path.stem}.html"
+        prev = earlier.get(name, {})
+        title, summary = prev.get("title") or "", prev.get("summary") or ""
+        if not (title and summary) or not page.is_file():
+            title, summary = _about(path)
+        if not page.is_file():
+            entries.append(ReportResult(path, page, title, 0.0, "", summary, status="missing"))
+            continue
+        built = prev.get("built") or datetime.fromtimestamp(
+            page.stat().st_mtime, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        seconds = prev.get("seconds")
+        entries.append(ReportResult(path, page, title,
+                                    float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+                                    str(prev.get("error") or ""), summary, status="kept",
+                                    built_at=str(built)))
+    return entries
+
+
 def write_index(results: list[ReportResult], out_dir: Path,
                 headlines: list[dict[str, Any]] | None = None) -> Path:
-    """``index.html`` and ``index.json``: the reports with their summaries and status,
+    """``index.html`` and ``index.json``: every notebook (:func:`index_entries`: the ones
+    in ``results`` and the earlier reports of the others) with its summary and status,
     and the headline numbers (:func:`headline_numbers`, read now when not given)."""
     headlines = headline_numbers() if headlines is None else headlines
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = _now()
+    out_dir = Path(out_dir)
+    entries = index_entries(results, out_dir)
 
     def item(r: ReportResult) -> str:
+        summary = markdown2html(r.summary).strip().removeprefix("<p>").removesuffix("</p>")
+        if r.status == "missing":
+            run = html.escape(f"python -m fusedkit report {r.notebook.parent.name}/{r.notebook.name}")
+            return (f"<li>{html.escape(r.title)} <small>(<b class='missing'>not built yet</b>: "
+                    f"<code>{run}</code>)</small><br>{summary}</li>")
         status = f"{r.seconds:.0f} s"
+        if r.status == "kept":
+            status = f"earlier build, {html.escape(r.built_at)}, {status}"
         if r.error:
             status += f", <b class='failed'>FAILED</b>: {html.escape(r.error)}"
-        summary = markdown2html(r.summary).strip().removeprefix("<p>").removesuffix("</p>")
         return (f"<li><a href='{html.escape(r.html.name)}'>{html.escape(r.title)}</a> "
                 f"<small>({status})</small><br>{summary}</li>")
 
-    items = "\n".join(item(r) for r in results)
+    items = "\n".join(item(r) for r in entries)
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>fusedkit reports</title>
 <style>
@@ -258,7 +396,7 @@ body{{font-family:system-ui,sans-serif;max-width:64rem;margin:2rem auto;padding:
 table{{border-collapse:collapse;font-size:0.92rem}}
 th,td{{border:1px solid #ccc;padding:3px 8px;vertical-align:top;text-align:left}}
 thead th{{background:#f2f2f2}} td.num{{text-align:right;font-variant-numeric:tabular-nums}}
-li{{margin-bottom:0.6rem}} .failed{{color:#b00}} code{{font-size:0.9em}}
+li{{margin-bottom:0.6rem}} .failed{{color:#b00}} .missing{{color:#a60}} code{{font-size:0.9em}}
 </style>
 </head><body>
 <h1>fusedkit reports</h1>
@@ -275,19 +413,24 @@ run's eager fp32 (TF32 off); PyTorch's own baselines are not counted as ours.</p
 </body></html>
 """
     index = out_dir / "index.html"
-    _atomic_write(index, page)
-    _atomic_write(out_dir / "index.json", json.dumps({
+    _atomic_write(index, relative_paths(page))
+    _atomic_write(out_dir / "index.json", relative_paths(json.dumps({
         "generated": when,
-        "notebooks": [{"notebook": r.notebook.name, "html": r.html.name, "title": r.title,
-                       "summary": r.summary, "seconds": round(r.seconds, 1), "error": r.error}
-                      for r in results],
-        "headlines": headlines}, indent=1, allow_nan=False))
+        "notebooks": [{"notebook": r.notebook.name,
+                       "html": None if r.status == "missing" else r.html.name, "title": r.title,
+                       "summary": r.summary, "status": r.status,
+                       "built": r.built_at or None,
+                       "seconds": None if r.status == "missing" else round(r.seconds, 1),
+                       "error": r.error}
+                      for r in entries],
+        "headlines": headlines}, indent=1, allow_nan=False)))
     return index
 
 
 def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] | None = None,
                   *, timeout: int = 600) -> list[ReportResult]:
-    """Execute ``notebooks`` (default: all) and write their reports and the index."""
+    """Execute ``notebooks`` (default: all) and write their reports and the index, which
+    lists every notebook of their folder (:func:`index_entries`), rebuilt or not."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = notebooks or notebook_paths()

@@ -6,8 +6,13 @@ state in the notebook's metadata (``store_widget_state=True``); this module turn
 state into plain HTML that shows what the reader would have seen: containers lay out
 their children, input widgets show ``description: value``, HTML and Label widgets show
 their text, and buttons appear greyed out (nothing can be clicked in a static page).
+Each widget's stored layout (widths, wrapping, overflow) is kept, and everything is held
+to the width of the page: rows wrap, and a wide table in an Output widget scrolls
+sideways instead of running off the page.
 
-:class:`StaticWidgetsPreprocessor` does it for a whole notebook inside nbconvert.
+:class:`StaticWidgetsPreprocessor` does it for a whole notebook inside nbconvert, and
+captions every widget it draws as a snapshot (:data:`SNAPSHOT_NOTE`), so no reader takes
+it for a control that is broken.
 """
 
 from __future__ import annotations
@@ -25,9 +30,22 @@ _MAX_DEPTH = 32              # a cycle of children in a broken state must not re
 
 # Inline styles: each output is a separate HTML fragment, so nothing may rely on a
 # stylesheet elsewhere in the page.
-_BOX = "display:flex;gap:6px;align-items:flex-start;flex-wrap:wrap;margin:2px 0"
-_FIELD = ("display:inline-block;min-width:4em;padding:1px 6px;border:1px solid #bbb;"
-          "border-radius:2px;background:#f7f7f7;font-family:monospace")
+_FIT = "max-width:100%;min-width:0;box-sizing:border-box"   # nothing wider than its column
+_BOX = f"display:flex;gap:6px;align-items:flex-start;flex-wrap:wrap;margin:2px 0;{_FIT}"
+_FIELD = ("display:inline-block;min-width:4em;max-width:100%;padding:1px 6px;"
+          "border:1px solid #bbb;border-radius:2px;background:#f7f7f7;font-family:monospace;"
+          "overflow-wrap:anywhere;vertical-align:top")
+_OUTPUT = f"{_FIT};overflow-x:auto"     # a wide table scrolls inside the widget, not the page
+_PRE = "white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0"
+_NOTE = ("font-size:0.8em;color:#666;font-style:italic;margin:2px 0 4px;"
+         "border-left:3px solid #ccc;padding-left:6px")
+SNAPSHOT_NOTE = ("Snapshot of the widget's state when the notebook ran (static; open the "
+                 "notebook to use it)")
+# Layout traits a static page can honour (ipywidgets' Layout names -> CSS properties).
+_LAYOUT_CSS = {"width": "width", "max_width": "max-width", "min_width": "min-width",
+               "flex_flow": "flex-flow", "flex": "flex", "overflow": "overflow",
+               "margin": "margin", "padding": "padding", "align_items": "align-items",
+               "justify_content": "justify-content"}
 _BUTTON = ("padding:2px 10px;border:1px solid #bbb;border-radius:2px;background:#eee;"
            "color:#777;cursor:not-allowed")
 _LABEL = "color:#444;margin-right:4px"
@@ -73,8 +91,12 @@ def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) 
         for i, child in enumerate(state.get("children", [])):
             title = titles[i] if i < len(titles) and titles[i] else ""
             head = f"<div style='font-weight:bold'>{html.escape(str(title))}</div>" if title else ""
-            parts.append(f"<div>{head}{_render(str(child), models, depth + 1)}</div>")
-        return (f"<div class='fk-widget' style='{_BOX};flex-direction:{_CONTAINERS[name]}'>"
+            # The child's width and overflow go on its flex item, held to the row's width.
+            kid = models.get(str(child).removeprefix(_REF), {}).get("state", {})
+            parts.append(f"<div style='{_FIT}{_layout_css(kid, models)}'>{head}"
+                         f"{_render(str(child), models, depth + 1)}</div>")
+        own = _layout_css(state, models, keys=("flex_flow", "align_items", "justify_content"))
+        return (f"<div class='fk-widget' style='{_BOX};flex-direction:{_CONTAINERS[name]}{own}'>"
                 f"{''.join(parts)}</div>")
     if name in ("HTMLModel", "HTMLMathModel"):
         # The widget's own HTML, as trusted as the notebook's other HTML outputs.
@@ -85,7 +107,8 @@ def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) 
         return (f"<button class='fk-widget' disabled style='{_BUTTON}'>"
                 f"{html.escape(str(state.get('description', '')))}</button>")
     if name == "OutputModel":
-        return f"<div class='fk-widget'>{''.join(_output(o) for o in state.get('outputs', []))}</div>"
+        return (f"<div class='fk-widget fk-output' style='{_OUTPUT}'>"
+                f"{''.join(_output(o) for o in state.get('outputs', []))}</div>")
     if name in ("IntProgressModel", "FloatProgressModel"):
         value, top = state.get("value", 0), state.get("max", 100)
         return (f"<span class='fk-widget'>{desc}<progress value='{html.escape(str(value))}' "
@@ -95,6 +118,21 @@ def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) 
     if "value" in state:
         return _field(desc, _value(state["value"]))
     return f"<span class='fk-widget' style='color:#777'>({html.escape(name or 'widget')})</span>"
+
+
+def _layout_css(state: Mapping[str, Any], models: Mapping[str, Mapping[str, Any]],
+                keys: tuple[str, ...] = tuple(_LAYOUT_CSS)) -> str:
+    """``;property:value`` CSS for the traits ``keys`` set in a widget's stored layout."""
+    layout = state.get("layout")
+    if not isinstance(layout, str):
+        return ""
+    traits = models.get(layout.removeprefix(_REF), {}).get("state", {})
+    css = []
+    for key in keys:
+        value = traits.get(key)
+        if value not in (None, "") and isinstance(value, (str, int, float)):
+            css.append(f";{_LAYOUT_CSS[key]}:{html.escape(str(value), quote=True)}")
+    return "".join(css)
 
 
 def _description(state: Mapping[str, Any]) -> str:
@@ -130,22 +168,31 @@ def _chosen(state: Mapping[str, Any], *, range_: bool = False) -> str:
 def _output(out: Mapping[str, Any]) -> str:
     """One stored output of an Output widget: HTML, a PNG, or text."""
     if out.get("output_type") == "stream":
-        return f"<pre>{html.escape(str(out.get('text', '')))}</pre>"
+        return f"<pre style='{_PRE}'>{html.escape(str(out.get('text', '')))}</pre>"
     data = out.get("data", {})
     if "text/html" in data:
         return "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
     if "image/png" in data:
-        return f"<img alt='figure' src='data:image/png;base64,{str(data['image/png']).strip()}'>"
+        return (f"<img alt='figure' style='max-width:100%;height:auto' "
+                f"src='data:image/png;base64,{str(data['image/png']).strip()}'>")
     text = data.get("text/plain", "")
-    return f"<pre>{html.escape(''.join(text) if isinstance(text, list) else str(text))}</pre>"
+    return f"<pre style='{_PRE}'>{html.escape(''.join(text) if isinstance(text, list) else str(text))}</pre>"
+
+
+def snapshot(widget_html: str) -> str:
+    """A statically drawn widget under a caption saying what it is."""
+    return (f"<div class='fk-snapshot' style='{_FIT}'>"
+            f"<div class='fk-snapshot-note' style='{_NOTE}'>{html.escape(SNAPSHOT_NOTE)}</div>"
+            f"{widget_html}</div>")
 
 
 class StaticWidgetsPreprocessor(Preprocessor):
     """Replace every widget output by static HTML rendered from the stored widget state.
 
     Each output carrying a widget view gets a ``text/html`` rendering in place of the
-    view; the stored state is then dropped from the exported copy, so the HTML exporter
-    emits neither the state nor the script that would fetch a widget manager to read it.
+    view, under a caption saying it is a snapshot (:data:`SNAPSHOT_NOTE`); the stored
+    state is then dropped from the exported copy, so the HTML exporter emits neither the
+    state nor the script that would fetch a widget manager to read it.
     """
 
     def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
@@ -155,7 +202,7 @@ class StaticWidgetsPreprocessor(Preprocessor):
                 view = out.get("data", {}).get(WIDGET_VIEW)
                 if view is None:
                     continue
-                out.data["text/html"] = render_widget(str(view.get("model_id", "")), models)
+                out.data["text/html"] = snapshot(render_widget(str(view.get("model_id", "")), models))
                 del out.data[WIDGET_VIEW]
         nb.metadata.pop("widgets", None)
         return nb, resources

@@ -35,6 +35,15 @@ from fusedkit.roofline import fused_floor, table
 # the model three times per seed: float64 reference, eager, variant), so Run answers in seconds.
 CPU_LIVE_FLOP_BUDGET = 20e9
 
+# Layouts that fit a 1280-pixel page (and a narrower notebook): fixed widths never exceed
+# their column, rows wrap, and the output area scrolls a wide table instead of the page.
+_ROW = dict(flex_flow="row wrap", max_width="100%")
+
+
+def _fixed(width: str) -> w.Layout:
+    """A widget ``width`` wide, or as wide as its column when that is narrower."""
+    return w.Layout(width=width, max_width="100%")
+
 
 class SizePicker:
     """One integer box per dimension of ``problem``, defaulting to KernelBench's sizes."""
@@ -45,7 +54,7 @@ class SizePicker:
         style = {"description_width": "110px"}
         self.boxes = {d.name: w.IntText(value=d.default, description=d.name, style=style,
                                         tooltip=d.description,
-                                        layout=w.Layout(width="260px"))
+                                        layout=_fixed("260px"))
                       for d in problem.dims}
         self.message = w.HTML()
         self.reset = w.Button(description="KernelBench sizes", icon="undo",
@@ -57,10 +66,10 @@ class SizePicker:
                         f"1 to {d.maximum}</li>" for d in problem.dims)
         self.widget = w.VBox([
             w.HTML(f"<b>Sizes for {problem.key}: {problem.title}</b><ul>{hints}</ul>"),
-            w.HBox(list(self.boxes.values())[:2]),
-            w.HBox(list(self.boxes.values())[2:] + [self.reset]),
+            w.HBox(list(self.boxes.values())[:2], layout=w.Layout(**_ROW)),
+            w.HBox(list(self.boxes.values())[2:] + [self.reset], layout=w.Layout(**_ROW)),
             self.message,
-        ])
+        ], layout=w.Layout(max_width="100%"))
         self._changed()
 
     def _changed(self, _change: object = None) -> None:
@@ -130,24 +139,24 @@ class LadderExplorer:
         self.precision = w.Dropdown(options=["all", *precisions], value="all", description="precision")
         self.variants = w.SelectMultiple(options=self._options("all"), value=(),
                                          description="variants", rows=min(len(ladder), 10),
-                                         layout=w.Layout(width="520px"))
+                                         layout=_fixed("520px"))
         self.precision.observe(self._filter, names="value")
         self.button = w.Button(description="Run", icon="play", button_style="primary",
                                tooltip="check (and on a GPU, time) the chosen variants")
         self.button.on_click(lambda _: self.run())
         self.progress = w.IntProgress(value=0, min=0, max=1, description="idle",
-                                      layout=w.Layout(width="520px"))
+                                      layout=_fixed("520px"))
         self.message = w.HTML()
-        self.output = w.Output()
+        self.output = w.Output(layout=w.Layout(max_width="100%", overflow="auto"))
         where = (f"live on {mode.device}: checked and timed, not recorded" if mode.gpu else
                  "no GPU here: roofline, Triton's interpreter at small sizes, and the nearest "
                  "recorded GPU runs")
         self.widget = w.VBox([
             self.picker.widget,
             w.HTML(f"<b>Variants</b> ({where}); ctrl- or shift-click to choose several"),
-            w.HBox([self.precision]), self.variants,
-            w.HBox([self.button, self.progress]), self.message, self.output,
-        ])
+            w.HBox([self.precision], layout=w.Layout(**_ROW)), self.variants,
+            w.HBox([self.button, self.progress], layout=w.Layout(**_ROW)), self.message, self.output,
+        ], layout=w.Layout(max_width="100%"))
 
     # -- choices -------------------------------------------------------------------------
     def _options(self, precision: str) -> list[tuple[str, str]]:
@@ -181,7 +190,9 @@ class LadderExplorer:
     # -- output area (written directly, so it works with or without a running kernel) -----
     def _show_table(self, title: str, df: pd.DataFrame) -> None:
         self.output.outputs += ({"output_type": "display_data", "metadata": {},
-                                 "data": {"text/html": f"<b>{html.escape(title)}</b>" + df.to_html(),
+                                 "data": {"text/html": f"<b>{html.escape(title)}</b><div "
+                                          "style='overflow-x:auto;max-width:100%'>"
+                                          f"{df.to_html()}</div>",
                                           "text/plain": f"{title}\n{df.to_string()}"}},)
 
     def _show_line(self, text: str) -> None:

@@ -6,8 +6,16 @@ The module builds the reports itself (about 20-40 s a notebook on 2 cores) into 
 folder, checks the files, then opens ``index.html`` and every report with the network
 switched off and fails on: a console error or uncaught exception, a request that leaves the machine, a
 <script src> or <link href> pointing at the web, an <img> that did not load
-(``naturalWidth == 0``), or a widget left as a "Loading widget..." placeholder. Screenshots
+(``naturalWidth == 0``), or a widget left as a "Loading widget..." placeholder. At a
+1280 x 900 window it also fails on anything cut off: a page wider than the window, or a
+table, figure, code block or widget that runs past its box with no scrollbar to reach the
+rest; on a code block (``div.fk-code``) that is not visible within the window; on a
+widget drawn from its stored state without its "snapshot" caption; and on an absolute
+path of the machine that built the reports in a page's text. Screenshots
 of each page go to ``.browser-shots/`` (gitignored) for a human to look at.
+
+``REPORTS_DIR=reports pytest tests/test_browser.py`` checks reports already built there
+(``python -m fusedkit report --out reports``) instead of building them again.
 
 The browser tests skip when no Chromium is installed (``apt-get install chromium``);
 ``.ci/run`` installs it, so CI never skips them.
@@ -16,7 +24,9 @@ The browser tests skip when no Chromium is installed (``apt-get install chromium
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -33,6 +43,12 @@ from fusedkit import report
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SHOTS = ROOT / ".browser-shots"
+WIDTH, HEIGHT = 1280, 900        # the window every page must fit
+SLACK = 2                        # pixels of rounding allowed at the right edge
+PREBUILT = os.environ.get("REPORTS_DIR", "")
+# Notebooks 01 and 02 show their kernels' code once fusedkit.source_view exists.
+SHOWS_CODE = ("01_", "02_")
+HAS_SOURCE_VIEW = importlib.util.find_spec("fusedkit.source_view") is not None
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))
                  if p), None)
 
@@ -58,8 +74,58 @@ _PROBE = """(() => {
     figures: [...document.images].map(i => i.getBoundingClientRect())
                .filter(r => r.width > 0 && r.height > 0)
                .map(r => ({x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height})),
+    ...fit(),
   };
 })()"""
+
+# Run in the page: what does not fit the window. ``name`` says which element, for messages.
+_FIT = """const fit = () => {
+  const vw = document.documentElement.clientWidth, slack = %(slack)d;
+  const name = e => e.tagName.toLowerCase() + (e.className && typeof e.className === "string"
+                    ? "." + e.className.trim().split(/\\s+/).join(".") : "")
+                  + " '" + (e.innerText || e.getAttribute("alt") || "").trim().slice(0, 50) + "'";
+  // The nearest ancestor that clips its content sideways (overflow-x not visible).
+  const clipper = e => {
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o !== "visible") return {el: a, scrolls: o === "auto" || o === "scroll"};
+    }
+    return null;
+  };
+  const cutOff = [], beyond = [];
+  for (const e of document.querySelectorAll("table, pre, img, svg, div.fk-code, .fk-snapshot")) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;            // folded or hidden: not shown
+    const c = clipper(e);
+    if (c) {
+      const box = c.el.getBoundingClientRect();
+      if (r.right > box.right + slack && !c.scrolls) cutOff.push(name(e));
+      if (c.scrolls && box.right > vw + slack) beyond.push(name(c.el));
+    } else if (r.right > vw + slack) {
+      beyond.push(name(e));
+    }
+  }
+  const rect = e => { const r = e.getBoundingClientRect();
+                      return {width: r.width, height: r.height, left: r.left, right: r.right}; };
+  // A widget snapshot fits its output area: no sideways scrolling needed to see it whole.
+  const wideWidgets = [...document.querySelectorAll(".fk-snapshot")].filter(e => {
+    const area = e.closest(".jp-OutputArea-output") || e.parentElement;
+    return e.getBoundingClientRect().right > area.getBoundingClientRect().right + slack
+           || area.scrollWidth > area.clientWidth + slack;
+  }).map(name);
+  return {
+    viewport: vw,
+    scrollWidth: document.documentElement.scrollWidth,
+    cutOff, beyond, wideWidgets,
+    code: [...document.querySelectorAll("div.fk-code")].map(rect),
+    snapshots: [...document.querySelectorAll(".fk-snapshot")].map(e => {
+      const note = e.querySelector(".fk-snapshot-note");
+      return note ? {note: note.innerText, ...rect(note)} : {note: "", width: 0, height: 0};
+    }),
+  };
+};
+""" % {"slack": SLACK}
+_PROBE = _PROBE.replace("(() => {", "(() => {\n" + _FIT, 1)
 
 
 class Chromium:
@@ -158,7 +224,7 @@ def visit(browser: Chromium, page: Path, shot_name: str = "") -> dict:
     # The whole page, scaled so it stays under Chromium's 16384-pixel texture limit.
     scale = min(1.0, 16000 / max(found["height"], 1))
     full = browser.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                        clip={"x": 0, "y": 0, "width": 1280, "height": found["height"],
+                        clip={"x": 0, "y": 0, "width": WIDTH, "height": found["height"],
                               "scale": scale})
     (SHOTS / f"{shot_name}-full.png").write_bytes(base64.b64decode(full["data"]))
     for i, box in enumerate(found["figures"], 1):    # every figure at full size
@@ -176,12 +242,61 @@ def _assert_clean(found: dict, name: str) -> None:
     assert not found["placeholders"], f"{name}: a widget left as a 'Loading widget' placeholder"
 
 
+def _local_paths() -> list[str]:
+    """Absolute folders of this machine that no report may name."""
+    import site  # noqa: PLC0415
+    import sysconfig  # noqa: PLC0415
+
+    found = {str(ROOT), str(Path.home()), tempfile.gettempdir(), sysconfig.get_paths()["stdlib"],
+             *site.getsitepackages()}
+    return sorted(p for p in found if len(p) > 1)
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~/-])/(?:home|root|tmp|work|Users|private/var)/[\w.-]+")
+
+
+def _assert_fits(found: dict, name: str) -> None:
+    """Nothing cut off or wider than the 1280-pixel window; code blocks shown whole."""
+    assert found["viewport"] == WIDTH, f"{name}: the window is {found['viewport']} px wide"
+    assert found["scrollWidth"] <= WIDTH + SLACK, (
+        f"{name}: the page is {found['scrollWidth']} px wide at a {WIDTH}-px window; "
+        f"past the right edge: {found['beyond']}")
+    assert not found["beyond"], f"{name}: past the window's right edge: {found['beyond']}"
+    assert not found["cutOff"], f"{name}: cut off with no scrollbar: {found['cutOff']}"
+    assert not found["wideWidgets"], f"{name}: widgets wider than their output: {found['wideWidgets']}"
+    for box in found["code"]:
+        assert box["width"] > 0 and box["height"] > 0, f"{name}: a code block is not visible: {box}"
+        assert box["left"] >= 0 and box["right"] <= WIDTH + SLACK, f"{name}: a code block runs off: {box}"
+
+
+def _assert_no_local_paths(text: str, name: str) -> None:
+    for path in _local_paths():
+        assert not re.search(r"(?<![\w.~/-])" + re.escape(path) + r"(?![\w.-])", text), (
+            f"{name}: shows the local path {path}")
+    hit = _ABSOLUTE.search(text)
+    assert hit is None, f"{name}: shows an absolute path: {text[max(0, hit.start() - 60):hit.end() + 20]!r}"
+
+
 def _shows_widgets(notebook: Path) -> bool:
     return "SizePicker(" in notebook.read_text()
 
 
+def _prebuilt(folder: Path) -> tuple[Path, list[report.ReportResult], float]:
+    """Reports already built in ``folder``, read back from its ``index.json``."""
+    listed = json.loads((folder / "index.json").read_text())["notebooks"]
+    by_name = {n["notebook"]: n for n in listed}
+    missing = [p.name for p in NOTEBOOKS if not by_name.get(p.name, {}).get("html")]
+    assert not missing, f"REPORTS_DIR={folder}: no report of {missing}"
+    results = [report.ReportResult(p, folder / by_name[p.name]["html"], by_name[p.name]["title"],
+                                   float(by_name[p.name]["seconds"] or 0), by_name[p.name]["error"],
+                                   by_name[p.name]["summary"]) for p in NOTEBOOKS]
+    return folder, results, sum(r.seconds for r in results)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    if PREBUILT:
+        return _prebuilt(Path(PREBUILT).resolve())
     out = tmp_path_factory.mktemp("reports")
     t0 = time.perf_counter()
     results = report.build_reports(out, NOTEBOOKS, timeout=300)
@@ -204,7 +319,7 @@ def browser():
         # Offline, as a reader on a train: anything fetched from the web fails loudly.
         b.send("Network.emulateNetworkConditions", offline=True, latency=0,
                downloadThroughput=-1, uploadThroughput=-1)
-        b.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+        b.send("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT,
                deviceScaleFactor=1, mobile=False)
         yield b
     finally:
@@ -225,6 +340,13 @@ def test_reports_execute_and_contain_plots(built):
         assert "application/vnd.jupyter.widget-view+json" not in page
         assert not REMOTE_TAG.search(page), r.html.name
         assert "Traceback" not in page
+        # Every widget drawn from its stored state says it is a snapshot.
+        snapshots = len(re.findall(r"class=[\"']fk-snapshot[\"']", page))
+        assert snapshots == len(re.findall(r"class=[\"']fk-snapshot-note[\"']", page)), r.html.name
+        if _shows_widgets(r.notebook):
+            assert snapshots, r.html.name
+        _assert_no_local_paths(page, r.html.name)
+    _assert_no_local_paths(index, "index.html")
     listed = json.loads((out / "index.json").read_text())
     assert [n["html"] for n in listed["notebooks"]] == [r.html.name for r in results]
     assert all(n["summary"] for n in listed["notebooks"])
@@ -238,6 +360,7 @@ def test_the_probe_catches_a_broken_page(tmp_path, browser):
                    "<img src='missing.png'><script src='https://cdn.example.org/x.js'></script>"
                    "<script>console.error('boom')</script></body></html>")
     found = visit(browser, bad)
+    assert found["cutOff"] == [] and found["scrollWidth"] <= WIDTH
     assert found["brokenImages"] == ["missing.png"]
     assert found["remote"] == ["https://cdn.example.org/x.js"]
     assert found["requests"] == ["https://cdn.example.org/x.js"]
@@ -247,10 +370,35 @@ def test_the_probe_catches_a_broken_page(tmp_path, browser):
 
 
 @needs_chromium
+def test_the_fit_probe_catches_what_is_cut_off(tmp_path, browser):
+    wide = tmp_path / "wide.html"
+    wide.write_text(
+        "<!doctype html><html><body>"
+        "<div style='width:300px;overflow:hidden'><table><tr><td><div style='width:900px'>cut"
+        "</div></td></tr></table></div>"
+        "<div style='width:300px;overflow-x:auto'><table><tr><td><div style='width:900px'>"
+        "scrolls</div></td></tr></table></div>"
+        "<div class='fk-code' style='width:1500px'>code</div>"
+        "<div class='fk-snapshot'><div class='fk-snapshot-note'>snapshot</div></div>"
+        f"<p>from {ROOT}/data/records.csv</p></body></html>")
+    found = visit(browser, wide)
+    assert found["scrollWidth"] > WIDTH and found["cutOff"] == ["table 'cut'"], found["cutOff"]
+    assert "div.fk-code" in found["beyond"][0]
+    with pytest.raises(AssertionError, match="px wide"):
+        _assert_fits(found, wide.name)
+    with pytest.raises(AssertionError, match="local path"):
+        _assert_no_local_paths(found["text"], wide.name)
+    assert found["snapshots"] == [{"note": "snapshot", **found["snapshots"][0]}]
+
+
+@needs_chromium
 def test_index_opens_offline_with_summaries_and_headlines(reports, browser):
     out, results = reports
     found = visit(browser, out / "index.html", "index")
     _assert_clean(found, "index.html")
+    _assert_fits(found, "index.html")
+    _assert_no_local_paths(found["text"], "index.html")
+    assert "not built yet" not in found["text"]
     for r in results:
         assert r.title in found["text"] and r.summary, r.notebook.name
     assert "Headline numbers" in found["text"]
@@ -267,9 +415,17 @@ def test_report_opens_offline_with_plots_and_widget_values(reports, browser, ind
     r = results[index]
     found = visit(browser, r.html, r.html.stem)
     _assert_clean(found, r.html.name)
+    _assert_fits(found, r.html.name)
+    _assert_no_local_paths(found["text"], r.html.name)
     assert found["images"] >= 1, f"{r.html.name}: no figure at all"
+    if HAS_SOURCE_VIEW and r.notebook.name.startswith(SHOWS_CODE):
+        assert found["code"], f"{r.html.name}: no code block (div.fk-code) at all"
+    # Every widget drawn from its stored state says, visibly, that it is a snapshot.
+    for snap in found["snapshots"]:
+        assert "snapshot" in snap["note"].lower() and snap["width"] > 0 and snap["height"] > 0, snap
     if not _shows_widgets(r.notebook):
         return
+    assert found["snapshots"], f"{r.html.name}: widgets shown without a snapshot caption"
     # The size picker shows its values as text, as the reader left them.
     shown = found["widgets"]
     assert re.search(r"batch_size:\s*\d+", shown) and "KernelBench sizes" in shown, shown

@@ -57,3 +57,88 @@ def test_size_picker_explains_bad_values_and_keeps_last_valid():
     assert sp.sizes == problems.get("p45").defaults
     with pytest.raises(problems.SizeError):
         sp.set_sizes({"batch_size": -1})
+
+
+def _measured_points(problem, run):
+    """Every step of a recorded run at its measured rate, as notebooks 01 and 02 plot them."""
+    meas = run[run["step"].notna()]
+    at = problem.sizes(problems.parse_sizes(meas["sizes"].iloc[0]))
+    return pd.DataFrame({"label": meas["variant"], "intensity": problem.flops(at) / problem.min_bytes(at),
+                         "tflops": meas["tflops"], "kind": "measured"})
+
+
+def _floor_points(problem):
+    """Stage floors and the fused floor in two precisions, as notebooks 01 and 02 plot them."""
+    pts = pd.concat([plots.roofline_points(problem, problem.defaults, H200, p).assign(kind=f"{p} floor")
+                     for p in ("fp32", "tf32x3")])
+    return pts[pts["label"].str.startswith("fused") | (pts["kind"] == "fp32 floor")]
+
+
+@pytest.mark.parametrize("key", ["p12", "p45"])
+@pytest.mark.parametrize("which", ["measured", "floors"])
+def test_roofline_labels_never_collide(key, which):
+    # The real data: the latest H200 run's steps crowd one intensity at near-equal rates.
+    from fusedkit import results  # noqa: PLC0415
+
+    problem = problems.get(key)
+    if which == "measured":
+        run = results.latest_run(problem, device="H200")
+        if run.empty:
+            pytest.skip(f"no recorded H200 run of {key} in data/records.csv")
+        pts = _measured_points(problem, run)
+        gpu = H200.with_measurements(mem_gbps=results.run_ceilings(run).get("copy_gbps"))
+    else:
+        pts, gpu = _floor_points(problem), H200
+    fig = plots.roofline_chart(gpu, pts, precisions=["fp32", "tf32x3", "fp16x3", "tf32"])
+    for dpi in (72, 90, 150):                # the notebooks' inline dpi and a sharper one
+        fig.set_dpi(dpi)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        numbers = [t for t in ax.texts if t.get_gid() == "roofline-number"]
+        key_text = [t for t in ax.texts if t.get_gid() == "roofline-key"]
+        assert len(key_text) == 1 and len(numbers) == pts.groupby(["intensity", "tflops"]).ngroups
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in numbers + key_text]
+        boxes.append(("legend", ax.get_legend().get_window_extent(renderer)))
+        clashes = [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:]
+                   if box_a.overlaps(box_b)]
+        assert not clashes, f"{key} {which} at dpi {dpi}: labels overlap: {clashes}"
+        inside = ax.get_window_extent(renderer)
+        for t in numbers:                     # every number stays on the plot, by its point
+            box = t.get_window_extent(renderer)
+            assert inside.x0 <= box.x0 and box.x1 <= inside.x1, (t.get_text(), box, inside)
+    # The key names every point once, numbered from the highest rate down.
+    listed = key_text[0].get_text().splitlines()
+    assert [ln.split()[0] for ln in listed] == [str(i + 1) for i in range(len(numbers))]
+    assert set(", ".join(ln.split(None, 1)[1] for ln in listed).split(", ")) == set(pts["label"])
+
+
+def _all_widgets(root):
+    out, todo = [], [root]
+    while todo:
+        wdg = todo.pop()
+        out.append(wdg)
+        todo += list(getattr(wdg, "children", ()))
+    return out
+
+
+def test_explorer_layout_fits_a_narrow_page():
+    # Nothing has a fixed width its column cannot shrink, rows wrap, wide output scrolls.
+    import dataclasses  # noqa: PLC0415
+
+    import ipywidgets as w  # noqa: PLC0415
+
+    from fusedkit.mode import detect_mode  # noqa: PLC0415
+    from fusedkit.widgets import LadderExplorer  # noqa: PLC0415
+
+    ex = LadderExplorer(problems.get("p12"), dataclasses.replace(detect_mode(), gpu=False))
+    for wdg in _all_widgets(ex.widget):
+        lay = wdg.layout
+        if lay.width and lay.width.endswith("px"):
+            assert lay.max_width == "100%", (type(wdg).__name__, lay.width)
+        if isinstance(wdg, w.HBox):
+            assert lay.flex_flow == "row wrap", [type(c).__name__ for c in wdg.children]
+    assert ex.output.layout.overflow == "auto" and ex.output.layout.max_width == "100%"
+    assert ex.widget.layout.max_width == "100%"
+    ex._show_table("t", pd.DataFrame({"a": [1]}))   # tables scroll inside the output area
+    assert "overflow-x:auto" in ex.output.outputs[-1]["data"]["text/html"]

@@ -1,0 +1,202 @@
+"""Reports that read well: no local paths, an index of every notebook however few are
+rebuilt, widgets captioned as snapshots, and ``make lab`` that starts as root."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from fusedkit import report, static_widgets
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+# -- no absolute local paths -------------------------------------------------------------
+
+def test_relative_paths_rewrites_this_machines_folders():
+    home, tmp = str(Path.home()), tempfile.gettempdir()
+    stdlib = sysconfig.get_paths()["stdlib"]
+    fix = report.relative_paths
+    assert fix(f"from {ROOT}/data/records.csv (speed-up)") == "from ./data/records.csv (speed-up)"
+    assert fix(f"<pre>{ROOT}</pre>") == "<pre>.</pre>"
+    assert fix(f"file://{ROOT}/build/x.png") == "./build/x.png"
+    assert fix(f'File "{stdlib}/json/decoder.py", line 3') == \
+        f'File "{Path(stdlib).name}/json/decoder.py", line 3'
+    if not str(ROOT).startswith(home + os.sep):
+        assert fix(f"{home}/.cache/x") == "~/.cache/x"
+    assert fix(f"{tmp}/pytest-1/out") == "$TMPDIR/pytest-1/out"
+    # Only whole components: a sibling folder, or /tmp inside another path, stays.
+    assert fix(f"{ROOT}2/x and /var{tmp}/y") == f"{ROOT}2/x and /var{tmp}/y"
+    # Inlined figures are never touched, whatever their base64 happens to spell.
+    uri = f"data:image/png;base64,AAAA{tmp}{ROOT}+/=="
+    assert fix(f"<img src='{uri}'> {ROOT}/a") == f"<img src='{uri}'> ./a"
+
+
+def _notebook(path: Path, *cells: str, summary: str = "") -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# {path.stem}\n\n{summary or 'About ' + path.stem}")]
+    nb.cells += [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+    return path
+
+
+def _absolute_paths(text: str) -> list[str]:
+    roots = {str(ROOT), str(Path.home()), tempfile.gettempdir(), sysconfig.get_paths()["stdlib"]}
+    return [r for r in roots if re.search(r"(?<![\w.~/-])" + re.escape(r) + r"(?![\w.-])", text)]
+
+
+@pytest.mark.slow
+def test_a_built_report_names_no_local_path(tmp_path):
+    # Paths printed by a cell, in a widget's output, and in a traceback through the stdlib.
+    src = _notebook(
+        tmp_path / "01_paths.ipynb",
+        "import pathlib, tempfile\nfrom fusedkit import records\n"
+        "print('records from', records.default_path())\nprint(pathlib.Path.home() / 'x')\n"
+        "print(tempfile.gettempdir() + '/y')",
+        "import ipywidgets as w\nout = w.Output()\nout.append_stdout(f'in {records.default_path()}')\nout",
+        "import json\njson.loads('{')")
+    out = tmp_path / "out"
+    (res,) = report.build_reports(out, [src], timeout=120)
+    assert "JSONDecodeError" in res.error and not _absolute_paths(res.error)
+    page = res.html.read_text()
+    assert "records from ./data/records.csv" in page and "in ./data/records.csv" in page
+    assert "json/decoder.py" in page                              # the traceback is still there
+    assert not _absolute_paths(page), _absolute_paths(page)
+    for name in ("index.html", "index.json"):
+        assert not _absolute_paths((out / name).read_text()), name
+
+
+# -- the index lists every notebook ------------------------------------------------------
+
+@pytest.mark.slow
+def test_rebuilding_one_notebook_keeps_every_notebook_in_the_index(tmp_path):
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    paths = [_notebook(nbs / f"0{i}_step{i}.ipynb", f"print({i})", summary=f"Summary *{i}*.")
+             for i in (1, 2, 3)]
+    out = tmp_path / "reports"
+    first = report.build_reports(out, paths, timeout=120)
+    assert [r.status for r in first] == ["built"] * 3
+    before = json.loads((out / "index.json").read_text())["notebooks"]
+
+    (res,) = report.build_reports(out, [paths[1]], timeout=120)   # rebuild only 02
+    assert res.notebook == paths[1] and res.ok
+    listed = json.loads((out / "index.json").read_text())["notebooks"]
+    assert [n["notebook"] for n in listed] == [p.name for p in paths]
+    assert [n["status"] for n in listed] == ["kept", "built", "kept"]
+    for old, new in zip(before, listed):
+        assert new["summary"] == old["summary"] and new["html"] == old["html"]
+    assert listed[0]["built"] == before[0]["built"] and listed[0]["seconds"] == before[0]["seconds"]
+    index = (out / "index.html").read_text()
+    for p in paths:
+        assert f"href='{p.stem}.html'" in index
+    assert index.count("earlier build") == 2 and "<em>1</em>" in index and "<em>3</em>" in index
+
+    # A notebook with no report in the folder yet is listed, marked, and not linked.
+    (out / "03_step3.html").unlink()
+    _notebook(nbs / "04_new.ipynb", "print(4)", summary="A new one.")
+    report.write_index([res], out, headlines=[])
+    listed = {n["notebook"]: n for n in json.loads((out / "index.json").read_text())["notebooks"]}
+    assert list(listed) == ["01_step1.ipynb", "02_step2.ipynb", "03_step3.ipynb", "04_new.ipynb"]
+    assert listed["03_step3.ipynb"]["status"] == listed["04_new.ipynb"]["status"] == "missing"
+    assert listed["04_new.ipynb"]["html"] is None and listed["04_new.ipynb"]["summary"] == "A new one."
+    index = (out / "index.html").read_text()
+    assert index.count("not built yet") == 2 and "href='04_new.html'" not in index
+    assert "python -m fusedkit report notebooks/04_new.ipynb" in index
+
+
+def test_index_of_one_rebuilt_workbook_notebook_lists_all_of_them(tmp_path):
+    # The real notebooks/ folder, nothing executed: one "rebuilt", one earlier report kept.
+    paths = report.notebook_paths()
+    (tmp_path / f"{paths[0].stem}.html").write_text("<html></html>")
+    done = report.ReportResult(paths[2], tmp_path / f"{paths[2].stem}.html", "T", 3.0, "", "s")
+    entries = report.index_entries([done], tmp_path)
+    assert [e.notebook.name for e in entries] == [p.name for p in paths]
+    status = {e.notebook.name: e.status for e in entries}
+    assert status[paths[0].name] == "kept" and status[paths[2].name] == "built"
+    assert all(status[p.name] == "missing" for p in paths if p not in (paths[0], paths[2]))
+    assert all(e.title and e.summary for e in entries)      # read from the notebooks themselves
+
+
+def test_an_unreadable_earlier_index_is_ignored(tmp_path):
+    (tmp_path / "index.json").write_text("{not json")
+    res = report.ReportResult(tmp_path / "01_x.ipynb", tmp_path / "01_x.html", "X", 1.0, "", "x")
+    report.write_index([res], tmp_path, headlines=[])
+    assert [n["notebook"] for n in json.loads((tmp_path / "index.json").read_text())["notebooks"]] \
+        == ["01_x.ipynb"]
+
+
+# -- widgets drawn from their state say they are snapshots -------------------------------
+
+def _widget_nb(models: dict, top: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    state = {k: {"model_name": n, "model_module": "@jupyter-widgets/controls", "state": st}
+             for k, (n, st) in models.items()}
+    nb.metadata["widgets"] = {static_widgets.WIDGET_STATE: {"state": state, "version_major": 2,
+                                                            "version_minor": 0}}
+    view = {"version_major": 2, "version_minor": 0, "model_id": top}
+    nb.cells = [nbformat.v4.new_code_cell("w", outputs=[nbformat.v4.new_output(
+        "display_data", data={static_widgets.WIDGET_VIEW: view, "text/plain": "VBox(...)"})])]
+    return nb
+
+
+def test_static_widgets_are_captioned_and_fit_their_column():
+    wide = "<table><tr>" + "<td>cell</td>" * 80 + "</tr></table>"
+    models = {
+        "box": ("VBoxModel", {"children": ["IPY_MODEL_row", "IPY_MODEL_out", "IPY_MODEL_many"]}),
+        "row": ("HBoxModel", {"children": ["IPY_MODEL_n"], "layout": "IPY_MODEL_wrap"}),
+        "wrap": ("LayoutModel", {"flex_flow": "row wrap", "width": None}),
+        "n": ("IntTextModel", {"value": 3, "description": "n"}),
+        "out": ("OutputModel", {"outputs": [{"output_type": "display_data", "metadata": {},
+                                            "data": {"text/html": wide}}]}),
+        "many": ("SelectMultipleModel", {"_options_labels": ["a"], "index": [0],
+                                         "layout": "IPY_MODEL_fixed"}),
+        "fixed": ("LayoutModel", {"width": "520px", "max_width": "100%"}),
+    }
+    body, _ = report.offline_exporter().from_notebook_node(_widget_nb(models, "box"))
+    assert len(re.findall(r"class=[\"']fk-snapshot-note", body)) == 1   # one caption per widget
+    assert static_widgets.SNAPSHOT_NOTE in body
+    assert "snapshot" in static_widgets.SNAPSHOT_NOTE.lower() and "notebook" in static_widgets.SNAPSHOT_NOTE
+    assert "flex-flow:row wrap" in body                          # the stored layout is kept
+    assert "width:520px;max-width:100%" in body
+    assert re.search(r"class=[\"']fk-widget fk-output[\"'] style=[\"'][^\"']*overflow-x:auto", body)
+
+
+# -- make lab as root --------------------------------------------------------------------
+
+def _make_lab(tmp_path: Path, uid: str) -> str:
+    """The command ``make lab`` would run when ``id -u`` says ``uid`` (nothing started)."""
+    fake = tmp_path / f"uid{uid}"
+    fake.mkdir()
+    (fake / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (fake / "id").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    # -o: take the environment as built, so only the lab command itself is printed.
+    out = subprocess.run(["make", "-n", "-o", "env", "-o", ".venv/.installed", "lab"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, check=True).stdout
+    return next(ln for ln in out.splitlines() if "jupyter lab" in ln)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_lab_allows_root_only_as_root(tmp_path):
+    text = (ROOT / "Makefile").read_text()
+    recipe = text.split("\nlab:", 1)[1].split("\n\n", 1)[0].strip().splitlines()
+    assert len(recipe) == 2 and "--allow-root" in recipe[1]   # the target and one command
+    assert "--allow-root" in _make_lab(tmp_path, "0")
+    assert "--allow-root" not in _make_lab(tmp_path, "1000")
+
+
+@pytest.mark.skipif(not (VENV_BIN / "jupyter-lab").exists(), reason="JupyterLab not installed")
+def test_jupyter_lab_accepts_allow_root():
+    out = subprocess.run([str(VENV_BIN / "jupyter"), "lab", "--help-all"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and "--allow-root" in out.stdout
