@@ -38,6 +38,7 @@ from torch import nn
 
 from fusedkit import build as fk_build
 from fusedkit.kernels import KERNELS, step_path
+from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant, base
 from fusedkit.problems import get as get_problem
 
@@ -47,7 +48,7 @@ __all__ = ["EXPORT_TIERS", "StepCall", "best_per_tier", "cuda_sources", "exporta
 KERNELBENCH_LEVEL = 2
 """Every fusedkit problem is a KernelBench level-2 problem (README)."""
 
-EXPORT_TIERS: tuple[str, ...] = ("fp32-faithful", "kb-pass", "fast")
+EXPORT_TIERS: tuple[str, ...] = KERNEL_TIERS
 """Tiers of our kernels, strictest first: a variant of one tier also meets every later one."""
 
 # A step file imports fusedkit for this line only; the exported file provides load_step itself.

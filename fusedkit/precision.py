@@ -24,6 +24,9 @@ PASSES: dict[str, int] = {"tf32x3": 3, "fp16x3": 3}
 
 TIERS: tuple[str, ...] = ("reference", "fp32-faithful", "kb-pass", "fast")
 """Precision tiers from the most to the least accurate (rules in :mod:`fusedkit.check`)."""
+KERNEL_TIERS: tuple[str, ...] = TIERS[1:]
+"""The tiers a kernel of ours can reach ("reference" is eager fp32 itself); a variant of one
+tier also meets every later one."""
 
 
 def to_tf32(t: torch.Tensor) -> torch.Tensor:

@@ -38,12 +38,10 @@ from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
 
 from fusedkit import problems
-from fusedkit.precision import TIERS as ALL_TIERS
+from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
 from fusedkit.results import latest_run
 from fusedkit.static_widgets import StaticWidgetsPreprocessor
-
-TIERS = tuple(t for t in ALL_TIERS if t != "reference")   # the tiers our kernels reach
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
