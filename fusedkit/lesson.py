@@ -1,21 +1,27 @@
-"""What one notebook step does after its explanation: check the kernel and time it where
-this machine can, and show the recorded GPU numbers next to whatever ran here.
+"""What one notebook step shows after its explanation and prediction: the code, the hardware
+counters, then the check and the time, where this machine can, with the recorded GPU numbers
+next to whatever ran here.
 
 Live numbers and recorded numbers are always labelled as such, with the recorded run's
-device, date and commit; nothing is shown without saying where it came from.
+device, date and commit; nothing is shown without saying where it came from. Numbers are
+written by :mod:`fusedkit.present`, so they read the same in every table and sentence, and
+:func:`say` builds a sentence's numbers from the records instead of the prose carrying them.
 """
 
 from __future__ import annotations
 
+import math
+import string
 from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from fusedkit import results
+from fusedkit import present
 from fusedkit.kernels import step_path
 from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
-from fusedkit.problems import Problem, Sizes, fmt_sizes
+from fusedkit.problems import Problem, Sizes, parse_sizes
 
 
 def header(source: str) -> str:
@@ -30,59 +36,439 @@ def small_sizes(problem: Problem) -> Sizes:
     return problem.sizes({d.name: odd[i % len(odd)] for i, d in enumerate(problem.dims)})
 
 
-def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
-             recorded: pd.DataFrame) -> pd.DataFrame:
-    """Check (and on a GPU, time) one variant; return live and recorded rows side by side.
+def short_sizes(sizes: Sizes | str) -> str:
+    """``"batch_size=1024,in_features=8192,out_features=8192"`` as ``"1024 × 8192 × 8192"``
+    (the problem's dimensions in their usual order)."""
+    values = parse_sizes(sizes) if isinstance(sizes, str) else sizes
+    return " × ".join(str(v) for v in values.values())
 
-    GPU: measured at ``sizes`` through :func:`fusedkit.measure.measure`. CPU: Triton steps are
-    checked in the interpreter at :func:`small_sizes` through the same path; CUDA steps cannot
-    run. Either way the recorded GPU row of ``slug`` (from :func:`fusedkit.results.latest_run`)
-    is shown beside.
-    """
+
+# -- one step's check and time -------------------------------------------------------------------
+
+STEP_COLUMNS = ("sizes", "tier", "rel. error", "ms", "TFLOP/s", "% of floor", "speedup")
+
+
+def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
+              recorded: pd.DataFrame) -> list[dict[str, Any]]:
+    """The raw rows behind :func:`run_step`: what ran here (if anything) and the recorded row."""
     v = problem.variant(slug)
-    rows = []
+    rows: list[dict[str, Any]] = []
     if mode.gpu:
         rows.append(live_row(problem, slug, sizes, "cuda", label=f"live on {mode.device}"))
     elif v.triton:
         small = small_sizes(problem)
         m = measure(problem, v, small, device="cpu", time_it=False)
-        rows.append({"source": "live in Triton's CPU interpreter (precision flags ignored: "
-                               "this checks the logic, not the precision)",
-                     "sizes": fmt_sizes(small),
+        rows.append({"source": "live: Triton's CPU interpreter (checks the logic, not the "
+                               "precision)",
+                     "sizes": short_sizes(small),
                      "tier": (m.tier or "logic right") if m.ok else "FAILED: " + m.failure,
-                     "rel. error": _sci(m.check.rel_error)})
+                     "rel. error": m.check.rel_error})
     hit = recorded[recorded["variant"] == slug] if not recorded.empty else recorded
     if not hit.empty:
         r = hit.iloc[0]
-        rows.append({"source": f"recorded: {results.run_label(recorded)}", "sizes": r["sizes"],
-                     "tier": r["tier"], "rel. error": _sci(r["rel_error"]), "ms": r["median_ms"],
+        rows.append({"source": "recorded: " + run_short_label(recorded), "sizes": short_sizes(r["sizes"]),
+                     "tier": r["tier"], "rel. error": r["rel_error"], "ms": r["median_ms"],
                      "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
-                     "speedup vs eager": r["speedup"]})
+                     "speedup": r["speedup"]})
     elif not rows:
         rows.append({"source": "no GPU here and no recorded run of this step yet"})
-    return pd.DataFrame(rows).set_index("source").T   # one column per source reads best
+    return rows
+
+
+def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
+             recorded: pd.DataFrame) -> pd.DataFrame:
+    """Check (and on a GPU, time) one variant; return live and recorded rows, one row per
+    source, formatted by :mod:`fusedkit.present` (ms to 3 decimals, errors as 1.6e-06...).
+
+    GPU: measured at ``sizes`` through :func:`fusedkit.measure.measure`. CPU: Triton steps are
+    checked in the interpreter at :func:`small_sizes` through the same path; CUDA steps cannot
+    run. Either way the recorded GPU row of ``slug`` (from :func:`fusedkit.results.latest_run`)
+    is shown below.
+    """
+    return _step_frame(step_rows(problem, slug, sizes, mode, recorded))
+
+
+def _step_frame(rows: list[dict[str, Any]], variant: bool = False) -> pd.DataFrame:
+    cols = (["variant"] if variant else []) + ["source", *STEP_COLUMNS]
+    df = pd.DataFrame(rows).reindex(columns=cols)
+    if "timer" in df.columns:
+        df = df.drop(columns="timer")
+    df = present.format_frame(df)
+    return df.set_index(["variant", "source"] if variant else "source")
 
 
 def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: str,
              seeds: int = SEEDS) -> dict:
-    """Measure ``slug`` at ``sizes`` on ``device`` (check, then time) as one table row."""
+    """Measure ``slug`` at ``sizes`` on ``device`` (check, then time) as one table row of raw
+    numbers (format it with :func:`fusedkit.present.format_frame`)."""
     m = measure(problem, slug, sizes, device=device, seeds=seeds)
-    row = {"source": label, "sizes": fmt_sizes(sizes), "tier": m.tier,
-           "rel. error": _sci(m.check.rel_error)}
+    row = {"source": label, "sizes": short_sizes(sizes), "tier": m.tier,
+           "rel. error": m.check.rel_error}
     if not m.ok:
         row["tier"] = "FAILED: " + m.failure
         return row
-    row.update({"ms": m.timing.median_ms, "timer": m.timing.timer, "TFLOP/s": m.tflops})
+    row.update({"ms": m.timing.median_ms, "timer": m.timing.timer, "TFLOP/s": m.tflops,
+                "% of floor": m.pct_of_floor})
     return row
 
 
-def _sci(value: float) -> str:
-    """An error in scientific notation: the transposed step table holds mixed types, and pandas
-    would print 4e-08 there as 0.0."""
-    return f"{value:.2e}" if value == value else "not measured"
+def run_short_label(run: pd.DataFrame | pd.Series) -> str:
+    """"H200, 2026-11-30, commit 2b146d7": a recorded run in a table cell (the vendor's name
+    left out)."""
+    if isinstance(run, pd.DataFrame):
+        if run.empty:
+            return "no recorded run"
+        run = run.iloc[0]
+    device = str(run["device"]).removeprefix("NVIDIA ")
+    return f"{device}, {run['timestamp']:%Y-%m-%d}, commit {run['commit']}"
 
 
 def kernel_path(source: str) -> Path:
     """Absolute path of a step's kernel file (``source`` as in ``Variant.source``), validated."""
     problem, _, filename = source.partition("/")
     return step_path(problem, filename)
+
+
+# -- hardware counters ---------------------------------------------------------------------------
+
+COUNTER_VIEW = {"kernel": "kernel", "duration_us": "duration µs", "sm_pct": "SM %",
+                "tensor_pct": "tensor %", "fma_pct": "FMA %", "dram_pct": "DRAM %",
+                "dram_gb": "DRAM GB", "occupancy_pct": "occupancy %", "registers": "registers",
+                "local_bytes": "local bytes", "l2_hit_pct": "L2 hit %", "grid": "grid",
+                "block": "block", "smem_kb": "smem KB"}
+
+
+def short_kernel(name: str, width: int = 56) -> str:
+    """A kernel's name without namespaces, template arguments and parameter lists, at most
+    ``width`` long; a PyTorch elementwise or reduce kernel keeps the operation it runs
+    (``vectorized_elementwise_kernel: Abs``)."""
+    import re  # noqa: PLC0415
+
+    text = name.replace("void ", "", 1).strip()
+    cut = min([i for i in (text.find("<"), text.find("(")) if i >= 0], default=len(text))
+    base = text[:cut].split("::")[-1].strip()
+    rest = text[cut:]
+    ops = [m for m in re.findall(r"(CUDAFunctor_\w+|\w+Functor|\w+_kernel_cuda|\w+_kernel)\b", rest)
+           if m != base]
+    if ops and rest.startswith("<"):
+        op = re.sub(r"_kernel(_cuda)?$|Functor$|^CUDAFunctor_", "", ops[-1])
+        out = f"{base}: {op}"
+    else:
+        out = base
+    return out if len(out) <= width else out[:width - 1] + "…"
+
+
+def counters(problem: Problem | str, slug: str, sizes: Sizes | str | None = None) -> pd.DataFrame:
+    """The recorded Nsight Compute counters of one step, one row per kernel launch of one call
+    (:func:`fusedkit.counters.step_counters`), with readable column names; ``attrs["label"]``
+    says where they come from ("no counters recorded" when none are)."""
+    from fusedkit.counters import step_counters  # noqa: PLC0415
+
+    raw = step_counters(problem, slug, sizes)
+    view = raw.reindex(columns=list(COUNTER_VIEW)).rename(columns=COUNTER_VIEW)
+    if not raw.empty:
+        view["kernel"] = [short_kernel(str(k), 40) for k in raw["kernel"]]
+    view.attrs["label"] = raw.attrs.get("label", "no counters recorded")
+    return view
+
+
+def show_counters(problem: Problem | str, slugs: str | Sequence[str],
+                  sizes: Sizes | str | None = None) -> Any:
+    """The counters of one or several steps as one formatted table with its label, or one
+    line saying none are recorded."""
+    slugs = [slugs] if isinstance(slugs, str) else list(slugs)
+    frames, labels = [], []
+    for slug in slugs:
+        c = counters(problem, slug, sizes)
+        if not c.empty:
+            frames.append(c.assign(variant=slug) if len(slugs) > 1 else c)
+            labels.append(c.attrs["label"])
+    if not frames:
+        return present.md(f"*Hardware counters:* none recorded for "
+                          f"{', '.join(f'`{s}`' for s in slugs)} yet (they are collected on a GPU "
+                          f"with `python -m fusedkit.counters collect`).")
+    df = pd.concat(frames, ignore_index=True)
+    if "variant" in df.columns:
+        df = df[["variant", *[c for c in df.columns if c != "variant"]]]
+    df = df.dropna(axis=1, how="all")
+    label = "; ".join(dict.fromkeys(labels))
+    return _Captioned(f"Hardware counters, one row per kernel launch of one call ({label})",
+                      present.table(df))
+
+
+def counter_summary(problem: Problem | str, slug: str, sizes: Sizes | str | None = None
+                    ) -> dict[str, Any] | None:
+    """The recorded counters of one step reduced to its main kernel (the launch that took the
+    longest) and the totals of one call; None when none are recorded. Keys: ``kernel``,
+    ``launches``, ``total_us`` (all launches), ``share`` (the main kernel's share of it),
+    ``dram_gb_total`` and the main kernel's counters by their column names (``duration_us``,
+    ``sm_pct``, ``tensor_pct``, ``fma_pct``, ``dram_pct``, ``dram_gb``, ``occupancy_pct``,
+    ``registers``, ``local_bytes``, ``l2_hit_pct``, ``grid``, ``block``, ``smem_kb``)."""
+    from fusedkit.counters import COUNTER_COLUMNS, step_counters  # noqa: PLC0415
+
+    raw = step_counters(problem, slug, sizes)
+    if raw.empty:
+        return None
+    durations = raw["duration_us"].fillna(0.0)
+    main = raw.loc[durations.idxmax()]
+    total = float(durations.sum())
+    out = {c: main[c] for c in COUNTER_COLUMNS}
+    out.update(kernel=short_kernel(str(main["kernel"])), launches=len(raw), total_us=total,
+               share=float(main["duration_us"]) / total if total > 0 else math.nan,
+               dram_gb_total=float(raw["dram_gb"].sum(min_count=1)), label=raw.attrs.get("label", ""))
+    return out
+
+
+def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
+    """One row per ladder step with recorded counters: its % of floor and time (from
+    ``recorded``), the time its kernels took under the profiler and the difference (the GPU
+    idle between them), beside the counters of its main kernel; one line when no counters are
+    recorded."""
+    rows, labels = [], []
+    for v in problem.ladder():
+        c = counter_summary(problem, v.slug)
+        if c is None:
+            continue
+        labels.append(c["label"])
+        rows.append({"step": v.number, "variant": v.slug,
+                     "% of floor": value(recorded, v.slug, "pct_of_floor"),
+                     "ms": value(recorded, v.slug), "kernels ms": c["total_us"] / 1e3,
+                     "idle ms": value(recorded, v.slug) - c["total_us"] / 1e3,
+                     "launches": c["launches"], "main kernel": short_kernel(c["kernel"], 32),
+                     "its share": 100.0 * c["share"], "SM %": c["sm_pct"],
+                     "tensor %": c["tensor_pct"], "FMA %": c["fma_pct"], "DRAM %": c["dram_pct"],
+                     "occupancy %": c["occupancy_pct"], "registers": c["registers"],
+                     "L2 hit %": c["l2_hit_pct"]})
+    if not rows:
+        return present.md("*Hardware counters:* none recorded for this problem yet (they are "
+                          "collected on a GPU with `python -m fusedkit.counters collect`).")
+    df = pd.DataFrame(rows).dropna(axis=1, how="all")
+    label = "; ".join(dict.fromkeys(labels))
+    return _Captioned(f"Each step: its recorded time (ms), the time its kernels took under the "
+                      f"profiler (kernels ms), the rest, when the GPU ran none of them (idle ms), "
+                      f"and the counters of its main kernel ({label})",
+                      present.table(df, formats={"its share": present.pct, "launches": present.count,
+                                                 "kernels ms": present.ms, "idle ms": present.ms}))
+
+
+def idle_ms(problem: Problem, recorded: pd.DataFrame, slug: str) -> float:
+    """The recorded time of ``slug`` minus the time its kernels took under the profiler: how
+    long, per call, the GPU ran none of the step's kernels (NaN without counters)."""
+    c = counter_summary(problem, slug)
+    return value(recorded, slug) - c["total_us"] / 1e3 if c else math.nan
+
+
+class _Captioned:
+    """A caption line above a displayable table (HTML and plain text)."""
+
+    def __init__(self, caption: str, body: Any) -> None:
+        self.caption, self.body = caption, body
+
+    def _repr_html_(self) -> str:
+        import html  # noqa: PLC0415
+
+        inner = self.body.to_html() if hasattr(self.body, "to_html") else self.body._repr_html_()
+        return (f'<div style="font-size:12px; color:#57606a; margin:6px 0 2px 0;">'
+                f'{html.escape(self.caption)}</div><div style="overflow-x:auto; max-width:100%;">'
+                f'{inner}</div>')
+
+    def __repr__(self) -> str:
+        data = getattr(self.body, "data", self.body)
+        return f"{self.caption}\n{data.to_string() if hasattr(data, 'to_string') else data}"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+
+# -- one step, in the order a reader needs it ----------------------------------------------------
+
+def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
+         recorded: pd.DataFrame, *, previous: str | None = None, code: bool = True,
+         names: Iterable[str] | None = None, fold: Iterable[str] = (),
+         extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
+    """Display one ladder step after its prediction (a markdown cell above it): the code that
+    matters (:func:`fusedkit.source_view.show_step`, marked against the previous step), the
+    hardware counters (:func:`show_counters`), then the check and the time (:func:`run_step`,
+    through :func:`fusedkit.measure.measure`) beside the recorded GPU numbers.
+
+    ``slugs`` is one variant or several that share one kernel file (shown once); ``previous``,
+    ``names``, ``fold`` (functions shown folded) and ``extra`` go to the code view; ``code=False``
+    leaves the code out (a step whose file was shown just above).
+    """
+    from IPython.display import display  # noqa: PLC0415
+
+    from fusedkit import source_view  # noqa: PLC0415
+
+    slugs = [slugs] if isinstance(slugs, str) else list(slugs)
+    if code:
+        with_source = [s for s in slugs if problem.variant(s).source]
+        if with_source:
+            display(present.md("**The code**"))
+            display(source_view.show_step(problem.key, with_source[0], previous,
+                                          names=names, fold=fold, extra=extra))
+    display(present.md("**What the hardware did** (Nsight Compute, at the recorded run's sizes)"))
+    display(show_counters(problem, slugs))
+    display(present.md("**Check and time**"))
+    if len(slugs) == 1:
+        table = run_step(problem, slugs[0], sizes, mode, recorded)
+    else:
+        rows = [dict(r, variant=s) for s in slugs for r in step_rows(problem, s, sizes, mode, recorded)]
+        table = _step_frame(rows, variant=True)
+    display(present.Scroll(table.style.set_table_styles(present.TABLE_CSS)))
+
+
+# -- numbers from the records, in sentences ------------------------------------------------------
+
+class RowView:
+    """One recorded variant's numbers, formatted, for :func:`say` templates: ``{eager.ms}``
+    gives ``2.724 ms``. Every field of a missing row is an en dash."""
+
+    FIELDS = {"ms": ("median_ms", present.ms, " ms"), "us": ("median_ms", None, " µs"),
+              "tflops": ("tflops", present.tflops, " TFLOP/s"), "pct": ("pct_of_floor", present.pct, ""),
+              "err": ("rel_error", present.err, ""), "speedup": ("speedup", present.speedup, ""),
+              "gbps": ("gbps", present.gbps, " GB/s"), "mb": ("peak_mem_mb", present.mb, " MB"),
+              "tier": ("tier", str, ""), "title": ("title", str, ""), "variant": ("variant", str, "")}
+
+    # Counters of the step's main kernel (see counter_summary): field -> (key, format, unit).
+    COUNTER_FIELDS = {"sm": ("sm_pct", present.pct, ""), "tensor": ("tensor_pct", present.pct, ""),
+                      "fma": ("fma_pct", present.pct, ""), "dram": ("dram_pct", present.pct, ""),
+                      "occupancy": ("occupancy_pct", present.pct, ""),
+                      "l2": ("l2_hit_pct", present.pct, ""),
+                      "registers": ("registers", present.count, ""),
+                      "spill": ("local_bytes", present.count, " bytes"),
+                      "grid": ("grid", present.count, ""), "block": ("block", present.count, ""),
+                      "smem": ("smem_kb", present.mb, " KB"),
+                      "kernel": ("kernel", str, ""), "launches": ("launches", present.count, ""),
+                      "kernel_us": ("duration_us", present.us, " µs"),
+                      "total_us": ("total_us", present.us, " µs"),
+                      "share": ("share", present.share, ""),
+                      "dram_gb": ("dram_gb_total", present.gb, " GB")}
+
+    def __init__(self, row: pd.Series | None, missing: list[str] | None = None, name: str = "",
+                 problem: Problem | None = None) -> None:
+        self._row, self._missing, self._name, self._problem = row, missing, name, problem
+        self._counters: dict[str, Any] | None = None
+
+    def _counter(self, key: str) -> str:
+        col, fmt, unit = self.COUNTER_FIELDS[key]
+        if self._counters is None and self._problem is not None:
+            self._counters = counter_summary(self._problem, self._name) or {}
+        got = (self._counters or {}).get(col)
+        if got is None or (not isinstance(got, str) and present._missing(got)):
+            if self._missing is not None:
+                self._missing.append(f"{self._name} (counters)")
+            return present.MISSING
+        return fmt(got) + unit
+
+    def __getattr__(self, key: str) -> str:
+        if key in self.COUNTER_FIELDS:
+            return self._counter(key)
+        if key.startswith("_") or key not in self.FIELDS:
+            raise AttributeError(f"{key!r}: a recorded row offers {', '.join(self.FIELDS)}; its "
+                                 f"counters offer {', '.join(self.COUNTER_FIELDS)}")
+        col, fmt, unit = self.FIELDS[key]
+        if self._row is None or col not in self._row.index or present._missing(self._row[col]):
+            if self._missing is not None:
+                self._missing.append(self._name)
+            return present.MISSING
+        value = self._row[col]
+        if key == "us":
+            return present.us(1000.0 * float(value)) + unit
+        return fmt(value) + unit
+
+
+class _Numbers(dict):
+    def __init__(self, recorded: pd.DataFrame, values: Mapping[str, Any], missing: list[str],
+                 problem: Problem | None = None):
+        super().__init__(values)
+        self._recorded, self._missing, self._problem = recorded, missing, problem
+
+    def __missing__(self, key: str) -> RowView:
+        rec = self._recorded
+        hit = rec[rec["variant"] == key] if not rec.empty and "variant" in rec.columns else rec.iloc[0:0]
+        return RowView(hit.iloc[0] if not hit.empty else None, self._missing, key, self._problem)
+
+
+def say(template: str, recorded: pd.DataFrame | None = None, problem: Problem | None = None,
+        *, needs: Sequence[str] = (), **values: Any) -> present.Markdown:
+    """Markdown whose numbers come from the records: ``{slug.field}`` is the recorded row of
+    ``slug`` in ``recorded`` (fields: ms, us, tflops, pct (of floor), err, speedup, gbps, mb,
+    tier, title), already formatted with its unit; with ``problem`` given, the recorded
+    counters of the step's main kernel too (``{tiled.fma}``: sm, tensor, fma, dram, occupancy,
+    l2, registers, spill, grid, block, smem, kernel, launches, kernel_us, total_us, share,
+    dram_gb; see :func:`counter_summary`). Other ``{name}`` fields come from ``values`` (format
+    them with :mod:`fusedkit.present`). When a row is missing (no recorded run, no counters),
+    its numbers read as an en dash and a note says so. ``needs`` names steps whose counters the
+    sentence cannot do without: when one has none, one line says so instead of the sentence."""
+    if needs and problem is not None:
+        absent = [s for s in needs if counter_summary(problem, s) is None]
+        if absent:
+            return present.Markdown(f"*No counters recorded for {', '.join(f'`{s}`' for s in absent)}: "
+                                    f"this explanation waits for them.*")
+    missing: list[str] = []
+    rec = recorded if recorded is not None else pd.DataFrame()
+    text = string.Formatter().vformat(template, (), _Numbers(rec, values, missing, problem))
+    if missing:
+        names = ", ".join(dict.fromkeys(missing))
+        text += f"\n\n*(No recorded numbers for {names}: shown as –.)*"
+    return present.Markdown(text)
+
+
+def value(recorded: pd.DataFrame, slug: str, column: str = "median_ms") -> float:
+    """One recorded number of ``slug`` (NaN when the run or the row is missing)."""
+    if recorded is None or recorded.empty or column not in recorded.columns:
+        return math.nan
+    hit = recorded.loc[recorded["variant"] == slug, column]
+    return float(hit.iloc[0]) if not hit.empty and not present._missing(hit.iloc[0]) else math.nan
+
+
+# -- logs of the probes on the GPU machine -------------------------------------------------------
+
+def probe_log(path: str | Path) -> dict[str, Any]:
+    """What a ``fusedkit.devtools.probe_p12_tf32`` log printed: its first line (machine, date,
+    commit), the eager TF32 times (``eager``), and every step-07 configuration as a frame
+    (``configs``: config, ms (NaN when it failed its check), failed, warp_specialized)."""
+    import re  # noqa: PLC0415
+
+    lines = Path(path).read_text().splitlines()
+    eager = [float(m.group(1)) for line in lines
+             if line.startswith("eager") and (m := re.search(r":\s*([\d.]+) ms", line))]
+    rows = []
+    for line in lines:
+        m = re.match(r"step 07 (\([^)]*\)): (.*)", line)
+        if not m:
+            continue
+        fields = [f.strip() for f in m.group(1).strip("()").split(",")]
+        t = re.match(r"([\d.]+) ms", m.group(2))
+        rows.append({"config": m.group(1), "ms": float(t.group(1)) if t else math.nan,
+                     "failed": "FAILED" in m.group(2),
+                     "warp_specialized": len(fields) > 6 and fields[6] == "True"})
+    return {"title": lines[0].lstrip("# ").strip() if lines else "", "eager": eager,
+            "configs": pd.DataFrame(rows, columns=["config", "ms", "failed", "warp_specialized"])}
+
+
+# -- the cuBLAS call, in words -------------------------------------------------------------------
+
+def describe_gemm_guess(call: Any, correct: Any) -> str:
+    """What a ``cublasSgemm`` call (:class:`fusedkit.layout.GemmCall`) does differently from
+    the correct one, in words: the operand order, the transposes, m/n, the leading dimension
+    of C, beta."""
+    if call == correct:
+        return "the derived call"
+    parts = []
+    if (call.a, call.b) != (correct.a, correct.b):
+        parts.append(f"operands in the math's order (A = {call.a}, B = {call.b})")
+    if (call.transa, call.transb) != (correct.transa, correct.transb):
+        if (call.transa, call.transb) == (correct.transb, correct.transa):
+            parts.append(f"the transposes swapped ({call.transa}, {call.transb})")
+        else:
+            parts.append(f"transposes ({call.transa}, {call.transb})")
+    if (call.m, call.n) != (correct.m, correct.n):
+        parts.append(f"m × n = {call.m} × {call.n}")
+    if call.ldc != correct.ldc:
+        parts.append(f"ldc = {call.ldc}")
+    if (call.lda, call.ldb) != (correct.lda, correct.ldb):
+        parts.append(f"lda = {call.lda}, ldb = {call.ldb}")
+    if call.beta != correct.beta:
+        parts.append(f"beta = {call.beta:g} on an output that was never written")
+    return "; ".join(parts) or "the derived call"

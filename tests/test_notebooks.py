@@ -139,3 +139,70 @@ def test_headline_numbers_pick_the_fastest_of_ours_per_tier(tmp_path):
     res = report.ReportResult(tmp_path / "01_x.ipynb", tmp_path / "01_x.html", "X", 1.0, "", "`x`")
     index = report.write_index([res], tmp_path, rows).read_text()
     assert "no recorded run" in index and "<code>x</code>" in index
+
+
+# -- the lessons (01, 02): every step reads prediction, code, counters, measurement ------------------
+
+LESSONS = [p for p in NOTEBOOKS if p.name[:2] in ("01", "02")]
+
+
+def _cells(path):
+    return [(c["cell_type"], "".join(c["source"])) for c in json.loads(path.read_text())["cells"]]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_ladder_step_is_shown_by_lesson_step(path):
+    from fusedkit import problems
+
+    key = "p12" if path.name.startswith("01") else "p45"
+    shown = " ".join(src for kind, src in _cells(path) if kind == "code" and "lesson.step(" in src)
+    missing = [v.slug for v in problems.get(key).ladder() if f'"{v.slug}"' not in shown]
+    assert not missing, f"{path.name}: steps never shown with lesson.step: {missing}"
+
+
+def _step_cells(path):
+    """(index, step numbers of the variants it shows) for every cell that checks or times one."""
+    from fusedkit import problems
+
+    problem = problems.get("p12" if path.name.startswith("01") else "p45")
+    out = []
+    for i, (kind, src) in enumerate(_cells(path)):
+        if kind == "code" and re.search(r"lesson\.(run_)?step\(", src):
+            slugs = [s for s in re.findall(r'"(\w+)"', src) if s in problem.variants]
+            out.append((i, {problem.variant(s).number for s in slugs}))
+    return out
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_step_is_predicted_before_it_is_shown(path):
+    cells = _cells(path)
+    steps = _step_cells(path)
+    assert steps
+    heading = None
+    for (prev, _), (i, numbers) in zip([(-1, set())] + steps, steps):
+        between = cells[prev + 1:i]
+        assert "Prediction" in " ".join(src for _, src in between), (
+            f"{path.name}: cell {i} shows a step with no prediction since cell {prev}")
+        # The prediction just above belongs to this step: the last step heading before the
+        # measurement names the step measured (a prediction for the next step must not sit
+        # between a step's prediction and its measurement).
+        for kind, src in between:
+            if kind == "markdown":
+                for m in re.finditer(r"^#{3,4} Step (\d+)", src, flags=re.MULTILINE):
+                    heading = int(m.group(1))
+        assert heading is None or not numbers or heading in numbers, (
+            f"{path.name}: cell {i} measures step {sorted(numbers)} under the heading of step {heading}")
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_lessons_cite_nothing_a_reader_does_not_have(path):
+    text = "\n".join(src for _, src in _cells(path))
+    found = re.findall(r"DESIGN\.md|design document|source notes?|the notes\b|notes'|style guide|"
+                       r"seed note", text, flags=re.IGNORECASE)
+    assert not found, f"{path.name}: refers to material the workbook does not include: {found}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_the_size_picker_comment_says_how_sizes_flow(path):
+    first, second = [src for kind, src in _cells(path) if kind == "code"][:2]
+    assert "picker.sizes" in first and "sizes = picker.sizes" in second

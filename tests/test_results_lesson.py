@@ -1,5 +1,7 @@
 """Reading runs back from records, and the notebook step helper."""
 
+import re
+
 import pandas as pd
 import pytest
 import torch
@@ -54,10 +56,63 @@ def test_step_header_is_three_lines():
 def test_run_step_on_cpu_checks_triton_in_interpreter_and_labels_sources():
     rec = pd.DataFrame()
     out = lesson.run_step(P12, "triton_tf32x3", P12.defaults, detect_mode(), rec)
-    col = out.columns[0]
-    assert "interpreter" in col and out.loc["tier", col] == "logic right"   # tf32x3 not judged there
+    src = out.index[0]
+    assert "interpreter" in src and out.loc[src, "tier"] == "logic right"   # tf32x3 not judged there
+    assert re.fullmatch(r"\d\.\de-\d\d", out.loc[src, "rel. error"])       # 1.2e-07, not 0.0
     cuda = lesson.run_step(P12, "tiled", P12.defaults, detect_mode(), rec)
-    assert "no GPU here" in cuda.columns[0]
+    assert "no GPU here" in cuda.index[0]
+
+
+def test_run_step_shows_the_recorded_row_formatted(tmp_path):
+    path = tmp_path / "r.csv"
+    _write_run(path, records.RunContext.collect(), 2.724032, 0.871936)
+    run = results.latest_run(P12, path=path)
+    out = lesson.run_step(P12, "eager", P12.defaults, detect_mode(), run)
+    row = out.loc[[i for i in out.index if i.startswith("recorded")][0]]
+    assert row["ms"] == "2.724" and row["speedup"] == "1.00x" and row["TFLOP/s"] == "50.0"
+    assert row["sizes"] == "1024 × 8192 × 8192"
+
+
+def test_say_prints_numbers_from_the_records(tmp_path):
+    path = tmp_path / "r.csv"
+    _write_run(path, records.RunContext.collect(), 2.724032, 0.871936)
+    run = results.latest_run(P12, path=path)
+    text = str(lesson.say("fp16x3 takes {triton_fp16x3.ms}, {triton_fp16x3.speedup} eager's "
+                          "{eager.ms}; {note}", run, note="done"))
+    assert text == "fp16x3 takes 0.872 ms, 3.12x eager's 2.724 ms; done"
+    empty = str(lesson.say("naive takes {naive.ms}", run))
+    assert empty.startswith("naive takes –\n") and "No recorded numbers for naive" in empty
+    assert lesson.value(run, "eager") == pytest.approx(2.724032)
+    assert lesson.value(run, "naive") != lesson.value(run, "naive")   # NaN
+
+
+def test_counters_are_shown_or_one_line_says_there_are_none(tmp_path, monkeypatch):
+    from fusedkit import counters
+
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    none = lesson.show_counters(P12, "tiled")
+    assert "none recorded" in none._repr_markdown_()
+    ctx = records.RunContext.collect()
+    row = dict(vars(ctx), problem="p12", sizes=fmt_sizes(P12.defaults), variant="tiled", launch=0,
+               kernel="p12_tiled_kernel(float const*, float const*)", duration_us=3500.5,
+               sm_pct=80.2, tensor_pct=0.0, fma_pct=61.4, dram_pct=5.0, dram_gb=0.3,
+               occupancy_pct=24.9, registers=128, local_bytes=0, l2_hit_pct=90.1, grid=512,
+               block=256, smem_kb=16.0)
+    pd.DataFrame([row], columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
+    shown = lesson.show_counters(P12, "tiled")
+    html = shown._repr_html_()
+    assert "p12_tiled_kernel" in html and "61%" in html and "3500.5" in html and "Nsight" in html
+    assert "float const" not in html
+
+
+def test_describe_gemm_guess_in_words():
+    from fusedkit import layout
+
+    right = layout.derive_linear_gemm(5, 7, 3)
+    swapped = layout.GemmCall("T", "N", m=5, n=3, k=7, lda=7, ldb=7, ldc=5, a="x", b="W")
+    text = lesson.describe_gemm_guess(swapped, right)
+    assert "operands" in text and "ldc = 5" in text
+    assert lesson.describe_gemm_guess(right, right) == "the derived call"
 
 
 def test_a_partial_rerun_does_not_hide_the_full_ladder(tmp_path):
@@ -76,3 +131,38 @@ def test_live_row_checks_then_times():
     row = lesson.live_row(P12, "addmm_alpha_beta", s, "cpu", label="live here", seeds=2)
     assert row["tier"] == "fp32-faithful" and row["ms"] > 0 and row["timer"] == "cpu-wall"
     assert row["TFLOP/s"] > 0 and row["source"] == "live here"
+    assert row["sizes"] == "5 × 33 × 7"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-mode behaviour")
+def test_step_shows_code_then_counters_then_check_and_time(capsys, tmp_path, monkeypatch):
+    from fusedkit import counters
+
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    path = tmp_path / "r.csv"
+    _write_run(path, records.RunContext.collect(), 2.724032, 0.871936)
+    run = results.latest_run(P12, path=path)
+    lesson.step(P12, "tiled", P12.defaults, detect_mode(), run, previous="naive")
+    out = capsys.readouterr().out
+    order = [out.index(s) for s in ("The code", "p12/04_tiled.cu", "What the hardware did",
+                                    "none recorded", "Check and time", "no GPU here")]
+    assert order == sorted(order)
+    assert "+ " in out                        # lines changed against step 1 are marked
+
+
+def test_short_kernel_names_keep_the_operation():
+    assert lesson.short_kernel("void at::vectorized_elementwise_kernel<4, at::AbsFunctor<float>, "
+                               "std::array<char *, 2>>(int, T2, T3)") == "vectorized_elementwise_kernel: Abs"
+    assert lesson.short_kernel("p12_tiled_kernel") == "p12_tiled_kernel"
+    assert len(lesson.short_kernel("x" * 200)) == 56
+
+
+def test_probe_logs_are_read_as_they_print():
+    from fusedkit import records as rec
+
+    for path in sorted((rec.default_path().parent / "logs").glob("probe_p12_tf32_h200*.txt")):
+        log = lesson.probe_log(path)
+        assert log["eager"] and all(0.1 < e < 1.0 for e in log["eager"])
+        cfg = log["configs"]
+        assert len(cfg) > 0 and cfg.loc[~cfg["failed"], "ms"].notna().all()
+        assert cfg.loc[cfg["failed"], "ms"].isna().all()

@@ -1,0 +1,208 @@
+"""The one way fusedkit writes a number for a reader.
+
+Every table and sentence in the notebooks formats its numbers here, so a time always reads
+``2.724 ms``, a rate ``157.7 TFLOP/s``, a share ``75%``, an error ``1.6e-06`` and a speed-up
+``3.12x``, whatever cell printed it:
+
+=================  =============  ==========================================
+quantity           example        rule
+=================  =============  ==========================================
+milliseconds       ``2.724``      3 decimals
+microseconds       ``28.8``       1 decimal
+TFLOP/s            ``157.7``      1 decimal
+percent            ``75%``        integer
+errors             ``1.6e-06``    2 significant digits, scientific
+speed-ups          ``3.12x``      2 decimals and an x
+GB/s, MB, KB       ``3174``       integer
+GB (moved)         ``1.07``       2 decimals
+counts, steps      ``6``          integer
+=================  =============  ==========================================
+
+A missing value (None, NaN) is written as an en dash. :func:`format_frame` applies the rules
+to a frame by its column names; :func:`table` returns it ready to display; :func:`md` renders
+Markdown built from numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+MISSING = "–"
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    try:
+        return bool(isinstance(value, float) and math.isnan(value)) or (
+            not isinstance(value, str) and pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _num(spec: str, suffix: str = "") -> Callable[[Any], str]:
+    def fmt(value: Any) -> str:
+        if _missing(value):
+            return MISSING
+        try:
+            return f"{float(value):{spec}}{suffix}"
+        except (TypeError, ValueError):
+            return str(value)
+    return fmt
+
+
+ms = _num(".3f")
+"""Milliseconds: ``2.724``."""
+us = _num(".1f")
+"""Microseconds: ``28.8``."""
+tflops = _num(".1f")
+"""TFLOP/s: ``157.7``."""
+pct = _num(".0f", "%")
+"""A share in percent (the value is already in percent): ``75%``."""
+err = _num(".1e")
+"""A relative or absolute error: ``1.6e-06``."""
+speedup = _num(".2f", "x")
+"""A ratio of times: ``3.12x``."""
+gbps = _num(".0f")
+"""GB/s: ``3174``."""
+mb = _num(".0f")
+"""Megabytes (or KB, GiB: any size shown as an integer): ``67``."""
+gb = _num(".2f")
+"""Gigabytes moved, as a profiler counts them: ``1.07``."""
+count = _num(".0f")
+"""An integer count (a step number, registers, a launch's grid)."""
+
+
+def ms_diff(value: Any) -> str:
+    """A difference of times, signed: ``+0.018``."""
+    return MISSING if _missing(value) else f"{float(value):+.3f}"
+
+
+def share(fraction: Any) -> str:
+    """A fraction (0.78) as a percent: ``78%``."""
+    return MISSING if _missing(fraction) else pct(100.0 * float(fraction))
+
+
+# Column name -> formatter. Names as the notebooks' tables spell them (results.ladder_table,
+# lesson.run_step) and as data/records.csv and data/counters.csv spell them.
+COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
+    "ms": ms, "median_ms": ms, "p10_ms": ms, "p90_ms": ms, "floor ms": ms, "floor_ms": ms,
+    "µs": us, "us": us, "duration_us": us, "duration µs": us,
+    "TFLOP/s": tflops, "tflops": tflops,
+    "% of floor": pct, "pct_of_floor": pct, "best_pct_of_floor": pct,
+    "rel. error": err, "rel_error": err, "max_abs_error": err, "max abs error": err,
+    "speedup": speedup, "speed-up": speedup, "speedup vs eager": speedup,
+    "speedup_at_largest": speedup,
+    "GB/s": gbps, "gbps": gbps,
+    "call memory MB": mb, "peak_mem_mb": mb, "MB": mb,
+    "step": count, "launch": count, "registers": count, "grid": count, "block": count,
+    "repeats": count,
+    "sm_pct": pct, "tensor_pct": pct, "fma_pct": pct, "dram_pct": pct, "occupancy_pct": pct,
+    "l2_hit_pct": pct, "SM %": pct, "tensor %": pct, "FMA %": pct, "DRAM %": pct,
+    "occupancy %": pct, "L2 hit %": pct,
+    "dram_gb": gb, "DRAM GB": gb,
+    "smem_kb": mb, "smem KB": mb, "local_bytes": count, "local bytes": count,
+}
+
+
+def formatter(column: str) -> Callable[[Any], str] | None:
+    """The formatter for a column name, or None for text columns."""
+    if column in COLUMN_FORMATS:
+        return COLUMN_FORMATS[column]
+    if re.fullmatch(r"ms_at_\d+", column):
+        return ms
+    return None
+
+
+def fmt(column: str, value: Any) -> str:
+    """One value formatted as its column is (text columns as they are)."""
+    f = formatter(column)
+    if f is not None:
+        return f(value)
+    return MISSING if _missing(value) else str(value)
+
+
+def format_frame(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]] | None = None
+                 ) -> pd.DataFrame:
+    """``df`` with every known numeric column written as text by the rules above (``step``
+    as an integer, never ``0.000000``); unknown columns are left as they are, missing values
+    become an en dash. ``formats`` adds or overrides formatters by column name."""
+    out = df.copy()
+    extra = dict(formats or {})
+    for col in out.columns:
+        f = extra.get(col) or formatter(str(col))
+        if f is not None:
+            out[col] = [f(v) for v in out[col]]
+        elif out[col].dtype == object or str(out[col].dtype).startswith(("str", "string")):
+            out[col] = [MISSING if _missing(v) else v for v in out[col]]
+    if out.index.name in COLUMN_FORMATS:
+        out.index = [fmt(out.index.name, v) for v in out.index]
+    return out
+
+
+TABLE_CSS = [
+    {"selector": "", "props": [("font-size", "11.5px"), ("border-collapse", "collapse")]},
+    {"selector": "th, td", "props": [("padding", "2px 6px")]},
+    {"selector": "td", "props": [("text-align", "right"), ("white-space", "nowrap")]},
+]
+
+
+class Scroll:
+    """A table (a Styler or a frame) in a box that scrolls sideways instead of being cut off
+    at the page's edge; plain text as the table's own."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+    def _repr_html_(self) -> str:
+        inner = self.body.to_html() if hasattr(self.body, "to_html") else self.body._repr_html_()
+        return f'<div class="fk-table" style="overflow-x:auto; max-width:100%;">{inner}</div>'
+
+    def __repr__(self) -> str:
+        data = getattr(self.body, "data", self.body)
+        return data.to_string() if hasattr(data, "to_string") else repr(data)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+
+def table(df: pd.DataFrame, *, index: bool = False,
+          formats: Mapping[str, Callable[[Any], str]] | None = None) -> Any:
+    """A frame formatted by :func:`format_frame`, as a Styler that hides the row numbers
+    (``index=True`` keeps a meaningful index). Text stays left-aligned, numbers right."""
+    shown = format_frame(df, formats)
+    styler = shown.style.set_table_styles(TABLE_CSS)
+    text_cols = [c for c in df.columns if formatter(str(c)) is None and c not in (formats or {})]
+    if text_cols:
+        styler = styler.set_properties(subset=text_cols, **{"text-align": "left"})
+    return styler if index else styler.hide(axis="index")
+
+
+class Markdown:
+    """Markdown text that displays as rendered Markdown in a notebook (and in the HTML
+    report), and as itself in plain text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.text)
+
+
+def md(template: str, **values: Any) -> Markdown:
+    """Markdown from a template and already formatted values: ``md("{t} ms", t=ms(2.7))``.
+    The values are inserted with :meth:`str.format`; nothing else is formatted here."""
+    return Markdown(template.format(**values) if values else template)

@@ -1,0 +1,80 @@
+"""Code on the page: step files shown by function, highlighted, changes marked."""
+
+import re
+
+import pytest
+
+from fusedkit import problems, source_view
+from fusedkit.kernels import KERNELS
+
+
+def test_python_step_shows_its_triton_kernels_and_the_wrappers_that_launch_them():
+    fns = source_view.functions(KERNELS / "p12" / "05_triton_fused.py")
+    assert {"grouped_tile", "dot_tile", "_linear_leakyrelu_kernel", "linear_leakyrelu"} <= set(fns)
+    assert not {"_cfg", "autotune_space", "check_inputs", "_interpreting"} & set(fns)
+    assert fns["_linear_leakyrelu_kernel"].lstrip().startswith(("@", "#"))   # decorators kept
+    fns = source_view.functions(KERNELS / "p45" / "04_triton_fused_lse.py")
+    assert "linear_sigmoid_linear_lse" in fns     # calls the launchers: the entry point
+
+
+def test_cuda_step_is_split_by_brace_matching():
+    fns = source_view.functions(KERNELS / "p12" / "03_cublas_epilogue_vec4.cu")
+    assert list(fns) == ["scale_leaky_relu", "epilogue4", "p12_epilogue_vec4_kernel",
+                         "epilogue_vec4_fast_path", "launch_epilogue_vec4"]
+    kernel = fns["p12_epilogue_vec4_kernel"]
+    assert kernel.count("{") == kernel.count("}") and kernel.rstrip().endswith("}")
+    assert kernel.lstrip().startswith("//")       # the comment block above it comes along
+    for f in source_view.parse(KERNELS / "p45" / "03_cublas_epilogues_vec4.cu"):
+        assert f.source.count("{") >= 1
+    kinds = {f.name: f.kind for f in source_view.parse(KERNELS / "p45" / "03_cublas_epilogues_vec4.cu")}
+    assert kinds["p45_lse_vec4_kernel"] == "kernel" and kinds["lse_chunk"] == "device"
+    assert kinds["launch_lse_vec4"] == "launcher"
+
+
+@pytest.mark.parametrize("key", problems.names())
+def test_every_step_of_every_ladder_renders(key):
+    for v in problems.get(key).ladder():
+        view = source_view.show_step(key, v.slug)
+        assert view.text and view.html
+        if v.source:
+            assert view.html.count('class="fk-code"') >= 1
+            assert v.source in view.text
+
+
+def test_changed_lines_are_marked_against_the_previous_step():
+    view = source_view.show_step("p12", "triton_fp16x3", previous="p12/05_triton_fused.py")
+    caps = {s.function.name: s for s in view.shown}
+    kernel = caps["_fp16x3_linear_leakyrelu_kernel"]
+    assert kernel.against == "_linear_leakyrelu_kernel" and kernel.added
+    marked = [line for line in view.text.splitlines() if line.startswith("+ ")]
+    assert marked and all(re.match(r"\+ +\d+ \| ", line) for line in marked)
+    assert "#2da44e" in view.html                  # the green bar
+
+
+def test_an_identical_function_is_unchanged_and_folded():
+    path = "p12/05_triton_fused.py"
+    view = source_view.show_source(path, previous=path)
+    assert view.shown and all(s.unchanged for s in view.shown)
+    assert 'class="fk-code"' not in view.html and "fk-code-folded" in view.html
+
+
+def test_html_is_self_contained_and_scrolls_sideways():
+    view = source_view.show_step("p45", "cublas_epilogues",
+                                 extra=[("common/torch_cuda.h", ["sgemm_x_wT"])])
+    html = view._repr_html_()
+    assert "<link" not in html and "<script" not in html and 'class="' in html
+    for block in re.findall(r'<div class="fk-code" style="([^"]*)"', html):
+        assert "overflow-x:auto" in block and "max-width:100%" in block and "monospace" in block
+    assert "cublasSgemm" in html and "sgemm_x_wT" in view.text
+    assert "color: #" in html or "color:#" in html    # highlighted with inline styles
+
+
+def test_previous_step_defaults_to_the_nearest_lower_step_with_another_file():
+    assert source_view.previous_source("p12", "cublas_tf32_epilogue_vec4") == "p12/02_cublas_epilogue.cu"
+    assert source_view.previous_source("p12", "naive") is None
+    assert source_view.previous_source("p45", "triton_fused_lse_fp16x3") == "p45/04_triton_fused_lse.py"
+
+
+def test_unknown_function_names_say_what_the_file_has():
+    with pytest.raises(KeyError, match="p12_epilogue_scalar_kernel"):
+        source_view.show_source("p12/02_cublas_epilogue.cu", names=["nope"])
