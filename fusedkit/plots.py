@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from fusedkit import present
+
 from fusedkit.hardware import DEFAULT_GPU, GpuSpec, match_device_name, spec
 from fusedkit.problems import Problem, Sizes, parse_sizes
 from fusedkit.roofline import fused_floor, ridge_point, stage_floor
@@ -169,7 +171,7 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
                     xerr=[d[time_col] - d["p10_ms"], d["p90_ms"] - d[time_col]],
                     fmt="none", ecolor="black", capsize=3, lw=1)
     for i, t in enumerate(d[time_col]):
-        ax.text(t, i, f"  {t:.3g} ms, {base / t:.2f}x", va="center", fontsize=8)
+        ax.text(t, i, f"  {present.ms(t)} ms, {present.speedup(base / t)}", va="center", fontsize=8)
     ax.set_xlabel("median time (ms, lower is better)")
     ax.set_ylabel("")
     ax.set_xlim(0, d[time_col].max() * 1.35)

@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from fusedkit import problems
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
-from fusedkit.results import latest_run
+from fusedkit.results import best_of_run, latest_run
 from fusedkit.static_widgets import StaticWidgetsPreprocessor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -259,12 +259,8 @@ def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, A
         tf32 = run[run["variant"] == "eager_tf32"]
         if not tf32.empty:
             entry["eager_tf32"] = _pick(tf32.iloc[0])
-        ours = [v.slug for v in problem.variants.values() if not v.baseline]
-        ours = run[run["variant"].isin(ours) & run["tier"].isin(TIERS) & run["speedup"].notna()]
-        for rank, tier in enumerate(TIERS):
-            meets = ours[ours["tier"].isin(TIERS[:rank + 1])]
-            if not meets.empty:
-                entry["best"][tier] = _pick(meets.loc[meets["speedup"].idxmax()])
+        for tier, row in best_of_run(run, problem).items():
+            entry["best"][tier] = _pick(row)
     return rows
 
 

@@ -12,6 +12,7 @@ from typing import Mapping
 import pandas as pd
 
 from fusedkit import records
+from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 
@@ -33,6 +34,33 @@ def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> 
     return out.assign(speedup=out["_eager_ms"] / out["median_ms"]).drop(columns="_eager_ms")
 
 
+def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
+    """Of the runs in ``df`` (one problem, sizes and device) that timed eager, the most complete
+    one (most of the ladder's variants), the newest among equals: a partial re-run of two steps
+    must not hide the full ladder. None when no run timed eager."""
+    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
+    if runs.empty:
+        return None
+    counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
+    runs = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])
+    return str(runs["run_id"].iloc[-1])
+
+
+def best_of_run(run: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
+    """The one definition of "the best" in fusedkit: in one run's rows (with ``speedup``), for
+    each tier a kernel of ours reaches (:data:`fusedkit.precision.KERNEL_TIERS`), the fastest of
+    our variants (PyTorch's baselines never count) that meets at least that tier: a stricter
+    tier meets the looser ones. Tiers no variant reaches are left out."""
+    ours = {v.slug for v in problem.variants.values() if not v.baseline}
+    rows = run[run["variant"].isin(ours) & run["median_ms"].notna()]
+    best = {}
+    for rank, tier in enumerate(KERNEL_TIERS):
+        meets = rows[rows["tier"].isin(KERNEL_TIERS[:rank + 1])]
+        if not meets.empty:
+            best[tier] = meets.loc[meets["median_ms"].idxmin()]
+    return best
+
+
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
                path: str | Path | None = None) -> pd.DataFrame:
     """Rows of the most complete recorded run of ``problem`` that timed its eager baseline.
@@ -45,15 +73,11 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
     want = fmt_sizes(problem.sizes(sizes or problem.defaults))
     df = df[(df["problem"] == problem.key) & (df["sizes"] == want)
             & df["device"].str.contains(device, regex=False)]
-    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
-    if runs.empty:   # same columns as a real run, so callers need no special case
+    run_id = main_run_id(df, problem)
+    if run_id is None:   # same columns as a real run, so callers need no special case
         return df.iloc[0:0].assign(speedup=pd.Series(dtype=float), step=pd.Series(dtype=float),
                                    title=pd.Series(dtype=str))
-    # The most complete run (most of the ladder's variants), the newest among equals: a
-    # partial re-run of two steps must not hide the full ladder.
-    counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
-    runs = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])
-    run = add_speedup(df[df["run_id"] == runs["run_id"].iloc[-1]])
+    run = add_speedup(df[df["run_id"] == run_id])
     steps = {v.slug: (v.number, v.title) for v in problem.variants.values()}
     run["step"] = run["variant"].map(lambda s: steps.get(s, (None, ""))[0])
     run["title"] = run["variant"].map(lambda s: steps.get(s, (None, ""))[1])

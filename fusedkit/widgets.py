@@ -26,6 +26,7 @@ from fusedkit.dashboard import nearest_records
 from fusedkit.hardware import detect_gpu
 from fusedkit.mode import Mode
 from fusedkit.plots import variant_bars
+from fusedkit.present import format_frame
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
 from fusedkit.measure import interpreter_seconds, measure
 from fusedkit.results import add_speedup
@@ -189,6 +190,7 @@ class LadderExplorer:
 
     # -- output area (written directly, so it works with or without a running kernel) -----
     def _show_table(self, title: str, df: pd.DataFrame) -> None:
+        df = format_frame(df)   # the workbook's one number formatting (fusedkit.present)
         self.output.outputs += ({"output_type": "display_data", "metadata": {},
                                  "data": {"text/html": f"<b>{html.escape(title)}</b><div "
                                           "style='overflow-x:auto;max-width:100%'>"

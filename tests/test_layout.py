@@ -292,7 +292,7 @@ def test_overrun_is_reported_with_sizes():
 def test_candidates_cover_the_grid_and_the_notes():
     calls = candidate_calls(4, 3, 4)
     labels = [label for label, _ in calls]
-    notes = [label for label in labels if label.startswith("notes attempt")]
+    notes = [label for label in labels if label.startswith("common attempt")]
     assert len(notes) == 4 and len(calls) == len(set(c for _, c in calls)) == 9
     grid = {(c.a, c.transa, c.transb) for _, c in calls if c.beta == 0}
     assert grid == {(a, ta, tb) for a in "Wx" for ta in "NT" for tb in "NT"}
@@ -341,9 +341,9 @@ def test_transpose_is_identified():
 
 def test_no_transpose_and_beta_one_from_the_notes_are_identified():
     calls = dict(candidate_calls(3, 5, 5))                       # K == N, as at KernelBench sizes
-    attempt2 = verify_linear_gemm(calls[[lb for lb in calls if lb.startswith("notes attempt 2")][0]], 3, 5, 5)
+    attempt2 = verify_linear_gemm(calls[[lb for lb in calls if lb.startswith("common attempt 2")][0]], 3, 5, 5)
     assert attempt2.computes.startswith("x @ W (W not transposed)"), attempt2
-    attempt3 = verify_linear_gemm(calls[[lb for lb in calls if lb.startswith("notes attempt 3")][0]], 3, 5, 5)
+    attempt3 = verify_linear_gemm(calls[[lb for lb in calls if lb.startswith("common attempt 3")][0]], 3, 5, 5)
     assert not attempt3.ok
     assert attempt3.computes.startswith("y = x @ W.T, plus beta = 1 times whatever y's buffer held")
 
@@ -379,7 +379,7 @@ def test_p45_note_attempts_only_the_final_one_is_right():
     from fusedkit import layout
 
     calls = layout.candidate_calls(5, 7, 3, notes="p45")
-    noted = [(label, c) for label, c in calls if label.startswith("p45 notes")]
+    noted = [(label, c) for label, c in calls if label.startswith("common attempt")]
     assert len(noted) == 6
     verdicts = [layout.verify_linear_gemm(c, 5, 7, 3) for _, c in noted]
     assert [v.ok for v in verdicts] == [False] * 5 + [True]
