@@ -35,7 +35,9 @@ def test_relative_paths_rewrites_this_machines_folders():
         assert fix(f"{home}/.cache/x") == "~/.cache/x"
     assert fix(f"{tmp}/pytest-1/out") == "$TMPDIR/pytest-1/out"
     # Only whole components: a sibling folder, or /tmp inside another path, stays.
-    assert fix(f"{ROOT}2/x and /var{tmp}/y") == f"{ROOT}2/x and /var{tmp}/y"
+    # (The sibling may itself lie under the temporary folder, as a CI clone can.)
+    assert not fix(f"{ROOT}2/x").startswith(".")
+    assert fix(f"/var{tmp}/y") == f"/var{tmp}/y"
     # Inlined figures are never touched, whatever their base64 happens to spell.
     uri = f"data:image/png;base64,AAAA{tmp}{ROOT}+/=="
     assert fix(f"<img src='{uri}'> {ROOT}/a") == f"<img src='{uri}'> ./a"
