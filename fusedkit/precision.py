@@ -38,6 +38,18 @@ def to_tf32(t: torch.Tensor) -> torch.Tensor:
     return ((bits + 0x1000) & ~0x1FFF).view(torch.float32).view_as(t)
 
 
+def to_fp16(t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to nearest even to fp16 (10 explicit mantissa bits, as TF32, but a 5-bit
+    exponent: magnitudes below 2**-14 lose bits, above 65504 overflow), stored as float32."""
+    return t.half().float()
+
+
+def to_bf16(t: torch.Tensor) -> torch.Tensor:
+    """``t`` rounded to nearest even to bf16 (7 explicit mantissa bits, fp32's exponent),
+    stored as float32."""
+    return t.bfloat16().float()
+
+
 def tf32_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``x @ weight.T + bias`` with x and weight rounded to TF32, accumulated in float64
     (returns float64): the input-rounding error of one TF32 GEMM, nothing else."""

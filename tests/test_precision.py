@@ -30,3 +30,14 @@ def test_tf32_linear_error_is_tf32_sized():
 def test_to_tf32_refuses_other_dtypes():
     with pytest.raises(TypeError, match="float32"):
         to_tf32(torch.ones(3, dtype=torch.float64))
+
+
+def test_fp16_and_bf16_round_to_nearest_even_with_their_own_ranges():
+    from fusedkit.precision import to_bf16, to_fp16
+    x = torch.tensor([1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-8 + 2**-9, 2.0**-20 * (1 + 2**-6), 70000.0])
+    h, b = to_fp16(x), to_bf16(x)
+    assert h.dtype == b.dtype == torch.float32
+    assert h[0] == 1.0 and h[1] == 1 + 2 * 2**-10          # ties to even at 10 mantissa bits
+    assert b[2] == 1 + 2**-7                                # 7 bits: 1 + 0.75 ulp rounds up to 1 ulp
+    assert h[3] != x[3] and b[3] == x[3]                    # below 2**-14 fp16 keeps fewer bits
+    assert torch.isinf(h[4]) and torch.isfinite(b[4])       # fp16 overflows above 65504
