@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info tests bench sweep reports" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
+#   STAGES="info tests bench sweep reports counters" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
 # (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
@@ -46,7 +46,12 @@ for stage in ${STAGES:-info tests bench reports}; do
                python3 -m fusedkit bench --problem "$p" --sweep "$spec" --variants "$v" --seeds 2 --rep-ms 200 2>&1 | tee -a "$OUT/sweep.txt"
              done ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
-    *)       echo "unknown stage $stage (valid: info tests bench sweep reports)"; exit 2 ;;
+    counters) # Nsight Compute over every step of each ladder: ncu_<p>.csv and order_<p>.json in
+             # $OUT; bring them home with python -m fusedkit.counters import DIR.
+             for p in ${PROBLEMS:-p12 p45}; do
+               python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" 2>&1 | grep -v "^==PROF==" | tail -3
+             done ;;
+    *)       echo "unknown stage $stage (valid: info tests bench sweep reports counters)"; exit 2 ;;
   esac
 done
 rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files
