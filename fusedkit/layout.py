@@ -575,3 +575,28 @@ def _notes_attempts_p12(M: int, K: int, N: int) -> list[tuple[str, GemmCall]]:
          "output, N with beta = 0.0f",
          derive_linear_gemm(M, K, N)),
     ]
+
+
+def describe_call(call: GemmCall, correct: GemmCall) -> str:
+    """What a ``cublasSgemm`` call (:class:`GemmCall`) does differently from
+    the correct one, in words: the operand order, the transposes, m/n, the leading dimension
+    of C, beta."""
+    if call == correct:
+        return "the derived call"
+    parts = []
+    if (call.a, call.b) != (correct.a, correct.b):
+        parts.append(f"operands in the math's order (A = {call.a}, B = {call.b})")
+    if (call.transa, call.transb) != (correct.transa, correct.transb):
+        if (call.transa, call.transb) == (correct.transb, correct.transa):
+            parts.append(f"the transposes swapped ({call.transa}, {call.transb})")
+        else:
+            parts.append(f"transposes ({call.transa}, {call.transb})")
+    if (call.m, call.n) != (correct.m, correct.n):
+        parts.append(f"m × n = {call.m} × {call.n}")
+    if call.ldc != correct.ldc:
+        parts.append(f"ldc = {call.ldc}")
+    if (call.lda, call.ldb) != (correct.lda, correct.ldb):
+        parts.append(f"lda = {call.lda}, ldb = {call.ldb}")
+    if call.beta != correct.beta:
+        parts.append(f"beta = {call.beta:g} on an output that was never written")
+    return "; ".join(parts) or "the derived call"

@@ -40,3 +40,15 @@ def test_gpu_session_sweep_defaults_name_real_variants_and_sizes():
         axes = parse_sweep(p, [spec])
         assert max(axes["batch_size"]) == p.defaults["batch_size"], "the series must reach KernelBench's size"
         assert {v.slug for v in p.ladder(variants[key].split(","))} >= {"eager"}
+
+
+def test_probe_logs_are_read_as_they_print():
+    from fusedkit import records as rec
+    from fusedkit.devtools import probe_p12_tf32
+
+    for path in sorted((rec.default_path().parent / "logs").glob("probe_p12_tf32_h200*.txt")):
+        log = probe_p12_tf32.read_log(path)
+        assert log["eager"] and all(0.1 < e < 1.0 for e in log["eager"])
+        cfg = log["configs"]
+        assert len(cfg) > 0 and cfg.loc[~cfg["failed"], "ms"].notna().all()
+        assert cfg.loc[cfg["failed"], "ms"].isna().all()

@@ -386,3 +386,13 @@ def test_p45_note_attempts_only_the_final_one_is_right():
     assert any("transpose" in v.computes for v in verdicts)
     with pytest.raises(ValueError, match="valid: p12, p45"):
         layout.candidate_calls(5, 7, 3, notes="p99")
+
+
+def test_describe_call_in_words():
+    from fusedkit import layout
+
+    right = layout.derive_linear_gemm(5, 7, 3)
+    swapped = layout.GemmCall("T", "N", m=5, n=3, k=7, lda=7, ldb=7, ldc=5, a="x", b="W")
+    text = layout.describe_call(swapped, right)
+    assert "operands" in text and "ldc = 5" in text
+    assert layout.describe_call(right, right) == "the derived call"

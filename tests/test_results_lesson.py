@@ -105,16 +105,6 @@ def test_counters_are_shown_or_one_line_says_there_are_none(tmp_path, monkeypatc
     assert "float const" not in html
 
 
-def test_describe_gemm_guess_in_words():
-    from fusedkit import layout
-
-    right = layout.derive_linear_gemm(5, 7, 3)
-    swapped = layout.GemmCall("T", "N", m=5, n=3, k=7, lda=7, ldb=7, ldc=5, a="x", b="W")
-    text = lesson.describe_gemm_guess(swapped, right)
-    assert "operands" in text and "ldc = 5" in text
-    assert lesson.describe_gemm_guess(right, right) == "the derived call"
-
-
 def test_a_partial_rerun_does_not_hide_the_full_ladder(tmp_path):
     path = tmp_path / "r.csv"
     full = records.RunContext.collect()
@@ -155,14 +145,3 @@ def test_short_kernel_names_keep_the_operation():
                                "std::array<char *, 2>>(int, T2, T3)") == "vectorized_elementwise_kernel: Abs"
     assert lesson.short_kernel("p12_tiled_kernel") == "p12_tiled_kernel"
     assert len(lesson.short_kernel("x" * 200)) == 56
-
-
-def test_probe_logs_are_read_as_they_print():
-    from fusedkit import records as rec
-
-    for path in sorted((rec.default_path().parent / "logs").glob("probe_p12_tf32_h200*.txt")):
-        log = lesson.probe_log(path)
-        assert log["eager"] and all(0.1 < e < 1.0 for e in log["eager"])
-        cfg = log["configs"]
-        assert len(cfg) > 0 and cfg.loc[~cfg["failed"], "ms"].notna().all()
-        assert cfg.loc[cfg["failed"], "ms"].isna().all()

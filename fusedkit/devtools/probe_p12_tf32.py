@@ -18,7 +18,13 @@ Triton's interpreter at a small size: a logic check, no timing.
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 import torch
 
@@ -31,6 +37,27 @@ from fusedkit.problems.baselines import tf32_matmul
 # ~7.5e-4 at these sizes (10-bit mantissas), tf32x3 ~3e-7.
 TOL = {"tf32": 3e-3, "tf32x3": 5e-6}
 TF32_PEAK_TFLOPS = 494.7  # H200 dense TF32, the floor quoted in the step files
+
+
+def read_log(path: str | Path) -> dict[str, Any]:
+    """What a log of this probe printed: its first line (machine, date,
+    commit), the eager TF32 times (``eager``), and every step-07 configuration as a frame
+    (``configs``: config, ms (NaN when it failed its check), failed, warp_specialized)."""
+    lines = Path(path).read_text().splitlines()
+    eager = [float(m.group(1)) for line in lines
+             if line.startswith("eager") and (m := re.search(r":\s*([\d.]+) ms", line))]
+    rows = []
+    for line in lines:
+        m = re.match(r"step 07 (\([^)]*\)): (.*)", line)
+        if not m:
+            continue
+        fields = [f.strip() for f in m.group(1).strip("()").split(",")]
+        t = re.match(r"([\d.]+) ms", m.group(2))
+        rows.append({"config": m.group(1), "ms": float(t.group(1)) if t else math.nan,
+                     "failed": "FAILED" in m.group(2),
+                     "warp_specialized": len(fields) > 6 and fields[6] == "True"})
+    return {"title": lines[0].lstrip("# ").strip() if lines else "", "eager": eager,
+            "configs": pd.DataFrame(rows, columns=["config", "ms", "failed", "warp_specialized"])}
 
 
 def main() -> None:
