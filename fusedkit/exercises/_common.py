@@ -49,6 +49,34 @@ CPU_CHECK = dict(seeds=1, warmup_ms=0.0, rep_ms=1.0)
 GPU_CHECK = dict(seeds=3, warmup_ms=25.0, rep_ms=200.0)
 
 
+_ANSWER = re.compile(r"^(\s*)# (\d+): ")
+
+
+def skeleton_of(solution: Any) -> str:
+    """The notebook cell a learner completes, made from the worked ``solution`` (a
+    ``@triton.jit`` kernel): each numbered comment ``# n: ...`` becomes ``# TODO n: ...`` and
+    the code lines under it (the answer) are left out; everything else is kept as it is. One
+    text for both, so the skeleton and the solution cannot drift apart."""
+    out, dropping, indent, answered = [], False, 0, False
+    for line in inspect.getsource(solution.fn).splitlines():
+        m = _ANSWER.match(line)
+        if m:
+            out.append(line.replace(f"# {m[2]}: ", f"# TODO {m[2]}: ", 1))
+            dropping, indent, answered = True, len(m[1]), False
+            continue
+        stripped = line.lstrip()
+        if dropping:
+            if stripped.startswith("#") and not answered:    # the TODO's own continuation
+                out.append(line)
+                continue
+            if stripped and not stripped.startswith("#") and len(line) - len(stripped) >= indent:
+                answered = True                              # a line of the answer
+                continue
+            dropping = False
+        out.append(line)
+    return "import triton\nimport triton.language as tl\n\n\n" + "\n".join(out) + "\n"
+
+
 class KernelError(Exception):
     """The learner's kernel failed to compile or run; the message is one line."""
 

@@ -15,28 +15,8 @@ import triton
 import triton.language as tl
 
 from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
-                                        run_kernel)
+                                        run_kernel, skeleton_of)
 from fusedkit.problems.baselines import tf32_matmul
-
-SKELETON = '''\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def epilogue_kernel(acc_ptr, b_ptr, y_ptr, M, N, stride_am, stride_ym,
-                    multiplier, negative_slope,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # This program's block of y; acc = x @ W.T is already computed, (M, N) row-major.
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (rows[:, None] < M) & (cols[None, :] < N)      # the ragged edges of y
-    acc = tl.load(acc_ptr + rows[:, None] * stride_am + cols[None, :], mask=mask, other=0.0)
-    # TODO 1: load the bias of these columns, b[cols] (mask it with cols < N)
-    # TODO 2: v = (acc + bias) * multiplier, in that order (bias[None, :] is one value per column)
-    # TODO 3: LeakyReLU: v where v > 0, else v * negative_slope (tl.where)
-    # TODO 4: store v at y_ptr + rows * stride_ym + cols (2-D, like the load), under the mask
-'''
 
 
 @triton.jit
@@ -59,6 +39,7 @@ def epilogue_kernel(acc_ptr, b_ptr, y_ptr, M, N, stride_am, stride_ym,
 
 
 solution = epilogue_kernel
+SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
 
 
 def blocks(device: torch.device) -> dict:

@@ -15,35 +15,7 @@ import triton
 import triton.language as tl
 
 from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
-                                        padded_copy, run_kernel)
-
-SKELETON = '''\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def gemm_tile_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn, stride_ym,
-                     multiplier, negative_slope,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # This program's tile of y = LeakyReLU((x @ W.T + b) * multiplier); x is (M, K), W is (N, K).
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)     # rows of x and of y
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)     # rows of W, columns of y
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        a = tl.load(x_ptr + rows[:, None] * stride_xm + ks[None, :],
-                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)  # (BLOCK_M, BLOCK_K)
-        # TODO 1: w = the (BLOCK_K, BLOCK_N) tile of W.T: w[i, j] = W[cols[j], ks[i]], found at
-        #         w_ptr + cols[None, :] * stride_wn + ks[:, None]; mask both edges, other=0.0
-        # TODO 2: acc = tl.dot(a, w, acc, input_precision="ieee")  (adds a @ w to acc in fp32)
-    # The fused epilogue, on the tile while it is still in registers; one store.
-    bias = tl.load(b_ptr + cols, mask=cols < N, other=0.0)
-    v = (acc + bias[None, :]) * multiplier
-    v = tl.where(v > 0, v, v * negative_slope)
-    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], v,
-             mask=(rows[:, None] < M) & (cols[None, :] < N))
-'''
+                                        padded_copy, run_kernel, skeleton_of)
 
 
 @triton.jit
@@ -73,6 +45,7 @@ def gemm_tile_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn, 
 
 
 solution = gemm_tile_kernel
+SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
 
 
 def blocks(device: torch.device) -> dict:

@@ -19,31 +19,9 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._common import Exercise, Mistake, Run, guarded, on_device, run_kernel
+from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, on_device, run_kernel,
+                                        skeleton_of)
 from fusedkit.problems.baselines import tf32_matmul
-
-SKELETON = '''\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def online_lse_kernel(z_ptr, out_ptr, M, N, stride_zm,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # This program's BLOCK_M rows of the logits z (M, N), reduced BLOCK_N columns at a time.
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    safe_rows = rows % M        # rows past M re-read a real row; their results are not stored
-    m = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)   # running max of each row
-    s = tl.zeros((BLOCK_M,), dtype=tl.float32)                  # running sum of exp(z - m)
-    for n0 in range(0, N, BLOCK_N):
-        cols = n0 + tl.arange(0, BLOCK_N)
-        z = tl.load(z_ptr + safe_rows[:, None] * stride_zm + cols[None, :],
-                    mask=cols[None, :] < N, other=float("-inf"))   # exp(-inf) = 0 adds nothing
-        # TODO 1: m_new = the larger of m and this chunk's row maximum, tl.max(z, axis=1)
-        # TODO 2: s = s rescaled from m to m_new, plus this chunk's sum of exp(z - m_new[:, None])
-        # TODO 3: m = m_new
-    # TODO 4: store m + log(s) at out_ptr + rows, for the rows < M only
-'''
 
 
 @triton.jit
@@ -69,6 +47,7 @@ def online_lse_kernel(z_ptr, out_ptr, M, N, stride_zm,
 
 
 solution = online_lse_kernel
+SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
 
 
 def blocks(device: torch.device) -> dict:

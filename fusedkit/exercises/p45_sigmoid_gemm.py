@@ -15,32 +15,8 @@ import triton
 import triton.language as tl
 
 from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
-                                        padded_copy, run_kernel)
+                                        padded_copy, run_kernel, skeleton_of)
 from fusedkit.problems.baselines import tf32_matmul
-
-SKELETON = '''\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def sigmoid_gemm_kernel(x_ptr, w_ptr, b_ptr, h_ptr, M, H, K, stride_xm, stride_wh, stride_hm,
-                        BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
-    # This program's tile of h = sigmoid(x @ W1.T + b1); x is (M, K), W1 is (H, K), h is (M, H).
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)     # rows of x and of h
-    cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)     # rows of W1, columns of h
-    acc = tl.zeros((BLOCK_M, BLOCK_H), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        a = tl.load(x_ptr + rows[:, None] * stride_xm + ks[None, :],
-                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)  # (BLOCK_M, BLOCK_K)
-        w = tl.load(w_ptr + cols[None, :] * stride_wh + ks[:, None],
-                    mask=(cols[None, :] < H) & (ks[:, None] < K), other=0.0)  # (BLOCK_K, BLOCK_H)
-        # TODO 1: add a @ w to acc: tl.dot(a, w, acc, input_precision="ieee")
-    # TODO 2: v = acc + b1[cols] (load the bias masked with cols < H; bias[None, :] per column)
-    # TODO 3: h = the sigmoid of v, 1 / (1 + exp(-v))
-    # TODO 4: store h at h_ptr + rows * stride_hm + cols (2-D), masked on both edges
-'''
 
 
 @triton.jit
@@ -69,6 +45,7 @@ def sigmoid_gemm_kernel(x_ptr, w_ptr, b_ptr, h_ptr, M, H, K, stride_xm, stride_w
 
 
 solution = sigmoid_gemm_kernel
+SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
 
 
 def blocks(device: torch.device) -> dict:
