@@ -23,6 +23,7 @@ are compared with an fp32 reference at the 1e-5 level.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -362,80 +363,90 @@ _LOADED: dict[str, ModuleType] = {}
 _LOADED_FAST: dict[tuple, ModuleType] = {}   # (problem, (name, size, mtime) of each source)
 
 
-def _ensure_ninja_on_path() -> None:
+def put_ninja_on_path() -> bool:
     """cpp_extension runs ``ninja`` from PATH; a venv used without activation has it only
-    beside its python, or in the ``ninja`` package."""
+    beside its python, or in the ``ninja`` package. Adds that folder to PATH; False when no
+    ninja is found. Self-contained (os, shutil, sys): :mod:`fusedkit.export` copies it."""
     if shutil.which("ninja"):
-        return
-    candidates = [Path(sys.executable).parent]
+        return True
+    folders = [os.path.dirname(sys.executable)]
     try:
         import ninja  # noqa: PLC0415 - optional, only to find its binary
 
-        candidates.append(Path(ninja.BIN_DIR))
+        folders.append(ninja.BIN_DIR)
     except (ImportError, AttributeError):
         pass
-    for folder in candidates:
-        if (folder / "ninja").is_file():
-            os.environ["PATH"] = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
-            return
-    raise BuildError("ninja is required to build the extension", "error: ninja not found; pip install ninja")
+    for folder in folders:
+        if os.path.isfile(os.path.join(folder, "ninja")):
+            os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+            return True
+    return False
 
 
-_SHARED_STDCXX: dict[str, bool | None] = {}
+def _ensure_ninja_on_path() -> None:
+    if not put_ninja_on_path():
+        raise BuildError("ninja is required to build the extension", "error: ninja not found; pip install ninja")
 
 
-def _needs_shared_libstdcxx(so_path: Path) -> bool | None:
-    """True if the shared object loads libstdc++.so (DT_NEEDED), False if it does not,
-    None if ``readelf`` is missing and we cannot tell."""
+def links_libstdcxx_shared(cxx: str) -> "bool | None":
+    """Does ``cxx -shared`` link libstdc++ dynamically? Probed with a tiny library that formats
+    a number (None: the probe could not tell, e.g. no ``readelf``). Self-contained (os, shutil,
+    subprocess, tempfile): :mod:`fusedkit.export` copies it into CUDA solution files."""
     readelf = shutil.which("readelf")
     if readelf is None:
         return None
-    out = subprocess.run([readelf, "-d", str(so_path)], capture_output=True, text=True, timeout=60)
-    return "libstdc++.so" in out.stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = os.path.join(tmp, "probe.cpp"), os.path.join(tmp, "probe.so")
+        with open(src, "w") as f:
+            f.write("#include <sstream>\n#include <string>\n"
+                    "std::string f(long v) { std::ostringstream s; s << v; return s.str(); }\n")
+        try:
+            made = subprocess.run([cxx, "-shared", "-fPIC", "-o", lib, src],
+                                  capture_output=True, text=True, timeout=120)
+            if made.returncode != 0:
+                return None
+            dyn = subprocess.run([readelf, "-d", lib], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return "libstdc++.so" in dyn.stdout
 
 
-def _cxx_links_libstdcxx_shared(cxx: str) -> bool | None:
-    """Does ``cxx -shared`` link libstdc++ dynamically? Probed once per compiler with a
-    tiny library that formats a number (None: the probe could not tell)."""
-    if cxx not in _SHARED_STDCXX:
-        result: bool | None = None
-        with tempfile.TemporaryDirectory() as tmp:
-            src, lib = Path(tmp) / "probe.cpp", Path(tmp) / "probe.so"
-            src.write_text("#include <sstream>\n#include <string>\n"
-                           "std::string f(long v) { std::ostringstream s; s << v; return s.str(); }\n")
-            try:
-                proc = subprocess.run([cxx, "-shared", "-fPIC", "-o", str(lib), str(src)],
-                                      capture_output=True, text=True, timeout=120)
-                if proc.returncode == 0:
-                    result = _needs_shared_libstdcxx(lib)
-            except (OSError, subprocess.SubprocessError):
-                result = None
-        _SHARED_STDCXX[cxx] = result
-    return _SHARED_STDCXX[cxx]
-
-
-def _pick_cxx() -> str:
-    """The C++ compiler (and linker) of the extension: ``$CXX`` or ``c++``, as torch picks it,
-    unless that one links libstdc++ statically into shared objects.
+def usable_cxx(links_shared=links_libstdcxx_shared) -> "str | None":
+    """The C++ compiler (and linker) of an extension: ``$CXX`` or ``c++``, as torch picks it,
+    unless that one links libstdc++ statically into shared objects; then a compiler from PATH
+    that links it dynamically; None when there is none.
 
     A static libstdc++ inside the extension is a second copy beside the libstdc++.so that
     Python and torch load; the two share some unique symbols (locale facet ids) but not their
     tables, and the extension crashes the first time it formats a number (seen on a GPU image
     whose ``CXX`` is such a compiler: a TORCH_CHECK message with an int64 in it segfaulted).
-    Then a compiler from PATH that links it dynamically is used instead.
+    Self-contained (os, shutil): :mod:`fusedkit.export` copies it.
     """
     wanted = os.environ.get("CXX", "c++")
-    if _cxx_links_libstdcxx_shared(wanted) is not False:
+    if links_shared(wanted) is not False:
         return wanted
     for candidate in ("c++", "g++", "/usr/bin/c++", "/usr/bin/g++"):
         path = shutil.which(candidate)
-        if path and path != shutil.which(wanted) and _cxx_links_libstdcxx_shared(path):
+        if path and path != shutil.which(wanted) and links_shared(path):
             return path
-    raise BuildError(
-        f"no usable C++ compiler: CXX={wanted} links libstdc++ statically",
-        f"error: {wanted} -shared links libstdc++ statically, and a PyTorch extension built so "
-        "crashes when it formats a number; set CXX to a compiler that links it dynamically "
-        "(e.g. /usr/bin/g++)")
+    return None
+
+
+# Probed once per compiler in a process.
+_cxx_links_libstdcxx_shared = functools.lru_cache(maxsize=None)(links_libstdcxx_shared)
+
+
+def _pick_cxx() -> str:
+    """:func:`usable_cxx` with each compiler probed once, or a BuildError saying what to do."""
+    cxx = usable_cxx(_cxx_links_libstdcxx_shared)
+    if cxx is None:
+        wanted = os.environ.get("CXX", "c++")
+        raise BuildError(
+            f"no usable C++ compiler: CXX={wanted} links libstdc++ statically",
+            f"error: {wanted} -shared links libstdc++ statically, and a PyTorch extension built so "
+            "crashes when it formats a number; set CXX to a compiler that links it dynamically "
+            "(e.g. /usr/bin/g++)")
+    return cxx
 
 
 def _extension_plan(problem: str, capability: tuple[int, int], torch_version: str,

@@ -618,8 +618,11 @@ def _extension():
     extra = {}
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
         extra["no_implicit_headers"] = True  # the sources include what they need
-    _ninja_on_path()
-    cxx = _pick_cxx()
+    put_ninja_on_path()
+    cxx = usable_cxx()
+    if cxx is None:
+        raise RuntimeError("no C++ compiler that links libstdc++ dynamically was found (a static "
+                           "one crashes the extension); set CXX, e.g. to /usr/bin/g++")
     saved = os.environ.get("CXX")
     os.environ["CXX"] = cxx  # torch reads CXX when it writes build.ninja
     try:
@@ -634,56 +637,10 @@ def _extension():
             os.environ["CXX"] = saved
 
 
-def _ninja_on_path():
-    """cpp_extension runs ninja from PATH; a venv used without activation has it beside python."""
-    if shutil.which("ninja"):
-        return
-    folders = [os.path.dirname(sys.executable)]
-    try:
-        import ninja
-
-        folders.append(ninja.BIN_DIR)
-    except (ImportError, AttributeError):
-        pass
-    for folder in folders:
-        if os.path.isfile(os.path.join(folder, "ninja")):
-            os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
-            return
-
-
-def _links_libstdcxx_shared(cxx):
-    """Does `cxx -shared` link libstdc++ dynamically? (None: cannot tell.)"""
-    readelf = shutil.which("readelf")
-    if readelf is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        src, lib = os.path.join(tmp, "probe.cpp"), os.path.join(tmp, "probe.so")
-        with open(src, "w") as f:
-            f.write("#include <sstream>\\n#include <string>\\n"
-                    "std::string f(long v) { std::ostringstream s; s << v; return s.str(); }\\n")
-        try:
-            made = subprocess.run([cxx, "-shared", "-fPIC", "-o", lib, src],
-                                  capture_output=True, text=True, timeout=120)
-            if made.returncode != 0:
-                return None
-            dyn = subprocess.run([readelf, "-d", lib], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return "libstdc++.so" in dyn.stdout
-
-
-def _pick_cxx():
-    """$CXX (or c++) unless it links libstdc++ statically into shared objects: an extension
-    built so carries a second libstdc++ beside torch's and crashes the first time it formats
-    a number. Then a compiler from PATH that links it dynamically."""
-    wanted = os.environ.get("CXX", "c++")
-    if _links_libstdcxx_shared(wanted) is not False:
-        return wanted
-    for candidate in ("c++", "g++", "/usr/bin/c++", "/usr/bin/g++"):
-        path = shutil.which(candidate)
-        if path and path != shutil.which(wanted) and _links_libstdcxx_shared(path):
-            return path
-    raise RuntimeError(f"CXX={wanted} links libstdc++ statically and no other C++ compiler was "
-                       "found; set CXX to one that links it dynamically (e.g. /usr/bin/g++)")
-''',
+${build_helpers}''',
 }
+# The build helpers a CUDA solution needs are fusedkit.build's own, copied as source (they are
+# written to need only the standard library), so the two cannot drift apart.
+_RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${build_helpers}", "\n\n".join(
+    inspect.getsource(f) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
+                                   fk_build.usable_cxx)))
