@@ -13,10 +13,13 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import TYPE_CHECKING, Callable, NoReturn
 
 from fusedkit.measure import SEEDS
 from fusedkit.problems import Problem, SizeError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -78,11 +81,9 @@ def _bench(args: argparse.Namespace) -> int:
         axes = parse_sweep(problem, args.sweep)
     import torch  # noqa: PLC0415
 
-    from fusedkit.runner import records_path_for  # noqa: PLC0415
-
     # A CPU run records to an ignored local file unless told otherwise (data/README.md).
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    path = records_path_for(device, args.records)
+    path = records.path_for(device, args.records)
     try:
         records.preflight(path)
     except records.RecordsError as e:
@@ -107,7 +108,7 @@ def _bench(args: argparse.Namespace) -> int:
     return _failures(df)
 
 
-def _failures(df: "pd.DataFrame") -> int:
+def _failures(df: pd.DataFrame) -> int:
     """Exit status of a bench: 1 when a variant was caught by a check (each named on stderr,
     none recorded) or nothing was measured, else 0."""
     caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]

@@ -25,11 +25,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from fusedkit.precision import TIERS as PRECISION_TIERS
+
+if TYPE_CHECKING:
+    import torch
 
 COLUMNS: tuple[str, ...] = (
     "run_id", "timestamp", "commit", "device", "driver", "cuda", "torch", "triton",
@@ -125,6 +129,23 @@ def default_path() -> Path:
     if override:
         return Path(override).expanduser()
     return _repo_root() / "data" / "records.csv"
+
+
+def local_path() -> Path:
+    """Where runs without a GPU (or in Triton's interpreter) record by default: an ignored file
+    beside the tracked history, so a laptop's CPU timings never enter ``data/records.csv``."""
+    return default_path().parent / "local" / "records.csv"
+
+
+def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -> Path:
+    """The records file a run on ``device`` appends to: ``path`` when given (or
+    ``$FUSEDKIT_RECORDS``), else the tracked history on a GPU and :func:`local_path`
+    on a CPU."""
+    if path:
+        return Path(path)
+    if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
+        return default_path()
+    return local_path()
 
 
 def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:

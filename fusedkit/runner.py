@@ -7,7 +7,6 @@ soon as it is measured, so a run that dies half-way keeps what it finished.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Sequence
@@ -54,23 +53,6 @@ def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec) -> tuple[GpuSpec, li
     return gpu.with_measurements(mem_gbps=copy_gbps), rows
 
 
-def local_records_path() -> Path:
-    """Where runs without a GPU (or in Triton's interpreter) record by default: an ignored file
-    beside the tracked history, so a laptop's CPU timings never enter ``data/records.csv``."""
-    return records.default_path().parent / "local" / "records.csv"
-
-
-def records_path_for(device: torch.device, path: str | Path | None = None) -> Path:
-    """The records file a run on ``device`` appends to: ``path`` when given (or
-    ``$FUSEDKIT_RECORDS``), else the tracked history on a GPU and :func:`local_records_path`
-    on a CPU."""
-    if path:
-        return Path(path)
-    if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
-        return records.default_path()
-    return local_records_path()
-
-
 def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None = None,
                device: str | torch.device | None = None, seeds: int = SEEDS,
                warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS,
@@ -83,7 +65,7 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     Returns one row per variant that was measured: the appended records plus ``speedup``
     against eager measured in this run; a variant whose check or timing found a fault is
     reported on the console and in the frame (``failure``), never recorded.
-    ``records_path=None`` writes to :func:`records_path_for` the device.
+    ``records_path=None`` writes to :func:`fusedkit.records.path_for` the device.
     On a GPU the problem's memory-bound components are timed too, each against a copy of
     the same bytes (``components=[]`` skips them).
 
@@ -102,7 +84,7 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     if ctx is not None and not isinstance(ctx, records.RunContext):
         raise TypeError(f"ctx={ctx!r} is not a RunContext; use records.RunContext.collect()")
     ctx = ctx or records.RunContext.collect()
-    path = records_path_for(device, records_path)
+    path = records.path_for(device, records_path)
     gpu = gpu or detect_gpu().spec
     if device.type == "cuda" and ceilings:
         gpu, rows = measure_ceilings(ctx, gpu)

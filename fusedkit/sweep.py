@@ -32,7 +32,7 @@ from fusedkit import records
 from fusedkit.hardware import detect_gpu
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
 from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS
-from fusedkit.runner import measure_ceilings, records_path_for, run_ladder, runnable
+from fusedkit.runner import measure_ceilings, run_ladder, runnable
 
 MAX_POINTS = 256
 """Most size points one sweep may have (the cross product of every spec)."""
@@ -211,7 +211,7 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
     if not plan:
         raise SizeError(f"sweep {', '.join(axes)}: no point can run on {device.type}; first: {skipped[0]}")
     ctx = records.RunContext.collect()
-    path = records_path_for(device, records_path)
+    path = records.path_for(device, records_path)
     gpu = detect_gpu().spec
     if device.type == "cuda" and ceilings:
         gpu, rows = measure_ceilings(ctx, gpu)    # once per series, shared by every point
