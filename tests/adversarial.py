@@ -14,6 +14,24 @@ import torch
 REFERENCE_CALLS = 2   # a check calls each build on two inputs
 
 
+def leaves_a_hole(model):
+    """Unwritten output: one element is NaN (an element the kernel never stores)."""
+    def run(x):
+        y = model(x)
+        y[0, 0] = float("nan")
+        return y
+    return run
+
+
+def slightly_noisy(model):
+    """Lower precision: eager's answer plus noise of about 2e-6, inside KernelBench's 1e-4 but
+    more than twice eager's own error."""
+    def run(x):
+        y = model(x)
+        return y + 2e-6 * torch.randn_like(y)
+    return run
+
+
 def caching(model):
     """Result reuse: computes the first answer, then returns a copy of it whatever the input."""
     memo = {}
