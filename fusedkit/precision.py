@@ -18,6 +18,7 @@ PRECISIONS: dict[str, str] = {
     "tf32": "tf32_tflops",
     "tf32x3": "tf32_tflops",
     "fp16x3": "bf16_tflops",   # fp16 and bf16 tensor rates are equal on these parts
+    "fp16": "bf16_tflops",     # one fp16 product per multiply-add, fp32 accumulation
     "bf16": "bf16_tflops",
 }
 PASSES: dict[str, int] = {"tf32x3": 3, "fp16x3": 3}
