@@ -107,7 +107,9 @@ SLIPS = [
     ("p12_epilogue", "last row never stored", "v, mask=mask)", "v, mask=mask & (rows[:, None] < M - 1))",
      "check the store's offsets and its mask"),
     ("p12_epilogue", "a misspelt name", "v = (acc + bias[None, :]) * multiplier",
-     "v = (acc + bias_[None, :]) * multiplier", "name 'bias_' is not defined"),
+     "v = (acc + bias_[None, :]) * multiplier",
+     # Python's wording in the interpreter, Triton's compiler's on a GPU (seen with Triton 3.6)
+     ("name 'bias_' is not defined", "bias_ is not defined")),
     ("p12_epilogue", "no @triton.jit", "@triton.jit\n", "", "keep the @triton.jit line"),
     ("p12_gemm_tile", "acc replaced", '        acc = tl.dot(a, w, acc, input_precision="ieee")\n',
      '        acc = tl.dot(a, w, input_precision="ieee")\n', "acc was replaced, not added to"),
@@ -128,7 +130,7 @@ SLIPS = [
 def test_a_slip_gets_its_own_hint(name, slip, old, new, words, device, capsys):
     m = run(name, with_slip(name, old, new), device, capsys)
     assert m.message.startswith("✗ ") and "Hint: " in m.message
-    assert words in m.message, m.message
+    assert any(w in m.message for w in ((words,) if isinstance(words, str) else words)), m.message
 
 
 def test_every_exercise_has_slips():
