@@ -16,7 +16,14 @@ The sha covers the sources, the headers beside them, the headers every binding s
 (``fusedkit/kernels/common/*.h``) and the flags, so a changed source rebuilds, and CPU and GPU,
 or two torch versions, never share a folder.
 
-Flags: ``-O3`` and ``-gencode`` for the GPU's own capability. ``--use_fast_math`` is
+Steps that use Hopper's architecture-specific instructions (wgmma, setmaxnreg: they include
+``kernels/common/hopper.cuh``) need the ``sm_90a`` target, which runs on compute capability 9.x
+only. They build apart, into the problem's Hopper extension (``binding_hopper.cpp`` and those
+steps, ``load_extension(problem, hopper=True)``), so that a compile error there never takes down
+the other steps; :func:`ptx` and :func:`resource_usage` pick ``sm_90a`` for them by default.
+
+Flags: ``-O3`` and ``-gencode`` for the GPU's own capability (``compute_90a``/``sm_90a`` for the
+Hopper extension). ``--use_fast_math`` is
 deliberately absent: it flushes denormals and uses approximate division, and these steps
 are compared with an fp32 reference at the 1e-5 level.
 """
@@ -41,11 +48,13 @@ __all__ = [
     "KERNELS_DIR",
     "build_root",
     "extension_sources",
+    "hopper_sources",
     "kernel_sources",
     "load_extension",
     "nvcc_available",
     "ptx",
     "ptx_instructions",
+    "required_arch",
     "resource_usage",
 ]
 
@@ -110,19 +119,44 @@ def _problem_dir(problem: str) -> Path:
     return folder
 
 
+_HOPPER_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"(?:\.\./common/)?hopper\.cuh"', re.MULTILINE)
+HOPPER_ARCH = "sm_90a"   # wgmma and setmaxnreg exist only on this architecture-specific target
+HOPPER_BINDING = "binding_hopper.cpp"
+
+
+def needs_hopper(source_path: str | os.PathLike[str]) -> bool:
+    """True for a step that includes ``common/hopper.cuh`` (wgmma, setmaxnreg): it compiles
+    only for ``sm_90a`` and belongs to the problem's Hopper extension."""
+    return bool(_HOPPER_INCLUDE_RE.search(Path(source_path).read_text()))
+
+
+def required_arch(source_path: str | os.PathLike[str]) -> str:
+    """The target a step compiles for by default: ``sm_90a`` for the Hopper steps, else ``sm_90``."""
+    return HOPPER_ARCH if needs_hopper(source_path) else "sm_90"
+
+
 def kernel_sources(problem: str = "p12") -> list[Path]:
-    """The problem's CUDA steps, ``fusedkit/kernels/<problem>/*.cu``, in step order
-    (file names are zero-padded step numbers). A new step is a new file."""
-    return sorted(_problem_dir(problem).glob("*.cu"))
+    """The problem's CUDA steps built for any GPU, ``fusedkit/kernels/<problem>/*.cu`` in step
+    order (file names are zero-padded step numbers), without the Hopper-only ones
+    (:func:`hopper_sources`). A new step is a new file."""
+    return [p for p in sorted(_problem_dir(problem).glob("*.cu")) if not needs_hopper(p)]
 
 
-def extension_sources(problem: str = "p12") -> list[Path]:
-    """Every file compiled into the problem's extension: its ``.cu`` steps and ``binding.cpp``."""
+def hopper_sources(problem: str = "p12") -> list[Path]:
+    """The problem's ``sm_90a`` steps (those that include ``common/hopper.cuh``), in step order."""
+    return [p for p in sorted(_problem_dir(problem).glob("*.cu")) if needs_hopper(p)]
+
+
+def extension_sources(problem: str = "p12", hopper: bool = False) -> list[Path]:
+    """Every file compiled into the problem's extension: its ``.cu`` steps and ``binding.cpp``;
+    with ``hopper=True``, its Hopper steps and ``binding_hopper.cpp``."""
     folder = _problem_dir(problem)
-    binding = folder / "binding.cpp"
+    binding = folder / (HOPPER_BINDING if hopper else "binding.cpp")
     if not binding.is_file():
-        raise ValueError(f"problem={problem!r}: {binding} is missing; it defines the Python module")
-    return kernel_sources(problem) + [binding]
+        raise ValueError(f"problem={problem!r}: {binding} is missing; it defines the Python module"
+                         + (" of the Hopper steps" if hopper else ""))
+    steps = hopper_sources(problem) if hopper else kernel_sources(problem)
+    return steps + [binding]
 
 
 def _headers_beside(folder: Path) -> list[Path]:
@@ -255,6 +289,16 @@ def _check_arch(arch: str) -> None:
         raise ValueError(f"arch must look like 'sm_90' (sm_ and the compute capability), got {arch!r}")
 
 
+def _target_flags(arch: str, what: str) -> list[str]:
+    """nvcc flags that compile for ``arch`` into ``what`` ("ptx" or "cubin"). An
+    architecture-specific target (``sm_90a``) takes the ``-gencode`` form: with nvcc 13.0 the
+    ``-arch=sm_90a`` shorthand has been seen to run a plain sm_90 pass too, which rejects wgmma."""
+    if not arch.endswith("a"):
+        return [f"-arch={arch}"]
+    compute = "compute_" + arch[len("sm_"):]
+    return [f"-gencode=arch={compute},code={compute if what == 'ptx' else arch}"]
+
+
 def _run_nvcc(nvcc: str, args: list[str], what: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([nvcc, *args], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -262,17 +306,19 @@ def _run_nvcc(nvcc: str, args: list[str], what: str) -> subprocess.CompletedProc
     return proc
 
 
-def ptx(source_path: str | os.PathLike[str], arch: str = "sm_90") -> str:
-    """PTX text of one ``.cu`` file, from ``nvcc -arch=<arch> -ptx -O3``.
+def ptx(source_path: str | os.PathLike[str], arch: str | None = None) -> str:
+    """PTX text of one ``.cu`` file, from ``nvcc -arch=<arch> -ptx -O3``; ``arch`` defaults to
+    :func:`required_arch` (``sm_90``, or ``sm_90a`` for the Hopper steps).
 
     Cached under ``build/ptx/`` by the hash of the source, the headers beside it and in
     ``kernels/common/``, the flags and nvcc's version. Raises BuildError with nvcc's first error lines if the source
     does not compile, CudaUnavailableError if nvcc is missing.
     """
     src = _check_source(source_path)
+    arch = required_arch(src) if arch is None else arch
     _check_arch(arch)
     nvcc = _require_nvcc("ptx()")
-    flags = [f"-arch={arch}", "-ptx", *NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
+    flags = [*_target_flags(arch, "ptx"), "-ptx", *NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
     key = _sha([src, *_extension_headers(src.parent)], [*flags[:-1], _nvcc_version(nvcc)])[:16]
     out = build_root() / "ptx" / f"{src.stem}-{arch}-{key}.ptx"
     if out.is_file():
@@ -327,8 +373,9 @@ def _parse_ptxas(log: str) -> dict[str, dict[str, int]]:
     return {_demangle(name): stats for name, stats in kernels.items()}
 
 
-def resource_usage(source_path: str | os.PathLike[str], arch: str = "sm_90") -> dict[str, dict[str, int]]:
-    """Per-kernel resources that ptxas assigns, from ``nvcc -cubin -Xptxas -v``.
+def resource_usage(source_path: str | os.PathLike[str], arch: str | None = None) -> dict[str, dict[str, int]]:
+    """Per-kernel resources that ptxas assigns, from ``nvcc -cubin -Xptxas -v``; ``arch`` defaults
+    to :func:`required_arch` (``sm_90``, or ``sm_90a`` for the Hopper steps).
 
     Returns ``{kernel_name: {"registers": per thread, "shared_bytes": static shared memory
     per block in bytes, "spill_stores": bytes, "spill_loads": bytes, "stack_bytes": stack
@@ -336,12 +383,13 @@ def resource_usage(source_path: str | os.PathLike[str], arch: str = "sm_90") -> 
     values in (slow) local memory.
     """
     src = _check_source(source_path)
+    arch = required_arch(src) if arch is None else arch
     _check_arch(arch)
     nvcc = _require_nvcc("resource_usage()")
     with tempfile.TemporaryDirectory() as tmp:
         proc = _run_nvcc(
             nvcc,
-            [f"-arch={arch}", "-cubin", "-Xptxas", "-v", *NVCC_STANDALONE_FLAGS,
+            [*_target_flags(arch, "cubin"), "-cubin", "-Xptxas", "-v", *NVCC_STANDALONE_FLAGS,
              f"-I{src.parent}", "-o", str(Path(tmp) / "out.cubin"), str(src)],
             f"nvcc -cubin {src.name} ({arch}) failed")
     return _parse_ptxas(proc.stdout + proc.stderr)
@@ -450,12 +498,14 @@ def _pick_cxx() -> str:
 
 
 def _extension_plan(problem: str, capability: tuple[int, int], torch_version: str,
-                    cuda_version: str | None, cxx: str = "c++") -> tuple[str, Path, list[Path], list[str]]:
-    """Name, build folder, sources and nvcc flags of a problem's extension (no side effects)."""
-    sources = extension_sources(problem)
-    arch = f"{capability[0]}{capability[1]}"
+                    cuda_version: str | None, cxx: str = "c++",
+                    hopper: bool = False) -> tuple[str, Path, list[Path], list[str]]:
+    """Name, build folder, sources and nvcc flags of a problem's extension (no side effects).
+    ``hopper=True``: the Hopper extension, always for compute_90a / sm_90a."""
+    sources = extension_sources(problem, hopper)
+    arch = "90a" if hopper else f"{capability[0]}{capability[1]}"
     cuda_flags = [*NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
-    name = f"fusedkit_{problem}"
+    name = f"fusedkit_{problem}" + ("_hopper" if hopper else "")
     py_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     dev_tag = "cu" + cuda_version.replace(".", "") if cuda_version else "cpu"
     sha = _sha([*sources, *_extension_headers(sources[0].parent)],
@@ -471,15 +521,19 @@ def _source_stamp(problem: str, sources: list[Path]) -> tuple:
     return (problem, tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 
-def load_extension(problem: str = "p12", verbose: bool = False) -> ModuleType:
+def load_extension(problem: str = "p12", verbose: bool = False, hopper: bool = False) -> ModuleType:
     """Build (if needed) and import the problem's CUDA extension; cached per process.
 
     Needs a CUDA GPU and a CUDA build of torch with its toolkit. The first build of a
     source version takes a minute or two; later loads reuse ``build/ext/...``. Raises
     CudaUnavailableError without a GPU and BuildError, with the first compiler errors,
     when a source does not compile. ``verbose=True`` streams ninja's output.
+
+    ``hopper=True`` loads the problem's Hopper extension instead (:func:`hopper_sources` and
+    ``binding_hopper.cpp``, built for sm_90a); on a GPU that is not compute capability 9.x it
+    raises CudaUnavailableError("... needs a Hopper (sm_90) GPU ...").
     """
-    sources = extension_sources(problem)  # validates `problem` before anything heavy
+    sources = extension_sources(problem, hopper)  # validates `problem` before anything heavy
     # Fast path first: the same sources (by name, size and mtime) already imported in this
     # process. On an H200 every call used to cost ~24 s before reaching the hash-keyed cache
     # below (2026-11-29, data/logs/bench_p12_h200_slow_loads.txt); this returns at once.
@@ -499,9 +553,13 @@ def load_extension(problem: str = "p12", verbose: bool = False) -> ModuleType:
             f"load_extension({problem!r}): no CUDA toolkit found (nvcc); set CUDA_HOME to the "
             "toolkit that matches torch's CUDA version")
     capability = torch.cuda.get_device_capability()
+    if hopper and capability[0] != 9:
+        raise CudaUnavailableError(
+            f"load_extension({problem!r}, hopper=True): these steps need a Hopper (sm_90) GPU "
+            f"(wgmma, TMA); this one, {torch.cuda.get_device_name()}, is sm_{capability[0]}{capability[1]}")
     cxx = _pick_cxx()
     name, folder, sources, cuda_flags = _extension_plan(
-        problem, capability, torch.__version__, torch.version.cuda, cxx)
+        problem, capability, torch.__version__, torch.version.cuda, cxx, hopper)
     key = str(folder)
     if key in _LOADED:
         _LOADED_FAST[fast_key] = _LOADED[key]
@@ -529,7 +587,7 @@ def load_extension(problem: str = "p12", verbose: bool = False) -> ModuleType:
         log = text.split(":", 1)[1] if ":" in text else text
         log_path = folder / "build.log"
         log_path.write_text(log)
-        arch = f"sm_{capability[0]}{capability[1]}"
+        arch = "sm_90a" if hopper else f"sm_{capability[0]}{capability[1]}"
         # `from None`: the message already holds the errors; torch's traceback adds nothing.
         raise BuildError(f"building extension {name!r} for {arch} failed", log, log_path) from None
     finally:

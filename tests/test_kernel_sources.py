@@ -12,7 +12,9 @@ import pytest
 from fusedkit import build
 
 PROBLEMS = sorted(p.name for p in build.KERNELS_DIR.iterdir() if p.is_dir() and re.match(r"p\d+$", p.name))
-SOURCES = [src for problem in PROBLEMS for src in build.kernel_sources(problem)]
+# Every step file: those of the main extension and the sm_90a (Hopper) ones built apart.
+SOURCES = [src for problem in PROBLEMS
+           for src in sorted([*build.kernel_sources(problem), *build.hopper_sources(problem)])]
 HEADERS = [h for problem in PROBLEMS for h in sorted((build.KERNELS_DIR / problem).glob("*.h"))]
 needs_nvcc = pytest.mark.skipif(not build.nvcc_available(),
                                 reason="nvcc (CUDA toolkit) not found; PTX checks need it, not a GPU")

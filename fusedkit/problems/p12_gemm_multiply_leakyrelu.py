@@ -154,6 +154,85 @@ for _v in _STEPS:
     PROBLEM.add_variant(_v)
 
 
+# -- one fp16 product on Hopper: the wgmma steps (08-10) and the cuBLAS fp16 bar ------------------
+
+
+def fp16_k_padded(t: torch.Tensor, k_padded: int) -> torch.Tensor:
+    """``t`` (R, K) as a new contiguous fp16 (R, k_padded) tensor, zero columns past K, in one
+    pass over ``t``. A fresh allocation is 16-byte aligned, as TMA needs; zero columns add
+    nothing to x @ W.T, so padding K to a multiple of 8 (16-byte rows) changes no result."""
+    rows, k = t.shape
+    if k_padded < k:
+        raise ValueError(f"k_padded={k_padded} must be >= t.shape[1] = {k}")
+    out = torch.empty((rows, k_padded), dtype=torch.float16, device=t.device)
+    if k_padded > k:
+        out[:, k:].zero_()
+    out[:, :k].copy_(t)
+    return out
+
+
+def _hopper_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A ``build`` for a step of p12's Hopper extension (``load_extension("p12", hopper=True)``).
+
+    Once, at build: W to fp16 with K padded to a multiple of 8 by zero columns (TMA needs
+    16-byte row strides; one-off preparation, like the weight splits of the fp16x3 step), b as
+    fp32. Per call: x to fp16 (one extra pass over x, as the cuBLAS fp16 bar does), padded the
+    same way when K % 8 != 0. The padded fresh buffers are always 16-byte aligned, so no input
+    ever falls back to another path: odd K costs one zero-filled copy, odd M and N are handled
+    in the kernel (TMA zero-fills the loads past the edges, the epilogue masks its stores).
+    On a GPU that is not sm_90 the build raises "needs a Hopper (sm_90) GPU".
+    """
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+        fn = getattr(load_extension("p12", hopper=True), function)
+        w, b, c, slope = _weights(model)
+        k_padded = -(-w.shape[1] // 8) * 8
+        w16 = fp16_k_padded(w, k_padded)
+        b32 = b.float().contiguous()
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            return fn(fp16_k_padded(x, k_padded), w16, b32, c, slope)
+        return run
+    return build
+
+
+def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """cuBLAS's fp16 GEMM (fp16 operands, fp32 accumulation and output, through
+    ``torch.mm(..., out_dtype=torch.float32)``) then step 03's float4 epilogue in place: the bar
+    the wgmma steps are measured against. W is cast once at build, x per call. GPU only (the
+    CPU build of torch has no fp16 x fp16 -> fp32 mm)."""
+    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+
+    ext = load_extension("p12")
+    w, b, c, slope = _weights(model)
+    w16 = w.half().contiguous()
+    b32 = b.float().contiguous()
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        y = torch.mm(x.half(), w16.t(), out_dtype=torch.float32)
+        return ext.epilogue_only(y, b32, c, slope, True)
+    return run
+
+
+# Not yet in PROBLEM's ladder: notebook 01 shows every ladder step and the KernelBench export
+# exports every non-baseline one (tests hold both), and neither knows these yet (the export would
+# need the sm_90a build). Measure them as Variants (fusedkit.measure accepts one), as
+# tests/test_p12_hopper.py and python -m fusedkit.devtools.hopper_probe do; integrating them is
+# `for v in HOPPER_VARIANTS: PROBLEM.add_variant(v)` plus those two.
+HOPPER_VARIANTS = (
+    Variant(0, "cublas_fp16_epilogue", "cuBLAS fp16 GEMM (fp32 accumulate) + float4 epilogue",
+            "torch.mm on fp16 x and W with an fp32 output, then step 03's epilogue: the fp16 bar "
+            "the wgmma steps are measured against", _cublas_fp16_epilogue, precision="fp16",
+            needs_gpu=True, baseline=True),
+    Variant(8, "wgmma_tma", "Hopper wgmma fed by TMA through an mbarrier pipeline",
+            "fp16 tensor cores through wgmma m64n128k16 on 128x128 tiles that the TMA engine "
+            "copies into 3 shared-memory stages; epilogue from the accumulator registers",
+            _hopper_step("wgmma_tma"), precision="fp16", needs_gpu=True,
+            source="p12/08_wgmma_tma.cu"),
+)
+
+
 def _epilogue_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:
     """The epilogue kernel on its own, in place on a random GEMM-sized output."""
     def make(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:

@@ -1,0 +1,168 @@
+"""Probe: do problem 12's Hopper steps (08-10, wgmma fed by TMA) build, compute the right thing,
+and how close do they come to cuBLAS's fp16 GEMM?  One GPU call prints everything:
+
+    python -m fusedkit.devtools.hopper_probe [--rep-ms 200] [--sizes 1024,8192,8192]
+
+1. ptxas resources of each step (registers, spills, shared memory), compiled here for sm_90a;
+2. the Hopper extension's build (a compile error is printed, the cuBLAS bar still runs);
+3. per step, checks against float64 at small odd sizes and at the full size: the relative
+   error against the product of the fp16-rounded inputs (should be ~1e-6: fp32 accumulation
+   only) and against the exact product (one fp16 rounding, ~3e-4), and the max abs error;
+4. per step that passed, the median time by triton.testing.do_bench, TFLOP/s and % of
+   cuBLAS fp16 (``cublas_fp16_epilogue``, same x cast per call).
+A failure in one step is printed on its line and the table goes on. Needs a CUDA GPU; on another
+GPU than sm_90 the steps report "needs a Hopper (sm_90) GPU".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import time
+import traceback
+
+import torch
+
+from fusedkit import build
+from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
+
+MULT, SLOPE = 2.0, 0.1
+SMALL_SIZES = [(1, 8, 1), (7, 13, 5), (129, 520, 257), (67, 1000, 333), (1, 1003, 257)]
+TOL_FP16_PRODUCT = 1e-5   # vs float64 of the fp16-rounded inputs: fp32 accumulation only
+TOL_EXACT = 2e-3          # vs the exact float64 product: one fp16 rounding of x and W
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:600]}"
+
+
+def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def _inputs(M: int, K: int, N: int, seed: int):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    bound = 1.0 / math.sqrt(K)
+    x = torch.rand(M, K, device="cuda", generator=g)
+    w = (torch.rand(N, K, device="cuda", generator=g) * 2 - 1) * bound
+    b = (torch.rand(N, device="cuda", generator=g) * 2 - 1) * bound
+    return x, w, b
+
+
+def _ref(x, w, b):
+    return torch.nn.functional.leaky_relu((x.double() @ w.double().T + b.double()) * MULT, SLOPE)
+
+
+def _model(M: int, K: int, N: int, w, b):
+    P = p12mod.PROBLEM
+    model = P.make_model(P.sizes(batch_size=M, in_features=K, out_features=N), device="cuda")
+    with torch.no_grad():
+        model.gemm.weight.copy_(w)
+        model.gemm.bias.copy_(b)
+    return model
+
+
+def check(v, M: int, K: int, N: int, seed: int = 1) -> tuple[float, float, float]:
+    """(rel. error vs the fp16 product, rel. error vs float64, max abs error vs float64)."""
+    x, w, b = _inputs(M, K, N, seed)
+    fn = v.build(_model(M, K, N, w, b))
+    junk = torch.full((M, N), float("nan"), device="cuda")  # an unwritten output shows as NaN
+    del junk
+    out = fn(x)
+    torch.cuda.synchronize()
+    if out.shape != (M, N) or out.dtype != torch.float32:
+        raise AssertionError(f"output {tuple(out.shape)} {out.dtype}, expected ({M}, {N}) float32")
+    ref16 = _ref(x.half(), w.half(), b)
+    ref = _ref(x, w, b)
+    nan = int(out.isnan().sum())
+    if nan:
+        raise AssertionError(f"{nan} NaN outputs (unwritten?) at {M}x{K}x{N}")
+    return _rel(out, ref16), _rel(out, ref), (out.double() - ref).abs().max().item()
+
+
+def _ptxas_rows() -> list[str]:
+    rows = []
+    for src in build.hopper_sources("p12"):
+        try:
+            for kernel, s in build.resource_usage(src).items():
+                rows.append(f"  {src.name:28s} {kernel:32s} {s['registers']:3d} regs  "
+                            f"spills {s['spill_stores']}/{s['spill_loads']} B  stack {s['stack_bytes']} B  "
+                            f"static smem {s['shared_bytes']} B")
+        except Exception as e:  # noqa: BLE001 - report and go on
+            rows.append(f"  {src.name:28s} ptxas FAILED: {_one_line(e)}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rep-ms", type=float, default=200.0, help="do_bench's rep (ms) per step")
+    ap.add_argument("--sizes", default="1024,8192,8192", help="M,K,N of the full-size check and timing")
+    args = ap.parse_args(argv)
+    M, K, N = (int(s) for s in args.sizes.split(","))
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=build.KERNELS_DIR).stdout.strip()
+    if not torch.cuda.is_available():
+        print("hopper_probe: needs a CUDA GPU (torch sees none)")
+        return 2
+    cap = torch.cuda.get_device_capability()
+    print(f"# hopper_probe on {torch.cuda.get_device_name()} (sm_{cap[0]}{cap[1]}), torch "
+          f"{torch.__version__}, CUDA {torch.version.cuda}, commit {commit or '?'}, "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
+    print("ptxas (sm_90a):")
+    for row in _ptxas_rows():
+        print(row)
+
+    t0 = time.time()
+    try:
+        build.load_extension("p12", hopper=True)
+        print(f"hopper extension: built/loaded in {time.time() - t0:.1f} s")
+    except Exception as e:  # noqa: BLE001
+        print(f"hopper extension: FAILED after {time.time() - t0:.1f} s: {_one_line(e)}")
+
+    import triton.testing  # noqa: PLC0415 - GPU only
+
+    flop = 2.0 * M * N * K
+    results: dict[str, float] = {}
+    header = (f"{'step':24s} {'small checks':>14s} {'err/fp16':>9s} {'err/f64':>9s} {'maxabs':>9s} "
+              f"{'ms':>8s} {'TFLOP/s':>8s} {'%cuBLAS':>8s}")
+    print(f"\nfull size M,K,N = {M},{K},{N}; tolerances: {TOL_FP16_PRODUCT:g} vs the fp16 product, "
+          f"{TOL_EXACT:g} vs float64")
+    print(header)
+    for v in p12mod.HOPPER_VARIANTS:   # the cuBLAS bar comes first
+        line = f"{v.slug:24s} "
+        try:
+            worst = 0.0
+            for (m, k, n) in SMALL_SIZES:
+                e16, e64, _ = check(v, m, k, n)
+                worst = max(worst, e16)
+                if e16 > TOL_FP16_PRODUCT or e64 > TOL_EXACT:
+                    raise AssertionError(f"{m}x{k}x{n}: rel. error {e16:.2e} vs fp16 product, "
+                                         f"{e64:.2e} vs float64")
+            line += f"{'ok ' + format(worst, '.1e'):>14s} "
+            e16, e64, mx = check(v, M, K, N, seed=2)
+            line += f"{e16:9.2e} {e64:9.2e} {mx:9.2e} "
+            if e16 > TOL_FP16_PRODUCT or e64 > TOL_EXACT:
+                raise AssertionError(f"full size: rel. error {e16:.2e} / {e64:.2e} over tolerance")
+            x, w, b = _inputs(M, K, N, 3)
+            fn = v.build(_model(M, K, N, w, b))
+            ms = triton.testing.do_bench(lambda: fn(x), warmup=25, rep=args.rep_ms,
+                                         return_mode="median")
+            results[v.slug] = ms
+            bar = results.get("cublas_fp16_epilogue")
+            pct = f"{100.0 * bar / ms:7.1f}%" if bar else f"{'-':>8s}"
+            line += f"{ms:8.4f} {flop / ms / 1e9:8.1f} {pct}"
+        except Exception as e:  # noqa: BLE001 - a broken step is a finding, not the end
+            line += f"FAILED: {_one_line(e)}"
+            if not isinstance(e, AssertionError):
+                tb = traceback.extract_tb(e.__traceback__)
+                if tb:
+                    line += f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})"
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,19 @@
+// Host launchers of problem 12's Hopper steps (08-10): y = LeakyReLU((x @ W.T + b) * multiplier,
+// slope) with x (M, K) and W (N, K) in fp16 (row-major, contiguous), b (N,) and y (M, N) in fp32.
+// Requirements the binding checks: K % 8 == 0 (TMA needs 16-byte row strides) and x, W 16-byte
+// aligned. Each launcher only enqueues work on `stream`; it returns nullptr, or a message when
+// it could not launch (the tensor map was refused); the caller still checks the launch itself.
+// Pure CUDA, no torch headers: binding_hopper.cpp includes it, the .cu steps define the launchers.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace p12 {
+
+// 08: one warpgroup per 128 x 128 tile, TMA into a 3-stage mbarrier pipeline, wgmma m64n128k16.
+const char* launch_wgmma_tma(const __half* x, const __half* w, const float* b, float* y, int M,
+                             int N, int K, float multiplier, float negative_slope,
+                             cudaStream_t stream);
+
+}  // namespace p12

@@ -1,0 +1,257 @@
+"""Problem 12's Hopper steps (08-10: wgmma fed by TMA) and their build.
+
+CPU part (runs anywhere nvcc 12.x+ is): each step compiles for sm_90a and its PTX shows the
+Hopper machinery (wgmma.mma_async, cp.async.bulk.tensor, mbarrier waits, setmaxnreg where the
+step says so); ptxas reports no spills, no stack and no warning (a serialised wgmma or an ignored
+setmaxnreg is a warning); a plain sm_90 build stops with one clear line; the binding passes the
+C++ front end; the variants are well formed and the K padding is exact.
+GPU part (marked ``gpu``): every step and the cuBLAS fp16 bar through fusedkit.measure at the
+default and odd sizes, and against float64 at the error one fp16 product predicts.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusedkit import build
+from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
+from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, rel_error
+
+P12 = p12mod.PROBLEM
+HOPPER = build.hopper_sources("p12")
+STEP = {p.stem.split("_", 1)[1]: p for p in HOPPER}  # "wgmma_tma" -> .../08_wgmma_tma.cu
+# What each step's PTX must show: its wgmma shape, and whether it splits warpgroups by role.
+WGMMA_SHAPE = {"wgmma_tma": "m64n128k16", "wgmma_warpspec": "m64n256k16",
+               "wgmma_persistent": "m64n256k16"}
+WARP_SPECIALISED = {"wgmma_tma": False, "wgmma_warpspec": True, "wgmma_persistent": True}
+STEP_VARIANTS = [v for v in p12mod.HOPPER_VARIANTS if not v.baseline]
+
+
+# ----------------------------------------------------------------------------- CPU part
+
+
+def test_hopper_steps_build_apart_from_the_others():
+    assert [p.name for p in HOPPER][:1] == ["08_wgmma_tma.cu"]
+    assert set(STEP) <= set(WGMMA_SHAPE)
+    assert not set(HOPPER) & set(build.kernel_sources("p12")), "a step in both extensions"
+    assert build.extension_sources("p12", hopper=True)[-1].name == "binding_hopper.cpp"
+    assert all(build.required_arch(p) == "sm_90a" for p in HOPPER)
+    assert all(build.required_arch(p) == "sm_90" for p in build.kernel_sources("p12"))
+
+
+def test_hopper_extension_plan_targets_sm90a(own_build_dir):
+    name, folder, sources, flags = build._extension_plan("p12", (9, 0), "2.11.0+cu130", "13.0",
+                                                         hopper=True)
+    assert name == "fusedkit_p12_hopper"
+    assert "-gencode=arch=compute_90a,code=sm_90a" in flags
+    assert sources[-1].name == "binding_hopper.cpp" and set(sources[:-1]) == set(HOPPER)
+    _, main_folder, _, main_flags = build._extension_plan("p12", (9, 0), "2.11.0+cu130", "13.0")
+    assert folder != main_folder and "-gencode=arch=compute_90,code=sm_90" in main_flags
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only message")
+def test_load_hopper_extension_without_gpu_says_what_to_do():
+    with pytest.raises(build.CudaUnavailableError, match="needs a CUDA GPU"):
+        build.load_extension("p12", hopper=True)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("src", HOPPER, ids=lambda p: p.stem)
+def test_ptx_shows_wgmma_tma_and_mbarriers(src):
+    text = build.ptx(src)
+    assert ".target sm_90a" in text
+    step = src.stem.split("_", 1)[1]
+    shape = WGMMA_SHAPE[step]
+    assert build.ptx_instructions(text, rf"wgmma\.mma_async\.sync\.aligned\.{shape}\.f32\.f16\.f16")
+    assert build.ptx_instructions(text, r"wgmma\.(fence|commit_group|wait_group)\.sync\.aligned")
+    assert build.ptx_instructions(text, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global")
+    assert build.ptx_instructions(text, r"mbarrier\.try_wait\.parity")
+    assert build.ptx_instructions(text, r"mbarrier\.arrive\.expect_tx")
+    has_setmaxnreg = bool(build.ptx_instructions(text, r"setmaxnreg\.(inc|dec)"))
+    assert has_setmaxnreg == WARP_SPECIALISED[step], "setmaxnreg belongs to the warp-specialised steps"
+    assert build.ptx_instructions(text, r"st\.global\.v2\.f32"), "the paired epilogue store"
+
+
+def _ptxas_log(src: Path) -> str:
+    nvcc = build._nvcc_path()
+    out = src.parent / "__never_written__"
+    with_flags = [*build._target_flags("sm_90a", "cubin"), "-cubin", "-Xptxas", "-v",
+                  *build.NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.cubin"
+        proc = build._run_nvcc(nvcc, [*with_flags, "-o", str(out), str(src)], f"ptxas {src.name}")
+    return proc.stdout + proc.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("src", HOPPER, ids=lambda p: p.stem)
+def test_ptxas_no_spills_no_stack_no_warnings(src):
+    usage = build.resource_usage(src)
+    assert usage, f"no kernel in ptxas output of {src.name}"
+    for kernel, stats in usage.items():
+        print(kernel, stats)
+        assert stats["spill_stores"] == stats["spill_loads"] == stats["stack_bytes"] == 0, (kernel, stats)
+        assert 0 < stats["registers"] <= 255
+    log = _ptxas_log(src)
+    # A wgmma the compiler could not keep asynchronous, or a setmaxnreg it dropped, is a warning.
+    warnings = [ln for ln in log.splitlines() if "warning" in ln.lower()]
+    assert not warnings, "\n".join(warnings)
+
+
+@needs_nvcc
+def test_plain_sm90_build_stops_with_one_clear_line(tmp_path, own_build_dir):
+    with pytest.raises(build.BuildError, match="needs the sm_90a target"):
+        build.ptx(STEP["wgmma_tma"], arch="sm_90")
+
+
+def _cuda_include() -> Path | None:
+    nvcc = build._nvcc_path()
+    if nvcc is None:
+        return None
+    for root in (Path(nvcc).resolve().parent.parent, Path("/usr/local/cuda")):
+        if (root / "include" / "cuda_runtime.h").is_file():
+            return root / "include"
+    return None
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.skipif(_cuda_include() is None, reason="needs the CUDA toolkit's headers (nvcc)")
+def test_hopper_binding_compiles_syntax_only():
+    """As tests/test_binding_syntax.py does for every binding.cpp."""
+    binding = build.KERNELS_DIR / "p12" / build.HOPPER_BINDING
+    inc = Path(torch.__file__).parent / "include"
+    stubs = Path(__file__).parent / "cuda_stubs"
+    cmd = ["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=syntax_check",
+           f"-I{inc}", f"-I{inc / 'torch' / 'csrc' / 'api' / 'include'}", f"-I{_cuda_include()}",
+           f"-I{stubs}", f"-I{sysconfig.get_paths()['include']}", f"-I{binding.parent}", str(binding)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
+    assert proc.returncode == 0, "\n".join(errors[:10])
+
+
+def test_every_hopper_step_has_a_variant_and_the_binding_defines_it():
+    binding = (build.KERNELS_DIR / "p12" / build.HOPPER_BINDING).read_text()
+    by_source = {v.source: v for v in STEP_VARIANTS}
+    for src in HOPPER:
+        v = by_source.get(f"p12/{src.name}")
+        assert v is not None, f"{src.name} has no variant in HOPPER_VARIANTS"
+        assert v.precision == "fp16" and v.needs_gpu and not v.triton and not v.baseline
+        assert v.number == int(src.name[:2]) and v.slug == src.stem.split("_", 1)[1]
+        assert f'step_args("{v.slug}"' in binding, f"binding_hopper.cpp does not define {v.slug}"
+    (bar,) = [v for v in p12mod.HOPPER_VARIANTS if v.baseline]
+    assert bar.slug == "cublas_fp16_epilogue" and bar.precision == "fp16" and bar.needs_gpu
+    assert not set(v.slug for v in p12mod.HOPPER_VARIANTS) & set(P12.variants), \
+        "registered twice: see the comment above HOPPER_VARIANTS"
+
+
+@pytest.mark.parametrize("k,k_padded", [(5, 8), (8, 8), (17, 24)])
+def test_fp16_k_padding_is_exact(k, k_padded):
+    x = torch.rand(3, k) * 2 - 1
+    w = torch.rand(4, k) * 2 - 1
+    xp, wp = p12mod.fp16_k_padded(x, k_padded), p12mod.fp16_k_padded(w, k_padded)
+    assert xp.shape == (3, k_padded) and xp.dtype == torch.float16 and xp.is_contiguous()
+    assert (xp[:, k:] == 0).all() and torch.equal(xp[:, :k], x.half())
+    # The zero columns add nothing: the product equals the unpadded fp16 product.
+    torch.testing.assert_close(xp.double() @ wp.double().T, x.half().double() @ w.half().double().T)
+    with pytest.raises(ValueError, match="k_padded"):
+        p12mod.fp16_k_padded(x, k - 1)
+
+
+# ----------------------------------------------------------------------------- GPU part
+
+MULT, SLOPE = 2.0, 0.1
+# (M, K, N). Odd on every axis: M = 1, N not a multiple of 128 or 256, K % 8 != 0 (padded),
+# K not a multiple of 64 (TMA zero-fills the last k-tile), N odd (scalar stores).
+SIZES = [(1, 64, 256), (1, 8, 1), (7, 13, 5), (67, 1000, 333), (129, 520, 257), (300, 4104, 1000),
+         (1000, 8000, 8000), (1024, 8192, 8192)]
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return build.load_extension("p12", hopper=True)
+
+
+def fresh_inputs(M, K, N, seed=None):
+    seed = secrets.randbits(31) if seed is None else seed
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    bound = 1.0 / math.sqrt(K)
+    x = torch.rand(M, K, device="cuda", generator=g)
+    w = (torch.rand(N, K, device="cuda", generator=g) * 2 - 1) * bound
+    b = (torch.rand(N, device="cuda", generator=g) * 2 - 1) * bound
+    return x, w, b, seed
+
+
+def reference64(x, w, b):
+    return torch.nn.functional.leaky_relu((x.double() @ w.double().T + b.double()) * MULT, SLOPE)
+
+
+@gpu_test
+@pytest.mark.parametrize("v", STEP_VARIANTS, ids=lambda v: v.slug)
+@pytest.mark.parametrize("M,K,N", SIZES, ids=str)
+def test_step_matches_the_fp16_product(v, M, K, N):
+    """Against float64 on the fp16-rounded inputs the only difference is fp32 accumulation
+    (~1e-6); against the exact float64 product it is one fp16 rounding of each input
+    (~3e-4 relative, below 2e-3), and visibly not fp32 when K is long."""
+    x, w, b, seed = fresh_inputs(M, K, N)
+    model = P12.make_model(P12.sizes(batch_size=M, in_features=K, out_features=N), device="cuda")
+    with torch.no_grad():
+        model.gemm.weight.copy_(w)
+        model.gemm.bias.copy_(b)
+    fn = v.build(model)
+    poison_allocator((M, N))
+    out = fn(x)
+    torch.cuda.synchronize()
+    assert out.shape == (M, N) and out.dtype == torch.float32
+    assert not out.isnan().any(), f"{v.slug} left unwritten outputs; seed={seed}"
+    err16 = rel_error(out, reference64(x.half(), w.half(), b))
+    assert err16 < 1e-5, f"{v.slug} {M}x{K}x{N}: {err16:.2e} vs the fp16 product; seed={seed}"
+    err = rel_error(out, reference64(x, w, b))
+    assert err < 2e-3, f"{v.slug} {M}x{K}x{N}: {err:.2e} vs float64; seed={seed}"
+    if K >= 1000:
+        assert err > 1e-5, f"{v.slug}: {err:.2e} looks like fp32, not one fp16 product"
+
+
+@gpu_test
+def test_binding_refuses_unpadded_k_and_copies_misaligned_inputs(ext):
+    M, K, N = 130, 264, 136
+    x, w, b, _ = fresh_inputs(M, K, N)
+    x16, w16 = x.half(), w.half()
+    with pytest.raises(ValueError, match="multiple of 8"):
+        ext.wgmma_tma(x16[:, :260], w16[:, :260], b)
+    with pytest.raises(TypeError, match="float16"):
+        ext.wgmma_tma(x, w16, b)
+    buf = torch.empty(M * K + 4, device="cuda", dtype=torch.float16)
+    x_mis = buf[4:].view(M, K)          # 8 bytes past a 16-byte boundary
+    x_mis.copy_(x16)
+    assert x_mis.data_ptr() % 16 != 0
+    ref = reference64(x16, w16, b)
+    for name in [v.slug for v in STEP_VARIANTS]:
+        out = getattr(ext, name)(x_mis, w16, b, MULT, SLOPE)
+        assert rel_error(out, ref) < 1e-5, name
+        out_t = getattr(ext, name)(x16, w16.T.contiguous().T, b, MULT, SLOPE)  # strided w
+        assert rel_error(out_t, ref) < 1e-5, name
+
+
+@gpu_test
+@pytest.mark.parametrize("v", list(p12mod.HOPPER_VARIANTS), ids=lambda v: v.slug)
+@pytest.mark.parametrize("sizes", [None, (67, 1000, 333), (1, 1003, 257)], ids=str)
+def test_passes_the_measuring_harness(v, sizes):
+    """fusedkit.measure's check and timing: the tier is whatever the check assigns (a single
+    fp16 product is expected not to reach kb-pass on p12: max diff ~1e-3 vs 1e-4)."""
+    from fusedkit.measure import measure
+
+    s = P12.defaults if sizes is None else P12.sizes(batch_size=sizes[0], in_features=sizes[1],
+                                                     out_features=sizes[2])
+    m = measure(P12, v, s, device="cuda", seeds=2, warmup_ms=5, rep_ms=20)
+    print(m.summary())
+    assert m.timed, m.summary()
