@@ -230,6 +230,16 @@ HOPPER_VARIANTS = (
             "copies into 3 shared-memory stages; epilogue from the accumulator registers",
             _hopper_step("wgmma_tma"), precision="fp16", needs_gpu=True,
             source="p12/08_wgmma_tma.cu"),
+    Variant(9, "wgmma_warpspec", "warp-specialised wgmma: a TMA producer, two wgmma consumers",
+            "128x256 tiles: one warpgroup only copies (registers given back with setmaxnreg), two "
+            "issue wgmma m64n256k16; full/empty mbarriers per stage, 4 stages",
+            _hopper_step("wgmma_warpspec"), precision="fp16", needs_gpu=True,
+            source="p12/09_wgmma_warpspec.cu"),
+    Variant(10, "wgmma_persistent", "persistent warp-specialised wgmma, grouped tile order",
+            "one block per SM walks the tiles in super-row order (W tiles shared in L2); the "
+            "producer loads the next tile while the consumers store the last",
+            _hopper_step("wgmma_persistent"), precision="fp16", needs_gpu=True,
+            source="p12/10_wgmma_persistent.cu"),
 )
 
 

@@ -77,6 +77,18 @@ torch::Tensor wgmma_tma(const torch::Tensor& x16, const torch::Tensor& w16, cons
     return run_step(&p12::launch_wgmma_tma, "wgmma_tma", x16, w16, b, multiplier, negative_slope);
 }
 
+torch::Tensor wgmma_warpspec(const torch::Tensor& x16, const torch::Tensor& w16,
+                             const torch::Tensor& b, double multiplier, double negative_slope) {
+    return run_step(&p12::launch_wgmma_warpspec, "wgmma_warpspec", x16, w16, b, multiplier,
+                    negative_slope);
+}
+
+torch::Tensor wgmma_persistent(const torch::Tensor& x16, const torch::Tensor& w16,
+                               const torch::Tensor& b, double multiplier, double negative_slope) {
+    return run_step(&p12::launch_wgmma_persistent, "wgmma_persistent", x16, w16, b, multiplier,
+                    negative_slope);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -95,4 +107,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     step_args("wgmma_tma", &wgmma_tma,
               "Step 08: wgmma m64n128k16 on 128 x 128 tiles fed by TMA through a 3-stage "
               "mbarrier pipeline, epilogue fused into the store.");
+    step_args("wgmma_warpspec", &wgmma_warpspec,
+              "Step 09: 128 x 256 tiles; a producer warpgroup issues TMA into 4 stages, two "
+              "consumer warpgroups issue wgmma m64n256k16 (warp specialisation, setmaxnreg).");
+    step_args("wgmma_persistent", &wgmma_persistent,
+              "Step 10: step 09 with one persistent block per SM walking the tiles in grouped "
+              "order; the next tile's loads overlap the last tile's epilogue.");
 }

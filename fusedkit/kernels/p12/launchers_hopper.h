@@ -16,4 +16,14 @@ const char* launch_wgmma_tma(const __half* x, const __half* w, const float* b, f
                              int N, int K, float multiplier, float negative_slope,
                              cudaStream_t stream);
 
+// 09: 128 x 256 tiles; a producer warpgroup (TMA) and two consumer warpgroups (wgmma m64n256k16).
+const char* launch_wgmma_warpspec(const __half* x, const __half* w, const float* b, float* y,
+                                  int M, int N, int K, float multiplier, float negative_slope,
+                                  cudaStream_t stream);
+
+// 10: step 09 made persistent: one block per SM walking the tiles in grouped order.
+const char* launch_wgmma_persistent(const __half* x, const __half* w, const float* b, float* y,
+                                    int M, int N, int K, float multiplier, float negative_slope,
+                                    cudaStream_t stream);
+
 }  // namespace p12
