@@ -85,7 +85,7 @@ Predicted / measured wall time over these 36 calls: 1.02 to 1.98, median 1.46.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Iterable, NamedTuple, Sequence
 
@@ -103,6 +103,11 @@ SAFETY = 1.5
 SPLIT_BLOCK = (32, 128)
 # p45/04_triton_fused_lse.py, combine_lse: `block_r, block_t = (128, 16) if INTERPRET else ...`
 COMBINE_BLOCK = (128, 16)
+# Elementwise cost of rounding one operand element in p45's step 06, in units of the
+# model's elementwise element: fp16 is numpy's own cast; bf16 takes integer arithmetic and
+# the interpreter's bit-by-bit widening. Read off one call at 128x512x512x256 (2-core EPYC):
+# 1.6 s (fp16) and 4.6 s (bf16) of CPU time above step 04's on the same tiles.
+LOWP_ROUNDING_WEIGHT = {"fp16": 1.0, "bf16": 3.0}
 # Runs of each config when an autotuner with several configs tunes (triton.testing.do_bench:
 # one call, five to estimate, then at least one warm-up and one timed run). Unused today:
 # every autotuned kernel of the workbook has one config under the interpreter.
@@ -214,6 +219,13 @@ def _combine(m: int, n: int, gemm2: object) -> Launch:
                   elements=iters * br * bt, block=(br, bt))
 
 
+def _rounding(gemm: Launch, weight: float) -> Launch:
+    """``gemm`` plus the rounding of its operand tiles in every K-step (step 06 of p45):
+    (BLOCK_M + BLOCK_N) * BLOCK_K elements per step, times ``weight``."""
+    bm, bn, bk = gemm.block
+    return replace(gemm, elements=gemm.elements + weight * gemm.iterations * (bm + bn) * bk)
+
+
 def _dot_precision(variant: Variant) -> str:
     """The ``precision=`` a Triton step is built with: Variant says "fp32" for "ieee"."""
     return {"fp32": "ieee"}.get(variant.precision, variant.precision)
@@ -268,6 +280,16 @@ def _p45(variant: Variant, s: Sizes, first_call: bool) -> list[Launch]:
                _gemm("fp16x3_linear_partial_lse", g2, m, n, _cdiv(h, ka) * ka, 3, first_call),
                _combine(m, n, g2)]
         return [_split("split_w1", h, k, ka), _split("split_w2", n, h, ka)] + out if first_call else out
+    if variant.source == "p45/06_triton_fp16_lse.py":
+        s06 = _step("p45", "06_triton_fp16_lse.py")
+        g2 = s06._linear_partial_lse_lowp_kernel
+        # Each K-step also rounds its A tile and widens its B tile (both as elementwise
+        # work); the weights' casts are torch's own (no interpreted loop): not counted.
+        weight = LOWP_ROUNDING_WEIGHT[variant.precision]
+        return [_rounding(_gemm("linear_sigmoid_lowp", s06._linear_sigmoid_lowp_kernel, m, h, k, 1,
+                                first_call), weight),
+                _rounding(_gemm("linear_partial_lse_lowp", g2, m, n, h, 1, first_call), weight),
+                _combine(m, n, g2)]
     raise ValueError(f"variant={variant.slug!r} ({variant.source}) has no launch model in "
                      "fusedkit.interpreter_cost; add its kernels there")
 

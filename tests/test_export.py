@@ -39,6 +39,8 @@ SMALL = {"p12": {"batch_size": 17, "in_features": 33, "out_features": 65},
 EXPORTABLE = [(p.key, s) for p in PROBLEMS for s in export.exportable(p)]
 TRITON = [(k, s) for k, s in EXPORTABLE if problems.get(k).variant(s).triton]
 CUDA = [(k, s) for k, s in EXPORTABLE if not problems.get(k).variant(s).triton]
+# Unit roundoff of the precisions with one 16-bit product per term (fp16: 11 bits, bf16: 8).
+ONE_16BIT_PRODUCT = {"fp16": 2.0**-11, "bf16": 2.0**-8}
 IMPORTS_FUSEDKIT = re.compile(r"^\s*(from|import)\s+fusedkit\b", re.M)
 ids = "{0[0]}-{0[1]}".format
 
@@ -303,8 +305,13 @@ def test_triton_export_runs_without_fusedkit_and_is_right(case, kernelbench_run)
     model = p.make_model(SMALL[p.key])
     model.load_state_dict(got["state"])
     ref, eager = check.reference64(model, [got["x"]]), check.eager32(model, [got["x"]])
-    # The interpreter computes every dot in fp32: each Triton kernel is fp32-faithful there.
-    assert check.rel_error(got["out"], ref) <= check.tier_bound("fp32-faithful", check.rel_error(eager, ref))
+    err = check.rel_error(got["out"], ref)
+    if p.variant(case[1]).precision in ONE_16BIT_PRODUCT:
+        # Its operands are rounded to 16 bits in the interpreter too: within their unit roundoff.
+        assert err <= ONE_16BIT_PRODUCT[p.variant(case[1]).precision], err
+    else:
+        # The interpreter computes every other dot in fp32: those kernels are fp32-faithful there.
+        assert err <= check.tier_bound("fp32-faithful", check.rel_error(eager, ref))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message seen without a GPU")
@@ -346,8 +353,8 @@ def test_fp16x3_weight_split_lives_in_the_model_and_follows_its_weights(exported
     with torch.no_grad():
         torch.testing.assert_close(new_a(x), a(x), atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(new_b(x), b(x), atol=1e-4, rtol=1e-4)
-        cache_a = new_a._kernel.load_step("p12", "06_triton_fp16x3.py")._weight_cache
-        cache_b = new_b._kernel.load_step("p12", "06_triton_fp16x3.py")._weight_cache
+        cache_a = new_a._kernel.load_step("common", "weight_cache.py")._cache
+        cache_b = new_b._kernel.load_step("common", "weight_cache.py")._cache
         assert cache_a is not cache_b and len(cache_a) == len(cache_b) == 1
         new_a.load_state_dict(b.state_dict())       # new weights, in place: a new split
         torch.testing.assert_close(new_a(x), b(x), atol=1e-4, rtol=1e-4)

@@ -27,6 +27,7 @@ pytest.importorskip("triton")
 from fusedkit.kernels import load_step  # noqa: E402
 
 k06 = load_step("p12", "06_triton_fp16x3.py")
+wc = load_step("common", "weight_cache.py")  # the weight cache step 06 keeps its splits in
 k05 = k06._step05  # the very module step 06 reuses (one autotuner cache, one set of checks)
 
 GPU = torch.cuda.is_available()
@@ -193,7 +194,7 @@ def test_weight_cache_hits_and_follows_in_place_changes():
     w[3].add_(1.0)  # through a view: views share the version counter
     y3 = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     assert rel_error(y3, reference64(x, w, b)) < 1e-5
-    assert len(k06._weight_cache) == 1, "stale versions of the same weight must be dropped"
+    assert wc.size() == 1, "stale versions of the same weight must be dropped"
 
 
 def test_weight_cache_misses_changes_behind_the_version_counter_until_cleared():
@@ -223,12 +224,12 @@ def test_fresh_weights_never_hit_a_dead_weights_split():
     pool = w_a.clone()
     w1 = pool[:]  # a view: its own Python object, sharing pool's memory and version
     k06.linear_leakyrelu_fp16x3(x, w1, b, MULT, SLOPE)
-    key = k06._weight_key(w1)
+    key = wc.weight_key(w1)
     del w1
     gc.collect()
     pool.data.copy_(w_b)  # new contents, version unchanged
     w2 = pool[:]
-    assert k06._weight_key(w2) == key  # indistinguishable by address, version and shape
+    assert wc.weight_key(w2) == key  # indistinguishable by address, version and shape
     y = k06.linear_leakyrelu_fp16x3(x, w2, b, MULT, SLOPE)
     assert rel_error(y, reference64(x, w_b, b)) < 1e-5, "hit the split of a dead weight"
 
@@ -243,7 +244,7 @@ def test_fresh_weights_each_seed():
         assert rel_error(y, reference64(x, w, b)) < 1e-5, f"seed {seed}: stale weight split"
         del x, w, b, y
         gc.collect()
-    assert len(k06._weight_cache) <= k06._CACHE_SIZE
+    assert wc.size() <= wc.CACHE_SIZE
 
 
 def test_inference_mode_weights_are_split_every_call():

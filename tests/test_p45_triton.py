@@ -1,11 +1,12 @@
-"""Problem 45, steps 04 (Triton GEMMs + partial logsumexp, three dot precisions) and 05
-(the same pipeline on fp16x3 splits).
+"""Problem 45, steps 04 (Triton GEMMs + partial logsumexp, three dot precisions), 05
+(the same pipeline on fp16x3 splits) and 06 (one fp16 or bf16 product per term).
 
 Without a GPU the kernels run in Triton's interpreter on CPU tensors. The interpreter
 ignores ``input_precision`` and computes every dot in fp32 with numpy (and step 05 adds
 its hi*hi chunks with a plain add), so CPU runs check the logic (indexing, masks, the
 partial logsumexp and its combine, the h split, padding), not precision: every variant
-must then be fp32-accurate. Tests marked ``gpu`` check each variant's precision on real
+must then be fp32-accurate, except step 06, whose operands are rounded to 16 bits there too
+(and which is held to the same rounding emulated in torch). Tests marked ``gpu`` check each variant's precision on real
 tensor cores. Inputs are fresh each run; the seed is in every failure message.
 """
 
@@ -30,20 +31,24 @@ import pytest  # noqa: E402
 pytest.importorskip("triton")
 
 from fusedkit.check import rel_error  # noqa: E402
+from fusedkit.precision import to_bf16, to_fp16  # noqa: E402
 from fusedkit.kernels import load_step  # noqa: E402
 
 k05 = load_step("p45", "05_triton_fp16x3_lse.py")
 k04 = k05._step04  # the very module step 05 reuses (checks, helpers, combine)
+k06 = load_step("p45", "06_triton_fp16_lse.py")
 
 GPU = torch.cuda.is_available()
 DEVICE = "cuda" if GPU else "cpu"
 INTERPRET = k04.INTERPRET
 SEED = secrets.randbelow(2**31 - 10_000)  # fresh inputs every run; quoted in messages
 
-VARIANTS = (*k04.PRECISIONS, "fp16x3")
-# The interpreter computes every variant in fp32; on a GPU the small-shape logic tests
-# allow tf32 its 10-bit mantissa.
+VARIANTS = (*k04.PRECISIONS, "fp16x3", *k06.PRECISIONS)
+# The interpreter computes steps 04 and 05 in fp32; on a GPU the small-shape logic tests
+# allow tf32 its 10-bit mantissa. Step 06 rounds its operands to 16 bits everywhere: a few
+# units of 2**-11 (fp16) or 2**-8 (bf16) on outputs of order 1.
 LOGIC_TOL = {v: (1e-3 if (v == "tf32" and not INTERPRET) else 1e-5) for v in VARIANTS}
+LOGIC_TOL.update({"fp16": 2e-4, "bf16": 2e-3})
 # (M, K, H, N): single elements, tails in every dim, K and H below / above one BLOCK_K,
 # N below, between and above BLOCK_N (32 in the interpreter): several partial tiles.
 SHAPES = [(1, 1, 1, 1), (3, 5, 7, 33), (17, 33, 65, 19), (19, 64, 40, 130)]
@@ -76,6 +81,8 @@ def reference64(x, w1, b1, w2, b2) -> torch.Tensor:
 def run_variant(variant: str, *args) -> torch.Tensor:
     if variant == "fp16x3":
         return k05.linear_sigmoid_linear_lse_fp16x3(*args)
+    if variant in k06.PRECISIONS:
+        return k06.linear_sigmoid_linear_lse_fp16(*args, precision=variant)
     return k04.linear_sigmoid_linear_lse(*args, precision=variant)
 
 
@@ -84,6 +91,9 @@ def partial_lse(variant: str, x, w1, b1, w2, b2):
     if variant == "fp16x3":
         pmax, psum = k05.linear_partial_lse_split(k05.linear_sigmoid_split(x, w1, b1), w2, b2)
         kernel = k05._fp16x3_linear_partial_lse_kernel
+    elif variant in k06.PRECISIONS:
+        pmax, psum = k06.linear_partial_lse_lowp(k06.linear_sigmoid_lowp(x, w1, b1, variant), w2, b2)
+        kernel = k06._linear_partial_lse_lowp_kernel
     else:
         h = k04.linear_sigmoid(x, w1, b1, variant)
         pmax, psum = k04.linear_partial_lse(h, w2, b2, variant)
@@ -117,7 +127,7 @@ def test_matches_float64_on_odd_sizes(variant, shape):
     assert err < LOGIC_TOL[variant], f"{variant} {shape} seed {seed}: rel. error {err:.2e}"
 
 
-@pytest.mark.parametrize("variant", ["tf32x3", "fp16x3"])
+@pytest.mark.parametrize("variant", ["tf32x3", "fp16x3", "fp16"])
 def test_non_contiguous_inputs_read_through_strides(variant):
     m, k, h, n = 9, 20, 36, 40
     args0 = make_inputs(m, k, h, n, seed=SEED + 1)
@@ -138,7 +148,7 @@ def test_non_contiguous_inputs_read_through_strides(variant):
 # ---------------------------------------------------------------------------------------
 # The partial logsumexp and the combine
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["tf32x3", "fp16x3"])
+@pytest.mark.parametrize("variant", ["tf32x3", "fp16x3", "fp16"])
 def test_partials_per_tile_with_a_masked_tail(variant):
     # N = 130: four full tiles of 32 in the interpreter and a tail of 2 valid columns
     # (on a GPU 128 or 256 wide: one full tile and a short one, or a single short one).
@@ -149,8 +159,12 @@ def test_partials_per_tile_with_a_masked_tail(variant):
     t = math.ceil(n / block_n)
     assert pmax.shape == psum.shape == (m, t), f"expected (M, T) = ({m}, {t}) for BLOCK_N {block_n}"
     assert pmax.dtype == psum.dtype == torch.float32
-    ref_max, ref_sum = tiles64(logits64(*args), block_n)
-    tol = LOGIC_TOL[variant]
+    if variant in k06.PRECISIONS:  # each logit carries its 16-bit rounding: compare like with like
+        ref_max, ref_sum = tiles64(emulated16_logits(variant, *args), block_n)
+        tol = 2e-5
+    else:
+        ref_max, ref_sum = tiles64(logits64(*args), block_n)
+        tol = LOGIC_TOL[variant]
     assert torch.allclose(pmax.double(), ref_max, rtol=tol, atol=tol), f"seed {SEED + 2}: pmax"
     assert torch.allclose(psum.double(), ref_sum, rtol=tol, atol=tol), f"seed {SEED + 2}: psum"
     tail = n - (t - 1) * block_n  # valid columns of the last tile
@@ -158,7 +172,7 @@ def test_partials_per_tile_with_a_masked_tail(variant):
     assert (psum[:, -1] <= tail + 1e-3).all(), "the tail tile summed columns past N"
 
 
-@pytest.mark.parametrize("variant", ["tf32", "fp16x3"])
+@pytest.mark.parametrize("variant", ["tf32", "fp16x3", "fp16"])
 @pytest.mark.parametrize("case", ["scaled by 100", "shifted by -1000", "shifted by +500"])
 def test_large_and_negative_logits_stay_finite(variant, case):
     # Logits of +-hundreds: exp(z) alone would overflow fp32 beyond 88 and underflow to 0
@@ -250,6 +264,172 @@ def test_fp16x3_non_finite_x_is_rejected_or_propagated():
 
 
 # ---------------------------------------------------------------------------------------
+# Step 06: one 16-bit product per term
+# ---------------------------------------------------------------------------------------
+ROUND = {"fp16": to_fp16, "bf16": to_bf16}
+
+
+def emulated16_logits(precision: str, x, w1, b1, w2, b2) -> torch.Tensor:
+    """Step 06's logits in torch: x, W1, W2 and h rounded to 16 bits, products in float64."""
+    r = to_fp16 if precision == "fp16" else to_bf16
+    h = r(torch.sigmoid(r(x).double() @ r(w1).double().T + b1.double()).float())
+    return h.double() @ r(w2).double().T + b2.double()
+
+
+def emulated16(precision: str, *args) -> torch.Tensor:
+    return torch.logsumexp(emulated16_logits(precision, *args), dim=1)
+
+
+@pytest.mark.parametrize("precision", k06.PRECISIONS)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_fp16_step_rounds_exactly_like_the_emulation(precision, shape):
+    # Against float64 the error is the rounding's (test above); against the same rounding done
+    # by torch only the fp32 sums and sigmoid remain: an fp16 ulp of h apart at most.
+    seed = SEED + 300 + hash(shape) % 1000
+    args = make_inputs(*shape, seed=seed)
+    k06.clear_weight_cache()
+    out = run_variant(precision, *args)
+    err = rel_error(out, emulated16(precision, *args))
+    assert err < 2e-5, f"{precision} {shape} seed {seed}: {err:.2e} from the torch emulation"
+
+
+@pytest.mark.parametrize("precision", k06.PRECISIONS)
+def test_fp16_step_stores_h_in_16_bits(precision):
+    x, w1, b1, _, _ = make_inputs(9, 20, 70, 5, seed=SEED + 301)
+    h = k06.linear_sigmoid_lowp(x, w1, b1, precision)
+    assert h.dtype == k06.DTYPES[precision] and h.shape == (9, 70) and h.is_contiguous()
+    r = ROUND[precision]
+    ref = r(torch.sigmoid(r(x).double() @ r(w1).double().T + b1.double()).float())
+    # One 16-bit rounding of an fp32 sigmoid: equal, or one ulp apart where fp32 sums land
+    # on the other side of a rounding boundary.
+    ulp = 2.0**-10 if precision == "fp16" else 2.0**-7
+    assert ((h.double() - ref.double()).abs() <= ulp * ref.double().abs() + 1e-7).all(), f"seed {SEED + 301}"
+    assert (h >= 0).all() and (h <= 1).all()
+
+
+def test_fp16_step_casts_x_in_the_kernel_or_in_a_pass_alike():
+    args = make_inputs(13, 40, 33, 21, seed=SEED + 302)
+    a = k06.linear_sigmoid_linear_lse_fp16(*args)
+    b = k06.linear_sigmoid_linear_lse_fp16(*args, cast_x_first=True)
+    assert torch.equal(a, b), f"seed {SEED + 302}"
+
+
+def test_fp16_weight_cast_is_cached_and_follows_in_place_changes():
+    k06.clear_weight_cache()
+    x, w1, b1, w2, b2 = make_inputs(7, 16, 24, 10, seed=SEED + 303)
+    first = k06.cast_weight_cached(w1, "fp16")
+    assert k06.cast_weight_cached(w1, "fp16") is first  # unchanged weight: no new cast
+    assert k06.cast_weight_cached(w1, "bf16") is not first  # one entry per dtype
+    with torch.no_grad():
+        w1.mul_(-2.0)  # bumps w1._version: the next call must cast again
+    out = run_variant("fp16", x, w1, b1, w2, b2)
+    assert k06.cast_weight_cached(w1, "fp16") is not first
+    assert rel_error(out, emulated16("fp16", x, w1, b1, w2, b2)) < 2e-5, f"seed {SEED + 303}"
+    # Behind the version counter the change is not seen, until the cache is cleared.
+    new_w2 = make_inputs(7, 16, 24, 10, seed=SEED + 304)[3]
+    w2.data.copy_(new_w2)
+    stale = run_variant("fp16", x, w1, b1, w2, b2)
+    assert rel_error(stale, emulated16("fp16", x, w1, b1, w2, b2)) > 1e-4
+    k06.clear_weight_cache()
+    fresh = run_variant("fp16", x, w1, b1, w2, b2)
+    assert rel_error(fresh, emulated16("fp16", x, w1, b1, w2, b2)) < 2e-5, f"seed {SEED + 304}"
+
+
+def test_fp16_weight_that_overflows_is_refused_once():
+    x, w1, b1, w2, b2 = make_inputs(4, 6, 7, 5, seed=SEED + 305)
+    w2 = w2.clone()
+    w2[2, 3] = 1e5  # beyond fp16's 65504, fine in bf16
+    k06.clear_weight_cache()
+    with pytest.raises(ValueError, match=r"^w2 holds inf or NaN in fp16 \(first in row 2\): fp16 holds "
+                                         r"magnitudes up to 65504"):
+        run_variant("fp16", x, w1, b1, w2, b2)
+    assert torch.isfinite(run_variant("bf16", x, w1, b1, w2, b2)).all()
+
+
+def test_fp16_step_checks_precision_and_h():
+    args = make_inputs(4, 6, 7, 5, seed=SEED + 306)
+    with pytest.raises(ValueError, match=r"^precision='tf32': allowed values are \('fp16', 'bf16'\)"):
+        k06.linear_sigmoid_linear_lse_fp16(*args, precision="tf32")
+    with pytest.raises(TypeError, match=r"^h.dtype=torch.float32: allowed are torch.float16, torch.bfloat16"):
+        k06.linear_partial_lse_lowp(torch.rand(4, 7, device=DEVICE), *args[3:])
+    with pytest.raises(ValueError, match=r"^w2.shape=\(5, 7\) does not match h.shape=\(4, 6\)"):
+        k06.linear_partial_lse_lowp(torch.rand(4, 6, device=DEVICE).half(), *args[3:])
+
+
+# Step 06's GPU configs compiled for sm_90a on this machine (no GPU needed): run as
+# `python -c _COMPILE_SM90`, one JSON line per (GEMM, dtype, config).
+_COMPILE_SM90 = r"""
+import json, os, re, subprocess, tempfile
+os.environ["TRITON_INTERPRET"] = "0"  # a real compile, before triton is imported
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+from fusedkit.kernels import load_step
+
+k06 = load_step("p45", "06_triton_fp16_lse.py")
+kernels = {"gemm1": (k06._linear_sigmoid_lowp_kernel, {"x_ptr": "*fp32", "w_ptr": "*DT", "b_ptr": "*fp32",
+                                                        "h_ptr": "*DT"}),
+           "gemm2": (k06._linear_partial_lse_lowp_kernel, {"h_ptr": "*DT", "w_ptr": "*DT", "b_ptr": "*fp32",
+                                                            "pmax_ptr": "*fp32", "psum_ptr": "*fp32"})}
+for gemm, (kernel, ptrs) in kernels.items():
+    jit = kernel.fn.fn  # autotune -> heuristics -> jit
+    # KernelBench's sizes: contiguous operands (unit strides along K), every size a multiple of 16.
+    unit = {"stride_xk", "stride_wk", "stride_b", "stride_hn", "stride_hk", "stride_pt", "stride_st"}
+    for dt, tl_dt in [("fp16", tl.float16), ("bf16", tl.bfloat16)]:
+        for cfg in k06.GPU_CONFIGS[gemm]:
+            consts = {"DTYPE": tl_dt, "EMULATE": False, "EVEN_K": True, **cfg.kwargs,
+                      **{a: 1 for a in jit.arg_names if a in unit}}
+            sig = {a: "i32" for a in jit.arg_names}
+            sig.update({a: t.replace("DT", dt) for a, t in ptrs.items()})
+            sig.update({c: "constexpr" for c in consts})
+            aligned = [a for a in jit.arg_names if a not in consts]
+            attrs = {(jit.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
+            ck = triton.compile(ASTSource(jit, sig, constexprs=consts, attrs=attrs),
+                                target=GPUTarget("cuda", 90, 32),
+                                options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+            with tempfile.TemporaryDirectory() as d:
+                ptx = os.path.join(d, "k.ptx")
+                open(ptx, "w").write(ck.asm["ptx"])
+                log = subprocess.run([get_ptxas(90).path, "-arch=sm_90a", "-v", ptx, "-o", ptx + ".o"],
+                                     capture_output=True, text=True, check=True)
+            text = log.stdout + log.stderr
+            kw = cfg.kwargs
+            print(json.dumps({"gemm": gemm, "dtype": dt, "smem": ck.metadata.shared,
+                              "key": [kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_stages, cfg.num_warps],
+                              "regs": max(map(int, re.findall(r"Used (\d+) registers", text))),
+                              "spill": sum(map(int, re.findall(r"(\d+) bytes spill stores", text))),
+                              "wgmma": "wgmma.mma_async" in ck.asm["ptx"], "c7515": "C7515" in text}),
+                  flush=True)
+"""
+
+
+def test_fp16_step_gpu_configs_compile_for_sm90():
+    # Every GPU config of both GEMMs, in fp16 and bf16: fits the H200's 227 KB of shared
+    # memory, spills no registers, issues wgmma and keeps it pipelined (no C7515).
+    import json  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    nvidia = pytest.importorskip("triton.backends.nvidia.compiler")
+    if not os.path.isfile(nvidia.get_ptxas(90).path):
+        pytest.skip("Triton's ptxas is not installed")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_SM90], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 2 * sum(len(c) for c in k06.GPU_CONFIGS.values())
+    for r in rows:
+        assert r["smem"] <= 227 * 1024, f"{r}: over the 227 KB of shared memory"
+        assert r["spill"] == 0, f"{r}: ptxas spills registers"
+        assert r["wgmma"] and not r["c7515"], f"{r}: no pipelined wgmma"
+
+
+# ---------------------------------------------------------------------------------------
 # Input checks: one clear line naming the parameter
 # ---------------------------------------------------------------------------------------
 BAD_INPUTS = [
@@ -270,7 +450,7 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("variant", ["tf32", "fp16x3"])
+@pytest.mark.parametrize("variant", ["tf32", "fp16x3", "fp16"])
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 def test_bad_inputs_name_the_parameter(variant, case):
     _, mutate, error, pattern = case
@@ -303,7 +483,7 @@ def test_partial_lse_checks_its_own_operands():
 # ---------------------------------------------------------------------------------------
 # Precision on real tensor cores (GPU only)
 # ---------------------------------------------------------------------------------------
-GPU_TOL = {"ieee": 1e-5, "tf32x3": 1e-5, "tf32": 1e-3, "fp16x3": 1e-5}
+GPU_TOL = {"ieee": 1e-5, "tf32x3": 1e-5, "tf32": 1e-3, "fp16x3": 1e-5, "fp16": 1e-4, "bf16": 1e-3}
 DEFAULT = (16384, 2048, 4096, 1024)  # (M, K, H, N): KernelBench's sizes
 # Tails everywhere (K and H not multiples of 4 or 64, N not a multiple of BLOCK_N), and a
 # short M with a long hidden size.
@@ -346,3 +526,26 @@ def test_gpu_odd_sizes_poisoned(variant, shape):
     assert not torch.isnan(out).any(), f"{variant} {shape} seed {seed}: NaN in out"
     err = rel_error(out, reference64(*args))
     assert err < GPU_TOL[variant], f"{variant} {shape} seed {seed}: rel. error {err:.2e}"
+
+
+# ---------------------------------------------------------------------------------------
+# Step 06 through the measuring path on the GPU: KernelBench's check at its sizes
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("precision", k06.PRECISIONS)
+@pytest.mark.parametrize("where", ["default", "odd"])
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+def test_gpu_fp16_step_through_measure(precision, where):
+    from fusedkit import problems  # noqa: PLC0415
+    from fusedkit.measure import measure  # noqa: PLC0415
+
+    p = problems.get("p45")
+    sizes = p.defaults if where == "default" else p.sizes(batch_size=1000, input_size=2047,
+                                                          hidden_size=4095, output_size=1023)
+    m = measure(p, f"triton_fused_lse_{precision}", sizes, device="cuda")
+    print(m.summary())
+    assert m.ok and m.timed, m.summary()
+    if precision == "fp16":
+        # One fp16 product per term passes KernelBench's 1e-4 check on problem 45.
+        assert m.tier == "kb-pass", m.summary()
+    k06.clear_weight_cache()

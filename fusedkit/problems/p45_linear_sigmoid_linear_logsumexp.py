@@ -129,6 +129,12 @@ _STEPS = [
             "needs no split pass of its own; fp32-faithful on fp16 tensor cores",
             _triton_step("05_triton_fp16x3_lse.py", "linear_sigmoid_linear_lse_fp16x3"),
             precision="fp16x3", source="p45/05_triton_fp16x3_lse.py", triton=True),
+    *[Variant(6, f"triton_fused_lse_{prec}", f"Triton GEMMs on {prec} tensor cores, one product per term",
+              f"x rounded to {prec} as GEMM1 loads it, the weights cast once (cached), h stored in "
+              f"{prec}: one 16-bit MMA per chunk instead of three, fp32 sums",
+              _triton_step("06_triton_fp16_lse.py", "linear_sigmoid_linear_lse_fp16", precision=prec),
+              precision=prec, source="p45/06_triton_fp16_lse.py", triton=True)
+      for prec in ("fp16", "bf16")],
 ]
 for _v in _STEPS:
     PROBLEM.add_variant(_v)

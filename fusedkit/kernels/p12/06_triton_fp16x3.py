@@ -30,8 +30,6 @@ tensor cores: their truncation error is 2**-11 times smaller.
 
 from __future__ import annotations
 
-import weakref
-from collections import OrderedDict
 from typing import NamedTuple
 
 import torch
@@ -42,6 +40,7 @@ from fusedkit.kernels import load_step
 
 
 _step05 = load_step("p12", "05_triton_fused.py")   # shared input checks and interpreter flag
+_weights = load_step("common", "weight_cache.py")  # one weight split per weight version
 INTERPRET: bool = _step05.INTERPRET  # decided when triton.jit decorates, i.e. at import
 check_inputs = _step05.check_inputs
 _on_device = _step05.on_device
@@ -159,54 +158,30 @@ def split_fp16x3(a: torch.Tensor, pad_cols_to: int = 1) -> Fp16x3Split:
 # ----------------------------------------------------------------------------------------
 # 2. The W split, cached: W is read once per change instead of once per call.
 # ----------------------------------------------------------------------------------------
-_CACHE_SIZE = 4  # each entry holds fp16 hi + lo: as many bytes as the fp32 weight itself
-_weight_cache: OrderedDict[tuple, tuple[weakref.ref, Fp16x3Split]] = OrderedDict()
-
-
 def clear_weight_cache() -> None:
     """Forget every cached weight split (use after changing a weight behind autograd's back,
     e.g. through ``weight.data`` or a custom kernel, which does not bump ``weight._version``)."""
-    _weight_cache.clear()
+    _weights.clear()
 
 
-def _weight_key(weight: torch.Tensor) -> tuple:
-    # _version counts in-place writes through this tensor and its views (copy_, mul_, an
-    # optimizer step ...), so a changed weight gets a new key even at the same address.
-    return (weight.data_ptr(), weight._version, tuple(weight.shape), tuple(weight.stride()),
-            str(weight.device))
-
-
-def split_weight_cached(weight: torch.Tensor) -> Fp16x3Split:
-    """The fp16x3 split of ``weight`` (N, K), K padded to a multiple of K_ALIGN, computed
-    once per (address, version, shape, strides, device) and reused while the same tensor
-    stays alive and unmodified.
-
-    Raises ValueError if the weight contains inf or NaN (checked once per split, one sync).
-    Inference-mode tensors have no version counter, so they are split on every call.
-    """
-    # Drop entries whose tensor died: its memory may now hold a different tensor with the
-    # same address and a fresh version counter, which would otherwise hit a stale split.
-    for key in [k for k, (ref, _) in _weight_cache.items() if ref() is None]:
-        del _weight_cache[key]
-    cacheable = not weight.is_inference()
-    key = _weight_key(weight) if cacheable else None
-    if cacheable and key in _weight_cache:
-        _weight_cache.move_to_end(key)  # least recently used goes first when full
-        return _weight_cache[key][1]
-
+def _split_checked(weight: torch.Tensor) -> Fp16x3Split:
     split = split_fp16x3(weight, pad_cols_to=K_ALIGN)
     bad = ~torch.isfinite(split.inv_scale)
     if bool(bad.any()):  # one host sync per new weight, not per call
         row = int(bad.nonzero()[0, 0])
         raise ValueError(f"weight contains inf or NaN (first in row {row}): the fp16x3 split needs finite values")
-    if cacheable:
-        # Older versions of this same tensor are stale now; free their memory at once.
-        for k in [k for k in _weight_cache if (k[0], k[2], k[3], k[4]) == (key[0], key[2], key[3], key[4])]:
-            del _weight_cache[k]
-        _weight_cache[key] = (weakref.ref(weight), split)
-        while len(_weight_cache) > _CACHE_SIZE:
-            _weight_cache.popitem(last=False)
     return split
+
+
+def split_weight_cached(weight: torch.Tensor) -> Fp16x3Split:
+    """The fp16x3 split of ``weight`` (N, K), K padded to a multiple of K_ALIGN, computed
+    once per (address, version, shape, strides, device) and reused while the same tensor
+    stays alive and unmodified (the shared weight cache).
+
+    Raises ValueError if the weight contains inf or NaN (checked once per split, one sync).
+    Inference-mode tensors have no version counter, so they are split on every call.
+    """
+    return _weights.cached(weight, "fp16x3", _split_checked)
 
 
 # ----------------------------------------------------------------------------------------
