@@ -99,9 +99,9 @@ SAFETY = 1.5
 
 # Tiles that the step files fix inside a wrapper's body, not reachable as module
 # attributes; tests/test_interpreter_cost.py parses the files and fails if these change.
-# p12/06_triton_fp16x3.py, split_fp16x3: `block_r, block_c = (32, 128) if INTERPRET else ...`
+# common/fp16x3_split.py, split_fp16x3: `block_r, block_c = (32, 128) if INTERPRET else ...`
 SPLIT_BLOCK = (32, 128)
-# p45/04_triton_fused_lse.py, combine_lse: `block_r, block_t = (128, 16) if INTERPRET else ...`
+# common/lse.py, combine_lse: `block_r, block_t = (128, 16) if INTERPRET else ...`
 COMBINE_BLOCK = (128, 16)
 # Elementwise cost of rounding one operand element in p45's step 06, in units of the
 # model's elementwise element: fp16 is numpy's own cast; bf16 takes integer arithmetic and

@@ -260,6 +260,27 @@ def source_path(source: str) -> Path:
     return step_path(folder, filename)
 
 
+_COMMON_MODULE = re.compile(r"""^(\w+)\s*=\s*load_step\(\s*["']common["']\s*,\s*["']([\w.]+)["']\s*\)""", re.M)
+
+
+def shared_functions(source: str) -> list[tuple[str, list[str]]]:
+    """The shared Triton functions a Python step calls, as ``(common source, names)`` pairs:
+    the kernels and launchers of each ``kernels/common`` module it loads (``_base =
+    load_step("common", "triton_base.py")``) that it names as ``_base.<name>``."""
+    path = source_path(source)
+    if path.suffix != ".py":
+        return []
+    text = path.read_text()
+    out = []
+    for alias, filename in _COMMON_MODULE.findall(text):
+        used = set(re.findall(rf"\b{alias}\.(\w+)", text))
+        jit = [f.name for f in parse(KERNELS / "common" / filename) if f.kind != "other"]
+        names = [n for n in jit if n in used]
+        if names:
+            out.append((f"common/{filename}", names))
+    return out
+
+
 def previous_source(problem_key: str, slug: str) -> str | None:
     """The source file of the step before ``slug`` in its problem's ladder (the nearest lower
     step number with a different file), or None for the first kernel step."""
@@ -542,4 +563,11 @@ def show_step(problem_key: str, slug: str, previous: str | None = None, *,
         more = show_source(src, names=fnames, header=False,
                            title=f"{src} (shared code this step calls)")
         view = CodeView(view.html + more.html, view.text + "\n" + more.text, view.shown + more.shown)
+    # The shared Triton pieces the step calls (tile order, dot loop, split ...), folded.
+    given = {src for src, _ in extra}
+    for src, fnames in shared_functions(v.source):
+        if src not in given:
+            more = show_source(src, names=fnames, fold=fnames, header=False,
+                               title=f"{src} (shared code this step calls, folded: click to open)")
+            view = CodeView(view.html + more.html, view.text + "\n" + more.text, view.shown + more.shown)
     return view

@@ -110,8 +110,8 @@ def test_every_autotuned_kernel_runs_one_config_in_the_interpreter():
 
 def test_block_sizes_kept_here_match_the_step_files():
     # SPLIT_BLOCK and COMBINE_BLOCK mirror constants inside the wrappers' bodies.
-    split = (KERNELS / "p12" / "06_triton_fp16x3.py").read_text()
-    combine = (KERNELS / "p45" / "04_triton_fused_lse.py").read_text()
+    split = (KERNELS / "common" / "fp16x3_split.py").read_text()
+    combine = (KERNELS / "common" / "lse.py").read_text()
     m = re.search(r"block_r, block_c = \((\d+), (\d+)\) if INTERPRET", split)
     assert m and tuple(map(int, m.groups())) == ic.SPLIT_BLOCK
     m = re.search(r"block_r, block_t = \((\d+), (\d+)\) if INTERPRET", combine)

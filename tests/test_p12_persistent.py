@@ -29,7 +29,7 @@ pytest.importorskip("triton")
 from fusedkit.kernels import load_step  # noqa: E402
 
 k07 = load_step("p12", "07_triton_persistent_tma.py")
-k05 = k07._step05  # the very module step 07 reuses (checks, fallback kernel)
+k05 = k07._step05  # the very module step 07 falls back to
 
 GPU = torch.cuda.is_available()
 DEVICE = "cuda" if GPU else "cpu"

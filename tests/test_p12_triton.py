@@ -28,7 +28,7 @@ from fusedkit.kernels import load_step  # noqa: E402
 
 k06 = load_step("p12", "06_triton_fp16x3.py")
 wc = load_step("common", "weight_cache.py")  # the weight cache step 06 keeps its splits in
-k05 = k06._step05  # the very module step 06 reuses (one autotuner cache, one set of checks)
+k05 = load_step("p12", "05_triton_fused.py")
 
 GPU = torch.cuda.is_available()
 DEVICE = "cuda" if GPU else "cpu"

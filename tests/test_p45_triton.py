@@ -35,7 +35,7 @@ from fusedkit.precision import to_bf16, to_fp16  # noqa: E402
 from fusedkit.kernels import load_step  # noqa: E402
 
 k05 = load_step("p45", "05_triton_fp16x3_lse.py")
-k04 = k05._step04  # the very module step 05 reuses (checks, helpers, combine)
+k04 = load_step("p45", "04_triton_fused_lse.py")
 k06 = load_step("p45", "06_triton_fp16_lse.py")
 
 GPU = torch.cuda.is_available()

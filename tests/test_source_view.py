@@ -10,8 +10,10 @@ from fusedkit.kernels import KERNELS
 
 def test_python_step_shows_its_triton_kernels_and_the_wrappers_that_launch_them():
     fns = source_view.functions(KERNELS / "p12" / "05_triton_fused.py")
-    assert {"grouped_tile", "dot_tile", "_linear_leakyrelu_kernel", "linear_leakyrelu"} <= set(fns)
-    assert not {"_cfg", "autotune_space", "check_inputs", "_interpreting"} & set(fns)
+    assert {"_linear_leakyrelu_kernel", "linear_leakyrelu"} <= set(fns)
+    fns_common = source_view.functions(KERNELS / "common" / "triton_base.py")
+    assert {"grouped_tile", "dot_tile"} <= set(fns_common)
+    assert not {"make_config", "autotune_space", "_interpreting"} & set(fns_common)
     assert fns["_linear_leakyrelu_kernel"].lstrip().startswith(("@", "#"))   # decorators kept
     fns = source_view.functions(KERNELS / "p45" / "04_triton_fused_lse.py")
     assert "linear_sigmoid_linear_lse" in fns     # calls the launchers: the entry point
@@ -78,3 +80,15 @@ def test_previous_step_defaults_to_the_nearest_lower_step_with_another_file():
 def test_unknown_function_names_say_what_the_file_has():
     with pytest.raises(KeyError, match="p12_epilogue_scalar_kernel"):
         source_view.show_source("p12/02_cublas_epilogue.cu", names=["nope"])
+
+
+def test_a_triton_step_shows_the_shared_pieces_it_calls_folded():
+    # Steps import shared code only from kernels/common; the code view lists what they call.
+    assert source_view.shared_functions("p12/05_triton_fused.py") == [
+        ("common/triton_base.py", ["grouped_tile", "dot_tile"])]
+    shared = dict(source_view.shared_functions("p45/05_triton_fp16x3_lse.py"))
+    assert "fp16x3_tile" in shared["common/fp16x3_split.py"]
+    assert "partial_lse_store" in shared["common/lse.py"]
+    view = source_view.show_step("p45", "triton_fused_lse_fp16x3")
+    assert "common/lse.py (shared code this step calls, folded" in view.text
+    assert source_view.shared_functions("p12/04_tiled.cu") == []

@@ -127,7 +127,7 @@ def main() -> None:
         report(f"step 05 {prec}, autotuned",
                lambda: k05.linear_leakyrelu(x, w, b, mult, slope, prec))
         best05 = getattr(k05._linear_leakyrelu_kernel, "best_config", None)
-        print(f"#   step 05 picked {k05._config_key(best05) if best05 else '?'}", flush=True)
+        print(f"#   step 05 picked {load_step('common', 'triton_base.py').config_key(best05) if best05 else '?'}", flush=True)
 
     # Every config on its own (compiles each once): PROBE_SPACE first, in its order (its
     # 2-CTA cluster entries last: a kernel that faults leaves the CUDA context unusable),

@@ -1,6 +1,6 @@
-# Computes y = LeakyReLU((x @ W.T + b) * multiplier, negative_slope) in ONE persistent Triton kernel: one program per SM walks the output tiles, the TMA engine feeds the tensor cores, the epilogue runs on the accumulator before a TMA store.
-# Changed vs step 05: a persistent grid (one program per SM, tiles in step 05's grouped order) instead of one program per tile; x, W and y moved by TMA through tensor descriptors built on the device; the tile loop flattened into the K loop so the pipeline loads the next tile during this tile's epilogue, or warp-specialized (producer warp + consumer warp groups); the fp32 epilogue optionally stored in two column halves (or quarters), staging half (a quarter) as much shared memory, so one more pipeline stage fits.
-# Roofline: compute-bound (~410 FLOP/byte at 1024x8192x8192). H200 datasheet floors: tf32 0.28 ms (494.7 TFLOP/s dense), tf32x3 three times that, 0.83 ms; the target is eager's cuBLAS TF32 GEMM (0.365-0.396 ms measured) with the epilogue for free.
+# Computes: y = LeakyReLU((x @ W.T + b) * multiplier), one persistent TMA-fed Triton kernel.
+# Changed: one program per SM walks the tiles; TMA loads and stores; next tile loads during the epilogue.
+# Roofline: compute-bound; tf32 0.28 ms (H200 datasheet); the target is eager's cuBLAS TF32 GEMM.
 """Step 07 of problem 12: a persistent, TMA-fed Triton GEMM with the epilogue fused.
 
 Why: in step 05 every output tile is a new program that starts with an empty pipeline and
@@ -65,11 +65,13 @@ import triton.language as tl
 
 from fusedkit.kernels import load_step
 
-_step05 = load_step("p12", "05_triton_fused.py")   # input checks, interpreter flag, fallback kernel
-INTERPRET: bool = _step05.INTERPRET  # decided when triton.jit decorates, i.e. at import
-PRECISIONS: tuple[str, ...] = _step05.PRECISIONS
-check_inputs = _step05.check_inputs
-_on_device = _step05.on_device
+_base = load_step("common", "triton_base.py")
+INTERPRET: bool = _base.INTERPRET  # decided when triton.jit decorates, i.e. at import
+check_inputs = load_step("common", "checks.py").check_linear
+_on_device = _base.on_device
+# Operands TMA cannot read go to step 05 as a whole: its public wrapper, the same math.
+_step05 = load_step("p12", "05_triton_fused.py")
+PRECISIONS: tuple[str, ...] = ("ieee", "tf32x3", "tf32")  # step 05's, which it falls back to
 
 # Under the interpreter the persistent grid has this many programs (the tests' shapes have
 # 1 to 90 tiles): few enough that programs loop over several tiles, exercising the walk.

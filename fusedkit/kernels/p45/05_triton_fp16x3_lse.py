@@ -1,15 +1,15 @@
-# Computes out[m] = logsumexp_n(sigmoid(x @ W1.T + b1) @ W2.T + b2) to fp32 accuracy on fp16 tensor cores: both GEMMs take fp16 hi + lo splits of their operands and sum hi*hi + (hi*lo + lo*hi) / 2048.
-# Changed vs step 04 (tf32x3 / tf32 / ieee): fp16 MMAs (twice tf32's peak); W1 and W2 split once (cached), x split per call, and GEMM1's epilogue writes sigmoid's output already split (fixed scale 2**14), so GEMM2 reads fp16 h directly; partial logsumexp and combine as in step 04.
-# Roofline: compute-bound; three fp16 passes of 412 GFLOP at the H200's 989 dense fp16 TFLOP/s give a 1.25 ms floor, plus ~0.2 ms of HBM traffic (x split, h split written and read: ~0.8 GB at 4.8 TB/s).
+# Computes: out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) to fp32 accuracy on fp16 tensor cores.
+# Changed: both GEMMs on fp16x3 splits (weights cached); GEMM1's epilogue writes h already split.
+# Roofline: compute-bound; three fp16 passes at 989 TFLOP/s (H200 datasheet): 1.25 ms.
 """Step 05 of problem 45: the step 04 pipeline on fp16 tensor cores ("fp16x3"), fp32-faithful.
 
-The split is problem 12's (step 06, reused from there): a float32 matrix A becomes
+The split is problem 12's (step 06; shared in ``common/fp16x3_split.py``): a float32 matrix A becomes
 A = (hi + lo / 2048) * inv_scale[row], hi and lo fp16, so that A @ B.T is three fp16 GEMMs,
 hi@hi + (hi@lo + lo@hi) / 2048, each chunk's hi*hi added to the fp32 accumulator outside
 the tensor cores (an opaque ``add.rn.f32``) because their own accumulation truncates.
 
     x  (M, K): split per call, one power-of-two scale per row from the row's max;
-    W1 (H, K), W2 (N, H): split once per weight version and cached (p12's cache);
+    W1 (H, K), W2 (N, H): split once per weight version and cached (the shared cache);
     h  (M, H): split by GEMM1's epilogue, with ONE fixed scale 2**14 for every row.
 
 Why a fixed scale works for h: h = sigmoid(.) lies in [0, 1], so hs = h * 2**14 lies in
@@ -35,27 +35,29 @@ import triton.language as tl
 
 from fusedkit.kernels import load_step
 
-_p12 = load_step("p12", "06_triton_fp16x3.py")  # the split, the weight cache, _add_rn
-_step04 = load_step("p45", "04_triton_fused_lse.py")  # shared tile helpers and the combine
-INTERPRET: bool = _p12.INTERPRET
-Fp16x3Split = _p12.Fp16x3Split
-split_fp16x3 = _p12.split_fp16x3
-split_weight_cached = _p12.split_weight_cached
-clear_weight_cache = _p12.clear_weight_cache
-K_ALIGN: int = _p12.K_ALIGN  # K and H are padded (with zeros) to a multiple of this
-check_inputs = _step04.check_inputs
-combine_lse = _step04.combine_lse
+_base = load_step("common", "triton_base.py")  # interpreter flag, configs, tile order
+_checks = load_step("common", "checks.py")
+_split = load_step("common", "fp16x3_split.py")  # the split, its weight cache, the GEMM tile
+_lse = load_step("common", "lse.py")  # the partial logsumexp epilogue and the combine
+INTERPRET: bool = _base.INTERPRET
+Fp16x3Split = _split.Fp16x3Split
+split_fp16x3 = _split.split_fp16x3
+split_weight_cached = _split.split_weight_cached
+clear_weight_cache = _split.clear_weight_cache
+K_ALIGN: int = _split.K_ALIGN  # K and H are padded (with zeros) to a multiple of this
+check_inputs = _checks.check_two_layers
+combine_lse = _lse.combine_lse
 
 # Kernels may only read module-level JIT functions and constexprs.
-_fp16x3_tile = _p12.fp16x3_tile  # problem 12 step 06's split GEMM tile
-_LO_SCALE = _p12._LO_SCALE  # 2**11
-_grouped_tile = _step04.grouped_tile
-_sigmoid = _step04._sigmoid
-_partial_lse_store = _step04._partial_lse_store
+_fp16x3_tile = _split.fp16x3_tile
+_LO_SCALE = _split.LO_SCALE  # 2**11
+_grouped_tile = _base.grouped_tile
+_sigmoid = _base.sigmoid
+_partial_lse_store = _lse.partial_lse_store
 H_SCALE = 2.0**14  # the fixed scale of h's split (see the module docstring)
 _H_SCALE = tl.constexpr(H_SCALE)
 
-_cfg = _p12._cfg  # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) -> Config with GROUP_M=8
+_cfg = _base.make_config  # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) -> Config with GROUP_M=8
 # Problem 12's fp16x3 tiles (four fp16 tiles per stage, three fp32 accumulators in
 # registers), measured there and compiled without spills for sm_90a: 64x128x64 is 48 KB a
 # stage (4 stages fit), 128x128x64 is 64 KB (3 stages fit).
@@ -65,7 +67,7 @@ _GPU_CONFIGS = [
     _cfg(128, 128, 32, 4, 8),
     _cfg(64, 128, 32, 4, 4),
 ]
-_CONFIGS = [_cfg(32, 32, 32, 1, 4)] if INTERPRET else _GPU_CONFIGS
+_CONFIGS = [_cfg(*_base.INTERPRET_TILE)] if INTERPRET else _GPU_CONFIGS
 # The unmasked K loop is only right if every BLOCK_K divides the padding multiple.
 assert all(K_ALIGN % c.kwargs["BLOCK_K"] == 0 for c in _CONFIGS), "BLOCK_K must divide K_ALIGN"
 MIN_BLOCK_N = min(c.kwargs["BLOCK_N"] for c in _CONFIGS)
@@ -138,21 +140,6 @@ def _fp16x3_linear_partial_lse_kernel(
 # ----------------------------------------------------------------------------------------
 # Wrappers
 # ----------------------------------------------------------------------------------------
-def _grid(m: int, n: int):
-    def grid(meta: dict) -> tuple[int]:
-        # 1-D grid over all output tiles; the kernels remap ids into GROUP_M-tall groups.
-        return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
-    return grid
-
-
-def _reject_non_finite(split: Fp16x3Split, name: str) -> None:
-    bad = ~torch.isfinite(split.inv_scale)
-    if bool(bad.any()):  # one host sync per call
-        row = int(bad.nonzero()[0, 0])
-        raise ValueError(f"{name} contains inf or NaN (first in row {row}): the fp16x3 split needs "
-                         "finite values (check_finite=False turns such rows into NaN instead)")
-
-
 def linear_sigmoid_split(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
                          *, check_finite: bool = False) -> Fp16x3Split:
     """h = sigmoid(x @ w1.T + b1) on fp16 tensor cores, returned as its fp16x3 split.
@@ -167,19 +154,19 @@ def linear_sigmoid_split(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
         Fp16x3Split(hi, lo, inv_scale): hi, lo (M, H_pad) float16, H_pad = H rounded up to
         K_ALIGN, columns H.. zero; inv_scale (M,) all 2**-14. h = (hi + lo/2048) * 2**-14.
     """
-    m, k, h = _step04._check_layer("x", x, "w1", w1, "b1", b1)
+    m, k, h = _checks.check_layer("x", x, "w1", w1, "b1", b1)
     ws = split_weight_cached(w1)
     xs = split_fp16x3(x, pad_cols_to=K_ALIGN)  # same padded K as the weight's split
     if check_finite:
-        _reject_non_finite(xs, "x")
+        _split.reject_non_finite(xs, "x")
     h_pad = triton.cdiv(h, K_ALIGN) * K_ALIGN
     hh = torch.empty((m, h_pad), device=x.device, dtype=torch.float16)
     hl = torch.empty((m, h_pad), device=x.device, dtype=torch.float16)
     if h_pad > h:  # GEMM2 sums over all H_pad columns: the padding must add nothing
         hh[:, h:].zero_()
         hl[:, h:].zero_()
-    with _step04.on_device(x.device):
-        _fp16x3_linear_sigmoid_split_kernel[_grid(m, h)](
+    with _base.on_device(x.device):
+        _fp16x3_linear_sigmoid_split_kernel[_base.tile_grid(m, h)](
             xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b1, hh, hl,
             m, h, xs.hi.shape[1],  # the padded K
             xs.hi.stride(0), ws.hi.stride(0), b1.stride(0), hh.stride(0),
@@ -204,7 +191,7 @@ def linear_partial_lse_split(h: Fp16x3Split, w2: torch.Tensor, b2: torch.Tensor,
     """
     if not isinstance(h, Fp16x3Split):
         raise TypeError(f"h must be an Fp16x3Split (hi, lo, inv_scale), got {type(h).__name__}")
-    _step04._check_tensors([("w2", w2, 2), ("b2", b2, 1)])
+    _checks.check_tensors([("w2", w2, 2), ("b2", b2, 1)])
     n, hw = w2.shape
     if b2.shape[0] != n:
         raise ValueError(f"b2.shape={tuple(b2.shape)}: it must be ({n},), w2's first dim")
@@ -214,16 +201,16 @@ def linear_partial_lse_split(h: Fp16x3Split, w2: torch.Tensor, b2: torch.Tensor,
         raise ValueError(f"h.hi.shape={tuple(h.hi.shape)}: it must be contiguous (M, {ws.hi.shape[1]}), "
                          f"H = w2.shape[1] = {hw} padded to K_ALIGN, with lo alike and inv_scale (M,)")
     m = h.hi.shape[0]
-    pmax, psum = _step04.partial_buffers(m, n, MIN_BLOCK_N, w2.device)
-    with _step04.on_device(w2.device):
-        _fp16x3_linear_partial_lse_kernel[_grid(m, n)](
+    pmax, psum = _lse.partial_buffers(m, n, MIN_BLOCK_N, w2.device)
+    with _base.on_device(w2.device):
+        _fp16x3_linear_partial_lse_kernel[_base.tile_grid(m, n)](
             h.hi, h.lo, h.inv_scale, ws.hi, ws.lo, ws.inv_scale, b2, pmax, psum,
             m, n, h.hi.shape[1],  # the padded H
             h.hi.stride(0), ws.hi.stride(0), b2.stride(0),
             pmax.stride(0), pmax.stride(1), psum.stride(0), psum.stride(1),
             USE_ASM_ADD=not INTERPRET,
         )
-    return _step04.used_tiles(_fp16x3_linear_partial_lse_kernel, pmax, psum, n)
+    return _lse.used_tiles(_fp16x3_linear_partial_lse_kernel, pmax, psum, n)
 
 
 def linear_sigmoid_linear_lse_fp16x3(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
@@ -235,7 +222,7 @@ def linear_sigmoid_linear_lse_fp16x3(x: torch.Tensor, w1: torch.Tensor, b1: torc
     Args:
         x: (M, K) float32 activations, split on every call.
         w1: (H, K), b1: (H,); w2: (N, H), b2: (N,): float32. The splits of w1 and w2 are
-            CACHED (problem 12's cache, keyed on data_ptr, ``_version``, shape, strides,
+            CACHED (the shared weight cache, keyed on data_ptr, ``_version``, shape, strides,
             device while the tensor lives): in-place changes through the tensor are seen,
             changes behind the version counter (``w.data.copy_``, custom kernels) are not,
             so call ``clear_weight_cache()`` after those. Weights with inf/NaN are rejected.

@@ -1,6 +1,6 @@
 # Computes: out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2), one fp16 (or bf16) product per term.
-# Changed: one 16-bit MMA per chunk, not three; h written as fp16, half the bytes.
-# Roofline: compute-bound, 412 GFLOP at 989 fp16 TFLOP/s (datasheet): 0.42 ms.
+# Changed: one 16-bit MMA per chunk, not three; h written in 16 bits, half the bytes.
+# Roofline: compute-bound; one fp16 pass at 989 TFLOP/s (H200 datasheet): 0.42 ms.
 """Step 06 of problem 45: step 04's pipeline with 16-bit operands and fp32 accumulation.
 
 The data flow, for x (M, K), W1 (H, K), W2 (N, H), in ``dtype`` = fp16 or bf16:
@@ -11,7 +11,7 @@ The data flow, for x (M, K), W1 (H, K), W2 (N, H), in ``dtype`` = fp16 or bf16:
            (M, H), half the bytes of step 04's fp32 h.
     GEMM2  z = h @ W2.T + b2, tile by tile in registers, reduced to per-tile (max, sum-exp)
            pairs as in step 04; W2 cast once and cached.
-    combine  step 04's kernel.
+    combine  step 04's kernel (``common/lse.py``).
 
 Why this can pass KernelBench's check on problem 45 and not on problem 12: the output is a
 logsumexp, whose error is a softmax-weighted average of the logits' errors, and the logits'
@@ -35,28 +35,26 @@ import triton.language as tl
 
 from fusedkit.kernels import load_step
 
-_step04 = load_step("p45", "04_triton_fused_lse.py")  # checks, tile helpers, combine
+_base = load_step("common", "triton_base.py")  # interpreter flag, configs, tile order
+_checks = load_step("common", "checks.py")
+_lse = load_step("common", "lse.py")  # the partial logsumexp epilogue and the combine
 _weights = load_step("common", "weight_cache.py")  # one cast per weight version
-INTERPRET: bool = _step04.INTERPRET
-on_device = _step04.on_device
-check_inputs = _step04.check_inputs
-combine_lse = _step04.combine_lse
+INTERPRET: bool = _base.INTERPRET
+on_device = _base.on_device
+check_inputs = _checks.check_two_layers
+combine_lse = _lse.combine_lse
 
 # Kernels may only read module-level JIT functions and constexprs.
-_grouped_tile = _step04.grouped_tile
-_sigmoid = _step04._sigmoid
-_partial_lse_store = _step04._partial_lse_store
+_grouped_tile = _base.grouped_tile
+_sigmoid = _base.sigmoid
+_partial_lse_store = _lse.partial_lse_store
 
 PRECISIONS = ("fp16", "bf16")
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 _TL_DTYPES = {"fp16": tl.float16, "bf16": tl.bfloat16}
 
 
-def _cfg(bm: int, bn: int, bk: int, stages: int, warps: int) -> triton.Config:
-    # GROUP_M=8: eight row-blocks of tiles share each column-block of W while it sits in L2.
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
-                         num_stages=stages, num_warps=warps)
-
+_cfg = _base.make_config  # (BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) -> Config with GROUP_M=8
 
 # Shared memory and registers as Triton 3.6 compiles them for sm_90a (checked on a CPU with
 # its ptxas by tests/test_p45_triton.py): none spills, none makes ptxas serialize the wgmmas
@@ -78,8 +76,8 @@ _GEMM2_CONFIGS = [            # 16-bit h and W2
 ]
 GPU_CONFIGS = {"gemm1": _GEMM1_CONFIGS, "gemm2": _GEMM2_CONFIGS}
 # One small config in the interpreter: a single config is neither pruned nor benchmarked.
-CONFIGS = {g: [_cfg(32, 32, 32, 1, 4)] for g in GPU_CONFIGS} if INTERPRET else GPU_CONFIGS
-# GEMM2's partial buffers are sized for the narrowest candidate tile (see step 04).
+CONFIGS = {g: [_cfg(*_base.INTERPRET_TILE)] for g in GPU_CONFIGS} if INTERPRET else GPU_CONFIGS
+# GEMM2's partial buffers are sized for the narrowest candidate tile (common/lse.py).
 MIN_BLOCK_N = min(c.kwargs["BLOCK_N"] for c in CONFIGS["gemm2"])
 
 
@@ -199,41 +197,7 @@ def _linear_partial_lse_lowp_kernel(
 # Wrappers
 # ----------------------------------------------------------------------------------------
 def _check_precision(precision: str) -> None:
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r}: allowed values are {PRECISIONS}")
-
-
-def _check_layer16(a_name: str, a: torch.Tensor, dtypes: tuple[torch.dtype, ...], w_name: str,
-                   w: torch.Tensor, b_name: str, b: torch.Tensor) -> tuple[int, int, int]:
-    """One Linear layer a (M, K) @ w (N, K).T + b (N,), a of one of ``dtypes``, w and b
-    float32 (step 04's rules); returns (M, K, N)."""
-    if not isinstance(a, torch.Tensor):
-        raise TypeError(f"{a_name} must be a torch.Tensor, got {type(a).__name__}")
-    if a.dtype not in dtypes:
-        raise TypeError(f"{a_name}.dtype={a.dtype}: allowed are {', '.join(map(str, dtypes))}")
-    if a.dim() != 2:
-        raise ValueError(f"{a_name} has shape {tuple(a.shape)}: it must be 2-D")
-    _step04._check_tensors([(w_name, w, 2), (b_name, b, 1)])
-    if 0 in a.shape:
-        raise ValueError(f"{a_name} has shape {tuple(a.shape)}: empty inputs are not allowed "
-                         "(every dim must be >= 1)")
-    if a.device != w.device:
-        raise ValueError(f"the tensors must share one device, got {a_name} on {a.device}, "
-                         f"{w_name} on {w.device}")
-    (m, k), (n, kw) = a.shape, w.shape
-    if kw != k:
-        raise ValueError(f"{w_name}.shape={tuple(w.shape)} does not match {a_name}.shape={tuple(a.shape)}: "
-                         f"{w_name} must be ({n}, {k}), its second dim = {a_name}.shape[1] = {k}")
-    if b.shape[0] != n:
-        raise ValueError(f"{b_name}.shape={tuple(b.shape)}: it must be ({n},), {w_name}'s first dim")
-    return m, k, n
-
-
-def _grid(m: int, n: int):
-    def grid(meta: dict) -> tuple[int]:
-        # 1-D grid over all output tiles; the kernels remap ids into GROUP_M-tall groups.
-        return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
-    return grid
+    _checks.check_precision(precision, PRECISIONS)
 
 
 def cast_weight_cached(weight: torch.Tensor, precision: str = "fp16", name: str = "weight") -> torch.Tensor:
@@ -272,11 +236,11 @@ def linear_sigmoid_lowp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
     """
     _check_precision(precision)
     dtype = DTYPES[precision]
-    m, k, h = _check_layer16("x", x, (torch.float32, dtype), "w1", w1, "b1", b1)
+    m, k, h = _checks.check_layer("x", x, "w1", w1, "b1", b1, a_dtypes=(torch.float32, dtype))
     w = cast_weight_cached(w1, precision, "w1")
     out = torch.empty((m, h), device=x.device, dtype=dtype)
     with on_device(x.device):
-        _linear_sigmoid_lowp_kernel[_grid(m, h)](
+        _linear_sigmoid_lowp_kernel[_base.tile_grid(m, h)](
             x, w, b1, out, m, h, k,
             x.stride(0), x.stride(1), w.stride(0), w.stride(1), b1.stride(0),
             out.stride(0), out.stride(1),
@@ -298,18 +262,18 @@ def linear_partial_lse_lowp(h: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
         (pmax, psum), each (M, T) float32, T = cdiv(N, BLOCK_N) of the chosen config, as
         step 04's ``linear_partial_lse`` defines them.
     """
-    m, hk, n = _check_layer16("h", h, tuple(DTYPES.values()), "w2", w2, "b2", b2)
+    m, hk, n = _checks.check_layer("h", h, "w2", w2, "b2", b2, a_dtypes=tuple(DTYPES.values()))
     precision = {v: k for k, v in DTYPES.items()}[h.dtype]
     w = cast_weight_cached(w2, precision, "w2")
-    pmax, psum = _step04.partial_buffers(m, n, MIN_BLOCK_N, h.device)
+    pmax, psum = _lse.partial_buffers(m, n, MIN_BLOCK_N, h.device)
     with on_device(h.device):
-        _linear_partial_lse_lowp_kernel[_grid(m, n)](
+        _linear_partial_lse_lowp_kernel[_base.tile_grid(m, n)](
             h, w, b2, pmax, psum, m, n, hk,
             h.stride(0), h.stride(1), w.stride(0), w.stride(1), b2.stride(0),
             pmax.stride(0), pmax.stride(1), psum.stride(0), psum.stride(1),
             DTYPE=_TL_DTYPES[precision], EMULATE=INTERPRET,
         )
-    return _step04.used_tiles(_linear_partial_lse_lowp_kernel, pmax, psum, n)
+    return _lse.used_tiles(_linear_partial_lse_lowp_kernel, pmax, psum, n)
 
 
 def linear_sigmoid_linear_lse_fp16(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
