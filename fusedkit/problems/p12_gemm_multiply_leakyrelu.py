@@ -149,6 +149,10 @@ _STEPS = [
             "descriptors (bulk copies), the tile loop flattened into the K loop",
             _triton_step("07_triton_persistent_tma.py", "linear_leakyrelu_persistent", precision="tf32"),
             precision="tf32", source="p12/07_triton_persistent_tma.py", triton=True),
+    Variant(11, "small_batch_stream", "small batches: warps stream W once, fp32 FMAs",
+            "at a few rows the GEMM is a matrix-vector product bound by reading W: each warp "
+            "streams 4 rows of W with float4 loads against up to 16 rows of x, epilogue fused",
+            _cuda_step("small_batch"), needs_gpu=True, source="p12/11_small_batch_stream.cu"),
 ]
 for _v in _STEPS:
     PROBLEM.add_variant(_v)

@@ -52,7 +52,8 @@ Linear check_linear(const torch::Tensor& x, const torch::Tensor& w, const torch:
     return a;
 }
 
-enum class Step { kNaive, kCublasEpilogue, kCublasEpilogueVec4, kCublasTf32EpilogueVec4, kTiled };
+enum class Step { kNaive, kCublasEpilogue, kCublasEpilogueVec4, kCublasTf32EpilogueVec4, kTiled,
+                  kSmallBatch };
 
 torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w,
                        const torch::Tensor& b, double multiplier, double negative_slope) {
@@ -63,6 +64,12 @@ torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w
                           " is too large for the tiled kernel: at most ",
                           p12::kMaxGridY * p12::kTiledBlockM, " rows (65535 row tiles of ",
                           p12::kTiledBlockM, ")");
+    }
+    if (step == Step::kSmallBatch) {
+        const int64_t row_groups = (static_cast<int64_t>(a.M) + p12::kSmallBatchRows - 1) / p12::kSmallBatchRows;
+        TORCH_CHECK_VALUE(row_groups <= p12::kMaxGridY, "x.size(0) (M) = ", a.M,
+                          " is too large for the small-batch kernel: at most ",
+                          p12::kMaxGridY * p12::kSmallBatchRows, " rows");
     }
     const c10::cuda::CUDAGuard device_guard(a.x.device());
     torch::Tensor y = torch::empty({a.M, a.N}, a.x.options());
@@ -98,6 +105,10 @@ torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w
             p12::launch_tiled(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
             C10_CUDA_KERNEL_LAUNCH_CHECK();
             break;
+        case Step::kSmallBatch:
+            p12::launch_small_batch(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
     }
     return y;
 }
@@ -127,6 +138,11 @@ torch::Tensor cublas_tf32_epilogue_vec4(const torch::Tensor& x, const torch::Ten
 torch::Tensor tiled(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                     double multiplier, double negative_slope) {
     return run_step(Step::kTiled, x, w, b, multiplier, negative_slope);
+}
+
+torch::Tensor small_batch(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                          double multiplier, double negative_slope) {
+    return run_step(Step::kSmallBatch, x, w, b, multiplier, negative_slope);
 }
 
 // Checks of the in-place epilogue's y (M, N) and b (N,); returns b made contiguous.
@@ -202,6 +218,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
               "Step 03 in TF32: cublasSgemm on TF32 tensor cores, then the float4 epilogue.");
     step_args("tiled", &tiled,
               "Step 04: shared-memory tiled SIMT SGEMM with the epilogue fused into its store.");
+    step_args("small_batch", &small_batch,
+              "Step 11: for a few rows of x: warps stream rows of w once (float4), fp32 FMAs,\n"
+              "epilogue fused. Meant for M <= 16; larger M re-reads w once per 16 rows.");
     m.def("epilogue_only", &epilogue_only,
           "In place: y = LeakyReLU((y + b) * multiplier, negative_slope); returns y.\n\n"
           "y: contiguous CUDA float32 (M, N), updated in place (a strided y is refused, since a\n"

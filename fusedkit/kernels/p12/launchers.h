@@ -52,4 +52,12 @@ void launch_tiled(const float* x, const float* w, const float* b, float* y,
                   int M, int N, int K, float multiplier, float negative_slope,
                   cudaStream_t stream);
 
+// 11: small batches: each warp streams 4 rows of W once (float4 loads, scalar fallback when
+// K % 4 != 0 or x, W are not 16-byte aligned) against up to kSmallBatchRows rows of x per
+// launch row; fp32 FMAs, epilogue fused. Any M, N, K >= 1; ceil(M / kSmallBatchRows) <= 65535.
+constexpr int kSmallBatchRows = 16;
+void launch_small_batch(const float* x, const float* w, const float* b, float* y,
+                        int M, int N, int K, float multiplier, float negative_slope,
+                        cudaStream_t stream);
+
 }  // namespace p12

@@ -1,0 +1,145 @@
+// Computes y = LeakyReLU((x @ W.T + b) * multiplier, slope) in fp32 FMAs, for a few rows of x.
+// Changed against 04: no tiles, no tensor cores: each warp streams 4 rows of W once with float4 loads, up to 16 rows of x riding along.
+// Bound: memory up to ~16 rows: W read once (268 MB at 8192x8192); predicted ~0.07 ms at batch 1 (~3.8 TB/s) against eager's 0.11.
+#include <cstdint>
+#include <cuda_runtime.h>
+
+#include "launchers.h"
+
+// At batch 1 a GEMM is a matrix-vector product: each weight is used once per row of x, so
+// the time is the weight's bytes over the memory's rate, and the only job is to keep enough
+// bytes in flight. A warp owns kRowsPerWarp rows of W; per step every lane loads one float4
+// of each of its rows (kRowsPerWarp * 16 bytes in flight per lane, 16 KB per 256-thread
+// block) and multiplies it with the matching float4 of each row of x, which every warp of
+// the block reads at once (L1 hits after the first). Up to kMaxRows rows of x ride along per
+// launch row (gridDim.y); more rows re-read W, which is why this step is for small batches.
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerWarp = 4;
+constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;  // rows of W (columns of y) per block
+
+__device__ __forceinline__ float leaky(float v, float multiplier, float negative_slope) {
+    v *= multiplier;
+    return v > 0.0f ? v : v * negative_slope;
+}
+
+// acc[r][m] += dot(W row r, x row m) over the lane's share of K. VEC4: K % 4 == 0 and both
+// base pointers 16-byte aligned, so every row starts on a float4; otherwise single floats.
+// Lane l takes elements (float4s) l, l+32, l+64, ...: a warp reads 512 contiguous bytes of a
+// row per step, coalesced. Summation order: each lane adds its K/32 products in sequence,
+// then a 5-level butterfly adds the lanes: ~fp32 accuracy at K = 8192, like cuBLAS's order.
+template <bool VEC4>
+__device__ __forceinline__ void small_batch(const float* __restrict__ x, const float* __restrict__ w,
+                                            const float* __restrict__ b, float* __restrict__ y,
+                                            int M, int N, int K, float multiplier, float negative_slope) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int n0 = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;  // first W row of this warp
+    const int m0 = blockIdx.y * p12::kSmallBatchRows;                 // first x row of this block
+    const int rows_x = min(p12::kSmallBatchRows, M - m0);
+    if (n0 >= N) return;  // whole warp past the last row of W (no barrier below: safe)
+
+    float acc[kRowsPerWarp][p12::kSmallBatchRows];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int m = 0; m < p12::kSmallBatchRows; ++m) acc[r][m] = 0.0f;
+
+    // Rows past N are clamped to N - 1 (loaded, never stored): no branch inside the loop.
+    const float* wrow[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+        wrow[r] = w + static_cast<int64_t>(min(n0 + r, N - 1)) * K;
+    const float* xrow = x + static_cast<int64_t>(m0) * K;
+
+    if constexpr (VEC4) {
+        const int K4 = K / 4;
+        for (int k4 = lane; k4 < K4; k4 += 32) {
+            float4 wv[kRowsPerWarp];
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; ++r)  // W is read once: stream past L1 (.cs)
+                wv[r] = __ldcs(reinterpret_cast<const float4*>(wrow[r]) + k4);
+#pragma unroll
+            for (int m = 0; m < p12::kSmallBatchRows; ++m) {
+                if (m < rows_x) {
+                    const float4 xv = __ldg(reinterpret_cast<const float4*>(xrow + static_cast<int64_t>(m) * K) + k4);
+#pragma unroll
+                    for (int r = 0; r < kRowsPerWarp; ++r) {
+                        float a = acc[r][m];
+                        a = fmaf(wv[r].x, xv.x, a);
+                        a = fmaf(wv[r].y, xv.y, a);
+                        a = fmaf(wv[r].z, xv.z, a);
+                        a = fmaf(wv[r].w, xv.w, a);
+                        acc[r][m] = a;
+                    }
+                }
+            }
+        }
+    } else {
+        for (int k = lane; k < K; k += 32) {
+            float wv[kRowsPerWarp];
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; ++r) wv[r] = __ldcs(wrow[r] + k);
+#pragma unroll
+            for (int m = 0; m < p12::kSmallBatchRows; ++m) {
+                if (m < rows_x) {
+                    const float xv = __ldg(xrow + static_cast<int64_t>(m) * K + k);
+#pragma unroll
+                    for (int r = 0; r < kRowsPerWarp; ++r) acc[r][m] = fmaf(wv[r], xv, acc[r][m]);
+                }
+            }
+        }
+    }
+
+    // Butterfly: afterwards every lane holds every sum, so the stores can be spread over lanes.
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int m = 0; m < p12::kSmallBatchRows; ++m)
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1)
+                acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], off);
+
+    // Lane (m * kRowsPerWarp + r) % 32 stores y[m0 + m, n0 + r]: the epilogue in eager's order.
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+        const int n = n0 + r;
+#pragma unroll
+        for (int m = 0; m < p12::kSmallBatchRows; ++m) {
+            if (lane == ((m * kRowsPerWarp + r) & 31) && m < rows_x && n < N)
+                y[static_cast<int64_t>(m0 + m) * N + n] = leaky(acc[r][m] + b[n], multiplier, negative_slope);
+        }
+    }
+}
+
+// Two named entries (the template is instantiated once for each access width).
+extern "C" __global__ void __launch_bounds__(kThreads)
+p12_small_batch_vec4_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                            const float* __restrict__ b, float* __restrict__ y,
+                            int M, int N, int K, float multiplier, float negative_slope) {
+    small_batch<true>(x, w, b, y, M, N, K, multiplier, negative_slope);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+p12_small_batch_scalar_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                              const float* __restrict__ b, float* __restrict__ y,
+                              int M, int N, int K, float multiplier, float negative_slope) {
+    small_batch<false>(x, w, b, y, M, N, K, multiplier, negative_slope);
+}
+
+namespace p12 {
+
+void launch_small_batch(const float* x, const float* w, const float* b, float* y,
+                        int M, int N, int K, float multiplier, float negative_slope,
+                        cudaStream_t stream) {
+    const dim3 grid((N + kRowsPerBlock - 1) / kRowsPerBlock, (M + kSmallBatchRows - 1) / kSmallBatchRows);
+    const bool vec4 = K % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    if (vec4) {
+        p12_small_batch_vec4_kernel<<<grid, kThreads, 0, stream>>>(x, w, b, y, M, N, K, multiplier, negative_slope);
+    } else {
+        p12_small_batch_scalar_kernel<<<grid, kThreads, 0, stream>>>(x, w, b, y, M, N, K, multiplier, negative_slope);
+    }
+}
+
+}  // namespace p12
