@@ -7,7 +7,7 @@ Speed-ups are only ever taken within one run (one ``run_id``), against that run'
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -118,13 +118,18 @@ def run_ceilings(run: pd.DataFrame, path: str | Path | None = None) -> dict[str,
 
 
 def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
-                 *, fixed: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """The latest recorded size sweep of ``problem`` over ``dim``, one row per (variant, point).
+                 *, fixed: Mapping[str, int] | None = None, having: Sequence[str] = ()) -> pd.DataFrame:
+    """The most complete recorded size sweep of ``problem`` over ``dim``, one row per
+    (variant, point).
 
     A sweep is a run (one ``run_id``) that recorded the problem at more than one ``sizes``;
-    the latest run in which ``dim`` takes several values while every other dimension keeps
-    one value is read (``fixed`` first narrows the rows to those other values, which picks a
-    slice out of a cross-product sweep). ``device`` filters on a substring of the device name.
+    of the runs in which ``dim`` takes several values while every other dimension keeps one
+    value, the one that timed the most variants is read, the newest among equals (as
+    :func:`main_run_id` does: a short sweep of two new steps must not hide the full one).
+    ``having`` keeps only runs that timed every variant named there (to read the sweep that
+    measured a given step); ``fixed`` first narrows the rows to given values of the other
+    dimensions, which picks a slice out of a cross-product sweep. ``device`` filters on a
+    substring of the device name.
 
     Columns: variant, ``dim``, median_ms, pct_of_floor (%), tflops (TFLOP/s), gbps (GB/s),
     speedup (eager's time at the same point over the variant's; NaN where eager was not
@@ -151,11 +156,14 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
                              f"{problem.key}; valid: {', '.join(others)}")
         df = df[df[name] == value]
     per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
+                                       variants=("variant", "nunique"),
                                        **{f"n_{o}": (o, "nunique") for o in others})
     ok = (per_run["points"] > 1)
     for o in others:
         ok &= per_run[f"n_{o}"] == 1
-    runs = per_run[ok].sort_values("stamp")
+    for slug in having:
+        ok &= per_run.index.isin(df.loc[df["variant"] == slug, "run_id"])
+    runs = per_run[ok].sort_values(["variants", "stamp"])
     if runs.empty:
         return _empty_series(cols, dim)
     run = add_speedup(df[df["run_id"] == runs.index[-1]])

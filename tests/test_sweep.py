@@ -263,3 +263,18 @@ def test_sweep_summary_reads_flat_range_best_floor_and_speedup():
         results.sweep_summary(pd.DataFrame(rows).iloc[0:0], "batch_size")
     with pytest.raises(ValueError, match="flat="):
         results.sweep_summary(pd.DataFrame(rows), "batch_size", flat=1.0)
+
+
+def test_sweep_series_prefers_the_fullest_sweep_and_can_ask_for_a_step(tmp_path):
+    # A later, shorter sweep of one new step must not hide the full one; `having` reads it.
+    path = tmp_path / "r.csv"
+    fix = {"in_features": 8192, "out_features": 8192}
+    full = _ctx("20260101T000000Z-aaaaaa", "2026-01-01T00:00:00Z")
+    _write(path, full, [{"batch_size": b, **fix} for b in (1, 16, 256)],
+           variants=("eager", "triton_tf32", "triton_fp16x3"))
+    short = _ctx("20260102T000000Z-bbbbbb", "2026-01-02T00:00:00Z")
+    _write(path, short, [{"batch_size": b, **fix} for b in (1, 4)], variants=("eager", "small_batch_stream"))
+    assert set(results.sweep_series(P12, "batch_size", path=path)["run_id"]) == {full.run_id}
+    s = results.sweep_series(P12, "batch_size", path=path, having=["small_batch_stream"])
+    assert set(s["run_id"]) == {short.run_id} and sorted(set(s["variant"])) == ["eager", "small_batch_stream"]
+    assert results.sweep_series(P12, "batch_size", path=path, having=["naive"]).empty
