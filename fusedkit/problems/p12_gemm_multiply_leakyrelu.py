@@ -219,6 +219,27 @@ def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
     return run
 
 
+def _hopper_fp16x3_step(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """The ``build`` of step 12 (``wgmma_fp16x3`` in p12's Hopper extension): fp32-faithful
+    through step 06's fp16x3 split (``common/fp16x3_split.py``). Per call: W's split from the
+    shared weight cache (split once per weight version; a weight with inf or NaN raises), x
+    split with K padded by zeros to a multiple of 64 (the same padded K as W's; 16-byte rows
+    for TMA); then one kernel launch. A row of x holding inf or NaN gives a NaN row of y."""
+    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    fn = load_extension("p12", hopper=True).wgmma_fp16x3
+    split = load_step("common", "fp16x3_split.py")
+    w, b, c, slope = _weights(model)
+    b32 = b.float().contiguous()
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        ws = split.split_weight_cached(w)
+        xs = split.split_fp16x3(x, pad_cols_to=split.K_ALIGN)
+        return fn(xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b32, c, slope)
+    return run
+
+
 # Not yet in PROBLEM's ladder: notebook 01 shows every ladder step and the KernelBench export
 # exports every non-baseline one (tests hold both), and neither knows these yet (the export would
 # need the sm_90a build). Measure them as Variants (fusedkit.measure accepts one), as
@@ -244,6 +265,12 @@ HOPPER_VARIANTS = (
             "producer loads the next tile while the consumers store the last",
             _hopper_step("wgmma_persistent"), precision="fp16", needs_gpu=True,
             source="p12/10_wgmma_persistent.cu"),
+    Variant(12, "wgmma_fp16x3", "fp32-faithful wgmma: three fp16 products on fp16x3 splits",
+            "step 06's split (x per call, W cached) on step 10's persistent kernel with 128x128 "
+            "tiles: per k-tile hi*hi from zero, added with round-to-nearest FADDs outside the "
+            "tensor cores while hi*lo + lo*hi run on them",
+            _hopper_fp16x3_step, precision="fp16x3", needs_gpu=True,
+            source="p12/12_wgmma_fp16x3.cu"),
 )
 
 

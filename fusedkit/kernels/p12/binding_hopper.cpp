@@ -1,5 +1,6 @@
-// PyTorch bindings of problem 12's Hopper steps (08-10): y = LeakyReLU((x @ W.T + b) * multiplier,
-// slope) with fp16 x and W (one fp16 product, fp32 accumulation), fp32 b and y. Built apart from
+// PyTorch bindings of problem 12's Hopper steps (08-10, 12): y = LeakyReLU((x @ W.T + b) * multiplier,
+// slope) with fp16 x and W (one fp16 product, fp32 accumulation), fp32 b and y; step 12 takes
+// the fp16x3 splits of x and W instead (three fp16 products, fp32-faithful). Built apart from
 // binding.cpp, for sm_90a only (fusedkit.build, hopper=True). This file (1) checks inputs,
 // (2) allocates the output, (3) launches on PyTorch's current stream; kernels know nothing of torch.
 #include <torch/extension.h>
@@ -89,6 +90,65 @@ torch::Tensor wgmma_persistent(const torch::Tensor& x16, const torch::Tensor& w1
                     negative_slope);
 }
 
+// Step 12: x and W arrive as their fp16x3 splits (common/fp16x3_split.py): hi and lo (R, Kp) fp16
+// with the same padded Kp, and inv_scale (R,) fp32.
+torch::Tensor wgmma_fp16x3(const torch::Tensor& xh16, const torch::Tensor& xl16,
+                           const torch::Tensor& x_inv, const torch::Tensor& wh16,
+                           const torch::Tensor& wl16, const torch::Tensor& w_inv,
+                           const torch::Tensor& b, double multiplier, double negative_slope) {
+    check_cuda_half(xh16, "xh");
+    check_cuda_half(xl16, "xl");
+    check_cuda_half(wh16, "wh");
+    check_cuda_half(wl16, "wl");
+    check_cuda_float(x_inv, "x_inv", 1);
+    check_cuda_float(w_inv, "w_inv", 1);
+    check_cuda_float(b, "b", 1);
+    check_same_device(xl16, "xl", xh16);
+    check_same_device(wh16, "wh", xh16);
+    check_same_device(wl16, "wl", xh16);
+    check_same_device(x_inv, "x_inv", xh16);
+    check_same_device(w_inv, "w_inv", xh16);
+    check_same_device(b, "b", xh16);
+    TORCH_CHECK_VALUE(xl16.sizes() == xh16.sizes(), "xl must have xh's shape ", xh16.sizes(),
+                      ", got ", xl16.sizes());
+    TORCH_CHECK_VALUE(wl16.sizes() == wh16.sizes(), "wl must have wh's shape ", wh16.sizes(),
+                      ", got ", wl16.sizes());
+    TORCH_CHECK_VALUE(wh16.size(1) == xh16.size(1), "wh.size(1) must equal xh.size(1) (K = ",
+                      xh16.size(1), "), got wh of shape ", wh16.sizes(), "; both splits need the "
+                      "same padded K");
+    TORCH_CHECK_VALUE(x_inv.size(0) == xh16.size(0), "x_inv must have xh.size(0) = ", xh16.size(0),
+                      " elements, got shape ", x_inv.sizes());
+    TORCH_CHECK_VALUE(w_inv.size(0) == wh16.size(0), "w_inv must have wh.size(0) = ", wh16.size(0),
+                      " elements, got shape ", w_inv.sizes());
+    TORCH_CHECK_VALUE(b.size(0) == wh16.size(0), "b must have wh.size(0) = ", wh16.size(0),
+                      " elements, got shape ", b.sizes());
+    const int64_t K = xh16.size(1);
+    TORCH_CHECK_VALUE(K >= 8 && K % 8 == 0, "xh.size(1) (K) = ", K, " must be a positive multiple "
+                      "of 8: TMA needs 16-byte row strides; split with pad_cols_to=64 (the "
+                      "registry's build does)");
+    check_fits_int32(xh16.size(0), "xh.size(0) (M)");
+    check_fits_int32(wh16.size(0), "wh.size(0) (N)");
+    check_fits_int32(K, "xh.size(1) (K)");
+    const torch::Tensor xh = dense_aligned(xh16), xl = dense_aligned(xl16);
+    const torch::Tensor wh = dense_aligned(wh16), wl = dense_aligned(wl16);
+    const torch::Tensor xi = x_inv.contiguous(), wi = w_inv.contiguous(), bc = b.contiguous();
+    const int M = static_cast<int>(xh.size(0)), N = static_cast<int>(wh.size(0));
+    const c10::cuda::CUDAGuard device_guard(xh.device());
+    torch::Tensor y = torch::empty({M, N}, xh.options().dtype(torch::kFloat32));
+    if (M == 0 || N == 0) return y;  // nothing to compute; an empty grid is a launch error
+    const auto half_ptr = [](const torch::Tensor& t) {
+        return reinterpret_cast<const __half*>(t.data_ptr<at::Half>());
+    };
+    const char* err = p12::launch_wgmma_fp16x3(
+        half_ptr(xh), half_ptr(xl), xi.data_ptr<float>(), half_ptr(wh), half_ptr(wl),
+        wi.data_ptr<float>(), bc.data_ptr<float>(), y.data_ptr<float>(), M, N, static_cast<int>(K),
+        static_cast<float>(multiplier), static_cast<float>(negative_slope),
+        at::cuda::getCurrentCUDAStream());
+    TORCH_CHECK(err == nullptr, "wgmma_fp16x3: ", err == nullptr ? "" : err);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -113,4 +173,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     step_args("wgmma_persistent", &wgmma_persistent,
               "Step 10: step 09 with one persistent block per SM walking the tiles in grouped "
               "order; the next tile's loads overlap the last tile's epilogue.");
+    m.def("wgmma_fp16x3", &wgmma_fp16x3,
+          "Step 12: fp32-faithful y from the fp16x3 splits of x and w (three fp16 wgmma products "
+          "per k-tile, hi*hi added outside the tensor cores), persistent as step 10.\n\n"
+          "Return y (M, N) float32 = LeakyReLU(((xh + xl/2048) * x_inv[:, None]) @ "
+          "((wh + wl/2048) * w_inv[:, None]).T + b) * multiplier, negative_slope).\n"
+          "xh, xl: CUDA float16 (M, K); wh, wl: float16 (N, K); x_inv (M,), w_inv (N,), b (N,): "
+          "float32; one device; K % 8 == 0 (the split pads K to a multiple of 64).\n"
+          "Runs on the current CUDA stream and returns without synchronising.",
+          py::arg("xh"), py::arg("xl"), py::arg("x_inv"), py::arg("wh"), py::arg("wl"),
+          py::arg("w_inv"), py::arg("b"), py::arg("multiplier") = 2.0,
+          py::arg("negative_slope") = 0.1);
 }

@@ -1,4 +1,4 @@
-// Host launchers of problem 12's Hopper steps (08-10): y = LeakyReLU((x @ W.T + b) * multiplier,
+// Host launchers of problem 12's Hopper steps (08-10, 12): y = LeakyReLU((x @ W.T + b) * multiplier,
 // slope) with x (M, K) and W (N, K) in fp16 (row-major, contiguous), b (N,) and y (M, N) in fp32.
 // Requirements the binding checks: K % 8 == 0 (TMA needs 16-byte row strides) and x, W 16-byte
 // aligned. Each launcher only enqueues work on `stream`; it returns nullptr, or a message when
@@ -25,5 +25,13 @@ const char* launch_wgmma_warpspec(const __half* x, const __half* w, const float*
 const char* launch_wgmma_persistent(const __half* x, const __half* w, const float* b, float* y,
                                     int M, int N, int K, float multiplier, float negative_slope,
                                     cudaStream_t stream);
+
+// 12: fp32-faithful from fp16x3 splits (common/fp16x3_split.py): xh, xl (M, K) and wh, wl (N, K)
+// fp16 with x = (xh + xl / 2048) * x_inv[:, None], W likewise; 128 x 128 tiles, a producer and
+// two consumers (wgmma m64n128k16), persistent as 10. Same K % 8 and alignment requirements.
+const char* launch_wgmma_fp16x3(const __half* xh, const __half* xl, const float* x_inv,
+                                const __half* wh, const __half* wl, const float* w_inv,
+                                const float* b, float* y, int M, int N, int K, float multiplier,
+                                float negative_slope, cudaStream_t stream);
 
 }  // namespace p12
