@@ -203,7 +203,7 @@ MULT, SLOPE = 2.0, 0.1
 # (M, K, N): batch, in_features, out_features. Irregular on every axis, then the defaults.
 SIZES = [(1, 1, 1), (3, 17, 5), (17, 1000, 33), (1000, 8191, 17), (33, 129, 8191),
          (1024, 8192, 8192)]
-STEPS = ["naive", "cublas_epilogue", "cublas_epilogue_vec4", "tiled"]
+STEPS = ["naive", "cublas_epilogue", "cublas_epilogue_vec4", "tiled", "small_batch"]
 
 
 @pytest.fixture(scope="module")
