@@ -21,12 +21,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--variants", default="", help="comma-separated slugs (default: eager, every "
+                    "Hopper step and its bar, triton_fp16x3)")
     args = ap.parse_args(argv)
     problem = p12.PROBLEM
     for v in p12.HOPPER_VARIANTS:
         if v.slug not in problem.variants:
             problem.add_variant(v)
-    names = ["eager", *(v.slug for v in p12.HOPPER_VARIANTS), "triton_fp16x3"]
+    names = (args.variants.split(",") if args.variants
+             else ["eager", *(v.slug for v in p12.HOPPER_VARIANTS), "triton_fp16x3"])
     df = runner.run_ladder(problem, {"batch_size": args.batch_size}, variants=names, seeds=args.seeds,
                            components=[])
     cols = [c for c in ("variant", "tier", "median_ms", "tflops", "pct_of_floor", "rel_error", "speedup",
