@@ -69,6 +69,20 @@ def test_logsumexp_kernels_combine_lanes_with_shuffles(step, kernel):
 
 
 @needs_nvcc
+def test_the_three_float4_reductions_show_what_each_version_changed():
+    """v1 computes expf per value (ex2.approx appears only in v2 and v3, ~one per value); v1 and v2
+    load each chunk and then reduce, on 02's grid; all three combine lanes with 10 shuffles."""
+    ptx = build.ptx(STEP["cublas_epilogues_vec4"])
+    bodies = {v: entry_body(ptx, k) for v, k in ((1, "p45_lse_vec4_v1_kernel"), (2, "p45_lse_vec4_v2_kernel"),
+                                                 (3, "p45_lse_vec4_kernel"))}
+    exps = {v: len(build.ptx_instructions(b, r"ex2\.approx")) for v, b in bodies.items()}
+    assert exps[2] >= 32 and exps[3] >= 32 and exps[1] < exps[2], exps
+    for v, body in bodies.items():
+        assert len(build.ptx_instructions(body, r"shfl\.sync\.bfly\.b32")) == 10, v
+        assert build.ptx_instructions(body, LD_V4), v
+
+
+@needs_nvcc
 def test_vec4_logsumexp_issues_its_loads_before_reducing():
     """Software pipelining, read from the PTX: 8 float4 loads of the first chunk before the loop;
     in the loop, the next chunk's 8 loads of z and this chunk's 8 of b2 before the first exp, and
@@ -280,6 +294,23 @@ def test_lse_only_matches_torch(ext, vec4, M, N, offset, fast):
     assert err < 1e-6, f"vec4={vec4} {M}x{N}+{offset}: rel. error {err:.2e}; seed={seed}"
     assert torch.equal(z, z0), "lse_only must only read z"
     assert (outside(buf, offset, M * N) == SENTINEL).all(), "lse_only wrote outside z"
+
+
+@gpu_test
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("M,N", [(1, 4), (37, 1024), (16384, 1024), (5, 2052)])
+def test_every_float4_reduction_version_matches_torch(ext, version, M, N):
+    seed = secrets.randbits(31)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    z = torch.randn(M, N, device="cuda", generator=g) * 4
+    b = torch.randn(N, device="cuda", generator=g)
+    poison_allocator((M,))
+    out = ext.lse_only(z, b, True, version)
+    ref = torch.logsumexp(z.double() + b.double(), dim=1)
+    err = rel_error(out, ref)
+    assert err < 1e-6, f"version {version} {M}x{N}: rel. error {err:.2e}; seed={seed}"
+    with pytest.raises(ValueError, match="version must be 1, 2 or 3"):
+        ext.lse_only(z, b, True, 4)
 
 
 @gpu_test

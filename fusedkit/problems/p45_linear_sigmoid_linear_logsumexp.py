@@ -140,8 +140,10 @@ for _v in _STEPS:
     PROBLEM.add_variant(_v)
 
 
-def _lse_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:
-    """The bias + logsumexp row reduction on its own, on random GEMM2-sized logits."""
+def _lse_alone(vec4: bool, version: int = 3
+               ) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:
+    """The bias + logsumexp row reduction on its own, on random GEMM2-sized logits (``version``
+    of the float4 kernel: 1, 2 or 3, the current one)."""
     def make(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:
         from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
 
@@ -150,7 +152,7 @@ def _lse_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[],
         z = torch.randn(m, n, device=device) * 4
         b = torch.randn(n, device=device)
         # Reads z and b, writes one float per row: the fewest bytes this reduction can move.
-        return (lambda: ext.lse_only(z, b, vec4)), 4.0 * (m * n + n + m)
+        return (lambda: ext.lse_only(z, b, vec4, version)), 4.0 * (m * n + n + m)
     return make
 
 
@@ -167,5 +169,54 @@ def _sigmoid_alone(sizes: Sizes, device: torch.device) -> tuple[Callable[[], obj
 
 for _c in (Component("lse_scalar", "bias + logsumexp row reduction alone, scalar", _lse_alone(False)),
            Component("lse_vec4", "bias + logsumexp row reduction alone, float4", _lse_alone(True)),
+           Component("lse_vec4_v1", "the float4 reduction's first version: expf in a branchy select",
+                     _lse_alone(True, 1)),
+           Component("lse_vec4_v2", "its second version: one ex2.approx per value, no branch",
+                     _lse_alone(True, 2)),
            Component("sigmoid_vec4", "bias + sigmoid alone, float4, in place", _sigmoid_alone)):
     PROBLEM.components[_c.slug] = _c
+
+
+# -- fp32-faithful on Hopper: step 07, the fp16x3 pipeline on the hand-written wgmma kernel --------
+
+
+def _hopper_fp16x3_lse_step(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """The ``build`` of step 07 (p45's Hopper extension, ``load_extension("p45", hopper=True)``):
+    step 05's math on p12 step 12's wgmma kernel. Per call: the splits of W1 and W2 from the
+    shared weight cache (split once per weight version; a weight with inf or NaN raises), x split
+    with K padded by zeros to a multiple of 64; GEMM1 writes h already split (fixed scale 2**14,
+    H padded to 64 with zero columns), GEMM2 writes the partial logsumexp pairs of z, and
+    common/lse.py's combine gives out (M,). Three launches and the split, no host sync. A row of
+    x holding inf or NaN gives NaN in that row of out."""
+    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    ext = load_extension("p45", hopper=True)
+    split = load_step("common", "fp16x3_split.py")
+    combine_lse = load_step("common", "lse.py").combine_lse
+    w1, b1, w2, b2 = _weights(model)
+    b1c, b2c = b1.float().contiguous(), b2.float().contiguous()
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        w1s, w2s = split.split_weight_cached(w1), split.split_weight_cached(w2)
+        xs = split.split_fp16x3(x, pad_cols_to=split.K_ALIGN)
+        hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo,
+                                                w1s.inv_scale, b1c)
+        pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, w2s.hi, w2s.lo, w2s.inv_scale, b2c)
+        return combine_lse(pmax, psum)
+    return run
+
+
+# Not yet in PROBLEM's ladder: notebook 02 shows every ladder step and the KernelBench export
+# exports every non-baseline one, and neither knows the sm_90a build yet. Measure them as Variants
+# (fusedkit.measure accepts one), as tests/test_p45_hopper.py and
+# python -m fusedkit.devtools.hopper_probe_p45 do; integrating them is
+# `for v in HOPPER_VARIANTS: PROBLEM.add_variant(v)` plus those two.
+HOPPER_VARIANTS = (
+    Variant(7, "wgmma_fp16x3_lse", "fp32-faithful wgmma: both GEMMs on fp16x3 splits",
+            "step 05's pipeline on p12 step 12's persistent wgmma kernel: GEMM1's epilogue "
+            "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
+            "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
+            _hopper_fp16x3_lse_step, precision="fp16x3", needs_gpu=True,
+            source="p45/07_wgmma_fp16x3_lse.cu"),
+)

@@ -114,6 +114,88 @@ __device__ __forceinline__ float sum_exp4_exact(float4 v, float m) {
            (p45::exp_below(v.z, m) + p45::exp_below(v.w, m));
 }
 
+// Versions 1 and 2 of the reduction, kept runnable (launch_lse_vec4's `version`) so that the
+// three can be timed side by side in one run: one warp per row, 02's grid (lse_grid_blocks),
+// each chunk loaded and then reduced, nothing in flight during the reduction.
+// v1: each value through exp_below (expf inside a select that compiles to branches), and the
+// out-of-row slots skipped by a branch.
+extern "C" __global__ void __launch_bounds__(p45::kLseThreads)
+p45_lse_vec4_v1_kernel(const float4* __restrict__ z, const float4* __restrict__ b2,
+                       float* __restrict__ out, int M, int N4) {
+    const int lane = threadIdx.x % 32;
+    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * p45::kLseWarps + threadIdx.x / 32;
+    const int64_t row_stride = static_cast<int64_t>(gridDim.x) * p45::kLseWarps;
+    for (int64_t m = first_row; m < M; m += row_stride) {
+        const float4* z_row = z + m * N4;
+        p45::LseState st = p45::lse_empty();
+        for (int c0 = 0; c0 < N4; c0 += kLseChunk4) {
+            float4 v[kLseVecPerLane];
+            bool valid[kLseVecPerLane];
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) {
+                const int idx = c0 + i * 32 + lane;
+                valid[i] = idx < N4;
+                const int at = valid[i] ? idx : N4 - 1;
+                v[i] = add4(z_row[at], __ldg(b2 + at));
+            }
+            float chunk_max = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) {
+                if (valid[i]) chunk_max = fmaxf(chunk_max, max4(v[i]));
+            }
+            const float m_new = fmaxf(st.m, chunk_max);
+            float s = st.s * p45::exp_below(st.m, m_new);
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) {
+                if (valid[i]) s += sum_exp4_exact(v[i], m_new);
+            }
+            st = {m_new, s};
+        }
+        st = p45::warp_lse_allreduce(st);
+        if (lane == 0) out[m] = p45::lse_value(st);
+    }
+}
+
+// v2: one ex2.approx per value and -inf in the out-of-row slots (a select, not a branch); still
+// one row per warp, loaded and then reduced.
+extern "C" __global__ void __launch_bounds__(p45::kLseThreads)
+p45_lse_vec4_v2_kernel(const float4* __restrict__ z, const float4* __restrict__ b2,
+                       float* __restrict__ out, int M, int N4) {
+    const int lane = threadIdx.x % 32;
+    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * p45::kLseWarps + threadIdx.x / 32;
+    const int64_t row_stride = static_cast<int64_t>(gridDim.x) * p45::kLseWarps;
+    const float4 none = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    for (int64_t m = first_row; m < M; m += row_stride) {
+        const float4* z_row = z + m * N4;
+        p45::LseState st = p45::lse_empty();
+        for (int c0 = 0; c0 < N4; c0 += kLseChunk4) {
+            float4 v[kLseVecPerLane];
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) {
+                const int idx = c0 + i * 32 + lane;
+                const int at = idx < N4 ? idx : N4 - 1;
+                v[i] = add4(z_row[at], __ldg(b2 + at));
+                v[i] = idx < N4 ? v[i] : none;
+            }
+            float chunk_max = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < kLseVecPerLane; ++i) chunk_max = fmaxf(chunk_max, max4(v[i]));
+            const float m_new = fmaxf(st.m, chunk_max);
+            float s = st.s * p45::exp_below(st.m, m_new);
+            if (isfinite(m_new)) {
+#pragma unroll
+                for (int i = 0; i < kLseVecPerLane; ++i) s += sum_exp4(v[i], m_new);
+            } else {
+#pragma unroll
+                for (int i = 0; i < kLseVecPerLane; ++i) s += sum_exp4_exact(v[i], m_new);
+            }
+            st = {m_new, s};
+        }
+        st = p45::warp_lse_allreduce(st);
+        if (lane == 0) out[m] = p45::lse_value(st);
+    }
+}
+
 // Issues a lane's loads of chunk c0 of one row of z. Lanes whose float4 index passes the row's
 // end (the last chunk, or N / 4 < 256) load the row's last float4 instead, which is in bounds,
 // and lse_chunk counts it as -inf: the loads stay unconditional and go out back to back.
@@ -234,13 +316,20 @@ void launch_sigmoid_vec4(float* h, const float* b1, int M, int H, cudaStream_t s
 }
 
 void launch_lse_vec4(const float* z, const float* b2, float* out, int M, int N,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, int version) {
     if (!vec4_fast_path(z, b2, N)) {
         launch_lse_scalar(z, b2, out, M, N, stream);  // any N, any 4-byte alignment
         return;
     }
-    p45_lse_vec4_kernel<<<lse_vec4_grid_blocks(M), kLseThreads, 0, stream>>>(
-        reinterpret_cast<const float4*>(z), reinterpret_cast<const float4*>(b2), out, M, N / 4);
+    const auto* z4 = reinterpret_cast<const float4*>(z);
+    const auto* b4 = reinterpret_cast<const float4*>(b2);
+    if (version == 1) {
+        p45_lse_vec4_v1_kernel<<<lse_grid_blocks(M), kLseThreads, 0, stream>>>(z4, b4, out, M, N / 4);
+    } else if (version == 2) {
+        p45_lse_vec4_v2_kernel<<<lse_grid_blocks(M), kLseThreads, 0, stream>>>(z4, b4, out, M, N / 4);
+    } else {
+        p45_lse_vec4_kernel<<<lse_vec4_grid_blocks(M), kLseThreads, 0, stream>>>(z4, b4, out, M, N / 4);
+    }
 }
 
 }  // namespace p45

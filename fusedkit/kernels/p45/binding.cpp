@@ -176,7 +176,9 @@ torch::Tensor sigmoid_only(torch::Tensor h, const torch::Tensor& b1, bool vec4) 
     return h;
 }
 
-torch::Tensor lse_only(const torch::Tensor& z, const torch::Tensor& b2, bool vec4) {
+torch::Tensor lse_only(const torch::Tensor& z, const torch::Tensor& b2, bool vec4, int64_t version) {
+    TORCH_CHECK_VALUE(version >= 1 && version <= 3, "version must be 1, 2 or 3 (the float4 "
+                      "reduction's versions), got ", version);
     const torch::Tensor bc = check_rows_and_bias(z, "z", b2, "b2");
     TORCH_CHECK_VALUE(z.size(1) >= 1, "z.size(1) (N) must be >= 1, got ", z.size(1));
     const c10::cuda::CUDAGuard device_guard(z.device());
@@ -187,7 +189,7 @@ torch::Tensor lse_only(const torch::Tensor& z, const torch::Tensor& b2, bool vec
     const int M = static_cast<int>(zc.size(0)), N = static_cast<int>(zc.size(1));
     if (vec4) {
         p45::launch_lse_vec4(zc.data_ptr<float>(), bc.data_ptr<float>(), out.data_ptr<float>(),
-                             M, N, stream);
+                             M, N, stream, static_cast<int>(version));
     } else {
         p45::launch_lse_scalar(zc.data_ptr<float>(), bc.data_ptr<float>(), out.data_ptr<float>(),
                                M, N, stream);
@@ -249,8 +251,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           "of only -inf give -inf, NaN propagates), one warp per row.\n\n"
           "z: CUDA float32 (M, N), N >= 1, only read (copied if non-contiguous); b2: (N,).\n"
           "vec4=True takes the float4 kernel when N % 4 == 0 and z, b2 are 16-byte aligned,\n"
-          "else the scalar one.",
-          py::arg("z"), py::arg("b2"), py::arg("vec4") = false);
+          "else the scalar one; version (1, 2 or 3, the current one) picks the float4 kernel's\n"
+          "version, to time the three side by side.",
+          py::arg("z"), py::arg("b2"), py::arg("vec4") = false, py::arg("version") = 3);
     m.def("vec4_fast_path", &vec4_fast_path,
           "True when sigmoid_only(t, b, vec4=True) or lse_only(t, b, vec4=True) takes the float4\n"
           "path (t.size(1) % 4 == 0 and t, b 16-byte aligned), False when it falls back to the\n"

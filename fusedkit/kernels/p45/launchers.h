@@ -55,11 +55,11 @@ void launch_sigmoid_vec4(float* h, const float* b1, int M, int H, cudaStream_t s
 
 // 03 (b): the logsumexp reduction with float4 loads, 8 per lane per chunk, the next chunk's
 // loads in flight while the current one is reduced, when N % 4 == 0 and z, b2 are 16-byte
-// aligned; otherwise 02's scalar kernel. Its three versions and their H200 timings are in 03's
-// comments (the current one: 86% of a same-size copy). The scalar 02 kernel keeps the exact
-// online form, one expf per value: its 52 us shows the instruction cost.
+// aligned; otherwise 02's scalar kernel. `version` picks one of its three versions (1, 2, or 3,
+// the current one), whose H200 timings are in 03's comments; any other value means 3. The
+// scalar 02 kernel keeps the exact online form, one expf per value.
 void launch_lse_vec4(const float* z, const float* b2, float* out, int M, int N,
-                     cudaStream_t stream);
+                     cudaStream_t stream, int version = 3);
 
 // True when the vec4 launchers take their float4 path: cols % 4 == 0 (a float4 never straddles
 // two rows) and both base pointers 16-byte aligned.
