@@ -1,6 +1,6 @@
-// Computes y[m, n] = LeakyReLU((sum_k x[m, k] * W[n, k] + b[n]) * multiplier) with one thread per output: GEMM and epilogue fused, no tiling.
-// Changed against step 0 (PyTorch eager: cuBLAS GEMM, then separate elementwise kernels): everything in one kernel, y written once, no intermediate in HBM.
-// Bound: load/issue-bound, far below FP32 peak: 2*M*N*K FLOP with no on-chip reuse, every FMA loads one x and one W float (8 bytes / 2 FLOP) through L1/L2.
+// Computes y = LeakyReLU((x @ W.T + b) * multiplier): one thread per output, GEMM and epilogue fused.
+// Changed against step 0 (eager: cuBLAS, then elementwise kernels): one kernel, y written once.
+// Bound: loads, far below FP32 peak: no on-chip reuse, each FMA loads an x and a W float (8 B / 2 FLOP).
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-// Computes y[m, n] = LeakyReLU((y[m, n] + b[n]) * multiplier) in place, after cuBLAS has written y = x @ W.T (the GEMM call is in binding.cpp).
-// Changed against 01: the GEMM goes to cuBLAS (tiled, fp32, no TF32); only this elementwise epilogue is ours, one 4-byte load and store per element.
-// Bound: memory: reads y and b once, writes y once => ~2*M*N*4 bytes (+ N*4 for b); with the GEMM, y makes one extra round trip through HBM.
+// Computes y = LeakyReLU((y + b) * multiplier) in place, after cuBLAS wrote y = x @ W.T (binding.cpp).
+// Changed against 01: the GEMM goes to cuBLAS (fp32, no TF32); only this epilogue is ours, 4-byte accesses.
+// Bound: memory: y read and written once (~2*M*N*4 bytes); y makes one extra trip through HBM.
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-// Computes the same in-place epilogue as 02, y[m, n] = LeakyReLU((y[m, n] + b[n]) * multiplier), with 16-byte float4 accesses, four rows per thread.
-// Changed against 02: ld/st.global.v4.f32 instead of 4-byte accesses, and each thread loads the float4 at one column in 4 rows (+ one bias float4) before any store, so 4x more bytes are in flight; scalar fallback (02's kernel) when N % 4 != 0 or y, b are not 16-byte aligned.
-// Bound: memory, as 02: reads y and b once, writes y once => ~2*M*N*4 bytes; the gain is fewer instructions and more loads in flight to cover HBM latency, not fewer bytes.
+// Computes 02's in-place epilogue with 16-byte float4 accesses, four rows per thread.
+// Changed against 02: ld/st.global.v4.f32, 4 rows' loads in flight per thread; scalar fallback when unaligned.
+// Bound: memory, as 02 (~2*M*N*4 bytes); the gain is fewer instructions and more bytes in flight.
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-// Computes y = LeakyReLU((x @ W.T + b) * multiplier) from fp16 x, W (fp32 accumulation, fp32 y) with Hopper's wgmma, fed by TMA.
-// Changed against 04: tensor cores (wgmma m64n128k16) read 128 x 64 fp16 tiles that the TMA engine copies into a 3-stage mbarrier pipeline; epilogue in registers.
-// Bound: fp16 tensor compute, floor 139 us (137 GFLOP at 989 TFLOP/s); predicted ~300 us (~55% of cuBLAS fp16's 175 us): one warpgroup a block stalls at each k-tile.
+// Computes y = LeakyReLU((x @ W.T + b) * multiplier) from fp16 x, W with Hopper's wgmma fed by TMA.
+// Changed against 04: wgmma m64n128k16 on 128x64 fp16 tiles copied by TMA into a 3-stage mbarrier pipeline.
+// Bound: fp16 tensor compute, floor 139 us; predicted ~300 us (~55% of cuBLAS fp16): one warpgroup waits.
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-// Computes y = LeakyReLU((x @ W.T + b) * multiplier) from fp16 x, W (fp32 accumulation, fp32 y) with wgmma, one warpgroup copying and two computing.
-// Changed against 08: warp specialisation on 128 x 256 tiles: a producer warpgroup (setmaxnreg down) issues TMA into 4 stages, two consumer warpgroups (setmaxnreg up) each run wgmma m64n256k16; full/empty mbarriers per stage.
-// Bound: fp16 tensor compute, floor 139 us; predicted ~215 us (~80% of cuBLAS fp16's 175 us): 85 FLOP per L2 byte, two waves of 256 tiles on 132 SMs.
+// Computes 08's y with wgmma, one warpgroup copying (TMA) and two computing.
+// Changed against 08: warp specialisation on 128x256 tiles, setmaxnreg, full/empty mbarriers, 4 stages.
+// Bound: fp16 tensor compute, floor 139 us; predicted ~215 us (~80% of cuBLAS fp16's 175 us).
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-// Computes y = LeakyReLU((x @ W.T + b) * multiplier) from fp16 x, W (fp32 accumulation, fp32 y) with warp-specialised wgmma, one persistent block per SM.
-// Changed against 09: a grid of one block per SM walks the 128 x 256 tiles in grouped (super-row) order; the producer runs on into the next tile while the consumers store the last.
-// Bound: fp16 tensor compute, floor 139 us; predicted ~200 us (~88% of cuBLAS fp16's 175 us): no block launches or pipeline refills between tiles, the epilogue hidden behind loads.
+// Computes 08's y with warp-specialised wgmma, one persistent block per SM.
+// Changed against 09: grouped (super-row) tile order; the producer loads the next tile during the epilogue.
+// Bound: fp16 tensor compute, floor 139 us; predicted ~200 us (~88% of cuBLAS fp16's 175 us).
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-// Computes y = LeakyReLU((x @ W.T + b) * multiplier) to fp32 accuracy from fp16x3 splits of x and W (hi + lo / 2048, per-row power-of-two scales) on wgmma.
-// Changed against 10: four fp16 tiles a stage (xh, xl, wh, wl) on 128 x 128 tiles; per k-tile hi*hi from zero, added to an fp32 sum with round-to-nearest FADDs, hi*lo + lo*hi chained in the MMA.
-// Bound: fp16 tensor compute, three products: floor 3 x 139 us; predicted ~0.66 ms (3 x step 10's 0.22 ms) plus the x split (~0.02 ms); goal <= 0.75 ms.
+// Computes y to fp32 accuracy from fp16x3 splits of x and W (hi + lo / 2048, row scales) on wgmma.
+// Changed against 10: 4 tiles a stage (xh, xl, wh, wl), 128x128; each chunk's hi*hi added outside the MMA.
+// Bound: fp16 tensor compute, three products: floor 3 x 139 us; predicted ~0.66 ms plus the x split.
 #include <cstdint>
 #include <cuda_runtime.h>
 

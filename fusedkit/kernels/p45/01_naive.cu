@@ -1,6 +1,6 @@
-// Computes out[m] = logsumexp_n(sigmoid(x @ W1.T + b1) @ W2.T + b2)[m, n] with three untiled kernels: one thread per h[m, j], one per z[m, n], one per row's logsumexp.
-// Changed against step 0 (PyTorch eager: addmm, sigmoid, addmm, logsumexp): biases and sigmoid fused into the GEMM kernels, the row reduction is ours; h and z still make a round trip through HBM.
-// Bound: load/issue-bound, far below FP32 peak: 2*M*H*K + 2*M*N*H FLOP with no on-chip reuse, each FMA loads two floats through L1/L2; the row-per-thread logsumexp reads z uncoalesced.
+// Computes out[m] = logsumexp_n(sigmoid(x @ W1.T + b1) @ W2.T + b2) with three untiled kernels.
+// Changed against step 0 (eager): biases and sigmoid fused into the GEMM kernels; the row reduction is ours.
+// Bound: loads, far below FP32 peak: no on-chip reuse, each FMA loads two floats through L1/L2.
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-// Computes the two epilogues after cuBLAS's GEMMs (calls in binding.cpp): h = sigmoid(h + b1) in place on h = x @ W1.T, then out[m] = logsumexp_n(z[m, n] + b2[n]) on z = h @ W2.T, one warp per row.
-// Changed against 01: both GEMMs go to cuBLAS (tiled, fp32, no TF32); the bias of GEMM2 is added inside the reduction, so z is read once, coalesced, and never rewritten; 4-byte accesses.
-// Bound: memory: sigmoid reads and writes h (2*M*H*4 bytes), logsumexp reads z once (M*N*4 bytes) and writes M floats; with the GEMMs, h makes two extra trips through HBM and z one.
+// Computes the epilogues after cuBLAS's GEMMs: h = sigmoid(h + b1) in place, out = logsumexp(z + b2).
+// Changed against 01: both GEMMs go to cuBLAS (fp32, no TF32); b2 added inside the reduction, z read once.
+// Bound: memory: h read and written (2*M*H*4 bytes), z read once (M*N*4 bytes).
 #include <cstdint>
 #include <cuda_runtime.h>
 

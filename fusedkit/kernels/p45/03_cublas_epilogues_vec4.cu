@@ -1,6 +1,6 @@
-// Computes the same two epilogues as 02, h = sigmoid(h + b1) in place and out[m] = logsumexp_n(z[m, n] + b2[n]), with 16-byte float4 accesses and several loads in flight per thread.
-// Changed against 02: ld/st.global.v4.f32; the sigmoid thread loads one float4 in 4 rows before any store, the logsumexp lane loads 8 float4s of z per chunk and issues the next chunk's loads (the warp's next row) before it reduces the current one, on a persistent grid; 02's scalar kernels are the fallback when a size is not a multiple of 4 or a pointer not 16-byte aligned.
-// Bound: memory, as 02: 2*M*H*4 bytes for the sigmoid, M*N*4 bytes (64 MiB at the default sizes) for the logsumexp; the gain is fewer instructions and more bytes in flight to cover HBM latency.
+// Computes 02's two epilogues with 16-byte float4 accesses and several loads in flight per thread.
+// Changed against 02: float4 sigmoid (4 rows a thread); pipelined, persistent float4 logsumexp (3 versions).
+// Bound: memory, as 02; the gain is fewer instructions and more bytes in flight to cover HBM latency.
 #include <cstdint>
 #include <cuda_runtime.h>
 
