@@ -175,12 +175,31 @@ def nearby_odd(problem: Problem, sizes: Sizes) -> Sizes:
     return problem.sizes(out)
 
 
-def cpu_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.device) -> str:
-    """Why ``variant`` cannot run at ``sizes`` on ``device`` ("" when it can)."""
+def needs_hopper(variant: Variant) -> bool:
+    """True for a step built from a CUDA file that uses Hopper's own instructions (wgmma, TMA,
+    setmaxnreg: it includes ``common/hopper.cuh``), compiled for sm_90a, which runs on sm_90 only."""
+    from fusedkit import build  # noqa: PLC0415 - standard library only
+    from fusedkit.kernels import KERNELS  # noqa: PLC0415
+
+    return variant.source.endswith(".cu") and build.needs_hopper(KERNELS / variant.source)
+
+
+def device_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.device) -> str:
+    """Why ``variant`` cannot run at ``sizes`` on ``device`` ("" when it can), in one line: a GPU
+    step on a CPU, a Hopper (sm_90a) step on any other GPU, a Triton step over the interpreter's
+    budget on a CPU."""
+    hopper = needs_hopper(variant)
     if device.type == "cuda":
-        return ""
+        if not hopper:
+            return ""
+        major, minor = torch.cuda.get_device_capability(device)
+        if major == 9:
+            return ""
+        return (f"needs a Hopper (sm_90) GPU (wgmma and TMA, built for sm_90a); this one, "
+                f"{torch.cuda.get_device_name(device)}, is sm_{major}{minor}")
     if variant.needs_gpu:
-        return "needs a CUDA GPU (its GPU results are in the records in data/)"
+        what = "a Hopper (sm_90) GPU" if hopper else "a CUDA GPU"
+        return f"needs {what} (its GPU results are in the records in data/)"
     if variant.triton and variant.slug in problem.variants:
         # Predicted from the padded tiles the kernels really compute, not from useful FLOPs.
         from fusedkit import interpreter_cost  # noqa: PLC0415 - imports the Triton steps
@@ -330,7 +349,7 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     variant = problem.variant(variant) if isinstance(variant, str) else variant
     sizes = problem.sizes(sizes)
     device = torch.device(device)
-    refusal = cpu_refusal(problem, variant, sizes, device)
+    refusal = device_refusal(problem, variant, sizes, device)
     if refusal:
         raise ValueError(f"variant={variant.slug!r} on {device}: {refusal}")
     problem.check_runnable(sizes, device)
@@ -375,4 +394,5 @@ def describe(result: CheckResult) -> str:
 
 
 __all__ = ["ATOL", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES", "check_build", "check_variant",
-           "classify", "cpu_refusal", "describe", "nearby_odd", "rel_error", "tier_bound"]
+           "classify", "device_refusal", "describe", "nearby_odd", "needs_hopper", "rel_error",
+           "tier_bound"]

@@ -88,7 +88,7 @@ def _bench(args: argparse.Namespace) -> int:
         records.preflight(path)
     except records.RecordsError as e:
         raise type(e)(f"--records: {e}" if args.records else str(e)) from None
-    _refuse_gpu_only(problem, names)
+    _refuse_unrunnable(problem, names, sizes)
     before = _count_rows(path)
     try:
         if axes is not None:
@@ -160,18 +160,32 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_gpu_only(problem: Problem, names: list[str] | None) -> None:
-    """Refuse a bench in which every asked-for variant needs a GPU and none is visible.
+def _refuse_unrunnable(problem: Problem, names: list[str] | None, sizes: dict[str, int]) -> None:
+    """Refuse a bench in which no asked-for variant can run here: every one needs a GPU and none
+    is visible, or every one needs a Hopper (sm_90) GPU and this GPU is another.
 
-    The runner would skip them all and report success with nothing measured; a mix of
-    CPU and GPU variants still runs, the runner noting each one it skips.
+    The runner would skip them all and report nothing measured; a mix of runnable and
+    unrunnable variants still runs, the runner noting each one it skips.
     """
     import torch  # noqa: PLC0415
 
+    from fusedkit.check import device_refusal  # noqa: PLC0415
+
     chosen = problem.ladder(names)
-    if not chosen or torch.cuda.is_available() or not all(v.needs_gpu for v in chosen):
+    if not chosen:
         return
     slugs = ", ".join(v.slug for v in chosen)
+    if torch.cuda.is_available():
+        gpu = torch.device("cuda")
+        reasons = [device_refusal(problem, v, sizes, gpu) for v in chosen]
+        if all(reasons):
+            allowed = ", ".join(v.slug for v in problem.ladder()
+                                if not device_refusal(problem, v, sizes, gpu))
+            raise ValueError(f"nothing ran: {slugs}: {'; '.join(dict.fromkeys(reasons))}; allowed here "
+                             f"(--variants): {allowed or 'none'}")
+        return
+    if not all(v.needs_gpu for v in chosen):
+        return
     cpu = ", ".join(v.slug for v in problem.ladder() if not v.needs_gpu)
     raise ValueError(f"nothing ran: {slugs} need{'s' if len(chosen) == 1 else ''} a CUDA GPU and "
                      f"none is visible; allowed here (--variants): {cpu or 'none'}")

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
+import torch
 
 from fusedkit import present
+from fusedkit.check import device_refusal
 from fusedkit.kernels import step_path
 from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
@@ -53,7 +55,10 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
     """The raw rows behind :func:`run_step`: what ran here (if anything) and the recorded row."""
     v = problem.variant(slug)
     rows: list[dict[str, Any]] = []
-    if mode.gpu:
+    refusal = device_refusal(problem, v, sizes, torch.device("cuda")) if mode.gpu else ""
+    if refusal:
+        rows.append({"source": f"not run on {mode.device}", "tier": refusal})
+    elif mode.gpu:
         rows.append(live_row(problem, slug, sizes, "cuda", label=f"live on {mode.device}"))
     elif v.triton:
         small = small_sizes(problem)

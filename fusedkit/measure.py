@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 import torch
 
 from fusedkit import bench
-from fusedkit.check import (EPS32, SECOND_INPUT, Build, CheckResult, check_variant, cpu_refusal,
+from fusedkit.check import (EPS32, SECOND_INPUT, Build, CheckResult, check_variant, device_refusal,
                             eager32, nearby_odd, one_line, reference64, rel_error)
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
@@ -209,12 +209,12 @@ def measure(problem: Problem, what: Variant | str | Build, sizes: Sizes | None =
     ``gpu`` is the spec the % of floor is computed on (default: the detected GPU's datasheet;
     the ladder passes measured ceilings). The refusal of impossible speed always uses the
     datasheet. Raises ValueError when the variant cannot run here at all (a GPU-only variant
-    on a CPU, sizes over the interpreter's budget): ask :func:`fusedkit.check.cpu_refusal` first.
+    on a CPU, sizes over the interpreter's budget): ask :func:`fusedkit.check.device_refusal` first.
     """
     v = candidate(problem, what, name=name, precision=precision, triton=triton)
     sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    refusal = cpu_refusal(problem, v, sizes, device)
+    refusal = device_refusal(problem, v, sizes, device)
     if refusal:
         raise ValueError(f"variant={v.slug!r} on {device}: {refusal}")
     datasheet = detect_gpu().spec

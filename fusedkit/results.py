@@ -62,17 +62,21 @@ def best_of_run(run: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
 
 
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
-               path: str | Path | None = None) -> pd.DataFrame:
+               path: str | Path | None = None, having: Sequence[str] = ()) -> pd.DataFrame:
     """Rows of the most complete recorded run of ``problem`` that timed its eager baseline.
 
     ``sizes`` defaults to the problem's defaults; ``device`` filters on a substring of the
-    device name ("H200"). Adds ``speedup`` (eager's time over each variant's) and the
-    ladder's ``step`` and ``title``. Empty when nothing matches.
+    device name ("H200"); ``having`` keeps only runs that recorded every variant named there
+    (the run that timed a given step, when the most complete run did not). Adds ``speedup``
+    (eager's time over each variant's, same run) and the ladder's ``step`` and ``title``.
+    Empty when nothing matches.
     """
     df = records.read_records(path or records.default_path())
     want = fmt_sizes(problem.sizes(sizes or problem.defaults))
     df = df[(df["problem"] == problem.key) & (df["sizes"] == want)
             & df["device"].str.contains(device, regex=False)]
+    for slug in having:
+        df = df[df["run_id"].isin(df.loc[df["variant"] == slug, "run_id"])]
     run_id = main_run_id(df, problem)
     if run_id is None:   # same columns as a real run, so callers need no special case
         return df.iloc[0:0].assign(speedup=pd.Series(dtype=float), step=pd.Series(dtype=float),

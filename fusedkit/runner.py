@@ -16,7 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from fusedkit import bench, records
-from fusedkit.check import cpu_refusal
+from fusedkit.check import device_refusal
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS, interpreter_seconds, measure
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
@@ -28,7 +28,7 @@ def runnable(problem: Problem, names: Sequence[str] | None, sizes: Sizes,
     """Variants that can run on ``device``, and one note per variant left out (and why)."""
     chosen, skipped = [], []
     for v in problem.ladder(names):
-        reason = cpu_refusal(problem, v, sizes, device)
+        reason = device_refusal(problem, v, sizes, device)
         if reason:
             skipped.append(f"{v.slug}: {reason}")
         else:

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from fusedkit import records
-from fusedkit.check import cpu_refusal, one_line
+from fusedkit.check import device_refusal, one_line
 from fusedkit.dashboard import nearest_records
 from fusedkit.hardware import detect_gpu
 from fusedkit.mode import Mode
@@ -291,7 +291,7 @@ class LadderExplorer:
             v = problem.variant(slug)
             row = {"variant": slug, "precision": v.precision,
                    "floor_ms": fused_floor(problem, sizes, gpu, v.precision).floor_ms}
-            reason = cpu_refusal(problem, v, sizes, device)
+            reason = device_refusal(problem, v, sizes, device)
             if not reason and not v.triton and problem.flops(sizes) > CPU_LIVE_FLOP_BUDGET:
                 reason = (f"a CPU check at these sizes ({problem.flops(sizes) / 1e9:.1f} GFLOP, six "
                           f"evaluations) would take minutes; it runs live up to "

@@ -54,6 +54,33 @@ def test_gpu_only_variant_on_cpu_is_a_clear_error():
         check.check_variant(P12, "eager_tf32", SMALL12)
 
 
+HOPPER_STEPS = {"wgmma_tma", "wgmma_warpspec", "wgmma_persistent", "wgmma_fp16x3"}
+
+
+@pytest.mark.parametrize("capability,name", [((8, 0), "NVIDIA A100-SXM4-80GB"),
+                                             ((10, 0), "NVIDIA B200"), ((9, 0), "NVIDIA H200")])
+def test_hopper_steps_are_refused_on_any_other_gpu_in_one_line(capability, name, monkeypatch):
+    """sm_90a code runs on sm_90 only: elsewhere each Hopper step gets one line saying so (the
+    runner skips it, measure refuses it) and every other step runs."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    gpu = torch.device("cuda")
+    refused = {v.slug: check.device_refusal(P12, v, P12.defaults, gpu) for v in P12.ladder()}
+    assert {s for s, r in refused.items() if r} == (set() if capability[0] == 9 else HOPPER_STEPS)
+    assert {s for s in HOPPER_STEPS if check.needs_hopper(P12.variant(s))} == HOPPER_STEPS
+    for slug in HOPPER_STEPS & {s for s, r in refused.items() if r}:
+        assert refused[slug] == (f"needs a Hopper (sm_90) GPU (wgmma and TMA, built for sm_90a); "
+                                 f"this one, {name}, is sm_{capability[0]}{capability[1]}")
+        with pytest.raises(ValueError, match=r"needs a Hopper \(sm_90\) GPU"):
+            check.check_variant(P12, slug, SMALL12, device="cuda")
+
+
+def test_hopper_steps_on_cpu_say_which_gpu_they_need():
+    cpu = torch.device("cpu")
+    assert "needs a Hopper (sm_90) GPU" in check.device_refusal(P12, P12.variant("wgmma_tma"), SMALL12, cpu)
+    assert "needs a CUDA GPU" in check.device_refusal(P12, P12.variant("cublas_fp16_epilogue"), SMALL12, cpu)
+
+
 def test_classify_rules():
     assert check.classify(1e-6, 1e-6, True) == "fp32-faithful"
     assert check.classify(3e-6, 1e-6, True) == "kb-pass"

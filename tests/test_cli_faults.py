@@ -254,3 +254,41 @@ def test_gpu_variants_beside_cpu_ones_are_skipped_and_the_rest_runs(tmp_path, ca
     out, err = capsys.readouterr()
     assert "cublas_epilogue" in out + err and "Traceback" not in err
     assert list(records.read_records(path)["variant"]) == ["eager"]
+
+
+# --- Hopper steps on a GPU that is not Hopper --------------------------------------------------
+
+@pytest.fixture
+def an_a100(monkeypatch):
+    """torch sees one A100 (sm_80): enough for the refusals, which run before any measurement."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+
+
+@pytest.mark.parametrize("names", ["wgmma_tma", "wgmma_persistent,wgmma_fp16x3"])
+def test_only_hopper_variants_on_another_gpu_are_refused(names, an_a100, tmp_path, capsys, no_measuring):
+    assert main(["bench", *TINY, "--variants", names, "--records", str(tmp_path / "r.csv")]) == 2
+    line = one_line(capsys.readouterr().err, "error: nothing ran: ", "needs a Hopper (sm_90) GPU",
+                    "A100", "is sm_80", "allowed here (--variants): eager")
+    assert all(n in line for n in names.split(","))
+    assert "wgmma_tma" not in line.split("allowed here")[1]
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_hopper_variants_beside_others_on_another_gpu_reach_the_runner(an_a100, tmp_path, monkeypatch):
+    """A mix goes on to the runner, which skips the Hopper steps (fusedkit.runner.runnable)."""
+    seen = {}
+
+    def fake_run_ladder(problem, sizes, *, variants=None, **kwargs):
+        from fusedkit.runner import runnable
+
+        seen["runnable"] = runnable(problem, variants, sizes, torch.device("cuda"))
+        import pandas as pd
+        return pd.DataFrame({"variant": ["eager"], "median_ms": [1.0]})
+    monkeypatch.setattr("fusedkit.runner.run_ladder", fake_run_ladder)
+    assert main(["bench", *TINY, "--variants", "eager,wgmma_tma", "--records", str(tmp_path / "r.csv")]) == 0
+    chosen, skipped = seen["runnable"]
+    assert [v.slug for v in chosen] == ["eager"]
+    (note,) = skipped
+    assert note.startswith("wgmma_tma: needs a Hopper (sm_90) GPU") and "\n" not in note

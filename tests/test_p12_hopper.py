@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from fusedkit import build
+from fusedkit.kernels import load_step
 from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
 from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, rel_error
 
@@ -157,21 +158,45 @@ def test_every_hopper_step_has_a_variant_and_the_binding_defines_it():
     assert [v.slug for v in FP16X3_STEPS] == ["wgmma_fp16x3"]
     (bar,) = [v for v in p12mod.HOPPER_VARIANTS if v.baseline]
     assert bar.slug == "cublas_fp16_epilogue" and bar.precision == "fp16" and bar.needs_gpu
-    assert not set(v.slug for v in p12mod.HOPPER_VARIANTS) & set(P12.variants), \
-        "registered twice: see the comment above HOPPER_VARIANTS"
+    # In the ladder, once each, in step order: the bar at step 0, then 08-10 between 07 and 11.
+    assert all(P12.variants[v.slug] is v for v in p12mod.HOPPER_VARIANTS)
+    order = [v.slug for v in P12.ladder() if v.number in (7, 8, 9, 10, 11, 12)]
+    assert order == ["triton_tf32_persistent", "wgmma_tma", "wgmma_warpspec", "wgmma_persistent",
+                     "small_batch_stream", "wgmma_fp16x3"]
 
 
 @pytest.mark.parametrize("k,k_padded", [(5, 8), (8, 8), (17, 24)])
 def test_fp16_k_padding_is_exact(k, k_padded):
     x = torch.rand(3, k) * 2 - 1
     w = torch.rand(4, k) * 2 - 1
-    xp, wp = p12mod.fp16_k_padded(x, k_padded), p12mod.fp16_k_padded(w, k_padded)
+    pad = load_step("common", "fp16_operands.py").fp16_k_padded
+    xp, wp = pad(x, k_padded), pad(w, k_padded)
     assert xp.shape == (3, k_padded) and xp.dtype == torch.float16 and xp.is_contiguous()
     assert (xp[:, k:] == 0).all() and torch.equal(xp[:, :k], x.half())
     # The zero columns add nothing: the product equals the unpadded fp16 product.
     torch.testing.assert_close(xp.double() @ wp.double().T, x.half().double() @ w.half().double().T)
     with pytest.raises(ValueError, match="k_padded"):
-        p12mod.fp16_k_padded(x, k - 1)
+        pad(x, k - 1)
+
+
+def test_fp16_operands_cast_x_per_call_and_w_once_per_version():
+    ops = load_step("common", "fp16_operands.py")
+    seen = []
+    fn = lambda *args: seen.append(args) or args[0]  # noqa: E731 - stands in for the kernel
+    w, b = torch.rand(4, 13), torch.rand(4)
+    x = torch.rand(3, 13)
+    ops.call_fp16(fn, x, w, b, 2.0, 0.1)
+    ops.call_fp16(fn, x * 2, w, b, 2.0, 0.1)
+    (x16, w16, b32, c, slope), second = seen
+    assert x16.shape == (3, 16) and w16.shape == (4, 16) and (c, slope) == (2.0, 0.1)
+    assert torch.equal(x16[:, :13], x.half()) and b32.dtype == torch.float32
+    assert second[1] is w16 and not torch.equal(second[0], x16)   # W cached, x cast again
+    with torch.no_grad():
+        w.mul_(2)                                                 # a new version: cast again
+    ops.call_fp16(fn, x, w, b, 2.0, 0.1)
+    assert seen[-1][1] is not w16 and torch.equal(seen[-1][1][:, :13], w.half())
+    with pytest.raises(ValueError, match="13 columns"):
+        ops.call_fp16(fn, torch.rand(3, 12), w, b, 2.0, 0.1)
 
 
 # ----------------------------------------------------------------------------- GPU part

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import subprocess
 import time
 import traceback
+from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import torch
 
 from fusedkit import build
@@ -96,6 +100,32 @@ def _ptxas_rows() -> list[str]:
         except Exception as e:  # noqa: BLE001 - report and go on
             rows.append(f"  {src.name:28s} ptxas FAILED: {_one_line(e)}")
     return rows
+
+
+_PTXAS_LINE = re.compile(r"^\s+(\S+\.cu)\s+(\w+)\s+(\d+) regs\s+spills (\d+)/(\d+) B\s+stack (\d+) B"
+                         r"\s+static smem (\d+) B")
+_STEP_LINE = re.compile(r"^(\w+)\s+(?:ok \S+|-)\s+(\S+)\s+(\S+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%$")
+
+
+def read_log(path: str | Path) -> dict[str, Any]:
+    """What a log of this probe printed: its first line (``title``: machine, commit, date), the
+    ptxas table (``ptxas``: file, kernel, registers, spill_stores, spill_loads, stack_bytes,
+    smem_bytes) and the timed steps (``steps``: step, err_fp16, err_f64, max_abs, ms, tflops,
+    pct_cublas: % of the cuBLAS fp16 bar's rate in the same probe). A step whose line says
+    FAILED is left out of ``steps``."""
+    lines = Path(path).read_text().splitlines()
+    ptxas = [m.groups() for line in lines if (m := _PTXAS_LINE.match(line))]
+    steps = [m.groups() for line in lines if (m := _STEP_LINE.match(line.strip()))]
+    ptxas_df = pd.DataFrame(ptxas, columns=["file", "kernel", "registers", "spill_stores",
+                                            "spill_loads", "stack_bytes", "smem_bytes"])
+    for c in ptxas_df.columns[2:]:
+        ptxas_df[c] = ptxas_df[c].astype(int)
+    steps_df = pd.DataFrame(steps, columns=["step", "err_fp16", "err_f64", "max_abs", "ms", "tflops",
+                                            "pct_cublas"])
+    for c in steps_df.columns[1:]:
+        steps_df[c] = steps_df[c].astype(float)
+    return {"title": lines[0].lstrip("# ").strip() if lines else "", "ptxas": ptxas_df,
+            "steps": steps_df}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -280,3 +280,21 @@ def triton_step(problem_key: str, filename: str, function: str, weights: Weights
         return lambda x: fn(x, *bound, **options)
     return build
 
+
+
+def hopper_step(problem_key: str, function: str, weights: Weights, operands_file: str,
+                operands: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A ``build`` for a step of the problem's Hopper extension (``load_extension(problem_key,
+    hopper=True)``, sm_90a): ``function`` takes 16-bit operands, which ``operands``, a function of
+    ``kernels/common/<operands_file>``, makes from fp32 ones and passes on, called as
+    ``operands(function, x, *weights(model))`` (W's part cached per weight version, x's per call).
+    On a GPU that is not sm_90 the extension refuses to load (fusedkit.check refuses first)."""
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+        from fusedkit.kernels import load_step  # noqa: PLC0415
+
+        fn = getattr(load_extension(problem_key, hopper=True), function)
+        prepare = getattr(load_step("common", operands_file), operands)
+        bound = weights(model)
+        return lambda x: prepare(fn, x, *bound)
+    return build

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from fusedkit.problems.base import (Component, Dim, Problem, Sizes, Stage, Variant, cuda_step,
-                                     triton_step)
+                                     hopper_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
 
@@ -158,47 +158,15 @@ for _v in _STEPS:
     PROBLEM.add_variant(_v)
 
 
-# -- one fp16 product on Hopper: the wgmma steps (08-10) and the cuBLAS fp16 bar ------------------
+# -- one fp16 product on Hopper: the wgmma steps (08-10, 12) and the cuBLAS fp16 bar ---------------
 
 
-def fp16_k_padded(t: torch.Tensor, k_padded: int) -> torch.Tensor:
-    """``t`` (R, K) as a new contiguous fp16 (R, k_padded) tensor, zero columns past K, in one
-    pass over ``t``. A fresh allocation is 16-byte aligned, as TMA needs; zero columns add
-    nothing to x @ W.T, so padding K to a multiple of 8 (16-byte rows) changes no result."""
-    rows, k = t.shape
-    if k_padded < k:
-        raise ValueError(f"k_padded={k_padded} must be >= t.shape[1] = {k}")
-    out = torch.empty((rows, k_padded), dtype=torch.float16, device=t.device)
-    if k_padded > k:
-        out[:, k:].zero_()
-    out[:, :k].copy_(t)
-    return out
-
-
-def _hopper_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A ``build`` for a step of p12's Hopper extension (``load_extension("p12", hopper=True)``).
-
-    Once, at build: W to fp16 with K padded to a multiple of 8 by zero columns (TMA needs
-    16-byte row strides; one-off preparation, like the weight splits of the fp16x3 step), b as
-    fp32. Per call: x to fp16 (one extra pass over x, as the cuBLAS fp16 bar does), padded the
-    same way when K % 8 != 0. The padded fresh buffers are always 16-byte aligned, so no input
-    ever falls back to another path: odd K costs one zero-filled copy, odd M and N are handled
-    in the kernel (TMA zero-fills the loads past the edges, the epilogue masks its stores).
-    On a GPU that is not sm_90 the build raises "needs a Hopper (sm_90) GPU".
-    """
-    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-
-        fn = getattr(load_extension("p12", hopper=True), function)
-        w, b, c, slope = _weights(model)
-        k_padded = -(-w.shape[1] // 8) * 8
-        w16 = fp16_k_padded(w, k_padded)
-        b32 = b.float().contiguous()
-
-        def run(x: torch.Tensor) -> torch.Tensor:
-            return fn(fp16_k_padded(x, k_padded), w16, b32, c, slope)
-        return run
-    return build
+def _hopper_step(function: str, operands_file: str, operands: str
+                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A step of p12's Hopper extension fed by ``kernels/common/<operands_file>``: one fp16
+    product (``fp16_operands.py``: x cast per call, W once per weight version, K padded to a
+    multiple of 8 for TMA) or the fp16x3 splits (``fp16x3_split.py``, step 06's)."""
+    return hopper_step("p12", function, _weights, operands_file, operands)
 
 
 def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
@@ -219,32 +187,9 @@ def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
     return run
 
 
-def _hopper_fp16x3_step(model: nn.Module) -> Callable[..., torch.Tensor]:
-    """The ``build`` of step 12 (``wgmma_fp16x3`` in p12's Hopper extension): fp32-faithful
-    through step 06's fp16x3 split (``common/fp16x3_split.py``). Per call: W's split from the
-    shared weight cache (split once per weight version; a weight with inf or NaN raises), x
-    split with K padded by zeros to a multiple of 64 (the same padded K as W's; 16-byte rows
-    for TMA); then one kernel launch. A row of x holding inf or NaN gives a NaN row of y."""
-    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
-
-    fn = load_extension("p12", hopper=True).wgmma_fp16x3
-    split = load_step("common", "fp16x3_split.py")
-    w, b, c, slope = _weights(model)
-    b32 = b.float().contiguous()
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        ws = split.split_weight_cached(w)
-        xs = split.split_fp16x3(x, pad_cols_to=split.K_ALIGN)
-        return fn(xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b32, c, slope)
-    return run
-
-
-# Not yet in PROBLEM's ladder: notebook 01 shows every ladder step and the KernelBench export
-# exports every non-baseline one (tests hold both), and neither knows these yet (the export would
-# need the sm_90a build). Measure them as Variants (fusedkit.measure accepts one), as
-# tests/test_p12_hopper.py and python -m fusedkit.devtools.hopper_probe do; integrating them is
-# `for v in HOPPER_VARIANTS: PROBLEM.add_variant(v)` plus those two.
+# The Hopper steps, built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the
+# runner skips them with one line (fusedkit.check.device_refusal). The cuBLAS fp16 bar runs on any
+# GPU. Also named as a group for python -m fusedkit.devtools.hopper_probe and their tests.
 HOPPER_VARIANTS = (
     Variant(0, "cublas_fp16_epilogue", "cuBLAS fp16 GEMM (fp32 accumulate) + float4 epilogue",
             "torch.mm on fp16 x and W with an fp32 output, then step 03's epilogue: the fp16 bar "
@@ -253,25 +198,27 @@ HOPPER_VARIANTS = (
     Variant(8, "wgmma_tma", "Hopper wgmma fed by TMA through an mbarrier pipeline",
             "fp16 tensor cores through wgmma m64n128k16 on 128x128 tiles that the TMA engine "
             "copies into 3 shared-memory stages; epilogue from the accumulator registers",
-            _hopper_step("wgmma_tma"), precision="fp16", needs_gpu=True,
-            source="p12/08_wgmma_tma.cu"),
+            _hopper_step("wgmma_tma", "fp16_operands.py", "call_fp16"), precision="fp16",
+            needs_gpu=True, source="p12/08_wgmma_tma.cu"),
     Variant(9, "wgmma_warpspec", "warp-specialised wgmma: a TMA producer, two wgmma consumers",
             "128x256 tiles: one warpgroup only copies (registers given back with setmaxnreg), two "
             "issue wgmma m64n256k16; full/empty mbarriers per stage, 4 stages",
-            _hopper_step("wgmma_warpspec"), precision="fp16", needs_gpu=True,
-            source="p12/09_wgmma_warpspec.cu"),
+            _hopper_step("wgmma_warpspec", "fp16_operands.py", "call_fp16"), precision="fp16",
+            needs_gpu=True, source="p12/09_wgmma_warpspec.cu"),
     Variant(10, "wgmma_persistent", "persistent warp-specialised wgmma, grouped tile order",
             "one block per SM walks the tiles in super-row order (W tiles shared in L2); the "
             "producer loads the next tile while the consumers store the last",
-            _hopper_step("wgmma_persistent"), precision="fp16", needs_gpu=True,
-            source="p12/10_wgmma_persistent.cu"),
+            _hopper_step("wgmma_persistent", "fp16_operands.py", "call_fp16"), precision="fp16",
+            needs_gpu=True, source="p12/10_wgmma_persistent.cu"),
     Variant(12, "wgmma_fp16x3", "fp32-faithful wgmma: three fp16 products on fp16x3 splits",
             "step 06's split (x per call, W cached) on step 10's persistent kernel with 128x128 "
             "tiles: per k-tile hi*hi from zero, added with round-to-nearest FADDs outside the "
             "tensor cores while hi*lo + lo*hi run on them",
-            _hopper_fp16x3_step, precision="fp16x3", needs_gpu=True,
-            source="p12/12_wgmma_fp16x3.cu"),
+            _hopper_step("wgmma_fp16x3", "fp16x3_split.py", "call_fp16x3"), precision="fp16x3",
+            needs_gpu=True, source="p12/12_wgmma_fp16x3.cu"),
 )
+for _v in HOPPER_VARIANTS:
+    PROBLEM.add_variant(_v)
 
 
 def _epilogue_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:

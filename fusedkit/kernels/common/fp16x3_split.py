@@ -30,7 +30,7 @@ shared weight cache (``common/weight_cache.py``).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import torch
 import triton
@@ -180,6 +180,21 @@ def split_weight_cached(weight: torch.Tensor) -> Fp16x3Split:
     Inference-mode tensors have no version counter, so they are split on every call.
     """
     return _weights.cached(weight, "fp16x3", _split_checked)
+
+
+def call_fp16x3(fn: Callable[..., torch.Tensor], x: torch.Tensor, weight: torch.Tensor,
+                bias: torch.Tensor, *constants: float) -> torch.Tensor:
+    """``fn(xh, xl, x_inv, wh, wl, w_inv, b32, *constants)`` on the splits of x (M, K), made per
+    call, and of weight (N, K), from the weight cache, both with K padded to K_ALIGN: how a
+    compiled fp16x3 GEMM (p12's step 12, CUDA) is fed. A row of x holding inf or NaN gives a
+    NaN row of y; a weight holding one raises ValueError."""
+    if x.dim() != 2 or x.shape[1] != weight.shape[1]:
+        raise ValueError(f"x must be 2-D with {weight.shape[1]} columns (weight is (N, K) = "
+                         f"{tuple(weight.shape)}), got shape {tuple(x.shape)}")
+    ws = split_weight_cached(weight)
+    xs = split_fp16x3(x, pad_cols_to=K_ALIGN)
+    return fn(xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, bias.float().contiguous(),
+              *constants)
 
 
 def reject_non_finite(split: Fp16x3Split, name: str) -> None:
