@@ -12,7 +12,10 @@ its own inputs and times it. :func:`render` writes such a file for one registere
 - Triton steps are embedded as source, each ``load_step`` of another step resolved inside the
   file; CUDA steps are the problem's extension (its ``.cu`` files, ``binding.cpp`` and headers,
   local includes inlined) built by ``torch.utils.cpp_extension.load_inline`` with
-  :mod:`fusedkit.build`'s flags and compiler probe;
+  :mod:`fusedkit.build`'s flags and compiler probe; Hopper steps (sm_90a) are the problem's
+  Hopper extension built the same way for ``compute_90a``/``sm_90a``, with the Python module
+  that makes their 16-bit operands (``kernels/common/``: fp16 casts or fp16x3 splits, and the
+  weight cache) embedded as source like a Triton step;
 - the file imports torch, triton and the standard library only, never fusedkit.
 
 The kernel is built on the first ``forward``, so constructing ModelNew (and importing the file)
@@ -73,8 +76,10 @@ _FILE_SCOPE_NAME = re.compile(
 class StepCall:
     """How a variant's build calls its kernel: ``function(x, *weights(model), **options)``.
 
-    ``kind`` is "triton" (``filename`` is the step file under ``fusedkit/kernels/<problem>/``)
-    or "cuda" (``function`` of the problem's extension).
+    ``kind`` is "triton" (``filename`` is the step file under ``fusedkit/kernels/<problem>/``),
+    "cuda" (``function`` of the problem's extension) or "hopper" (``function`` of the problem's
+    Hopper extension, called as ``operands(function, x, *weights(model))`` where ``operands`` is
+    a function of ``kernels/common/<filename>``).
     """
 
     kind: str
@@ -83,6 +88,7 @@ class StepCall:
     weights: Callable[[nn.Module], tuple]
     filename: str = ""
     options: dict = field(default_factory=dict)
+    operands: str = ""
 
 
 def _inner_code(factory: Callable) -> object:
@@ -93,20 +99,22 @@ def _inner_code(factory: Callable) -> object:
 def step_call(problem: Problem | str, slug: str) -> StepCall:
     """What the registered variant ``slug`` calls, read from its ``build`` closure.
 
-    Variants built by :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` carry the
+    Variants built by :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` / ``hopper_step`` carry the
     function name, the weights and the options in that closure, so nothing is retyped here
     (and nothing can drift). Raises ValueError for a baseline or any other kind of build.
     """
     problem, v = _variant(problem, slug)
     code = getattr(v.build, "__code__", None)
-    kinds = {"triton": _inner_code(base.triton_step), "cuda": _inner_code(base.cuda_step)}
+    kinds = {"triton": _inner_code(base.triton_step), "cuda": _inner_code(base.cuda_step),
+             "hopper": _inner_code(base.hopper_step)}
     kind = next((k for k, c in kinds.items() if code is c), None)
     if kind is None:
-        raise ValueError(f"variant={slug!r} of {problem.key} is not built by cuda_step or triton_step; "
-                         "only those can be exported")
+        raise ValueError(f"variant={slug!r} of {problem.key} is not built by cuda_step, triton_step "
+                         "or hopper_step; only those can be exported")
     bound = inspect.getclosurevars(v.build).nonlocals
     call = StepCall(kind, bound["problem_key"], bound["function"], bound["weights"],
-                    bound.get("filename", ""), dict(bound.get("options", {})))
+                    bound.get("filename", bound.get("operands_file", "")),
+                    dict(bound.get("options", {})), bound.get("operands", ""))
     if kind == "triton" and v.source != f"{call.problem}/{call.filename}":
         raise ValueError(f"variant={slug!r}: its source {v.source!r} is not the step it calls, "
                          f"{call.problem}/{call.filename}")
@@ -236,11 +244,12 @@ def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def _recorded(problem: Problem) -> dict[str, dict]:
-    """Our kernels' rows of the latest full recorded run, by slug (tier, median_ms, speedup, label)."""
+def _recorded(problem: Problem, having: str = "") -> dict[str, dict]:
+    """Our kernels' rows of the latest full recorded run, by slug (tier, median_ms, speedup, label);
+    with ``having``, of the most complete run that timed that variant (a step the full run lacks)."""
     from fusedkit import results  # noqa: PLC0415 - pandas; only the records need it
 
-    run = results.latest_run(problem)
+    run = results.latest_run(problem, having=[having] if having else ())
     if run.empty:
         return {}
     label = results.run_label(run)
@@ -299,7 +308,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _header(problem: Problem, v: Variant) -> str:
-    rec = _recorded(problem).get(v.slug)
+    rec = _recorded(problem).get(v.slug) or _recorded(problem, having=v.slug).get(v.slug)
     if rec is None:
         from fusedkit import results  # noqa: PLC0415
 
@@ -328,6 +337,14 @@ def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
                "below as source, verbatim but for its `load_step` import; each ModelNew compiles "
                "its own copy on its first call, so what the step keeps between calls lives and "
                "dies with the model.")
+    elif call.kind == "hopper":
+        how = (f"The CUDA step is `{call.function}` of problem {problem.key}'s Hopper extension: its "
+               ".cu files (wgmma, TMA), binding_hopper.cpp and headers are embedded below (local "
+               "includes inlined) and built once per process for sm_90a with "
+               "torch.utils.cpp_extension.load_inline; it runs on a Hopper (sm_90) GPU only. Its "
+               f"16-bit operands are made by `{call.operands}` of common/{call.filename}, embedded "
+               "below as source with the modules it loads; each ModelNew runs its own copy, so the "
+               "weight's 16-bit form, made once per weight version, lives and dies with the model.")
     else:
         how = (f"The CUDA step is `{call.function}` of problem {problem.key}'s extension: its .cu "
                "files, binding.cpp and headers are embedded below (local includes inlined) and built "
@@ -387,6 +404,8 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
     if call.kind == "triton":
         opts = "".join(f", {k}={val!r}" for k, val in call.options.items())
         kernel = f"_TritonStep({call.problem!r}, {call.filename!r}, {call.function!r}{opts})"
+    elif call.kind == "hopper":
+        kernel = f"_HopperStep({call.function!r}, {call.filename!r}, {call.operands!r})"
     else:
         kernel = f"_CudaStep({call.function!r})"
     init_lines += [f"{body_indent}# The kernel, built on the first forward; what it keeps between calls lives here.",
@@ -482,14 +501,16 @@ def _colliding_names(sources: list[Path]) -> dict[Path, list[str]]:
     return {p: sorted(n for n in names if counts[n] > 1) for p, names in defined.items()}
 
 
-def cuda_sources(problem: str) -> tuple[str, str]:
+def cuda_sources(problem: str, hopper: bool = False) -> tuple[str, str]:
     """The problem's extension as load_inline's two translation units: ``binding.cpp`` (C++) and
-    every ``.cu`` step (CUDA), local headers inlined."""
-    cpp = "\n".join(_inline_includes(fk_build.extension_sources(problem)[-1], set()))
+    every ``.cu`` step (CUDA), local headers inlined; with ``hopper=True``, the Hopper extension
+    (``binding_hopper.cpp`` and the sm_90a steps)."""
+    *steps, binding = fk_build.extension_sources(problem, hopper)
+    cpp = "\n".join(_inline_includes(binding, set()))
     seen: set[Path] = set()
     parts: list[str] = []
-    renames = _colliding_names(fk_build.kernel_sources(problem))
-    for cu in fk_build.kernel_sources(problem):
+    renames = _colliding_names(steps)
+    for cu in steps:
         own = renames[cu]
         parts += [f"#define {n} {n}__{cu.stem}  // also defined by another step file" for n in own]
         parts += _inline_includes(cu, seen)
@@ -498,18 +519,27 @@ def cuda_sources(problem: str) -> tuple[str, str]:
 
 
 def _sources_block(problem: Problem, call: StepCall) -> str:
+    how = {"cuda": "local includes, inlined", "triton": "the load_step import, which this file provides",
+           "hopper": "local includes, inlined, and the load_step import, which this file provides"}
     head = ("# " + "-" * 94 + f"\n# The kernel sources: fusedkit/kernels/{call.problem}/ (and what they use), "
-            "verbatim but for\n# " + ("local includes, inlined" if call.kind == "cuda" else
-                                      "the load_step import, which this file provides")
-            + "\n# " + "-" * 94 + "\n")
+            "verbatim but for\n# " + how[call.kind] + "\n# " + "-" * 94 + "\n")
+    python = call.kind != "cuda"
+    modules = (_triton_sources(call.problem if call.kind == "triton" else "common", call.filename)
+               if python else {})
+    text = head
+    if python:
+        items = ",\n".join(f"    {key!r}: {_literal(src)}" for key, src in modules.items())
+        text += "_SOURCES = {\n" + items + ",\n}\n"
     if call.kind == "triton":
-        items = ",\n".join(f"    {key!r}: {_literal(src)}"
-                           for key, src in _triton_sources(call.problem, call.filename).items())
-        return head + "_SOURCES = {\n" + items + ",\n}\n"
-    cpp, cu = cuda_sources(call.problem)
-    return (head + f"_EXTENSION_NAME = {('kernelbench_' + call.problem)!r}\n"
+        return text
+    hopper = call.kind == "hopper"
+    cpp, cu = cuda_sources(call.problem, hopper)
+    name = "kernelbench_" + call.problem + ("_hopper" if hopper else "")
+    arch = (f"_ARCH = {fk_build.HOPPER_ARCH[len('sm_'):]!r}  # wgmma, TMA, setmaxnreg: Hopper (sm_90) only\n"
+            if hopper else "_ARCH = None  # the GPU at hand's own compute capability\n")
+    return (text + ("\n" if python else "") + f"_EXTENSION_NAME = {name!r}\n" + arch +
             f"_CXX_FLAGS = {list(fk_build.CXX_FLAGS)!r}\n"
-            f"_NVCC_FLAGS = {list(fk_build.NVCC_FLAGS)!r}  # plus -gencode for the GPU at hand\n"
+            f"_NVCC_FLAGS = {list(fk_build.NVCC_FLAGS)!r}  # plus -gencode for _ARCH\n"
             f"_LDFLAGS = {list(fk_build.LDFLAGS)!r}  # the cuBLAS steps call cublasSgemm themselves\n\n"
             f"_CPP_SOURCE = {_literal(cpp)}\n\n_CUDA_SOURCE = {_literal(cu)}\n")
 
@@ -536,6 +566,8 @@ _IMPORTS = {
     "triton": "import linecache\nimport types\n\nimport torch  # noqa: F401 (the steps import torch and triton themselves)\nfrom torch import nn",
     "cuda": "import functools\nimport hashlib\nimport inspect\nimport os\nimport shutil\nimport subprocess\n"
             "import sys\nimport tempfile\n\nimport torch\nfrom torch import nn",
+    "hopper": "import functools\nimport hashlib\nimport inspect\nimport linecache\nimport os\nimport shutil\n"
+              "import subprocess\nimport sys\nimport tempfile\nimport types\n\nimport torch\nfrom torch import nn",
 }
 
 _RUNTIME = {
@@ -580,23 +612,7 @@ class _TritonStep:
         return {**self.__dict__, "_modules": {}, "_fn": None}
 ''',
     "cuda": '''\
-class _CudaStep:
-    """One function of the problem's CUDA extension, which is built on the first call."""
-
-    def __init__(self, function):
-        self.function = function
-        self._fn = None
-
-    def __call__(self, *args):
-        if self._fn is None:
-            self._fn = getattr(_extension(), self.function)
-        return self._fn(*args)
-
-    def __getstate__(self):
-        return {**self.__dict__, "_fn": None}
-
-
-@functools.lru_cache(maxsize=None)
+${cuda_step}@functools.lru_cache(maxsize=None)
 def _extension():
     """Build the extension (once per process: compiled code, no state) and import it.
 
@@ -611,7 +627,11 @@ def _extension():
         raise RuntimeError("no CUDA toolkit (nvcc) found: set CUDA_HOME to the toolkit that "
                            "matches torch's CUDA version")
     major, minor = torch.cuda.get_device_capability()
-    arch = f"{major}{minor}"
+    if _ARCH is not None and not _ARCH.startswith(str(major)):
+        raise RuntimeError(f"this solution's kernels are built for sm_{_ARCH} (wgmma, TMA): they need "
+                           f"a Hopper (sm_90) GPU; this one, {torch.cuda.get_device_name()}, is "
+                           f"sm_{major}{minor}")
+    arch = _ARCH or f"{major}{minor}"
     cuda_flags = [*_NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
     key = hashlib.sha256("\\0".join([_CPP_SOURCE, _CUDA_SOURCE, *_CXX_FLAGS, *cuda_flags, *_LDFLAGS,
                                      torch.__version__]).encode()).hexdigest()[:12]
@@ -644,3 +664,41 @@ ${build_helpers}''',
 _RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${build_helpers}", "\n\n".join(
     inspect.getsource(f) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
                                    fk_build.usable_cxx)))
+_CUDA_STEP = '''class _CudaStep:
+    """One function of the problem's CUDA extension, which is built on the first call."""
+
+    def __init__(self, function):
+        self.function = function
+        self._fn = None
+
+    def __call__(self, *args):
+        if self._fn is None:
+            self._fn = getattr(_extension(), self.function)
+        return self._fn(*args)
+
+    def __getstate__(self):
+        return {**self.__dict__, "_fn": None}
+
+
+'''
+_HOPPER_STEP = '''\
+class _HopperStep(_TritonStep):
+    """One function of the problem's Hopper extension (built for sm_90a on the first call), fed
+    by its operands function, which makes the 16-bit operands from fp32 ones: a Python module
+    embedded below, run once per ModelNew, so the weight's 16-bit form it keeps (made once per
+    weight version) lives and dies with the model."""
+
+    def __init__(self, function, operands_file, operands):
+        super().__init__("common", operands_file, operands)
+        self.kernel = function
+
+    def __call__(self, *args):
+        if self._fn is None:
+            compiled = getattr(_extension(), self.kernel)   # first: it says which GPU it needs
+            self._fn = functools.partial(getattr(self.load_step(*self.step), self.function), compiled)
+        return self._fn(*args)
+
+
+'''
+_RUNTIME["hopper"] = _RUNTIME["triton"] + "\n\n" + _HOPPER_STEP + _RUNTIME["cuda"].replace("${cuda_step}", "")
+_RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${cuda_step}", _CUDA_STEP)

@@ -6,8 +6,13 @@ process where importing fusedkit fails; the Triton ones run there in Triton's in
 odd sizes, and again here through fusedkit's own check (``fusedkit.measure``), bit for bit equal
 to the registered variant. The CUDA ones construct, load the reference's state_dict, and their
 sources compile: the .cu translation unit to PTX for sm_90a, binding.cpp through g++'s front end.
-GPU part (marked ``gpu``): every export checked on the GPU, and the best export of each tier
-timed at KernelBench's sizes beside its registered variant (within 5%).
+The Hopper ones (sm_90a) likewise: their .cu translation unit compiles to PTX for sm_90a with every
+Hopper kernel, binding_hopper.cpp passes g++'s front end, and the Python module that makes their
+16-bit operands runs here (Triton's interpreter for the fp16x3 split) and hands the kernel exactly
+the operands the registered variant hands it.
+GPU part (marked ``gpu``): every export checked on the GPU (the Hopper ones on a Hopper GPU only),
+and the best export of each tier timed at KernelBench's sizes beside its registered variant
+(within 5%).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ SMALL = {"p12": {"batch_size": 17, "in_features": 33, "out_features": 65},
 EXPORTABLE = [(p.key, s) for p in PROBLEMS for s in export.exportable(p)]
 TRITON = [(k, s) for k, s in EXPORTABLE if problems.get(k).variant(s).triton]
 CUDA = [(k, s) for k, s in EXPORTABLE if not problems.get(k).variant(s).triton]
+HOPPER = [(k, s) for k, s in CUDA if export.step_call(k, s).kind == "hopper"]
+HOPPER_KEYS = sorted({k for k, _ in HOPPER})
+HOPPER_GPU = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 # Unit roundoff of the precisions with one 16-bit product per term (fp16: 11 bits, bf16: 8).
 ONE_16BIT_PRODUCT = {"fp16": 2.0**-11, "bf16": 2.0**-8}
 IMPORTS_FUSEDKIT = re.compile(r"^\s*(from|import)\s+fusedkit\b", re.M)
@@ -106,7 +114,8 @@ def test_every_kernel_and_no_baseline_is_exportable():
         for slug in export.exportable(p):
             call = export.step_call(p, slug)
             v = p.variant(slug)
-            assert call.kind == ("triton" if v.triton else "cuda"), slug
+            hopper = check.needs_hopper(v)
+            assert call.kind == ("triton" if v.triton else "hopper" if hopper else "cuda"), slug
             assert call.problem == p.key and call.function, slug
             if v.triton:
                 assert v.source == f"{call.problem}/{call.filename}"
@@ -367,10 +376,11 @@ def test_fp16x3_weight_split_lives_in_the_model_and_follows_its_weights(exported
 
 # --- the CUDA sources, compiled without a GPU ------------------------------------------------
 
-def _cuda_texts(exported, key) -> tuple[str, str]:
-    """The C++ and CUDA sources of the problem's CUDA exports (one extension: the same in each)."""
+def _cuda_texts(exported, key, hopper=False) -> tuple[str, str]:
+    """The C++ and CUDA sources of the problem's CUDA exports (one extension: the same in each),
+    or of its Hopper exports (the Hopper extension)."""
     texts = {(m._CPP_SOURCE, m._CUDA_SOURCE)
-             for m in (_load(exported[c]) for c in CUDA if c[0] == key)}
+             for m in (_load(exported[c]) for c in CUDA if c[0] == key and (c in HOPPER) == hopper)}
     assert len(texts) == 1
     return texts.pop()
 
@@ -390,6 +400,55 @@ def test_cuda_translation_unit_compiles_to_ptx_with_every_kernel(key, exported, 
         assert set(re.findall(r"\.entry (\w+)\(", build.ptx(step, "sm_90a"))) <= entries, step.name
 
 
+@needs_nvcc
+@pytest.mark.parametrize("key", HOPPER_KEYS)
+def test_hopper_translation_unit_compiles_to_ptx_for_sm90a_with_every_kernel(key, exported, tmp_path):
+    """As the build does (fusedkit.build._target_flags: the -gencode form for sm_90a)."""
+    _, cu = _cuda_texts(exported, key, hopper=True)
+    src = tmp_path / "hopper.cu"
+    src.write_text(cu)
+    proc = subprocess.run([build._nvcc_path(), *build._target_flags("sm_90a", "ptx"), "-ptx",
+                           *build.NVCC_FLAGS, "-std=c++17", "-o", str(tmp_path / "hopper.ptx"), str(src)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (tmp_path / "hopper.ptx").read_text()
+    assert ".target sm_90a" in text
+    entries = set(re.findall(r"\.entry (\w+)\(", text))
+    for step in build.hopper_sources(key):
+        assert set(re.findall(r"\.entry (\w+)\(", build.ptx(step))) <= entries, step.name
+    for case in HOPPER:
+        if case[0] == key:   # the file asks for the same target
+            assert _load(exported[case])._ARCH == "90a"
+
+
+@pytest.mark.parametrize("case", HOPPER, ids=ids)
+def test_hopper_export_hands_the_kernel_the_variants_operands(case, exported):
+    """The embedded operands module (fp16 casts, or the fp16x3 splits in Triton's interpreter
+    here) gives the compiled function exactly what fusedkit's own gives it, W made once per
+    weight version; a kernel stand-in records the arguments."""
+    from fusedkit.kernels import load_step
+
+    p = problems.get(case[0])
+    call = export.step_call(p, case[1])
+    step = _load(exported[case])._HopperStep(call.function, call.filename, call.operands)
+    theirs = getattr(load_step("common", call.filename), call.operands)
+    mine = getattr(step.load_step("common", call.filename), call.operands)
+    assert mine is not theirs
+    model = p.make_model(SMALL[p.key], seed=3)
+    (x,) = p.get_inputs(SMALL[p.key], seed=3)
+    bound = call.weights(model)   # held, as the variant's build and ModelNew hold them
+    got, want = [], []
+    mine(lambda *a: got.append(a), x, *bound)
+    theirs(lambda *a: want.append(a), x, *bound)
+    mine(lambda *a: got.append(a), x, *bound)
+    assert len(got[0]) == len(want[0])
+    for a, b in zip(got[0], want[0]):
+        assert (torch.equal(a, b) and a.dtype == b.dtype) if isinstance(b, torch.Tensor) else a == b
+    n = model.gemm.weight.shape[0]
+    w_parts = [i for i, a in enumerate(got[0]) if isinstance(a, torch.Tensor) and a.shape[0] == n]
+    assert w_parts and all(got[1][i] is got[0][i] for i in w_parts), "W's 16-bit form made once"
+
+
 def _cuda_include() -> Path | None:
     nvcc = build._nvcc_path()
     roots = ([Path(nvcc).resolve().parent.parent] if nvcc else []) + [Path("/usr/local/cuda")]
@@ -398,18 +457,20 @@ def _cuda_include() -> Path | None:
 
 @pytest.mark.skipif(_cuda_include() is None, reason="needs the CUDA toolkit's headers (nvcc)")
 def test_binding_translation_unit_passes_the_cxx_front_end(exported, tmp_path):
-    """binding.cpp with its headers inlined, against torch's headers and the cuBLAS stand-ins of
+    """binding.cpp (and binding_hopper.cpp) with its headers inlined, against torch's headers and the cuBLAS stand-ins of
     tests/cuda_stubs (as tests/test_binding_syntax.py checks the repository's bindings)."""
     inc = Path(torch.__file__).parent / "include"
     flags = ["-std=c++17", "-fsyntax-only", "-x", "c++", "-DTORCH_EXTENSION_NAME=syntax_check",
              f"-I{inc}", f"-I{inc / 'torch' / 'csrc' / 'api' / 'include'}", f"-I{_cuda_include()}",
              f"-I{Path(__file__).parent / 'cuda_stubs'}", f"-I{sysconfig.get_paths()['include']}"]
     procs = {}
-    for p in PROBLEMS:   # both at once: each takes half a minute on two cores
-        cpp, _ = _cuda_texts(exported, p.key)
-        (tmp_path / f"{p.key}.cpp").write_text(cpp)
-        procs[p.key] = subprocess.Popen(["g++", *flags, str(tmp_path / f"{p.key}.cpp")],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    units = [(p.key, False) for p in PROBLEMS] + [(key, True) for key in HOPPER_KEYS]
+    for key, hopper in units:   # all at once: each takes half a minute on two cores
+        cpp, _ = _cuda_texts(exported, key, hopper)
+        name = f"{key}{'_hopper' if hopper else ''}"
+        (tmp_path / f"{name}.cpp").write_text(cpp)
+        procs[name] = subprocess.Popen(["g++", *flags, str(tmp_path / f"{name}.cpp")],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for key, proc in procs.items():
         _, err = proc.communicate(timeout=600)
         errors = [ln for ln in err.splitlines() if "error" in ln]
@@ -490,6 +551,8 @@ def test_cli_refuses_a_path_it_cannot_write(tmp_path, capsys):
 def test_export_passes_fusedkit_check_on_the_gpu(case, exported):
     """Every export (CUDA ones built through load_inline) at small odd sizes, against the
     registered variant checked the same way."""
+    if case in HOPPER and not HOPPER_GPU:
+        pytest.skip("a Hopper (sm_90a) step: needs a Hopper GPU")
     p, v = problems.get(case[0]), problems.get(case[0]).variant(case[1])
     mine = measure(p, _builder(p, exported[case]), SMALL[p.key], device="cuda", name=f"export_{v.slug}",
                    precision=v.precision, triton=v.triton, seeds=1, time_it=False)
@@ -513,6 +576,8 @@ def test_best_exports_time_as_the_ladder_at_kernelbench_sizes(key, tmp_path):
     rows = []
     for slug in slugs:
         v = p.variant(slug)
+        if (key, slug) in HOPPER and not HOPPER_GPU:
+            continue
         path = export.export_variant(p, slug, tmp_path / export.file_name(p, slug))
         theirs = measure(p, v, p.defaults, device="cuda", seeds=2)
         mine = measure(p, _builder(p, path), p.defaults, device="cuda", name=f"export:{slug}",
