@@ -1,0 +1,397 @@
+// Computes out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) to fp32 accuracy on wgmma from fp16x3 splits.
+// Changed against 05: both GEMMs on p12 step 12's wgmma kernel; epilogues split h, reduce z from registers.
+// Bound: fp16 tensor compute, 3 products of 412 GFLOP; p12's kernel ran 213 TFLOP/s counted once: ~2.0-2.2 ms.
+#include <cmath>
+#include <cstdint>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "../common/hopper.cuh"
+#include "launchers_hopper.h"
+
+namespace {
+
+namespace sm90 = fusedkit::sm90;
+
+// Shapes: GEMM1 multiplies xh, xl (M, Kp) by W1's wh, wl (H, Kp); GEMM2 multiplies hh, hl
+// (M, Hp) by W2's wh, wl (N, Hp); all fp16, K-contiguous, Kp and Hp padded to 64 with zeros.
+// The math (common/fp16x3_split.py): A @ B.T = (sum_k ah bh + (ah bl + al bh) / 2048) * ai[m] * bi[n].
+// Tiles, pipeline and registers are p12 step 12's (12_wgmma_fp16x3.cu says why each number).
+constexpr int BM = 128;         // rows per tile: consumer c owns rows 64c .. 64c + 63, whole rows
+constexpr int BN = 128;         // columns per tile: the n of one wgmma; one logsumexp tile
+constexpr int BK = 64;          // k per stage: 64 fp16 = 128 bytes, one 128-byte swizzle row
+constexpr int kStages = 3;      // 3 x 64 KB = 192 KB of the 227 KB a block may have
+constexpr int kConsumers = 2;   // consumer warpgroups
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kProducerRegs = 40;   // 128 * 40 + 256 * 232 = 64512 <= 65536
+constexpr int kConsumerRegs = 232;  // sum, cross, chunk: 3 x 64 fp32 a thread
+constexpr int kGroupM = 8;      // grouped tile order: 8 row tiles share each W tile in L2
+
+constexpr int kAcc = BN / 2;    // fp32 accumulators a thread per 64 x 128 fragment
+constexpr uint32_t kTileBytes = 128 * BK * 2;     // 16 KB: one 128 x 64 fp16 box
+constexpr uint32_t kStageBytes = 4 * kTileBytes;  // ah, al, bh, bl: 64 KB
+constexpr size_t kSmemBytes = kStages * kStageBytes + sm90::kSwizzleAtomBytes;  // + alignment slack
+static_assert(kSmemBytes + 2 * kStages * sizeof(uint64_t) <= 227 * 1024, "shared memory");
+static_assert(BM == 128 && BN == 128, "every TMA box here is 128 rows x 64 columns");
+static_assert(p45::kHopperLseTile == BN, "the binding sizes pmax, psum with kHopperLseTile");
+static_assert(p45::kHopperPad % BK == 0 && p45::kHopperPad % 2 == 0,
+              "Hp is a whole number of k-tiles, and even (h is stored in column pairs)");
+
+constexpr float kLoScale = 2048.0f;  // lo holds the residual times 2**11
+constexpr float kNegInf = -INFINITY;
+
+__device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, int& mt, int& nt) {
+    const int per_group = kGroupM * n_tiles;
+    const int first_m = (t / per_group) * kGroupM;
+    const int group_m = min(m_tiles - first_m, kGroupM);  // the last group may be shorter
+    const int r = t % per_group;
+    mt = first_m + r % group_m;
+    nt = r / group_m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mainloop, p12 step 12's: a persistent block walks the (M / 128) x (N / 128) tiles in grouped
+// order; warpgroup 0 copies four fp16 tiles a stage with TMA, warpgroups 1 and 2 each multiply
+// 64 rows by 128 columns. Per k-tile, hi*hi goes into `chunk` from zero and is added to `sum`
+// with round-to-nearest FADDs while hi*lo + lo*hi accumulate in `cross` on the tensor cores.
+// At the end of a tile, v = sum + cross / 2048 (the split product without the row scales) goes
+// to epilogue(v, row0, col0, nt): v is the calling warpgroup's 64 x 128 fragment whose top-left
+// element is (row0, col0) of the output, fragment map in common/hopper.cuh.
+template <class Epilogue>
+__device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUtensorMap* al_map,
+                                            const CUtensorMap* bh_map, const CUtensorMap* bl_map,
+                                            int M, int N, int K, const Epilogue& epilogue) {
+    // full[s]: the producer's expect_tx arrival + 64 KB of TMA bytes. empty[s]: one arrival per
+    // consumer warp (8) once that warp's wgmmas no longer read stage s. `it` counts k-tiles
+    // across tiles on both sides: stage it % kStages, parity (it / kStages) & 1.
+    __shared__ uint64_t full[kStages], empty[kStages];
+    extern __shared__ uint8_t smem_raw[];
+    const uint32_t raw = sm90::smem_addr(smem_raw);
+    uint8_t* smem = smem_raw + ((sm90::kSwizzleAtomBytes - raw % sm90::kSwizzleAtomBytes) %
+                                sm90::kSwizzleAtomBytes);
+    // Stage s: [ah | al | bh | bl], each 16 KB and 1024-byte aligned (the swizzle atom).
+    const auto tile = [smem](int s, int which) { return smem + s * kStageBytes + which * kTileBytes; };
+
+    const int m_tiles = (M + BM - 1) / BM, n_tiles = (N + BN - 1) / BN;
+    const int tiles = m_tiles * n_tiles;
+    const int k_tiles = (K + BK - 1) / BK;
+    const int warpgroup = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            sm90::mbar_init(&full[s], 1);
+            sm90::mbar_init(&empty[s], kConsumers * 4);
+        }
+        sm90::mbar_fence_init();
+    }
+    __syncthreads();  // the last block-wide barrier
+
+    if (warpgroup == 0) {
+        sm90::setmaxnreg_dec<kProducerRegs>();
+        if (threadIdx.x == 0) {
+            sm90::tma_prefetch_map(ah_map);
+            sm90::tma_prefetch_map(al_map);
+            sm90::tma_prefetch_map(bh_map);
+            sm90::tma_prefetch_map(bl_map);
+            uint32_t it = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int mt, nt;
+                grouped_tile(t, m_tiles, n_tiles, mt, nt);
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int s = it % kStages;
+                    sm90::mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+                    // Zero-filled rows past M or N still count their bytes: always 64 KB.
+                    sm90::mbar_arrive_expect_tx(&full[s], kStageBytes);
+                    sm90::tma_load_2d(tile(s, 0), ah_map, &full[s], kt * BK, mt * BM);
+                    sm90::tma_load_2d(tile(s, 1), al_map, &full[s], kt * BK, mt * BM);
+                    sm90::tma_load_2d(tile(s, 2), bh_map, &full[s], kt * BK, nt * BN);
+                    sm90::tma_load_2d(tile(s, 3), bl_map, &full[s], kt * BK, nt * BN);
+                }
+            }
+        }
+    } else {
+        sm90::setmaxnreg_inc<kConsumerRegs>();
+        const int c = warpgroup - 1;
+        const bool lane0 = threadIdx.x % 32 == 0;
+        float sum[kAcc];    // sum over k-tiles of hi*hi, added by FADD.RN outside the tensor cores
+        float cross[kAcc];  // hi*lo + lo*hi, accumulated by the MMA over all of K
+        float chunk[kAcc];  // this k-tile's hi*hi, from a zero accumulator
+        uint32_t it = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int mt, nt;
+            grouped_tile(t, m_tiles, n_tiles, mt, nt);
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) sum[i] = cross[i] = 0.0f;
+            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                const int s = it % kStages;
+                sm90::mbar_wait(&full[s], (it / kStages) & 1);
+                const uint32_t ah = sm90::smem_addr(tile(s, 0)) + c * 64 * 128;  // this consumer's 64 rows
+                const uint32_t al = sm90::smem_addr(tile(s, 1)) + c * 64 * 128;
+                const uint32_t bh = sm90::smem_addr(tile(s, 2));
+                const uint32_t bl = sm90::smem_addr(tile(s, 3));
+                // chunk was read by the FADDs and cross zeroed by plain code: fence before wgmma.
+                sm90::fence_accumulators(chunk);
+                sm90::fence_accumulators(cross);
+                sm90::wgmma_fence();
+                // Group 1: chunk = ah * bh over this k-tile, from zero (scale-d = 0 on the first k16).
+#pragma unroll
+                for (int k16 = 0; k16 < BK / 16; ++k16) {
+                    sm90::wgmma_m64n128k16_f16(chunk, sm90::sw128_desc(ah + 32 * k16),
+                                               sm90::sw128_desc(bh + 32 * k16), k16 == 0 ? 0 : 1);
+                }
+                sm90::wgmma_commit();
+                // Group 2: cross += ah * bl + al * bh, chained on the same registers across k-tiles.
+#pragma unroll
+                for (int k16 = 0; k16 < BK / 16; ++k16) {
+                    sm90::wgmma_m64n128k16_f16(cross, sm90::sw128_desc(ah + 32 * k16),
+                                               sm90::sw128_desc(bl + 32 * k16));
+                    sm90::wgmma_m64n128k16_f16(cross, sm90::sw128_desc(al + 32 * k16),
+                                               sm90::sw128_desc(bh + 32 * k16));
+                }
+                sm90::wgmma_commit();
+                // This k-tile's chunk is done, and so is the previous k-tile's cross, the last
+                // reader of the previous stage, which goes back to the producer now.
+                sm90::wgmma_wait<1>();
+                sm90::fence_accumulators(chunk);
+                if (kt > 0 && lane0) sm90::mbar_arrive(&empty[(it + kStages - 1) % kStages]);
+#pragma unroll
+                for (int i = 0; i < kAcc; ++i) sum[i] = __fadd_rn(sum[i], chunk[i]);
+            }
+            sm90::wgmma_wait<0>();  // the last k-tile's cross
+            sm90::fence_accumulators(cross);
+            if (k_tiles > 0 && lane0) sm90::mbar_arrive(&empty[(it + kStages - 1) % kStages]);
+#pragma unroll
+            for (int i = 0; i < kAcc; ++i) sum[i] = __fadd_rn(sum[i], cross[i] * (1.0f / kLoScale));
+            epilogue(sum, mt * BM + 64 * c, nt * BN, nt);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM1's epilogue: h = sigmoid(v * x_inv[r] * w_inv[c] + b1[c]), stored split for GEMM2 with
+// the fixed scale 2**14 (step 05's module docstring says why one scale fits every row of h):
+// hs = h * 2**14 (exact), hi = fp16(hs), lo = fp16((hs - hi) * 2048) (hs - hi and * 2048 exact).
+// Columns H .. Hp - 1 (the padding GEMM2 sums over) are written as zeros; nothing else of hh, hl
+// exists, so every element of them is written by some tile (the tiles cover cdiv(H, 128) * 128
+// >= Hp columns). Each thread's two adjacent columns go out as one 4-byte __half2 store; a warp
+// store covers 8 rows x 16 contiguous bytes.
+
+// 1 / (1 + e) for z >= 0 and e / (1 + e) below, e = exp(-|z|) in (0, 1]: exp never overflows,
+// and a tiny h keeps its relative accuracy (step 05's sigmoid). One IEEE division; NaN stays NaN.
+__device__ __forceinline__ float stable_sigmoid(float z) {
+    const float e = expf(-fabsf(z));
+    const float r = 1.0f / (1.0f + e);
+    return z >= 0.0f ? r : e * r;
+}
+
+struct SigmoidSplit {
+    const float* __restrict__ x_inv;  // (M,) 1 / row scale of x's split
+    const float* __restrict__ w_inv;  // (H,) 1 / row scale of W1's split
+    const float* __restrict__ b;      // (H,)
+    __half* __restrict__ hh;          // (M, Hp) hi of h * 2**14
+    __half* __restrict__ hl;          // (M, Hp) lo
+    int M, H, Hp;
+
+    __device__ __forceinline__ void operator()(float (&v)[kAcc], int row0, int col0, int) const {
+        const int t = threadIdx.x % 128;
+        const int r0 = row0 + sm90::accumulator_row(t);
+        const int c0 = col0 + sm90::accumulator_col(t);
+        const float xi[2] = {r0 < M ? __ldg(x_inv + r0) : 0.0f, r0 + 8 < M ? __ldg(x_inv + r0 + 8) : 0.0f};
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int c = c0 + 8 * j;  // even; Hp is even, so c < Hp means c + 1 < Hp too
+            if (c >= Hp) continue;     // c grows with j; `continue` keeps v's indices compile-time
+            const bool ok[2] = {c < H, c + 1 < H};
+            const float wi[2] = {ok[0] ? __ldg(w_inv + c) : 0.0f, ok[1] ? __ldg(w_inv + c + 1) : 0.0f};
+            const float bb[2] = {ok[0] ? __ldg(b + c) : 0.0f, ok[1] ? __ldg(b + c + 1) : 0.0f};
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {  // h = 0: row r0, h = 1: row r0 + 8
+                const int r = r0 + 8 * h;
+                if (r >= M) continue;
+                __half hi[2], lo[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    // The split's scales are powers of two: v * xi is exact, one FMA adds the bias.
+                    const float z = __fmaf_rn(__fmul_rn(v[4 * j + 2 * h + e], xi[h]), wi[e], bb[e]);
+                    const float hs = ok[e] ? stable_sigmoid(z) * p45::kHopperHScale : 0.0f;
+                    hi[e] = __float2half_rn(hs);
+                    lo[e] = __float2half_rn((hs - __half2float(hi[e])) * kLoScale);
+                }
+                const int64_t at = static_cast<int64_t>(r) * Hp + c;
+                *reinterpret_cast<__half2*>(hh + at) = __halves2half2(hi[0], hi[1]);
+                *reinterpret_cast<__half2*>(hl + at) = __halves2half2(lo[0], lo[1]);
+            }
+        }
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// GEMM2's epilogue: z = v * h_inv * w_inv[c] + b2[c], never stored; per row of the 128-column tile
+// nt, pmax[r, nt] = max over the valid columns and psum[r, nt] = sum of exp(z - pmax), exactly
+// common/lse.py's partial_lse_store (columns past N are -inf: they lose the max, add exp = 0).
+// Row r0 of the fragment lives in the 4 lanes of a quad (lanes 4q .. 4q + 3), 32 values each
+// (2 columns x 16 slabs): a max / sum over the thread's values, then over the quad by two
+// butterfly shuffles. A consumer owns whole rows, so no other warpgroup is involved.
+
+__device__ __forceinline__ float quad_max(float a) {
+    a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 1));
+    return fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float a) {
+    a += __shfl_xor_sync(0xffffffffu, a, 1);
+    return a + __shfl_xor_sync(0xffffffffu, a, 2);
+}
+
+struct PartialLse {
+    float h_inv;                      // 1 / h's split scale, 2**-14 for every row
+    const float* __restrict__ w_inv;  // (N,) 1 / row scale of W2's split
+    const float* __restrict__ b;      // (N,)
+    float* __restrict__ pmax;         // (M, T), T = cdiv(N, 128)
+    float* __restrict__ psum;         // (M, T)
+    int M, N, T;
+
+    __device__ __forceinline__ void operator()(float (&v)[kAcc], int row0, int col0, int nt) const {
+        const int t = threadIdx.x % 128;
+        const int r0 = row0 + sm90::accumulator_row(t);
+        const int c0 = col0 + sm90::accumulator_col(t);
+        float mx[2] = {kNegInf, kNegInf};  // rows r0, r0 + 8
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int c = c0 + 8 * j;
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const bool ok = c + e < N;
+                const float wi = ok ? __ldg(w_inv + c + e) : 0.0f;
+                const float bb = ok ? __ldg(b + c + e) : 0.0f;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float& z = v[4 * j + 2 * h + e];
+                    z = ok ? __fmaf_rn(__fmul_rn(z, h_inv), wi, bb) : kNegInf;
+                    mx[h] = fmaxf(mx[h], z);
+                }
+            }
+        }
+        // Every tile holds a valid column (nt * 128 < N), so the max is finite for finite z. A NaN
+        // z loses fmaxf but makes its exp, and so psum and out, NaN.
+        mx[0] = quad_max(mx[0]);
+        mx[1] = quad_max(mx[1]);
+        float s[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                s[h] += expf(v[4 * j + 2 * h] - mx[h]);  // exponents <= 0: in [0, 1]
+                s[h] += expf(v[4 * j + 2 * h + 1] - mx[h]);
+            }
+        }
+        s[0] = quad_sum(s[0]);
+        s[1] = quad_sum(s[1]);
+        if (t % 4 == 0) {  // one lane of the quad stores the row's pair
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = r0 + 8 * h;
+                if (r < M) {
+                    const int64_t at = static_cast<int64_t>(r) * T + nt;
+                    pmax[at] = mx[h];
+                    psum[at] = s[h];
+                }
+            }
+        }
+    }
+};
+
+}  // namespace
+
+// GEMM1: hh, hl = split(sigmoid(x @ W1.T + b1)). xh_map, xl_map (M, Kp) and wh_map, wl_map (H, Kp):
+// boxes of 128 rows x 64 columns.
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+p45_wgmma_fp16x3_sigmoid_split_kernel(const __grid_constant__ CUtensorMap xh_map,
+                                      const __grid_constant__ CUtensorMap xl_map,
+                                      const __grid_constant__ CUtensorMap wh_map,
+                                      const __grid_constant__ CUtensorMap wl_map,
+                                      const float* __restrict__ x_inv, const float* __restrict__ w_inv,
+                                      const float* __restrict__ b, __half* __restrict__ hh,
+                                      __half* __restrict__ hl, int M, int H, int K, int Hp) {
+    fp16x3_gemm(&xh_map, &xl_map, &wh_map, &wl_map, M, H, K,
+                SigmoidSplit{x_inv, w_inv, b, hh, hl, M, H, Hp});
+}
+
+// GEMM2: pmax, psum of z = h @ W2.T + b2. hh_map, hl_map (M, Hp) and wh_map, wl_map (N, Hp).
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+p45_wgmma_fp16x3_partial_lse_kernel(const __grid_constant__ CUtensorMap hh_map,
+                                    const __grid_constant__ CUtensorMap hl_map,
+                                    const __grid_constant__ CUtensorMap wh_map,
+                                    const __grid_constant__ CUtensorMap wl_map, float h_inv,
+                                    const float* __restrict__ w_inv, const float* __restrict__ b,
+                                    float* __restrict__ pmax, float* __restrict__ psum, int M,
+                                    int N, int K, int T) {
+    fp16x3_gemm(&hh_map, &hl_map, &wh_map, &wl_map, M, N, K,
+                PartialLse{h_inv, w_inv, b, pmax, psum, M, N, T});
+}
+
+namespace {
+
+// The four tensor maps of one fp16x3 GEMM (A rows x K, B rows x K), the shared-memory opt-in, and
+// the persistent grid: one block per SM at most. Returns nullptr or what went wrong.
+template <class Kernel>
+const char* prepare(Kernel kernel, CUtensorMap (&maps)[4], const __half* ah, const __half* al,
+                    int a_rows, const __half* bh, const __half* bl, int b_rows, int K, int& blocks) {
+    if (const char* err = sm90::make_tensor_map_f16(&maps[0], ah, a_rows, K, BM)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&maps[1], al, a_rows, K, BM)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&maps[2], bh, b_rows, K, BN)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&maps[3], bl, b_rows, K, BN)) return err;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kSmemBytes)) != cudaSuccess) {
+        return "cudaFuncSetAttribute (dynamic shared memory) failed";
+    }
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+        return "could not read the multiprocessor count";
+    }
+    const int64_t tiles = static_cast<int64_t>((a_rows + BM - 1) / BM) * ((b_rows + BN - 1) / BN);
+    blocks = static_cast<int>(tiles < sms ? tiles : sms);
+    return nullptr;
+}
+
+}  // namespace
+
+namespace p45 {
+
+const char* launch_wgmma_fp16x3_sigmoid_split(const __half* xh, const __half* xl, const float* x_inv,
+                                              const __half* wh, const __half* wl,
+                                              const float* w_inv, const float* b, __half* hh,
+                                              __half* hl, int M, int H, int K, int Hp,
+                                              cudaStream_t stream) {
+    if (Hp % kHopperPad != 0 || Hp < H || Hp - H >= kHopperPad) {
+        return "Hp must be H rounded up to a multiple of kHopperPad";
+    }
+    CUtensorMap maps[4];
+    int blocks = 0;
+    if (const char* err = prepare(p45_wgmma_fp16x3_sigmoid_split_kernel, maps, xh, xl, M, wh, wl,
+                                  H, K, blocks)) {
+        return err;
+    }
+    p45_wgmma_fp16x3_sigmoid_split_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(
+        maps[0], maps[1], maps[2], maps[3], x_inv, w_inv, b, hh, hl, M, H, K, Hp);
+    return nullptr;
+}
+
+const char* launch_wgmma_fp16x3_partial_lse(const __half* hh, const __half* hl, float h_inv,
+                                            const __half* wh, const __half* wl, const float* w_inv,
+                                            const float* b, float* pmax, float* psum, int M,
+                                            int N, int K, cudaStream_t stream) {
+    CUtensorMap maps[4];
+    int blocks = 0;
+    if (const char* err = prepare(p45_wgmma_fp16x3_partial_lse_kernel, maps, hh, hl, M, wh, wl, N,
+                                  K, blocks)) {
+        return err;
+    }
+    const int T = (N + kHopperLseTile - 1) / kHopperLseTile;
+    p45_wgmma_fp16x3_partial_lse_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(
+        maps[0], maps[1], maps[2], maps[3], h_inv, w_inv, b, pmax, psum, M, N, K, T);
+    return nullptr;
+}
+
+}  // namespace p45

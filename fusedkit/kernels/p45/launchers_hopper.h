@@ -1,0 +1,38 @@
+// Host launchers of problem 45's Hopper step (07): the two fp16x3 GEMMs of
+// out[m] = logsumexp_n(sigmoid(x @ W1.T + b1) @ W2.T + b2)[m, n] on wgmma, each on fp16x3 splits
+// (common/fp16x3_split.py: A = (hi + lo / 2048) * inv_scale[row], hi and lo fp16, K padded to 64).
+// Requirements the binding checks: K % 8 == 0 (TMA needs 16-byte row strides), split operands
+// 16-byte aligned and contiguous. Each launcher only enqueues work on `stream`; it returns nullptr,
+// or a message when it could not launch; the caller still checks the launch itself.
+// Pure CUDA, no torch headers: binding_hopper.cpp includes it, 07_wgmma_fp16x3_lse.cu defines them.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace p45 {
+
+// h's split has ONE scale for every row: hs = h * kHopperHScale, h = (hh + hl / 2048) / kHopperHScale.
+constexpr float kHopperHScale = 16384.0f;  // 2**14: h in [0, 1] puts hs in [0, 2**14]
+constexpr int kHopperPad = 64;       // Hp = H rounded up to this (the splits' K_ALIGN)
+constexpr int kHopperLseTile = 128;  // columns of z per partial logsumexp pair: T = cdiv(N, 128)
+
+// GEMM1: h = sigmoid(x @ W1.T + b1) stored split: hh, hl (M, Hp) fp16, Hp = H rounded up to
+// kHopperPad, columns H .. Hp - 1 written as zeros. xh, xl (M, K) and wh, wl (H, K) fp16 with
+// the same padded K; x_inv (M,), w_inv (H,), b (H,) fp32.
+const char* launch_wgmma_fp16x3_sigmoid_split(const __half* xh, const __half* xl, const float* x_inv,
+                                              const __half* wh, const __half* wl,
+                                              const float* w_inv, const float* b, __half* hh,
+                                              __half* hl, int M, int H, int K, int Hp,
+                                              cudaStream_t stream);
+
+// GEMM2: z = h @ W2.T + b2 with h = (hh + hl / 2048) * h_inv, hh, hl (M, K) and wh, wl (N, K) fp16
+// (K = Hp); w_inv (N,), b (N,) fp32. z is never stored: per row m and 128-column tile t,
+// pmax[m, t] = max_n z[m, n] and psum[m, t] = sum_n exp(z[m, n] - pmax[m, t]) over the tile's
+// columns n < N (common/lse.py's pairs); pmax, psum are (M, T) fp32, T = cdiv(N, kHopperLseTile).
+const char* launch_wgmma_fp16x3_partial_lse(const __half* hh, const __half* hl, float h_inv,
+                                            const __half* wh, const __half* wl, const float* w_inv,
+                                            const float* b, float* pmax, float* psum, int M,
+                                            int N, int K, cudaStream_t stream);
+
+}  // namespace p45

@@ -1,0 +1,422 @@
+"""Problem 45's Hopper step (07: both fp16x3 GEMMs on the hand-written wgmma kernel) and its build.
+
+CPU part (runs anywhere nvcc 12.x+ is): the step builds apart for sm_90a; each of its two kernels
+shows the Hopper machinery in PTX (wgmma.mma_async m64n128k16, cp.async.bulk.tensor, mbarriers,
+setmaxnreg) and its own epilogue (GEMM1: round-to-nearest fp16 conversions and 4-byte __half2
+stores of h's split; GEMM2: butterfly shuffles over the quad and one store per row pair); ptxas
+reports no spills, no stack and no warning; the binding passes the C++ front end; the constants
+the C++ and Python sides share agree; a torch model of the kernels' dataflow (fixed scale of h,
+zero padding, 128-column partial logsumexp, the combine) is fp32-faithful.
+GPU part (marked ``gpu``): each GEMM alone against float64, the whole step against float64 at
+odd sizes and KernelBench's, bad inputs, a NaN row, and fusedkit.measure's tier fp32-faithful.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from fusedkit import build
+from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
+from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, rel_error
+
+P45 = p45mod.PROBLEM
+HOPPER = build.hopper_sources("p45")
+SOURCE = build.KERNELS_DIR / "p45" / "07_wgmma_fp16x3_lse.cu"
+LAUNCHERS = build.KERNELS_DIR / "p45" / "launchers_hopper.h"
+BINDING = build.KERNELS_DIR / "p45" / build.HOPPER_BINDING
+GEMM1 = "p45_wgmma_fp16x3_sigmoid_split_kernel"
+GEMM2 = "p45_wgmma_fp16x3_partial_lse_kernel"
+(STEP07,) = p45mod.HOPPER_VARIANTS
+H_SCALE = 2.0**14
+LSE_TILE = 128
+TOL_FP32 = 1e-6  # vs float64: fp32-faithful (step 05 measured ~1e-7 on the H200)
+
+
+def err_vs(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """rel_error with values below 1 counted as 1 in the norm of ref: a logit or logsumexp that
+    cancels to near zero (H = 1 or N = 1) is not fp32's yardstick, its inputs' size is."""
+    return ((out.double() - ref).norm() / ref.double().abs().clamp_min(1.0).norm()).item()
+
+
+def entry_body(ptx_text: str, kernel: str) -> str:
+    """The PTX of one kernel: from its .entry line to the next .entry (or the end)."""
+    start = ptx_text.index(f".entry {kernel}(")
+    nxt = ptx_text.find(".entry ", start + 1)
+    return ptx_text[start:nxt if nxt != -1 else len(ptx_text)]
+
+
+# ----------------------------------------------------------------------------- CPU part
+
+
+def test_step_builds_apart_from_the_other_steps():
+    assert [p.name for p in HOPPER] == [SOURCE.name]
+    assert SOURCE not in build.kernel_sources("p45"), "a Hopper step in the main extension"
+    assert build.required_arch(SOURCE) == "sm_90a"
+    assert build.extension_sources("p45", hopper=True) == [SOURCE, BINDING]
+    name, folder, sources, flags = build._extension_plan("p45", (9, 0), "2.11.0+cu130", "13.0",
+                                                         hopper=True)
+    assert name == "fusedkit_p45_hopper" and sources == [SOURCE, BINDING]
+    assert "-gencode=arch=compute_90a,code=sm_90a" in flags
+    assert folder != build._extension_plan("p45", (9, 0), "2.11.0+cu130", "13.0")[1]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only message")
+def test_load_without_gpu_says_what_to_do():
+    with pytest.raises(build.CudaUnavailableError, match="needs a CUDA GPU"):
+        build.load_extension("p45", hopper=True)
+
+
+@needs_nvcc
+def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue():
+    text = build.ptx(SOURCE)
+    assert ".target sm_90a" in text
+    for kernel in (GEMM1, GEMM2):
+        body = entry_body(text, kernel)
+        # Per k-tile 4 hi*hi wgmmas into chunk and 8 cross ones: 12 in the unrolled loop.
+        assert len(build.ptx_instructions(
+            body, r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16")) == 12, kernel
+        assert build.ptx_instructions(body, r"wgmma\.wait_group\.sync\.aligned 1;"), kernel
+        assert build.ptx_instructions(body, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global")
+        assert build.ptx_instructions(body, r"mbarrier\.try_wait\.parity")
+        assert build.ptx_instructions(body, r"mbarrier\.arrive\.expect_tx")
+        assert build.ptx_instructions(body, r"setmaxnreg\.dec\.sync\.aligned\.u32 40")
+        assert build.ptx_instructions(body, r"setmaxnreg\.inc\.sync\.aligned\.u32 232")
+        # hi*hi added outside the tensor cores with round-to-nearest adds.
+        assert len(build.ptx_instructions(body, r"add\.rn\.f32")) >= 64, kernel
+    g1, g2 = entry_body(text, GEMM1), entry_body(text, GEMM2)
+    # GEMM1: 64 values a thread, each a sigmoid (one IEEE reciprocal) and two fp16 roundings,
+    # stored as 32 + 32 __half2 (4-byte) stores; no shuffles.
+    assert len(build.ptx_instructions(g1, r"rcp\.rn\.f32")) == 64
+    assert len(build.ptx_instructions(g1, r"cvt\.rn\.f16\.f32")) == 128
+    assert len(build.ptx_instructions(g1, r"st\.global\.(u|b)32")) == 64
+    assert not build.ptx_instructions(g1, r"shfl\.sync")
+    # GEMM2: max and sum over the quad for two rows (2 x 2 x 2 butterflies), one exp a value,
+    # two pairs (pmax, psum) of fp32 stores per thread, h never stored.
+    assert len(build.ptx_instructions(g2, r"shfl\.sync\.bfly\.b32")) == 8
+    assert len(build.ptx_instructions(g2, r"ex2\.approx")) == 64
+    assert len(build.ptx_instructions(g2, r"st\.global\.f32")) == 4
+    assert not build.ptx_instructions(g2, r"cvt\.rn\.f16\.f32")
+
+
+def _ptxas_log(src: Path) -> str:
+    nvcc = build._nvcc_path()
+    flags = [*build._target_flags("sm_90a", "cubin"), "-cubin", "-Xptxas", "-v",
+             *build.NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = build._run_nvcc(nvcc, [*flags, "-o", str(Path(tmp) / "out.cubin"), str(src)],
+                               f"ptxas {src.name}")
+    return proc.stdout + proc.stderr
+
+
+@needs_nvcc
+def test_ptxas_no_spills_no_stack_no_warnings():
+    usage = build.resource_usage(SOURCE)
+    assert set(usage) == {GEMM1, GEMM2}
+    for kernel, stats in usage.items():
+        print(kernel, stats)
+        assert stats["spill_stores"] == stats["spill_loads"] == stats["stack_bytes"] == 0, (kernel, stats)
+        # __launch_bounds__(384, 1): 168 a thread at entry; setmaxnreg moves them to the consumers.
+        assert 0 < stats["registers"] <= 168, (kernel, stats)
+    # A wgmma the compiler could not keep asynchronous, or a setmaxnreg it dropped, is a warning.
+    warnings = [ln for ln in _ptxas_log(SOURCE).splitlines() if "warning" in ln.lower()]
+    assert not warnings, "\n".join(warnings)
+
+
+def _cuda_include() -> Path | None:
+    nvcc = build._nvcc_path()
+    if nvcc is None:
+        return None
+    for root in (Path(nvcc).resolve().parent.parent, Path("/usr/local/cuda")):
+        if (root / "include" / "cuda_runtime.h").is_file():
+            return root / "include"
+    return None
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.skipif(_cuda_include() is None, reason="needs the CUDA toolkit's headers (nvcc)")
+def test_hopper_binding_compiles_syntax_only():
+    """As tests/test_binding_syntax.py does for every binding.cpp."""
+    inc = Path(torch.__file__).parent / "include"
+    stubs = Path(__file__).parent / "cuda_stubs"
+    cmd = ["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=syntax_check",
+           f"-I{inc}", f"-I{inc / 'torch' / 'csrc' / 'api' / 'include'}", f"-I{_cuda_include()}",
+           f"-I{stubs}", f"-I{sysconfig.get_paths()['include']}", f"-I{BINDING.parent}", str(BINDING)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
+    assert proc.returncode == 0, "\n".join(errors[:10])
+
+
+def test_variant_is_well_formed_and_not_registered():
+    v = STEP07
+    assert (v.number, v.slug, v.precision) == (7, "wgmma_fp16x3_lse", "fp16x3")
+    assert v.needs_gpu and not v.triton and not v.baseline
+    assert v.source == f"p45/{SOURCE.name}" and v.slug == SOURCE.stem.split("_", 1)[1]
+    assert v.slug not in P45.variants, "registered: the notebook and the export need it first"
+    binding = BINDING.read_text()
+    for fn in ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"):
+        assert f'm.def("{fn}"' in binding
+
+
+def test_shared_constants_agree():
+    """The C++ side's h scale, padding and logsumexp tile are the Python side's."""
+    from fusedkit.kernels import load_step
+
+    split = load_step("common", "fp16x3_split.py")
+    text = LAUNCHERS.read_text()
+    const = dict(re.findall(r"constexpr \w+ (kHopper\w+) = ([0-9.]+)f?;", text))
+    assert float(const["kHopperHScale"]) == H_SCALE
+    assert int(const["kHopperPad"]) == split.K_ALIGN
+    assert int(const["kHopperLseTile"]) == LSE_TILE
+    k05 = load_step("p45", "05_triton_fp16x3_lse.py")
+    assert k05.H_SCALE == H_SCALE, "step 07 stores h split as step 05 does"
+
+
+# -- a torch model of the two kernels' dataflow (on CPU, float64 products of the fp16 parts) -------
+
+
+def _split_product(ah, al, ai, bh, bl, bi):
+    """The kernel's v * ai[m] * bi[n] in float64 (the tensor cores' errors are the GPU tests')."""
+    a, b = ah.double(), bh.double()
+    v = a @ b.T + (a @ bl.double().T + al.double() @ b.T) / 2048
+    return (v * ai.double()[:, None] * bi.double()[None, :]).float()
+
+
+def model_of_step07(x, w1, b1, w2, b2):
+    """What step 07 computes, written as the kernels' epilogues do it, per tile of 128 columns."""
+    from fusedkit.kernels import load_step
+
+    split = load_step("common", "fp16x3_split.py")
+    lse = load_step("common", "lse.py")
+    xs, w1s, w2s = (split.split_fp16x3(t, pad_cols_to=split.K_ALIGN) for t in (x, w1, w2))
+    m, h = x.shape[0], w1.shape[0]
+    hp = w2s.hi.shape[1]
+    # GEMM1's epilogue: bias, the stable sigmoid, the fixed-scale split, zero padding columns.
+    z1 = _split_product(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo, w1s.inv_scale) + b1
+    e = torch.exp(-z1.abs())
+    hval = torch.where(z1 >= 0, 1 / (1 + e), e / (1 + e))
+    hs = torch.zeros(m, hp)
+    hs[:, :h] = hval * H_SCALE
+    hh = hs.half()
+    hl = ((hs - hh.float()) * 2048).half()
+    # GEMM2's epilogue: per row and 128-column tile, the max over valid columns and the sum-exp.
+    z = _split_product(hh, hl, torch.full((m,), 1 / H_SCALE), w2s.hi, w2s.lo, w2s.inv_scale) + b2
+    n = z.shape[1]
+    t = -(-n // LSE_TILE)
+    zp = torch.full((m, t * LSE_TILE), float("-inf"))
+    zp[:, :n] = z
+    tiles = zp.view(m, t, LSE_TILE)
+    pmax = tiles.max(dim=2).values
+    psum = torch.exp(tiles - pmax[:, :, None]).sum(dim=2)
+    return lse.combine_lse(pmax, psum), hh, hl
+
+
+def _inputs(m, k, h, n, seed, device="cpu"):
+    """x ~ U[0, 1) as KernelBench's get_inputs; weights and biases as nn.Linear's init."""
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def uniform(*shape, bound):
+        return (torch.rand(*shape, generator=g, device=device) * 2 - 1) * bound
+
+    x = torch.rand(m, k, generator=g, device=device)
+    w1, b1 = uniform(h, k, bound=1 / math.sqrt(k)), uniform(h, bound=1 / math.sqrt(k))
+    w2, b2 = uniform(n, h, bound=1 / math.sqrt(h)), uniform(n, bound=1 / math.sqrt(h))
+    return x, w1, b1, w2, b2
+
+
+def reference64(x, w1, b1, w2, b2):
+    hid = torch.sigmoid(x.double() @ w1.double().T + b1.double())
+    return torch.logsumexp(hid @ w2.double().T + b2.double(), dim=1)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU tests run the kernels themselves")
+@pytest.mark.parametrize("m,k,h,n", [(1, 1, 1, 1), (5, 70, 65, 129), (3, 33, 130, 300)])
+def test_torch_model_of_the_dataflow_is_fp32_faithful(m, k, h, n):
+    """The kernels' design (one scale 2**14 for h, zero columns H.. Hp, -inf past N, pairs per
+    128-column tile, the combine) loses nothing beyond fp32's error."""
+    seed = secrets.randbits(31)
+    x, w1, b1, w2, b2 = _inputs(m, k, h, n, seed)
+    out, hh, hl = model_of_step07(x, w1, b1, w2, b2)
+    assert (hh[:, h:] == 0).all() and (hl[:, h:] == 0).all()
+    err = err_vs(out, reference64(x, w1, b1, w2, b2))
+    assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={seed}"
+
+
+# ----------------------------------------------------------------------------- GPU part
+
+# (M, K, H, N): single elements; K and H not multiples of 64 (padded by the splits) nor 8; H past
+# one 128-column tile of GEMM1 by a little (Hp = 192 < 256: padding written by a partial tile);
+# N below, at and past one 128-column logsumexp tile; M past one and several 128-row tiles.
+SIZES = [(1, 1, 1, 1), (3, 5, 7, 33), (67, 1000, 333, 129), (129, 64, 130, 128),
+         (300, 520, 257, 1025), (1, 2048, 4096, 1024), (1000, 2048, 4096, 1024)]
+DEFAULT = (16384, 2048, 4096, 1024)
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return build.load_extension("p45", hopper=True)
+
+
+@pytest.fixture(scope="module")
+def split():
+    from fusedkit.kernels import load_step
+
+    return load_step("common", "fp16x3_split.py")
+
+
+def _model(m, k, h, n, w1, b1, w2, b2):
+    model = P45.make_model(P45.sizes(batch_size=m, input_size=k, hidden_size=h, output_size=n),
+                           device="cuda")
+    with torch.no_grad():
+        model.linear1.weight.copy_(w1)
+        model.linear1.bias.copy_(b1)
+        model.linear2.weight.copy_(w2)
+        model.linear2.bias.copy_(b2)
+    return model
+
+
+@gpu_test
+@pytest.mark.parametrize("m,k,h,n", SIZES[:5], ids=str)
+def test_gemm1_writes_h_split_and_zero_padding(ext, split, m, k, h, n):
+    """(hh + hl / 2048) / 2**14 is sigmoid(x @ W1.T + b1) to fp32's error; columns H.. are zero,
+    and every element is written (poisoned memory would show NaN)."""
+    seed = secrets.randbits(31)
+    x, w1, b1, _, _ = _inputs(m, k, h, n, seed, device="cuda")
+    xs, ws = split.split_fp16x3(x, pad_cols_to=64), split.split_fp16x3(w1, pad_cols_to=64)
+    hp = -(-h // 64) * 64
+    junk = [torch.full((m, hp), float("nan"), device="cuda", dtype=torch.float16) for _ in range(2)]
+    del junk  # the caching allocator hands these NaN blocks to hh and hl
+    hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b1)
+    torch.cuda.synchronize()
+    assert hh.shape == hl.shape == (m, hp) and hh.dtype == hl.dtype == torch.float16
+    assert not hh.isnan().any() and not hl.isnan().any(), f"unwritten elements; seed={seed}"
+    assert (hh[:, h:] == 0).all() and (hl[:, h:] == 0).all(), f"padding not zero; seed={seed}"
+    got = (hh.double() + hl.double() / 2048) / ext.H_SCALE
+    ref = torch.sigmoid(x.double() @ w1.double().T + b1.double())
+    err = rel_error(got[:, :h], ref)
+    assert err < TOL_FP32, f"{m}x{k}x{h}: h {err:.2e} vs float64; seed={seed}"
+
+
+@gpu_test
+@pytest.mark.parametrize("m,k,h,n", SIZES[:5], ids=str)
+def test_gemm2_pairs_match_float64(ext, split, m, k, h, n):
+    """pmax and psum per 128-column tile of z = h @ W2.T + b2 (h given split with the fixed scale)
+    against float64 of the same split h; their combine is the row's logsumexp."""
+    from fusedkit.kernels import load_step
+
+    seed = secrets.randbits(31)
+    _, _, _, w2, b2 = _inputs(m, k, h, n, seed, device="cuda")
+    hid = torch.rand(m, h, device="cuda")
+    hs = torch.zeros(m, -(-h // 64) * 64, device="cuda")
+    hs[:, :h] = hid * H_SCALE
+    hh = hs.half()
+    hl = ((hs - hh.float()) * 2048).half()
+    ws = split.split_fp16x3(w2, pad_cols_to=64)
+    t = -(-n // LSE_TILE)
+    poison_allocator((m, t), (m, t))
+    pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, ws.hi, ws.lo, ws.inv_scale, b2)
+    torch.cuda.synchronize()
+    assert pmax.shape == psum.shape == (m, t) and pmax.dtype == torch.float32
+    h64 = ((hh.double() + hl.double() / 2048) / H_SCALE)[:, :h]
+    z = h64 @ w2.double().T + b2.double()
+    zp = torch.full((m, t * LSE_TILE), float("-inf"), device="cuda", dtype=torch.float64)
+    zp[:, :n] = z
+    tiles = zp.view(m, t, LSE_TILE)
+    ref_max = tiles.max(dim=2).values
+    ref_sum = torch.exp(tiles - ref_max[:, :, None]).sum(dim=2)
+    assert err_vs(pmax, ref_max) < TOL_FP32, f"pmax; seed={seed}"
+    assert rel_error(psum, ref_sum) < 1e-5, f"psum; seed={seed}"  # exp(z - max): z's abs. error
+    out = load_step("common", "lse.py").combine_lse(pmax, psum)
+    err = err_vs(out, torch.logsumexp(z, dim=1))
+    assert err < TOL_FP32, f"{m}x{h}x{n}: {err:.2e} vs float64; seed={seed}"
+
+
+@gpu_test
+@pytest.mark.parametrize("m,k,h,n", [*SIZES, DEFAULT], ids=str)
+def test_step_is_fp32_faithful(m, k, h, n):
+    """The whole step through the variant's build against the float64 model."""
+    seed = secrets.randbits(31)
+    x, w1, b1, w2, b2 = _inputs(m, k, h, n, seed, device="cuda")
+    fn = STEP07.build(_model(m, k, h, n, w1, b1, w2, b2))
+    poison_allocator((m,), (m, -(-n // LSE_TILE)))
+    out = fn(x)
+    torch.cuda.synchronize()
+    assert out.shape == (m,) and out.dtype == torch.float32
+    assert not out.isnan().any(), f"NaN in out; seed={seed}"
+    err = err_vs(out, reference64(x, w1, b1, w2, b2))
+    print(f"wgmma_fp16x3_lse {m}x{k}x{h}x{n}: rel. error {err:.2e} vs float64")
+    assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={seed}"
+
+
+@gpu_test
+def test_large_logits_and_a_nan_row(split):
+    """Logits of size ~100 (weights scaled up) keep every exp in range (out ~ 100, fp32-accurate);
+    a row of x holding NaN gives NaN in that row of out only."""
+    m, k, h, n = 130, 200, 300, 257
+    seed = secrets.randbits(31)
+    x, w1, b1, w2, b2 = _inputs(m, k, h, n, seed, device="cuda")
+    w2 = w2 * 400.0
+    fn = STEP07.build(_model(m, k, h, n, w1, b1, w2, b2))
+    out = fn(x)
+    ref = reference64(x, w1, b1, w2, b2)
+    assert ref.abs().max() > 20, "the logits are meant to be large"
+    assert rel_error(out, ref) < TOL_FP32, f"seed={seed}"
+    x_nan = x.clone()
+    x_nan[7, 3] = float("nan")
+    out_nan = fn(x_nan)
+    assert out_nan[7].isnan()
+    keep = torch.ones(m, dtype=torch.bool, device="cuda")
+    keep[7] = False
+    assert torch.equal(out_nan[keep], out[keep])
+
+
+@gpu_test
+def test_binding_checks_inputs_and_copies_misaligned_ones(ext, split):
+    m, k, h, n = 70, 200, 136, 300
+    x, w1, b1, w2, b2 = _inputs(m, k, h, n, 5, device="cuda")
+    xs, w1s, w2s = (split.split_fp16x3(t, pad_cols_to=64) for t in (x, w1, w2))
+    hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo,
+                                            w1s.inv_scale, b1)
+    with pytest.raises(ValueError, match="same padded K"):
+        ext.wgmma_fp16x3_sigmoid_split(xs.hi[:, :192], xs.lo[:, :192], xs.inv_scale, w1s.hi,
+                                       w1s.lo, w1s.inv_scale, b1)
+    with pytest.raises(ValueError, match="xl must have"):
+        ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo[:-1], xs.inv_scale, w1s.hi, w1s.lo,
+                                       w1s.inv_scale, b1)
+    with pytest.raises(ValueError, match="b must have"):
+        ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo,
+                                       w1s.inv_scale, b1[:-1])
+    with pytest.raises(TypeError, match="float16"):
+        ext.wgmma_fp16x3_partial_lse(hh.float(), hl, w2s.hi, w2s.lo, w2s.inv_scale, b2)
+    with pytest.raises(ValueError, match="same padded K"):
+        ext.wgmma_fp16x3_partial_lse(hh, hl, w2s.hi[:, :128], w2s.lo[:, :128], w2s.inv_scale, b2)
+    pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, w2s.hi, w2s.lo, w2s.inv_scale, b2)
+    buf = torch.empty(m * hh.shape[1] + 4, device="cuda", dtype=torch.float16)
+    hh_mis = buf[4:].view(hh.shape)
+    hh_mis.copy_(hh)
+    assert hh_mis.data_ptr() % 16 != 0
+    pmax_mis, psum_mis = ext.wgmma_fp16x3_partial_lse(hh_mis, hl, w2s.hi, w2s.lo, w2s.inv_scale, b2)
+    assert torch.equal(pmax_mis, pmax) and torch.equal(psum_mis, psum)
+
+
+@gpu_test
+@pytest.mark.parametrize("sizes", [None, (67, 1000, 333, 129), (1, 2048, 4096, 1024)], ids=str)
+def test_passes_the_measuring_harness(sizes):
+    """fusedkit.measure's check and timing: the tier must be fp32-faithful."""
+    from fusedkit.measure import measure
+
+    s = P45.defaults if sizes is None else P45.sizes(
+        batch_size=sizes[0], input_size=sizes[1], hidden_size=sizes[2], output_size=sizes[3])
+    m = measure(P45, STEP07, s, device="cuda", seeds=2, warmup_ms=5, rep_ms=20)
+    print(m.summary())
+    assert m.timed, m.summary()
+    assert m.tier == "fp32-faithful", m.summary()
