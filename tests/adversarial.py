@@ -76,12 +76,15 @@ def writes_its_input(model):
 
 
 def writes_its_weights(model):
-    """Weight mutation: folds the multiplier into the bias, once per call."""
+    """Weight mutation: a right answer, then the bias 'restored' after a round trip through +1.
+    b + 1 keeps b's bits only down to 2**-23, so almost every |b| < 1 comes back changed: the
+    mutation shows at every size (with +1e-3 instead, a small bias round-tripped exactly now
+    and then, and the check saw the mutation only at the nearby odd shape)."""
     def run(x):
         with torch.no_grad():
-            model.gemm.bias.add_(1e-3)
             y = model(x)
-            model.gemm.bias.sub_(1e-3)    # 'restored', but not bit for bit
+            model.gemm.bias.add_(1.0)
+            model.gemm.bias.sub_(1.0)
         return y
     return run
 
