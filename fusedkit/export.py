@@ -126,9 +126,10 @@ def step_call(problem: Problem | str, slug: str) -> StepCall:
 
 
 def exportable(problem: Problem | str) -> list[str]:
-    """Slugs of the problem's own kernels (every variant but the baselines), in ladder order."""
+    """Slugs of the problem's own kernels (every variant but the baselines and the by-batch
+    choices among other steps, whose steps are exported each), in ladder order."""
     problem = _problem(problem)
-    return [v.slug for v in problem.ladder() if not v.baseline]
+    return [v.slug for v in problem.ladder() if not v.baseline and not v.routes]
 
 
 def file_name(problem: Problem | str, slug: str) -> str:
@@ -160,7 +161,9 @@ def best_per_tier(problem: Problem | str) -> dict[str, str]:
     from fusedkit.results import best_of_run, latest_run  # noqa: PLC0415 - reads the records
 
     problem = _problem(problem)
-    return {tier: str(row["variant"]) for tier, row in best_of_run(latest_run(problem), problem).items()}
+    run = latest_run(problem)
+    run = run[run["variant"].isin(exportable(problem))] if not run.empty else run  # no by-batch choices
+    return {tier: str(row["variant"]) for tier, row in best_of_run(run, problem).items()}
 
 
 def render(problem: Problem | str, slug: str) -> str:
@@ -237,6 +240,10 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
     if v.baseline:
         raise ValueError(f"variant={slug!r} is a baseline (PyTorch itself), not a kernel to export; "
                          f"allowed: {', '.join(exportable(problem))}")
+    if v.routes:
+        steps = sorted({s for r in v.routes for s in r.slugs})
+        raise ValueError(f"variant={slug!r} chooses among other steps by batch size; export those: "
+                         f"{', '.join(steps)}")
     return problem, v
 
 

@@ -110,7 +110,11 @@ def test_every_kernel_and_no_baseline_is_exportable():
     """The export reads each variant's registration (no table to drift): every non-baseline
     variant of both problems has a step call, and the Triton ones name their source file."""
     for p in PROBLEMS:
-        assert export.exportable(p) == [v.slug for v in p.ladder() if not v.baseline]
+        assert export.exportable(p) == [v.slug for v in p.ladder() if not v.baseline and not v.routes]
+        for v in p.variants.values():
+            if v.routes:  # a choice among exported steps by batch size: one line naming them
+                with pytest.raises(ValueError, match="chooses among other steps by batch size"):
+                    export.render(p, v.slug)
         for slug in export.exportable(p):
             call = export.step_call(p, slug)
             v = p.variant(slug)

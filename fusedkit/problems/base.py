@@ -91,10 +91,21 @@ class Variant:
     source: str = ""                  # kernel file relative to fusedkit/kernels, "" for PyTorch
     baseline: bool = False            # PyTorch itself, not one of our kernels
     triton: bool = False              # a Triton kernel: on CPU it runs in the (slow) interpreter
+    routes: tuple["Route", ...] = ()  # a choice among other steps by batch size (see by_batch)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not known; valid: {', '.join(PRECISIONS)}")
+
+
+@dataclass(frozen=True)
+class Route:
+    """One band of batch sizes of a :func:`by_batch` step: batches of at most ``max_rows`` rows
+    (``None``: every larger batch) go to the first of ``slugs`` that can run on the device."""
+
+    max_rows: int | None
+    slugs: tuple[str, ...]
+    why: str = ""                     # the measurement behind the band, in a few words
 
 
 @dataclass(frozen=True)
@@ -297,4 +308,42 @@ def hopper_step(problem_key: str, function: str, weights: Weights, operands_file
         prepare = getattr(load_step("common", operands_file), operands)
         bound = weights(model)
         return lambda x: prepare(fn, x, *bound)
+    return build
+
+
+def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]
+             ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A ``build`` that sends each call to another step of the ladder by the batch's rows: the
+    first route whose ``max_rows`` holds x.shape[0] (the last route, ``max_rows=None``, takes
+    the rest), and in it the first step the device can run (fusedkit.check.device_refusal:
+    e.g. a Hopper step on Hopper, its Triton twin elsewhere). Each chosen step is built once,
+    on first use, for this model; the choice costs one comparison per call, no sync."""
+    if not routes or routes[-1].max_rows is not None:
+        raise ValueError("routes must end with a Route(max_rows=None, ...) for the largest batches")
+    bounds = [r.max_rows for r in routes[:-1]]
+    if any(b is None or b < 1 for b in bounds) or bounds != sorted(set(bounds)):
+        raise ValueError(f"routes' max_rows must rise strictly from 1, then None; got {bounds + [None]}")
+
+    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.check import device_refusal  # noqa: PLC0415 - check imports this module
+
+        prob = problem()
+        device = next(model.parameters()).device
+        chosen = []
+        for r in routes:
+            ok = [s for s in r.slugs
+                  if not device_refusal(prob, prob.variant(s), prob.defaults, device)]
+            if not ok:
+                band = f"up to {r.max_rows} rows" if r.max_rows else "of the largest batches"
+                raise RuntimeError(f"no step of the band {band} runs on {device}: {', '.join(r.slugs)}")
+            chosen.append(ok[0])
+        built: dict[str, Callable[..., torch.Tensor]] = {}
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            rows = x.shape[0]
+            slug = next(s for r, s in zip(routes, chosen) if r.max_rows is None or rows <= r.max_rows)
+            if slug not in built:
+                built[slug] = prob.variant(slug).build(model)
+            return built[slug](x)
+        return run
     return build

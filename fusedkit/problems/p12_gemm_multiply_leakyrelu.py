@@ -11,7 +11,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from fusedkit.problems.base import (Component, Dim, Problem, Sizes, Stage, Variant, cuda_step,
+from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
+                                     cuda_step,
                                      hopper_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
@@ -219,6 +220,25 @@ HOPPER_VARIANTS = (
 )
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
+
+# The fp32-faithful tier at every batch: no one kernel wins everywhere (the batch sweeps in
+# data/), so this step hands each call to the one that won at its size. The bands come from
+# the H200 sweeps: at 1 row step 11 beat eager (1.29x) while step 6 lost (0.69x); from 4 rows
+# step 6 won (1.14x at 4, 1.80x at 16, 3.06x at 64) and step 11 lost from 4 rows on; at the
+# default 1024 rows step 12 beat step 6 (4.21x against 3.52x). Where step 12 overtakes step 6
+# between 64 and 1024 rows is not measured yet: the band edge at 256 is a guess.
+FAITHFUL_ROUTES = (
+    Route(2, ("small_batch_stream",), "at 1 row step 11 beat eager and step 6 did not (sweep 8e5a045)"),
+    Route(256, ("triton_fp16x3",), "from 4 rows step 6 beat eager and step 11 (sweep 8e5a045)"),
+    Route(None, ("wgmma_fp16x3", "triton_fp16x3"),
+          "at 1024 rows step 12 beat step 6 (run 4d22e11); off Hopper, step 6"),
+)
+PROBLEM.add_variant(Variant(
+    13, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 11, 6 and 12 by size",
+    "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
+    "stream below 3 rows, the Triton fp16x3 tiles up to 256, the wgmma fp16x3 kernel above",
+    by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,
+    routes=FAITHFUL_ROUTES))
 
 
 def _epilogue_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:

@@ -11,8 +11,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from fusedkit.problems.base import (Component, Dim, Problem, Sizes, Stage, Variant, cuda_step,
-                                     triton_step)
+from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
+                                     cuda_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants
 
 
@@ -138,6 +138,25 @@ _STEPS = [
 ]
 for _v in _STEPS:
     PROBLEM.add_variant(_v)
+
+# The fp32-faithful tier at every batch (see p12's FAITHFUL_ROUTES). From the H200 sweeps: up
+# to 256 rows step 3 (cuBLAS fp32 and our float4 epilogues: few launches from C++) beat eager
+# (2.2x at 16 rows, 2.4x at 64, 1.5x at 256) while step 5 lost (0.97x, 0.74x, 0.71x); from
+# 1024 rows step 5 won (1.71x at 1024, 3.4x at 4096 and 16384) and step 3 nearly tied eager.
+# The band edge at 512 lies between measured points. Step 7 (fp16x3 on wgmma) joins the last
+# band once it has run on a GPU.
+FAITHFUL_ROUTES = (
+    Route(512, ("cublas_epilogues_vec4",), "up to 256 rows step 3 beat eager and step 5 did not "
+          "(sweep a7b2af0)"),
+    Route(None, ("triton_fused_lse_fp16x3",), "from 1024 rows step 5 beat eager and step 3 "
+          "(sweep a7b2af0)"),
+)
+PROBLEM.add_variant(Variant(
+    8, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 3 and 5 by size",
+    "each call goes to the step that won at its batch size in the recorded sweeps: cuBLAS fp32 "
+    "with the float4 epilogues up to 512 rows, the Triton fp16x3 pipeline above",
+    by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,
+    routes=FAITHFUL_ROUTES))
 
 
 def _lse_alone(vec4: bool, version: int = 3
