@@ -82,6 +82,11 @@ def ms_diff(value: Any) -> str:
     return MISSING if _missing(value) else f"{float(value):+.3f}"
 
 
+def us_diff(ms: Any) -> str:
+    """A small difference of times given in ms, signed, in µs: ``-0.4`` for -0.0004 ms."""
+    return MISSING if _missing(ms) else f"{1e3 * float(ms):+.1f}"
+
+
 def share(fraction: Any) -> str:
     """A fraction (0.78) as a percent: ``78%``."""
     return MISSING if _missing(fraction) else pct(100.0 * float(fraction))

@@ -52,3 +52,8 @@ def test_the_results_table_reads_well():
 def test_md_renders_markdown_with_the_values_given():
     m = present.md("step 6 reaches {s} ({t} ms)", s=present.speedup(3.1241), t=present.ms(0.8719))
     assert m._repr_markdown_() == "step 6 reaches 3.12x (0.872 ms)" == str(m)
+
+
+def test_us_diff_is_signed_microseconds():
+    assert present.us_diff(-0.00045) == "-0.5" and present.us_diff(0.0123) == "+12.3"
+    assert present.us_diff(float("nan")) == present.MISSING
