@@ -1,4 +1,4 @@
-"""Every problem's ``binding.cpp`` passes the C++ front end on a machine without a GPU.
+"""Every problem's ``binding.cpp`` (and ``binding_hopper.cpp``) passes the C++ front end on a machine without a GPU.
 
 The extension is only built on a GPU machine (it links cuBLAS), so a typo in a binding
 would otherwise surface only there, in a lent call that costs device time. Here g++ checks
@@ -20,7 +20,7 @@ import torch
 from fusedkit import build
 
 STUBS = Path(__file__).parent / "cuda_stubs"
-BINDINGS = sorted(build.KERNELS_DIR.glob("*/binding.cpp"))
+BINDINGS = sorted(build.KERNELS_DIR.glob("*/binding*.cpp"))  # binding.cpp and binding_hopper.cpp
 
 
 def _cuda_include() -> Path | None:
@@ -35,7 +35,7 @@ def _cuda_include() -> Path | None:
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 @pytest.mark.skipif(_cuda_include() is None, reason="needs the CUDA toolkit's headers (nvcc)")
-@pytest.mark.parametrize("binding", BINDINGS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("binding", BINDINGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_binding_compiles_syntax_only(binding: Path) -> None:
     inc = Path(torch.__file__).parent / "include"
     cmd = ["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=syntax_check",
@@ -43,7 +43,7 @@ def test_binding_compiles_syntax_only(binding: Path) -> None:
            f"-I{STUBS}", f"-I{sysconfig.get_paths()['include']}", f"-I{binding.parent}", str(binding)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
-    assert proc.returncode == 0, f"{binding.parent.name}/binding.cpp:\n" + "\n".join(errors[:10])
+    assert proc.returncode == 0, f"{binding.parent.name}/{binding.name}:\n" + "\n".join(errors[:10])
 
 
 def test_there_is_a_binding_to_check() -> None:

@@ -31,6 +31,23 @@ inline void check_cuda_float(const torch::Tensor& t, const char* name, int64_t d
                       "-D with shape ", t.sizes());
 }
 
+// A CUDA float16 matrix, the operands of the Hopper (wgmma) steps; `hint` says how to make one.
+inline void check_cuda_half(const torch::Tensor& t, const char* name, const char* hint) {
+    TORCH_CHECK_VALUE(t.defined(), name, " must be a tensor, got an undefined tensor");
+    TORCH_CHECK_VALUE(t.is_cuda(), name, " must be a CUDA tensor, got device '", t.device(), "'");
+    TORCH_CHECK_TYPE(t.scalar_type() == torch::kHalf, name, " must be torch.float16, got ",
+                     t.scalar_type(), "; ", hint);
+    TORCH_CHECK_VALUE(t.dim() == 2, name, " must be 2-D, got ", t.dim(), "-D with shape ", t.sizes());
+}
+
+// TMA reads from 16-byte aligned rows: a contiguous tensor whose base is not 16-byte aligned
+// (a view into a larger buffer) is copied into a fresh allocation, which is.
+inline torch::Tensor dense_aligned(const torch::Tensor& t) {
+    torch::Tensor c = t.contiguous();
+    if (reinterpret_cast<uintptr_t>(c.data_ptr()) % 16 != 0) c = c.clone();
+    return c;
+}
+
 inline void check_same_device(const torch::Tensor& t, const char* name, const torch::Tensor& x) {
     TORCH_CHECK_VALUE(t.device() == x.device(), name, " must be on x's device '", x.device(),
                       "', got '", t.device(), "'");

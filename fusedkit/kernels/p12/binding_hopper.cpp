@@ -20,21 +20,9 @@ using fusedkit::check_cuda_float;
 using fusedkit::check_fits_int32;
 using fusedkit::check_same_device;
 
-void check_cuda_half(const torch::Tensor& t, const char* name) {
-    TORCH_CHECK_VALUE(t.defined(), name, " must be a tensor, got an undefined tensor");
-    TORCH_CHECK_VALUE(t.is_cuda(), name, " must be a CUDA tensor, got device '", t.device(), "'");
-    TORCH_CHECK_TYPE(t.scalar_type() == torch::kHalf, name, " must be torch.float16, got ",
-                     t.scalar_type(), "; cast once with .half() (the registry's build does)");
-    TORCH_CHECK_VALUE(t.dim() == 2, name, " must be 2-D, got ", t.dim(), "-D with shape ", t.sizes());
-}
-
-// TMA reads from 16-byte aligned rows: a contiguous tensor whose base is not 16-byte aligned
-// (a view into a larger buffer) is copied into a fresh allocation, which is.
-torch::Tensor dense_aligned(const torch::Tensor& t) {
-    torch::Tensor c = t.contiguous();
-    if (reinterpret_cast<uintptr_t>(c.data_ptr()) % 16 != 0) c = c.clone();
-    return c;
-}
+using fusedkit::check_cuda_half;
+using fusedkit::dense_aligned;
+constexpr const char* kHalfHint = "cast once with .half() (the registry's build does)";
 
 using Launcher = const char* (*)(const __half*, const __half*, const float*, float*, int, int,
                                  int, float, float, cudaStream_t);
@@ -42,8 +30,8 @@ using Launcher = const char* (*)(const __half*, const __half*, const float*, flo
 torch::Tensor run_step(Launcher launch, const char* step, const torch::Tensor& x16,
                        const torch::Tensor& w16, const torch::Tensor& b, double multiplier,
                        double negative_slope) {
-    check_cuda_half(x16, "x");
-    check_cuda_half(w16, "w");
+    check_cuda_half(x16, "x", kHalfHint);
+    check_cuda_half(w16, "w", kHalfHint);
     check_same_device(w16, "w", x16);
     check_cuda_float(b, "b", 1);
     check_same_device(b, "b", x16);
@@ -96,10 +84,10 @@ torch::Tensor wgmma_fp16x3(const torch::Tensor& xh16, const torch::Tensor& xl16,
                            const torch::Tensor& x_inv, const torch::Tensor& wh16,
                            const torch::Tensor& wl16, const torch::Tensor& w_inv,
                            const torch::Tensor& b, double multiplier, double negative_slope) {
-    check_cuda_half(xh16, "xh");
-    check_cuda_half(xl16, "xl");
-    check_cuda_half(wh16, "wh");
-    check_cuda_half(wl16, "wl");
+    check_cuda_half(xh16, "xh", kHalfHint);
+    check_cuda_half(xl16, "xl", kHalfHint);
+    check_cuda_half(wh16, "wh", kHalfHint);
+    check_cuda_half(wl16, "wl", kHalfHint);
     check_cuda_float(x_inv, "x_inv", 1);
     check_cuda_float(w_inv, "w_inv", 1);
     check_cuda_float(b, "b", 1);

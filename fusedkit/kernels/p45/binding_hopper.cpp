@@ -22,21 +22,9 @@ using fusedkit::check_cuda_float;
 using fusedkit::check_fits_int32;
 using fusedkit::check_same_device;
 
-void check_cuda_half(const torch::Tensor& t, const char* name) {
-    TORCH_CHECK_VALUE(t.defined(), name, " must be a tensor, got an undefined tensor");
-    TORCH_CHECK_VALUE(t.is_cuda(), name, " must be a CUDA tensor, got device '", t.device(), "'");
-    TORCH_CHECK_TYPE(t.scalar_type() == torch::kHalf, name, " must be torch.float16, got ",
-                     t.scalar_type(), "; split float32 operands with common/fp16x3_split.py");
-    TORCH_CHECK_VALUE(t.dim() == 2, name, " must be 2-D, got ", t.dim(), "-D with shape ", t.sizes());
-}
-
-// TMA reads from 16-byte aligned rows: a contiguous tensor whose base is not 16-byte aligned
-// (a view into a larger buffer) is copied into a fresh allocation, which is.
-torch::Tensor dense_aligned(const torch::Tensor& t) {
-    torch::Tensor c = t.contiguous();
-    if (reinterpret_cast<uintptr_t>(c.data_ptr()) % 16 != 0) c = c.clone();
-    return c;
-}
+using fusedkit::check_cuda_half;
+using fusedkit::dense_aligned;
+constexpr const char* kHalfHint = "split float32 operands with common/fp16x3_split.py";
 
 const __half* half_ptr(const torch::Tensor& t) {
     return reinterpret_cast<const __half*>(t.data_ptr<at::Half>());
@@ -47,10 +35,10 @@ const __half* half_ptr(const torch::Tensor& t) {
 int64_t check_split_gemm(const torch::Tensor& ah, const char* ah_name, const torch::Tensor& al,
                          const char* al_name, const torch::Tensor& bh, const torch::Tensor& bl,
                          const torch::Tensor& b_inv, const torch::Tensor& bias) {
-    check_cuda_half(ah, ah_name);
-    check_cuda_half(al, al_name);
-    check_cuda_half(bh, "wh");
-    check_cuda_half(bl, "wl");
+    check_cuda_half(ah, ah_name, kHalfHint);
+    check_cuda_half(al, al_name, kHalfHint);
+    check_cuda_half(bh, "wh", kHalfHint);
+    check_cuda_half(bl, "wl", kHalfHint);
     check_cuda_float(b_inv, "w_inv", 1);
     check_cuda_float(bias, "b", 1);
     check_same_device(al, al_name, ah);
