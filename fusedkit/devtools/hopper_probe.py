@@ -128,6 +128,31 @@ def read_log(path: str | Path) -> dict[str, Any]:
             "steps": steps_df}
 
 
+def start(name: str, problem: str, ptxas_rows) -> bool:
+    """The probes' common opening: the title line (GPU, torch, CUDA, commit, time), ptxas's table
+    (``ptxas_rows()``), then the problem's Hopper extension built, or its failure in one line.
+    False, after one line, when there is no GPU."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=build.KERNELS_DIR).stdout.strip()
+    if not torch.cuda.is_available():
+        print(f"{name}: needs a CUDA GPU (torch sees none)")
+        return False
+    cap = torch.cuda.get_device_capability()
+    print(f"# {name} on {torch.cuda.get_device_name()} (sm_{cap[0]}{cap[1]}), torch "
+          f"{torch.__version__}, CUDA {torch.version.cuda}, commit {commit or '?'}, "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
+    print("ptxas (sm_90a):")
+    for row in ptxas_rows():
+        print(row)
+    t0 = time.time()
+    try:
+        build.load_extension(problem, hopper=True)
+        print(f"hopper extension: built/loaded in {time.time() - t0:.1f} s")
+    except Exception as e:  # noqa: BLE001 - the table goes on, each step then says why
+        print(f"hopper extension: FAILED after {time.time() - t0:.1f} s: {_one_line(e)}")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rep-ms", type=float, default=200.0, help="do_bench's rep (ms) per step")
@@ -135,25 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     M, K, N = (int(s) for s in args.sizes.split(","))
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=build.KERNELS_DIR).stdout.strip()
-    if not torch.cuda.is_available():
-        print("hopper_probe: needs a CUDA GPU (torch sees none)")
+    if not start("hopper_probe", "p12", _ptxas_rows):
         return 2
-    cap = torch.cuda.get_device_capability()
-    print(f"# hopper_probe on {torch.cuda.get_device_name()} (sm_{cap[0]}{cap[1]}), torch "
-          f"{torch.__version__}, CUDA {torch.version.cuda}, commit {commit or '?'}, "
-          f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
-    print("ptxas (sm_90a):")
-    for row in _ptxas_rows():
-        print(row)
-
-    t0 = time.time()
-    try:
-        build.load_extension("p12", hopper=True)
-        print(f"hopper extension: built/loaded in {time.time() - t0:.1f} s")
-    except Exception as e:  # noqa: BLE001
-        print(f"hopper extension: FAILED after {time.time() - t0:.1f} s: {_one_line(e)}")
 
     import triton.testing  # noqa: PLC0415 - GPU only
 

@@ -17,23 +17,17 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
-import time
 import traceback
 
 import torch
 
 from fusedkit import build
+from fusedkit.devtools.hopper_probe import _one_line, start
 from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
 
 SMALL_SIZES = [(1, 1, 1, 1), (3, 5, 7, 33), (67, 1000, 333, 129), (129, 64, 130, 128),
                (300, 520, 257, 1025), (1, 2048, 4096, 1024)]
 TOL_FP32 = 1e-6  # vs float64 (values below 1 counted as 1): fp32-faithful
-
-
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text[:600]}"
 
 
 def _err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -139,25 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     M, K, H, N = (int(s) for s in args.sizes.split(","))
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=build.KERNELS_DIR).stdout.strip()
-    if not torch.cuda.is_available():
-        print("hopper_probe_p45: needs a CUDA GPU (torch sees none)")
+    if not start("hopper_probe_p45", "p45", _ptxas_rows):
         return 2
-    cap = torch.cuda.get_device_capability()
-    print(f"# hopper_probe_p45 on {torch.cuda.get_device_name()} (sm_{cap[0]}{cap[1]}), torch "
-          f"{torch.__version__}, CUDA {torch.version.cuda}, commit {commit or '?'}, "
-          f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
-    print("ptxas (sm_90a):")
-    for row in _ptxas_rows():
-        print(row)
-
-    t0 = time.time()
-    try:
-        build.load_extension("p45", hopper=True)
-        print(f"hopper extension: built/loaded in {time.time() - t0:.1f} s")
-    except Exception as e:  # noqa: BLE001
-        print(f"hopper extension: FAILED after {time.time() - t0:.1f} s: {_one_line(e)}")
 
     import triton.testing  # noqa: PLC0415 - GPU only
 
