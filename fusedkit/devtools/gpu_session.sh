@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info tests bench sweep reports counters" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
+#   STAGES="info probe tests bench sweep reports counters" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
 # (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
@@ -45,13 +45,18 @@ for stage in ${STAGES:-info tests bench reports}; do
                esac
                python3 -m fusedkit bench --problem "$p" --sweep "$spec" --variants "$v" --seeds 2 --rep-ms 200 2>&1 | tee -a "$OUT/sweep.txt"
              done ;;
+    probe)   # The Hopper probes: ptxas, build, checks against float64, do_bench times per step.
+             for p in ${PROBLEMS:-p12 p45}; do
+               m=fusedkit.devtools.hopper_probe; [ "$p" = p45 ] && m=fusedkit.devtools.hopper_probe_p45
+               python3 -m "$m" --rep-ms 100 2>&1 | tee -a "$OUT/probe.txt"
+             done ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
     counters) # Nsight Compute over every step of each ladder: ncu_<p>.csv and order_<p>.json in
              # $OUT; bring them home with python -m fusedkit.counters import DIR.
              for p in ${PROBLEMS:-p12 p45}; do
                python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" 2>&1 | grep -v "^==PROF==" | tail -3
              done ;;
-    *)       echo "unknown stage $stage (valid: info tests bench sweep reports counters)"; exit 2 ;;
+    *)       echo "unknown stage $stage (valid: info probe tests bench sweep reports counters)"; exit 2 ;;
   esac
 done
 rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files
