@@ -507,6 +507,12 @@ def _run(*args: str) -> str | None:
     return out.stdout.strip()
 
 
+def current_commit() -> str:
+    """The commit a record made now would name (``$FUSEDKIT_COMMIT`` first, see _git_commit):
+    for diagnostics that print their commit beside recorded runs."""
+    return _git_commit(_repo_root())
+
+
 def _git_commit(root: Path) -> str:
     """``$FUSEDKIT_COMMIT`` when set; else the short hash of HEAD, "+dirty" if tracked or
     untracked files differ; outside git, "unknown".

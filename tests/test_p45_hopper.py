@@ -129,12 +129,15 @@ def test_ptxas_no_spills_no_stack_no_warnings():
     assert not warnings, "\n".join(warnings)
 
 
-def test_variant_is_well_formed_and_not_registered():
+def test_variant_is_well_formed_and_registered_before_the_by_batch_step():
     v = STEP07
     assert (v.number, v.slug, v.precision) == (7, "wgmma_fp16x3_lse", "fp16x3")
     assert v.needs_gpu and not v.triton and not v.baseline
     assert v.source == f"p45/{SOURCE.name}" and v.slug == SOURCE.stem.split("_", 1)[1]
-    assert v.slug not in P45.variants, "registered: the notebook and the export need it first"
+    assert P45.variants.get(v.slug) is v, "step 07 is in the ladder"
+    # The by-batch step's last band tries step 07 first and falls back to step 05 off Hopper.
+    (*_, last) = P45.variants["faithful_by_batch"].routes
+    assert last.max_rows is None and last.slugs == ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3")
     binding = BINDING.read_text()
     for fn in ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"):
         assert f'm.def("{fn}"' in binding

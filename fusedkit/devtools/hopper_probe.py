@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from fusedkit import build
+from fusedkit import build, records
 from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
 
 MULT, SLOPE = 2.0, 0.1
@@ -132,8 +131,7 @@ def start(name: str, problem: str, ptxas_rows) -> bool:
     """The probes' common opening: the title line (GPU, torch, CUDA, commit, time), ptxas's table
     (``ptxas_rows()``), then the problem's Hopper extension built, or its failure in one line.
     False, after one line, when there is no GPU."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=build.KERNELS_DIR).stdout.strip()
+    commit = records.current_commit()  # $FUSEDKIT_COMMIT on the GPU machine, where .git is stale
     if not torch.cuda.is_available():
         print(f"{name}: needs a CUDA GPU (torch sees none)")
         return False

@@ -139,22 +139,69 @@ _STEPS = [
 for _v in _STEPS:
     PROBLEM.add_variant(_v)
 
+# -- fp32-faithful on Hopper: step 07, the fp16x3 pipeline on the hand-written wgmma kernel --------
+
+
+def _hopper_fp16x3_lse_step(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """The ``build`` of step 07 (p45's Hopper extension, ``load_extension("p45", hopper=True)``):
+    step 05's math on p12 step 12's wgmma kernel. Per call: the splits of W1 and W2 from the
+    shared weight cache (split once per weight version; a weight with inf or NaN raises), x split
+    with K padded by zeros to a multiple of 64; GEMM1 writes h already split (fixed scale 2**14,
+    H padded to 64 with zero columns), GEMM2 writes the partial logsumexp pairs of z, and
+    common/lse.py's combine gives out (M,). Three launches and the split, no host sync. A row of
+    x holding inf or NaN gives NaN in that row of out."""
+    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    ext = load_extension("p45", hopper=True)
+    split = load_step("common", "fp16x3_split.py")
+    combine_lse = load_step("common", "lse.py").combine_lse
+    w1, b1, w2, b2 = _weights(model)
+    b1c, b2c = b1.float().contiguous(), b2.float().contiguous()
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        w1s, w2s = split.split_weight_cached(w1), split.split_weight_cached(w2)
+        xs = split.split_fp16x3(x, pad_cols_to=split.K_ALIGN)
+        hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo,
+                                                w1s.inv_scale, b1c)
+        pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, w2s.hi, w2s.lo, w2s.inv_scale, b2c)
+        return combine_lse(pmax, psum)
+    return run
+
+
+# Built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the runner skips it with
+# one line (fusedkit.check.device_refusal). Also named as a group for
+# python -m fusedkit.devtools.hopper_probe_p45 and its tests.
+HOPPER_VARIANTS = (
+    Variant(7, "wgmma_fp16x3_lse", "fp32-faithful wgmma: both GEMMs on fp16x3 splits",
+            "step 05's pipeline on p12 step 12's persistent wgmma kernel: GEMM1's epilogue "
+            "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
+            "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
+            _hopper_fp16x3_lse_step, precision="fp16x3", needs_gpu=True,
+            source="p45/07_wgmma_fp16x3_lse.cu"),
+)
+for _v in HOPPER_VARIANTS:
+    PROBLEM.add_variant(_v)
+
+
 # The fp32-faithful tier at every batch (see p12's FAITHFUL_ROUTES). From the H200 sweeps: up
 # to 256 rows step 3 (cuBLAS fp32 and our float4 epilogues: few launches from C++) beat eager
 # (2.2x at 16 rows, 2.4x at 64, 1.5x at 256) while step 5 lost (0.97x, 0.74x, 0.71x); from
 # 1024 rows step 5 won (1.71x at 1024, 3.4x at 4096 and 16384) and step 3 nearly tied eager.
-# The band edge at 512 lies between measured points. Step 7 (fp16x3 on wgmma) joins the last
-# band once it has run on a GPU.
+# The band edge at 512 lies between measured points. At the default 16384 rows step 7 (fp16x3
+# on wgmma) beat step 5 (2.27 ms against 2.61 in hopper_probe_p45 at 0bbdace); off Hopper, step 5.
 FAITHFUL_ROUTES = (
     Route(512, ("cublas_epilogues_vec4",), "up to 256 rows step 3 beat eager and step 5 did not "
           "(sweep a7b2af0)"),
-    Route(None, ("triton_fused_lse_fp16x3",), "from 1024 rows step 5 beat eager and step 3 "
-          "(sweep a7b2af0)"),
+    Route(None, ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3"), "from 1024 rows step 5 beat "
+          "eager and step 3 (sweep a7b2af0), at 16384 step 7 beat step 5 (probe 0bbdace); off "
+          "Hopper, step 5"),
 )
 PROBLEM.add_variant(Variant(
-    8, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 3 and 5 by size",
+    8, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 3, 7 and 5 by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: cuBLAS fp32 "
-    "with the float4 epilogues up to 512 rows, the Triton fp16x3 pipeline above",
+    "with the float4 epilogues up to 512 rows, the wgmma fp16x3 pipeline above (the Triton one "
+    "off Hopper)",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,
     routes=FAITHFUL_ROUTES))
 
@@ -194,48 +241,3 @@ for _c in (Component("lse_scalar", "bias + logsumexp row reduction alone, scalar
                      _lse_alone(True, 2)),
            Component("sigmoid_vec4", "bias + sigmoid alone, float4, in place", _sigmoid_alone)):
     PROBLEM.components[_c.slug] = _c
-
-
-# -- fp32-faithful on Hopper: step 07, the fp16x3 pipeline on the hand-written wgmma kernel --------
-
-
-def _hopper_fp16x3_lse_step(model: nn.Module) -> Callable[..., torch.Tensor]:
-    """The ``build`` of step 07 (p45's Hopper extension, ``load_extension("p45", hopper=True)``):
-    step 05's math on p12 step 12's wgmma kernel. Per call: the splits of W1 and W2 from the
-    shared weight cache (split once per weight version; a weight with inf or NaN raises), x split
-    with K padded by zeros to a multiple of 64; GEMM1 writes h already split (fixed scale 2**14,
-    H padded to 64 with zero columns), GEMM2 writes the partial logsumexp pairs of z, and
-    common/lse.py's combine gives out (M,). Three launches and the split, no host sync. A row of
-    x holding inf or NaN gives NaN in that row of out."""
-    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
-
-    ext = load_extension("p45", hopper=True)
-    split = load_step("common", "fp16x3_split.py")
-    combine_lse = load_step("common", "lse.py").combine_lse
-    w1, b1, w2, b2 = _weights(model)
-    b1c, b2c = b1.float().contiguous(), b2.float().contiguous()
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        w1s, w2s = split.split_weight_cached(w1), split.split_weight_cached(w2)
-        xs = split.split_fp16x3(x, pad_cols_to=split.K_ALIGN)
-        hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo,
-                                                w1s.inv_scale, b1c)
-        pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, w2s.hi, w2s.lo, w2s.inv_scale, b2c)
-        return combine_lse(pmax, psum)
-    return run
-
-
-# Not yet in PROBLEM's ladder: notebook 02 shows every ladder step and the KernelBench export
-# exports every non-baseline one, and neither knows the sm_90a build yet. Measure them as Variants
-# (fusedkit.measure accepts one), as tests/test_p45_hopper.py and
-# python -m fusedkit.devtools.hopper_probe_p45 do; integrating them is
-# `for v in HOPPER_VARIANTS: PROBLEM.add_variant(v)` plus those two.
-HOPPER_VARIANTS = (
-    Variant(7, "wgmma_fp16x3_lse", "fp32-faithful wgmma: both GEMMs on fp16x3 splits",
-            "step 05's pipeline on p12 step 12's persistent wgmma kernel: GEMM1's epilogue "
-            "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
-            "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
-            _hopper_fp16x3_lse_step, precision="fp16x3", needs_gpu=True,
-            source="p45/07_wgmma_fp16x3_lse.cu"),
-)
