@@ -53,8 +53,10 @@ for stage in ${STAGES:-info tests bench reports}; do
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
     counters) # Nsight Compute over every step of each ladder: ncu_<p>.csv and order_<p>.json in
              # $OUT; bring them home with python -m fusedkit.counters import DIR.
+             # COUNTER_VARIANTS_<problem> (comma-separated) profiles only those steps.
              for p in ${PROBLEMS:-p12 p45}; do
-               python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" 2>&1 | grep -v "^==PROF==" | tail -3
+               only=COUNTER_VARIANTS_${p^^}; only=${!only:-}
+               python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" ${only:+--variants "$only"} 2>&1 | grep -v "^==PROF==" | tail -3
              done ;;
     *)       echo "unknown stage $stage (valid: info probe tests bench sweep reports counters)"; exit 2 ;;
   esac
