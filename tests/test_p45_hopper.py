@@ -91,10 +91,13 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue():
         # hi*hi added outside the tensor cores with round-to-nearest adds.
         assert len(build.ptx_instructions(body, r"add\.rn\.f32")) >= 64, kernel
     g1, g2 = entry_body(text, GEMM1), entry_body(text, GEMM2)
-    # GEMM1: 64 values a thread, each a sigmoid (one IEEE reciprocal) and two fp16 roundings,
+    # GEMM1: 64 values a thread, each a sigmoid (one exp, one SFU reciprocal: no IEEE division
+    # with its refinement and slow path), rounded to fp16 hi and lo two columns at a time,
     # stored as 32 + 32 __half2 (4-byte) stores; no shuffles.
-    assert len(build.ptx_instructions(g1, r"rcp\.rn\.f32")) == 64
-    assert len(build.ptx_instructions(g1, r"cvt\.rn\.f16\.f32")) == 128
+    assert len(build.ptx_instructions(g1, r"ex2\.approx")) == 64
+    assert len(build.ptx_instructions(g1, r"div\.approx\.f32")) == 64
+    assert not build.ptx_instructions(g1, r"(rcp|div)\.rn\.f32")
+    assert len(build.ptx_instructions(g1, r"cvt\.rn\.f16x2\.f32")) == 64
     assert len(build.ptx_instructions(g1, r"st\.global\.(u|b)32")) == 64
     assert not build.ptx_instructions(g1, r"shfl\.sync")
     # GEMM2: max and sum over the quad for two rows (2 x 2 x 2 butterflies), one exp a value,

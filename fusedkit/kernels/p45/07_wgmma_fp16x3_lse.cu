@@ -176,11 +176,20 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
 // >= Hp columns). Each thread's two adjacent columns go out as one 4-byte __half2 store; a warp
 // store covers 8 rows x 16 contiguous bytes.
 
-// 1 / (1 + e) for z >= 0 and e / (1 + e) below, e = exp(-|z|) in (0, 1]: exp never overflows,
-// and a tiny h keeps its relative accuracy (step 05's sigmoid). One IEEE division; NaN stays NaN.
-__device__ __forceinline__ float stable_sigmoid(float z) {
+// The epilogue runs while the tensor cores wait (both consumers finish a tile together), and at
+// K = 2048 a tile has only 32 k-tiles to hide it behind: every instruction per value counts.
+// Under Nsight Compute (0bbdace) GEMM1 kept the SM busy 61% of the time against GEMM2's 87%,
+// issuing 1.27 times GEMM2's instructions per FLOP (344 M for 275 GFLOP, 135 M for 137 GFLOP)
+// from 2.25 warps per scheduler, 0.35 of them eligible: hence the choices below.
+
+// hs = sigmoid(z) * 2**14: 1 / (1 + e) for z >= 0 and e / (1 + e) below, e = exp(-|z|) in (0, 1]:
+// exp never overflows and a tiny h keeps its relative accuracy. expf is the accurate one (~2 ulp,
+// handles -inf); the division by 1 + e in [1, 2] is the SFU's reciprocal, ~1 ulp, not the IEEE
+// division's refinement and slow-path check. h already carries 2**-22 from its split, so the
+// sigmoid's few ulp do not show in the output. NaN stays NaN (z >= 0 is false, e is NaN).
+__device__ __forceinline__ float scaled_sigmoid(float z) {
     const float e = expf(-fabsf(z));
-    const float r = 1.0f / (1.0f + e);
+    const float r = __fdividef(p45::kHopperHScale, 1.0f + e);  // 2**14 * rcp.approx(1 + e)
     return z >= 0.0f ? r : e * r;
 }
 
@@ -208,18 +217,23 @@ struct SigmoidSplit {
             for (int h = 0; h < 2; ++h) {  // h = 0: row r0, h = 1: row r0 + 8
                 const int r = r0 + 8 * h;
                 if (r >= M) continue;
-                __half hi[2], lo[2];
+                float hs[2];
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    // The split's scales are powers of two: v * xi is exact, one FMA adds the bias.
-                    const float z = __fmaf_rn(__fmul_rn(v[4 * j + 2 * h + e], xi[h]), wi[e], bb[e]);
-                    const float hs = ok[e] ? stable_sigmoid(z) * p45::kHopperHScale : 0.0f;
-                    hi[e] = __float2half_rn(hs);
-                    lo[e] = __float2half_rn((hs - __half2float(hi[e])) * kLoScale);
+                    // The split's scales are powers of two, so xi * wi is exact and this FMA gives
+                    // the value of fma(v * xi, wi, b) with one multiply fewer.
+                    const float z = __fmaf_rn(v[4 * j + 2 * h + e], xi[h] * wi[e], bb[e]);
+                    hs[e] = ok[e] ? scaled_sigmoid(z) : 0.0f;
                 }
+                // Both columns at once: one cvt.rn.f16x2.f32 each for hi and lo. hs - hi and the
+                // * 2048 are exact (hi is hs rounded to 11 bits).
+                const __half2 hi = __floats2half2_rn(hs[0], hs[1]);
+                const float2 back = __half22float2(hi);
+                const __half2 lo = __floats2half2_rn((hs[0] - back.x) * kLoScale,
+                                                     (hs[1] - back.y) * kLoScale);
                 const int64_t at = static_cast<int64_t>(r) * Hp + c;
-                *reinterpret_cast<__half2*>(hh + at) = __halves2half2(hi[0], hi[1]);
-                *reinterpret_cast<__half2*>(hl + at) = __halves2half2(lo[0], lo[1]);
+                *reinterpret_cast<__half2*>(hh + at) = hi;
+                *reinterpret_cast<__half2*>(hl + at) = lo;
             }
         }
     }
@@ -262,12 +276,13 @@ struct PartialLse {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 const bool ok = c + e < N;
-                const float wi = ok ? __ldg(w_inv + c + e) : 0.0f;
+                // h_inv and wi are powers of two: one FMA, exactly (v * h_inv) * wi + b.
+                const float scale = ok ? h_inv * __ldg(w_inv + c + e) : 0.0f;
                 const float bb = ok ? __ldg(b + c + e) : 0.0f;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     float& z = v[4 * j + 2 * h + e];
-                    z = ok ? __fmaf_rn(__fmul_rn(z, h_inv), wi, bb) : kNegInf;
+                    z = ok ? __fmaf_rn(z, scale, bb) : kNegInf;
                     mx[h] = fmaxf(mx[h], z);
                 }
             }
