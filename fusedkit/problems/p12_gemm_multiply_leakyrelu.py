@@ -223,20 +223,23 @@ for _v in HOPPER_VARIANTS:
 
 # The fp32-faithful tier at every batch: no one kernel wins everywhere (the batch sweeps in
 # data/), so this step hands each call to the one that won at its size. The bands come from
-# the H200 sweeps: at 1 row step 11 beat eager (1.29x) while step 6 lost (0.69x); from 4 rows
-# step 6 won (1.14x at 4, 1.80x at 16, 3.06x at 64) and step 11 lost from 4 rows on; at the
-# default 1024 rows step 12 beat step 6 (4.21x against 3.52x). Where step 12 overtakes step 6
-# between 64 and 1024 rows is not measured yet: the band edge at 256 is a guess.
+# the H200 sweep 20261130T143202Z-212968 (commit 0bbdace), which timed steps 6, 11 and 12 at
+# every point: at 1 row step 11 beat eager (1.30x) while steps 6 and 12 lost (0.82x, 0.64x);
+# from 4 to 64 rows step 6 won (1.13x, 1.86x, 3.06x); from 256 rows step 12 won (4.08x at 256
+# and 1024 against step 6's 3.64x and 3.48x). The edges (2 and 64 rows) are the last measured
+# points of each band; between them the choice is untested.
 FAITHFUL_ROUTES = (
-    Route(2, ("small_batch_stream",), "at 1 row step 11 beat eager and step 6 did not (sweep 8e5a045)"),
-    Route(256, ("triton_fp16x3",), "from 4 rows step 6 beat eager and step 11 (sweep 8e5a045)"),
+    Route(2, ("small_batch_stream",), "at 1 row step 11 beat eager, steps 6 and 12 did not "
+          "(sweep 212968)"),
+    Route(64, ("triton_fp16x3",), "from 4 to 64 rows step 6 beat eager and steps 11 and 12 "
+          "(sweep 212968)"),
     Route(None, ("wgmma_fp16x3", "triton_fp16x3"),
-          "at 1024 rows step 12 beat step 6 (run 4d22e11); off Hopper, step 6"),
+          "from 256 rows step 12 beat step 6 (sweep 212968); off Hopper, step 6"),
 )
 PROBLEM.add_variant(Variant(
     13, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 11, 6 and 12 by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
-    "stream below 3 rows, the Triton fp16x3 tiles up to 256, the wgmma fp16x3 kernel above",
+    "stream below 3 rows, the Triton fp16x3 tiles up to 64, the wgmma fp16x3 kernel above",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,
     routes=FAITHFUL_ROUTES))
 
