@@ -199,9 +199,16 @@ def _matching_brace(code: str, open_at: int) -> int:
     return len(code) - 1
 
 
+_STRUCT = re.compile(r"\s*(?:template\s*<[^{};]*>\s*)?(?:struct|class)\s+([A-Za-z_]\w*)\s*(?::[^{};]*)?")
+
+
 def _as_function(text: str, code: str, lines: list[str], start: int, brace: int, end: int
                  ) -> Function | None:
     header = code[start:brace]
+    # A struct whose body holds device code (an epilogue functor with its operator()) is shown
+    # whole, under the struct's name; a plain data struct or a host class is not a function.
+    if (m := _STRUCT.fullmatch(header)) and "__device__" in code[brace:end]:
+        return _function_at(m.group(1), "device", code, lines, start, header, end)
     if not header.strip() or _NOT_FUNCTION.search(header) or ")" not in header:
         return None
     # The parameter list is the last balanced (...) group; the name is the identifier before it.
@@ -219,13 +226,20 @@ def _as_function(text: str, code: str, lines: list[str], start: int, brace: int,
     if m is None or m.group(1) in ("if", "for", "while", "switch", "return", "sizeof"):
         return None
     name = m.group(1).split("::")[-1]
+    kind = ("kernel" if "__global__" in header else "device" if "__device__" in header
+            else "launcher")
+    return _function_at(name, kind, code, lines, start, header, end)
+
+
+def _function_at(name: str, kind: str, code: str, lines: list[str], start: int, header: str,
+                 end: int) -> Function:
+    """The function (or struct) whose header starts at ``start`` and whose body ends at ``end``,
+    with the comment block right above it."""
     first_code = start + len(header) - len(header.lstrip())
     first_line = code.count("\n", 0, first_code)
     top = _comment_block_above(lines, first_line, "//")
     last_line = code.count("\n", 0, end)
     src = "\n".join(lines[top:last_line + 1])
-    kind = ("kernel" if "__global__" in header else "device" if "__device__" in header
-            else "launcher")
     return Function(name, src, top + 1, kind)
 
 

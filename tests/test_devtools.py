@@ -52,3 +52,35 @@ def test_probe_logs_are_read_as_they_print():
         cfg = log["configs"]
         assert len(cfg) > 0 and cfg.loc[~cfg["failed"], "ms"].notna().all()
         assert cfg.loc[cfg["failed"], "ms"].isna().all()
+
+
+def test_p45_hopper_probe_logs_are_read_as_they_print():
+    from fusedkit import records as rec
+    from fusedkit.devtools import hopper_probe_p45
+
+    logs = sorted((rec.default_path().parent / "logs").glob("hopper_probe_p45_h200*.txt"))
+    assert logs, "the notebook reads these logs"
+    for path in logs:
+        log = hopper_probe_p45.read_log(path)
+        assert set(log["ptxas"]["kernel"]) == {"p45_wgmma_fp16x3_sigmoid_split_kernel",
+                                              "p45_wgmma_fp16x3_partial_lse_kernel"}
+        v = log["variants"].set_index("variant")
+        assert {"eager", "wgmma_fp16x3_lse", "triton_fused_lse_fp16x3"} <= set(v.index)
+        assert (v["ms"] > 0).all() and v.loc["eager", "x_eager"] == 1.0
+        assert v.loc["wgmma_fp16x3_lse", "small_err"] < 1e-6 and v["small_err"].isna().sum() == 2
+        launches = log["launches"].set_index("launch")
+        assert list(launches.index) == ["x split", "GEMM1 + sigmoid + h split", "GEMM2 + partial lse",
+                                        "combine"]
+        assert (launches["ms"] > 0).all() and launches["tflops"].notna().sum() == 2
+
+
+def test_p45_hopper_probe_log_reader_skips_failed_lines(tmp_path):
+    from fusedkit.devtools import hopper_probe_p45
+
+    path = tmp_path / "log.txt"
+    path.write_text("# title\nvariant  small checks  err/f64  ms  TFLOP/s  x eager\n"
+                    "eager                          -  2.90e-08   8.4128     49.0        -\n"
+                    "wgmma_fp16x3_lse               FAILED: AssertionError: 3 NaN outputs\n")
+    log = hopper_probe_p45.read_log(path)
+    assert log["title"] == "title" and list(log["variants"]["variant"]) == ["eager"]
+    assert log["launches"].empty and log["ptxas"].empty

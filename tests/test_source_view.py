@@ -92,3 +92,22 @@ def test_a_triton_step_shows_the_shared_pieces_it_calls_folded():
     view = source_view.show_step("p45", "triton_fused_lse_fp16x3")
     assert "common/lse.py (shared code this step calls, folded" in view.text
     assert source_view.shared_functions("p12/04_tiled.cu") == []
+
+
+def test_an_epilogue_functor_is_shown_whole_and_a_data_struct_is_not(tmp_path):
+    fns = {f.name: f for f in source_view.parse(KERNELS / "p45" / "07_wgmma_fp16x3_lse.cu")}
+    for name in ("SigmoidSplit", "PartialLse"):       # GEMM1's and GEMM2's epilogues
+        fn = fns[name]
+        assert fn.kind == "device" and fn.source.lstrip().startswith(("struct", "//"))
+        assert "operator()" in fn.source and fn.source.rstrip().endswith("};")
+    src = tmp_path / "x.cu"
+    src.write_text("struct Pair {\n    float m;\n    float s;\n};\n\n"
+                   "// A functor.\ntemplate <int N>\nstruct Scale : Base<N> {\n    float k;\n"
+                   "    __device__ float operator()(float v) const { return k * v; }\n};\n\n"
+                   "class HostGuard {\n  public:\n    HostGuard() { on(); }\n};\n")
+    parsed = source_view.parse(src)
+    assert [(f.name, f.kind, f.line) for f in parsed] == [("Scale", "device", 6)]
+    view = source_view.show_step("p45", "wgmma_fp16x3_lse", previous="p12/12_wgmma_fp16x3.cu")
+    caps = {s.function.name: s for s in view.shown}
+    assert caps["PartialLse"].new and caps["PartialLse"].added
+    assert caps["fp16x3_gemm"].against == "p12_wgmma_fp16x3_kernel"

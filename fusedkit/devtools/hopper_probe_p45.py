@@ -11,17 +11,23 @@ the right thing, and how fast is it beside the Triton fp16x3 step (05)?  One GPU
    the two GEMMs counted once, and the speed-up over eager fp32 measured in the same run;
 4. step 07 split into its launches (x split, GEMM1, GEMM2, combine), timed one by one.
 A failure in one variant is printed on its line and the table goes on. Sizes are (M, K, H, N).
+read_log reads a saved log back (the notebook's step 07 shows the logs in data/logs/).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 import traceback
+from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import torch
 
 from fusedkit import build
+from fusedkit.devtools import hopper_probe
 from fusedkit.devtools.hopper_probe import _one_line, start
 from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
 
@@ -123,6 +129,35 @@ def _launches(M: int, K: int, H: int, N: int, rep_ms: float) -> list[str]:
         rate = f"{flop / ms / 1e9:8.1f} TFLOP/s (x3: {3 * flop / ms / 1e9:.0f})" if flop else ""
         rows.append(f"  {name:28s} {ms:8.4f} ms  {rate}")
     return rows
+
+
+_VARIANT_LINE = re.compile(r"^(\w+)\s+(?:ok (\S+)|-)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+(?:([\d.]+)x|-)$")
+_LAUNCH_LINE = re.compile(r"^\s+(\S.*?)\s+([\d.]+) ms(?:\s+([\d.]+) TFLOP/s)?")
+
+
+def read_log(path: str | Path) -> dict[str, Any]:
+    """What a log of this probe printed: its first line (``title``), the ptxas table (``ptxas``,
+    as :func:`fusedkit.devtools.hopper_probe.read_log` reads it), the timed variants
+    (``variants``: variant, small_err (worst error of the odd-size checks, NaN where none ran),
+    err_f64, ms, tflops (the two GEMMs counted once), x_eager (speed-up over eager in the same
+    probe)) and step 07's launches timed one by one (``launches``: launch, ms, tflops, NaN for
+    the launches that are not a GEMM). A variant whose line says FAILED is left out."""
+    lines = Path(path).read_text().splitlines()
+    variants, launches, in_launches = [], [], False
+    for line in lines:
+        if line.startswith("step 07 launch by launch"):
+            in_launches = True
+        elif in_launches and (m := _LAUNCH_LINE.match(line)):
+            launches.append((m.group(1), float(m.group(2)), float(m.group(3) or "nan")))
+        elif m := _VARIANT_LINE.match(line.strip()):
+            name, small, err, ms, tflops, ratio = m.groups()
+            variants.append((name, float(small or "nan"), float(err), float(ms), float(tflops),
+                             float(ratio or "nan")))
+    return {"title": lines[0].lstrip("# ").strip() if lines else "",
+            "ptxas": hopper_probe.read_log(path)["ptxas"],
+            "variants": pd.DataFrame(variants, columns=["variant", "small_err", "err_f64", "ms",
+                                                        "tflops", "x_eager"]),
+            "launches": pd.DataFrame(launches, columns=["launch", "ms", "tflops"])}
 
 
 def main(argv: list[str] | None = None) -> int:
