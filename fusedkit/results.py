@@ -62,14 +62,16 @@ def best_of_run(run: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
 
 
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
-               path: str | Path | None = None, having: Sequence[str] = ()) -> pd.DataFrame:
+               path: str | Path | None = None, having: Sequence[str] = (),
+               newest: bool = False) -> pd.DataFrame:
     """Rows of the most complete recorded run of ``problem`` that timed its eager baseline.
 
     ``sizes`` defaults to the problem's defaults; ``device`` filters on a substring of the
     device name ("H200"); ``having`` keeps only runs that recorded every variant named there
-    (the run that timed a given step, when the most complete run did not). Adds ``speedup``
-    (eager's time over each variant's, same run) and the ladder's ``step`` and ``title``.
-    Empty when nothing matches.
+    (the run that timed a given step, when the most complete run did not); ``newest`` takes
+    the newest of those runs instead of the most complete (a step whose kernel changed since a
+    fuller run timed it). Adds ``speedup`` (eager's time over each variant's, same run) and the
+    ladder's ``step`` and ``title``. Empty when nothing matches.
     """
     df = records.read_records(path or records.default_path())
     want = fmt_sizes(problem.sizes(sizes or problem.defaults))
@@ -78,6 +80,9 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
     for slug in having:
         df = df[df["run_id"].isin(df.loc[df["variant"] == slug, "run_id"])]
     run_id = main_run_id(df, problem)
+    if newest and run_id is not None:
+        timed = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]].sort_values("timestamp")
+        run_id = str(timed["run_id"].iloc[-1])
     if run_id is None:   # same columns as a real run, so callers need no special case
         return df.iloc[0:0].assign(speedup=pd.Series(dtype=float), step=pd.Series(dtype=float),
                                    title=pd.Series(dtype=str))

@@ -41,6 +41,24 @@ def test_latest_run_takes_ratios_within_the_newest_run(tmp_path):
     assert "commit" in results.run_label(run)
 
 
+def test_latest_run_newest_prefers_the_newest_run_over_a_fuller_older_one(tmp_path):
+    """A fuller older run wins by default (a partial re-run must not hide the ladder); with
+    newest=True the newer run that timed the step wins (the step's kernel changed since)."""
+    path = tmp_path / "r.csv"
+    sizes = fmt_sizes(P12.defaults)
+    old = records.RunContext.collect()
+    old.timestamp, old.run_id = "2026-01-01T00:00:00Z", "20260101T000000Z-aaaaaa"
+    _write_run(path, old, 3.0, 1.5)
+    records.append_rows(path, [records.make_row(old, problem="p12", sizes=sizes, variant="tiled",
+                                                timer="cuda-events", median_ms=2.5, tier="fp32-faithful")])
+    new = records.RunContext.collect()
+    _write_run(path, new, 3.0, 1.0)
+    assert set(results.latest_run(P12, path=path, having=["triton_fp16x3"])["run_id"]) == {old.run_id}
+    run = results.latest_run(P12, path=path, having=["triton_fp16x3"], newest=True)
+    assert set(run["run_id"]) == {new.run_id}
+    assert run.loc[run["variant"] == "triton_fp16x3", "speedup"].item() == pytest.approx(3.0)
+
+
 def test_latest_run_empty_when_nothing_matches(tmp_path):
     run = results.latest_run(P12, P12.sizes(batch_size=3), path=tmp_path / "none.csv")
     assert run.empty and results.run_label(run) == "no recorded run"
