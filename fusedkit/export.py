@@ -15,7 +15,8 @@ its own inputs and times it. :func:`render` writes such a file for one registere
   :mod:`fusedkit.build`'s flags and compiler probe; Hopper steps (sm_90a) are the problem's
   Hopper extension built the same way for ``compute_90a``/``sm_90a``, with the Python module
   that makes their 16-bit operands (``kernels/common/``: fp16 casts or fp16x3 splits, and the
-  weight cache) embedded as source like a Triton step;
+  weight cache; for a step of several launches, the chain and its Triton combine) embedded as
+  source like a Triton step;
 - the file imports torch, triton and the standard library only, never fusedkit.
 
 The kernel is built on the first ``forward``, so constructing ModelNew (and importing the file)
@@ -79,12 +80,13 @@ class StepCall:
     ``kind`` is "triton" (``filename`` is the step file under ``fusedkit/kernels/<problem>/``),
     "cuda" (``function`` of the problem's extension) or "hopper" (``function`` of the problem's
     Hopper extension, called as ``operands(function, x, *weights(model))`` where ``operands`` is
-    a function of ``kernels/common/<filename>``).
+    a function of ``kernels/common/<filename>``; a tuple of functions for a step of several
+    launches, handed over in order: ``operands(*function, x, *weights(model))``).
     """
 
     kind: str
     problem: str
-    function: str
+    function: str | tuple[str, ...]
     weights: Callable[[nn.Module], tuple]
     filename: str = ""
     options: dict = field(default_factory=dict)
@@ -345,7 +347,9 @@ def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
                "its own copy on its first call, so what the step keeps between calls lives and "
                "dies with the model.")
     elif call.kind == "hopper":
-        how = (f"The CUDA step is `{call.function}` of problem {problem.key}'s Hopper extension: its "
+        functions = (call.function,) if isinstance(call.function, str) else call.function
+        named = " and ".join(f"`{f}`" for f in functions)
+        how = (f"The CUDA step is {named} of problem {problem.key}'s Hopper extension: its "
                ".cu files (wgmma, TMA), binding_hopper.cpp and headers are embedded below (local "
                "includes inlined) and built once per process for sm_90a with "
                "torch.utils.cpp_extension.load_inline; it runs on a Hopper (sm_90) GPU only. Its "
@@ -690,19 +694,21 @@ _CUDA_STEP = '''class _CudaStep:
 '''
 _HOPPER_STEP = '''\
 class _HopperStep(_TritonStep):
-    """One function of the problem's Hopper extension (built for sm_90a on the first call), fed
-    by its operands function, which makes the 16-bit operands from fp32 ones: a Python module
-    embedded below, run once per ModelNew, so the weight's 16-bit form it keeps (made once per
-    weight version) lives and dies with the model."""
+    """One function of the problem's Hopper extension (built for sm_90a on the first call), or a
+    tuple of them for a step of several launches, fed by its operands function, which makes the
+    16-bit operands from fp32 ones (and chains the launches): a Python module embedded below, run
+    once per ModelNew, so the weight's 16-bit form it keeps (made once per weight version) lives
+    and dies with the model."""
 
     def __init__(self, function, operands_file, operands):
         super().__init__("common", operands_file, operands)
-        self.kernel = function
+        self.kernels = (function,) if isinstance(function, str) else tuple(function)
 
     def __call__(self, *args):
         if self._fn is None:
-            compiled = getattr(_extension(), self.kernel)   # first: it says which GPU it needs
-            self._fn = functools.partial(getattr(self.load_step(*self.step), self.function), compiled)
+            ext = _extension()   # first: it says which GPU it needs
+            compiled = [getattr(ext, kernel) for kernel in self.kernels]
+            self._fn = functools.partial(getattr(self.load_step(*self.step), self.function), *compiled)
         return self._fn(*args)
 
 

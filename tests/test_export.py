@@ -8,8 +8,8 @@ to the registered variant. The CUDA ones construct, load the reference's state_d
 sources compile: the .cu translation unit to PTX for sm_90a, binding.cpp through g++'s front end.
 The Hopper ones (sm_90a) likewise: their .cu translation unit compiles to PTX for sm_90a with every
 Hopper kernel, binding_hopper.cpp passes g++'s front end, and the Python module that makes their
-16-bit operands runs here (Triton's interpreter for the fp16x3 split) and hands the kernel exactly
-the operands the registered variant hands it.
+16-bit operands (and chains a step's launches) runs here (Triton's interpreter for the fp16x3
+split and the combine) and hands the kernels exactly the operands the registered variant hands them.
 GPU part (marked ``gpu``): every export checked on the GPU (the Hopper ones on a Hopper GPU only),
 and the best export of each tier timed at KernelBench's sizes beside its registered variant
 (within 5%).
@@ -421,18 +421,20 @@ def test_hopper_translation_unit_compiles_to_ptx_for_sm90a_with_every_kernel(key
     text = (tmp_path / "hopper.ptx").read_text()
     assert ".target sm_90a" in text
     entries = set(re.findall(r"\.entry (\w+)\(", text))
-    for step in build.hopper_sources(key):
-        assert set(re.findall(r"\.entry (\w+)\(", build.ptx(step))) <= entries, step.name
+    for step in build.hopper_sources(key):   # e.g. both GEMMs of p45's step 07
+        own = set(re.findall(r"\.entry (\w+)\(", build.ptx(step)))
+        assert own and own <= entries, step.name
     for case in HOPPER:
         if case[0] == key:   # the file asks for the same target
             assert _load(exported[case])._ARCH == "90a"
 
 
 @pytest.mark.parametrize("case", HOPPER, ids=ids)
-def test_hopper_export_hands_the_kernel_the_variants_operands(case, exported):
+def test_hopper_export_hands_the_kernels_the_variants_operands(case, exported):
     """The embedded operands module (fp16 casts, or the fp16x3 splits in Triton's interpreter
-    here) gives the compiled function exactly what fusedkit's own gives it, W made once per
-    weight version; a kernel stand-in records the arguments."""
+    here; for a step of several launches also their chain and the combine) gives each compiled
+    function exactly what fusedkit's own gives it, W made once per weight version. Kernel
+    stand-ins record their arguments and return fixed (M, 3) pairs, which a chain passes on."""
     from fusedkit.kernels import load_step
 
     p = problems.get(case[0])
@@ -444,16 +446,30 @@ def test_hopper_export_hands_the_kernel_the_variants_operands(case, exported):
     model = p.make_model(SMALL[p.key], seed=3)
     (x,) = p.get_inputs(SMALL[p.key], seed=3)
     bound = call.weights(model)   # held, as the variant's build and ModelNew hold them
-    got, want = [], []
-    mine(lambda *a: got.append(a), x, *bound)
-    theirs(lambda *a: want.append(a), x, *bound)
-    mine(lambda *a: got.append(a), x, *bound)
-    assert len(got[0]) == len(want[0])
-    for a, b in zip(got[0], want[0]):
-        assert (torch.equal(a, b) and a.dtype == b.dtype) if isinstance(b, torch.Tensor) else a == b
-    n = model.gemm.weight.shape[0]
-    w_parts = [i for i, a in enumerate(got[0]) if isinstance(a, torch.Tensor) and a.shape[0] == n]
-    assert w_parts and all(got[1][i] is got[0][i] for i in w_parts), "W's 16-bit form made once"
+    g = torch.Generator().manual_seed(3)
+    returns = [(torch.rand(len(x), 3, generator=g), torch.rand(len(x), 3, generator=g))
+               for _ in step.kernels]
+
+    def run(operands):
+        """The arguments each stand-in got, in launch order, and what ``operands`` returned."""
+        calls = []
+
+        def stand_in(result):
+            return lambda *args: calls.append(args) or result
+        return calls, operands(*map(stand_in, returns), x, *bound)
+
+    (got, out), (want, out_theirs), (again, _) = run(mine), run(theirs), run(mine)
+    assert len(got) == len(want) == len(step.kernels)
+    for mine_args, their_args in zip(got, want):
+        assert len(mine_args) == len(their_args)
+        for a, b in zip(mine_args, their_args):
+            assert (torch.equal(a, b) and a.dtype == b.dtype) if isinstance(b, torch.Tensor) else a == b
+    torch.testing.assert_close(out, out_theirs, rtol=0, atol=0)
+    # SMALL's batch differs from every weight's rows: an argument with a weight's rows is W's form.
+    rows = {t.shape[0] for t in bound if isinstance(t, torch.Tensor) and t.dim() == 2}
+    w_parts = [(k, i) for k, args in enumerate(got) for i, a in enumerate(args)
+               if isinstance(a, torch.Tensor) and a.shape[0] in rows]
+    assert w_parts and all(again[k][i] is got[k][i] for k, i in w_parts), "W's 16-bit form made once"
 
 
 def _cuda_include() -> Path | None:

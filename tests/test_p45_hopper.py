@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusedkit import build
+from fusedkit import build, export
 from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
 from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, rel_error
 
@@ -142,7 +142,11 @@ def test_variant_is_well_formed_and_registered_before_the_by_batch_step():
     (*_, last) = P45.variants["faithful_by_batch"].routes
     assert last.max_rows is None and last.slugs == ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3")
     binding = BINDING.read_text()
-    for fn in ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"):
+    # Its build hands both GEMMs, in launch order, to common/fp16x3_lse.py (as the export does).
+    call = export.step_call(P45, v.slug)
+    assert (call.kind, call.filename, call.operands) == ("hopper", "fp16x3_lse.py", "call_fp16x3_lse")
+    assert call.function == ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse")
+    for fn in call.function:
         assert f'm.def("{fn}"' in binding
 
 
@@ -170,33 +174,46 @@ def _split_product(ah, al, ai, bh, bl, bi):
     return (v * ai.double()[:, None] * bi.double()[None, :]).float()
 
 
-def model_of_step07(x, w1, b1, w2, b2):
-    """What step 07 computes, written as the kernels' epilogues do it, per tile of 128 columns."""
-    from fusedkit.kernels import load_step
-
-    split = load_step("common", "fp16x3_split.py")
-    lse = load_step("common", "lse.py")
-    xs, w1s, w2s = (split.split_fp16x3(t, pad_cols_to=split.K_ALIGN) for t in (x, w1, w2))
-    m, h = x.shape[0], w1.shape[0]
-    hp = w2s.hi.shape[1]
-    # GEMM1's epilogue: bias, the stable sigmoid, the fixed-scale split, zero padding columns.
-    z1 = _split_product(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo, w1s.inv_scale) + b1
+def gemm1_model(xh, xl, x_inv, wh, wl, w_inv, b):
+    """GEMM1's epilogue as binding_hopper.cpp's wgmma_fp16x3_sigmoid_split defines it: bias, the
+    stable sigmoid, the split with the fixed scale, zero columns H.. Hp."""
+    z1 = _split_product(xh, xl, x_inv, wh, wl, w_inv) + b
     e = torch.exp(-z1.abs())
     hval = torch.where(z1 >= 0, 1 / (1 + e), e / (1 + e))
-    hs = torch.zeros(m, hp)
-    hs[:, :h] = hval * H_SCALE
+    hs = torch.zeros(xh.shape[0], -(-wh.shape[0] // 64) * 64)
+    hs[:, :wh.shape[0]] = hval * H_SCALE
     hh = hs.half()
-    hl = ((hs - hh.float()) * 2048).half()
-    # GEMM2's epilogue: per row and 128-column tile, the max over valid columns and the sum-exp.
-    z = _split_product(hh, hl, torch.full((m,), 1 / H_SCALE), w2s.hi, w2s.lo, w2s.inv_scale) + b2
+    return hh, ((hs - hh.float()) * 2048).half()
+
+
+def gemm2_model(hh, hl, wh, wl, w_inv, b, h_inv=1 / H_SCALE):
+    """GEMM2's epilogue as wgmma_fp16x3_partial_lse defines it: per row and 128-column tile, the
+    max over the valid columns and the sum-exp."""
+    m = hh.shape[0]
+    z = _split_product(hh, hl, torch.full((m,), h_inv), wh, wl, w_inv) + b
     n = z.shape[1]
     t = -(-n // LSE_TILE)
     zp = torch.full((m, t * LSE_TILE), float("-inf"))
     zp[:, :n] = z
     tiles = zp.view(m, t, LSE_TILE)
     pmax = tiles.max(dim=2).values
-    psum = torch.exp(tiles - pmax[:, :, None]).sum(dim=2)
-    return lse.combine_lse(pmax, psum), hh, hl
+    return pmax, torch.exp(tiles - pmax[:, :, None]).sum(dim=2)
+
+
+def model_of_step07(x, w1, b1, w2, b2):
+    """What step 07 computes: its host side (common/fp16x3_lse.py, the variant's very build but
+    for the extension) with the two kernels written as their epilogues do it. Returns out and
+    GEMM1's (hh, hl)."""
+    from fusedkit.kernels import load_step
+
+    h_split = []
+
+    def gemm1(*args):
+        h_split[:] = gemm1_model(*args)
+        return tuple(h_split)
+
+    out = load_step("common", "fp16x3_lse.py").call_fp16x3_lse(gemm1, gemm2_model, x, w1, b1, w2, b2)
+    return out, *h_split
 
 
 def _inputs(m, k, h, n, seed, device="cpu"):

@@ -293,21 +293,24 @@ def triton_step(problem_key: str, filename: str, function: str, weights: Weights
 
 
 
-def hopper_step(problem_key: str, function: str, weights: Weights, operands_file: str,
-                operands: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def hopper_step(problem_key: str, function: str | tuple[str, ...], weights: Weights,
+                operands_file: str, operands: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
     """A ``build`` for a step of the problem's Hopper extension (``load_extension(problem_key,
     hopper=True)``, sm_90a): ``function`` takes 16-bit operands, which ``operands``, a function of
     ``kernels/common/<operands_file>``, makes from fp32 ones and passes on, called as
     ``operands(function, x, *weights(model))`` (W's part cached per weight version, x's per call).
+    A step of several launches names a tuple of functions, handed over in that order:
+    ``operands(*function, x, *weights(model))``, which chains them.
     On a GPU that is not sm_90 the extension refuses to load (fusedkit.check refuses first)."""
     def build(model: nn.Module) -> Callable[..., torch.Tensor]:
         from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
         from fusedkit.kernels import load_step  # noqa: PLC0415
 
-        fn = getattr(load_extension(problem_key, hopper=True), function)
+        ext = load_extension(problem_key, hopper=True)
+        fns = [getattr(ext, f) for f in ((function,) if isinstance(function, str) else function)]
         prepare = getattr(load_step("common", operands_file), operands)
         bound = weights(model)
-        return lambda x: prepare(fn, x, *bound)
+        return lambda x: prepare(*fns, x, *bound)
     return build
 
 

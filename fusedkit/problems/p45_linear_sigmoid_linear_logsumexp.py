@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
-                                     cuda_step, triton_step)
+                                     cuda_step, hopper_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants
 
 
@@ -141,43 +141,18 @@ for _v in _STEPS:
 
 # -- fp32-faithful on Hopper: step 07, the fp16x3 pipeline on the hand-written wgmma kernel --------
 
-
-def _hopper_fp16x3_lse_step(model: nn.Module) -> Callable[..., torch.Tensor]:
-    """The ``build`` of step 07 (p45's Hopper extension, ``load_extension("p45", hopper=True)``):
-    step 05's math on p12 step 12's wgmma kernel. Per call: the splits of W1 and W2 from the
-    shared weight cache (split once per weight version; a weight with inf or NaN raises), x split
-    with K padded by zeros to a multiple of 64; GEMM1 writes h already split (fixed scale 2**14,
-    H padded to 64 with zero columns), GEMM2 writes the partial logsumexp pairs of z, and
-    common/lse.py's combine gives out (M,). Three launches and the split, no host sync. A row of
-    x holding inf or NaN gives NaN in that row of out."""
-    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
-
-    ext = load_extension("p45", hopper=True)
-    split = load_step("common", "fp16x3_split.py")
-    combine_lse = load_step("common", "lse.py").combine_lse
-    w1, b1, w2, b2 = _weights(model)
-    b1c, b2c = b1.float().contiguous(), b2.float().contiguous()
-
-    def run(x: torch.Tensor) -> torch.Tensor:
-        w1s, w2s = split.split_weight_cached(w1), split.split_weight_cached(w2)
-        xs = split.split_fp16x3(x, pad_cols_to=split.K_ALIGN)
-        hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo,
-                                                w1s.inv_scale, b1c)
-        pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, w2s.hi, w2s.lo, w2s.inv_scale, b2c)
-        return combine_lse(pmax, psum)
-    return run
-
-
 # Built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the runner skips it with
 # one line (fusedkit.check.device_refusal). Also named as a group for
-# python -m fusedkit.devtools.hopper_probe_p45 and its tests.
+# python -m fusedkit.devtools.hopper_probe_p45 and its tests. Its build hands the extension's two
+# GEMMs to common/fp16x3_lse.py (x split per call, the weights once per weight version, GEMM1,
+# GEMM2, the combine): the module the exported KernelBench file runs too (fusedkit.export).
 HOPPER_VARIANTS = (
     Variant(7, "wgmma_fp16x3_lse", "fp32-faithful wgmma: both GEMMs on fp16x3 splits",
             "step 05's pipeline on p12 step 12's persistent wgmma kernel: GEMM1's epilogue "
             "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
             "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
-            _hopper_fp16x3_lse_step, precision="fp16x3", needs_gpu=True,
+            hopper_step("p45", ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"), _weights,
+                        "fp16x3_lse.py", "call_fp16x3_lse"), precision="fp16x3", needs_gpu=True,
             source="p45/07_wgmma_fp16x3_lse.cu"),
 )
 for _v in HOPPER_VARIANTS:
