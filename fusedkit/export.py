@@ -255,10 +255,12 @@ def _finite(x: object) -> bool:
 
 def _recorded(problem: Problem, having: str = "") -> dict[str, dict]:
     """Our kernels' rows of the latest full recorded run, by slug (tier, median_ms, speedup, label);
-    with ``having``, of the most complete run that timed that variant (a step the full run lacks)."""
+    with ``having``, of the newest run that timed that variant (a step the full run lacks, whose
+    kernel may have changed since a fuller run timed it)."""
     from fusedkit import results  # noqa: PLC0415 - pandas; only the records need it
 
-    run = results.latest_run(problem, having=[having] if having else ())
+    run = (results.latest_run(problem, having=[having], newest=True) if having
+           else results.latest_run(problem))
     if run.empty:
         return {}
     label = results.run_label(run)
@@ -317,7 +319,9 @@ def _write(path: Path, text: str) -> None:
 
 
 def _header(problem: Problem, v: Variant) -> str:
-    rec = _recorded(problem).get(v.slug) or _recorded(problem, having=v.slug).get(v.slug)
+    """The file's opening comment: the step, and its tier and speed from the newest recorded run
+    that timed it (not the fullest: a step re-timed after its kernel changed shows the new time)."""
+    rec = _recorded(problem, having=v.slug).get(v.slug)   # the newest run that timed this step
     if rec is None:
         from fusedkit import results  # noqa: PLC0415
 

@@ -158,10 +158,32 @@ def test_the_header_gives_tier_speedup_device_and_commit_of_the_latest_run():
         rows = run[run["variant"].isin(export.exportable(p))]
         if rows.empty:
             pytest.skip(f"{p.key}: nothing recorded")
-        r = rows.iloc[0]
-        head = export.render(p, r["variant"]).split('"""', 1)[0]
+        slug = rows.iloc[0]["variant"]
+        newest = results.latest_run(p, having=[slug], newest=True)   # "last recorded"
+        r = newest[newest["variant"] == slug].iloc[0]
+        head = export.render(p, slug).split('"""', 1)[0]
         assert f"Tier {r['tier']}" in head and f"{r['speedup']:.2f}x" in head
         assert r["device"] in head and str(r["commit"]) in head
+
+
+def test_a_step_the_full_run_lacks_names_the_newest_run_that_timed_it(tmp_path, monkeypatch):
+    """An older, fuller run (a sweep) timed the step before its kernel changed; the header names
+    the newer run, the code the file holds."""
+    path = tmp_path / "records.csv"
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
+    p = problems.get("p45")
+    sizes = problems.fmt_sizes(p.defaults)
+    for run_id, stamp, commit, extra, ms in (
+            ("20261130T144059Z-aaaaaa", "2026-11-30T14:40:59Z", "1111111", ["cublas_epilogues_vec4"], 2.4),
+            ("20261130T144907Z-bbbbbb", "2026-11-30T14:49:07Z", "2222222", [], 2.2)):
+        ctx = records.RunContext(run_id=run_id, timestamp=stamp, commit=commit, device="NVIDIA H200",
+                                 driver="", cuda="", torch="2.11.0", triton="3.6.0")
+        rows = [("eager", "reference", 8.4), ("wgmma_fp16x3_lse", "fp32-faithful", ms),
+                *((v, "fp32-faithful", 5.0) for v in extra)]
+        records.append_rows(path, [records.make_row(ctx, problem="p45", sizes=sizes, variant=v, tier=t,
+                                                    timer="cuda-events", median_ms=m) for v, t, m in rows])
+    head = export.render(p, "wgmma_fp16x3_lse").split('"""', 1)[0]
+    assert "2222222" in head and "2.2 ms" in head and f"{8.4 / 2.2:.2f}x" in head
 
 
 def test_the_header_says_so_when_nothing_is_recorded(tmp_path, monkeypatch):
