@@ -84,3 +84,21 @@ def test_p45_hopper_probe_log_reader_skips_failed_lines(tmp_path):
     log = hopper_probe_p45.read_log(path)
     assert log["title"] == "title" and list(log["variants"]["variant"]) == ["eager"]
     assert log["launches"].empty and log["ptxas"].empty
+
+
+def test_a_probe_says_where_a_broken_step_broke_and_not_for_a_failed_check():
+    from fusedkit.devtools.hopper_probe import failed
+
+    def broken():
+        raise RuntimeError("CUDA error:\n  an illegal memory access")
+
+    try:
+        broken()
+    except RuntimeError as e:
+        line = failed(e)
+    assert line.startswith("FAILED: RuntimeError: CUDA error: an illegal memory access (at ")
+    assert "test_devtools.py:" in line and "\n" not in line
+    try:
+        raise AssertionError("full size: error 3.1e-06 over 1e-06")
+    except AssertionError as e:
+        assert failed(e) == "FAILED: AssertionError: full size: error 3.1e-06 over 1e-06"

@@ -44,6 +44,17 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:600]}"
 
 
+def failed(e: BaseException) -> str:
+    """A probe table's cell for a step that broke: "FAILED: <the error in one line>", and for an
+    error other than a failed check, the file and line it came from."""
+    line = f"FAILED: {_one_line(e)}"
+    if not isinstance(e, AssertionError):
+        tb = traceback.extract_tb(e.__traceback__)
+        if tb:
+            line += f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})"
+    return line
+
+
 def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
     return ((out.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
 
@@ -204,11 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             pct = f"{100.0 * bar / ms:7.1f}%" if bar else f"{'-':>8s}"
             line += f"{ms:8.4f} {flop / ms / 1e9:8.1f} {pct}"
         except Exception as e:  # noqa: BLE001 - a broken step is a finding, not the end
-            line += f"FAILED: {_one_line(e)}"
-            if not isinstance(e, AssertionError):
-                tb = traceback.extract_tb(e.__traceback__)
-                if tb:
-                    line += f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})"
+            line += failed(e)
         print(line, flush=True)
     if "wgmma_fp16x3" in results and "triton_fp16x3" in results:
         a, t = results["wgmma_fp16x3"], results["triton_fp16x3"]

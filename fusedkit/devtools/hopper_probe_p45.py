@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ import torch
 
 from fusedkit import build
 from fusedkit.devtools import hopper_probe
-from fusedkit.devtools.hopper_probe import _one_line, start
+from fusedkit.devtools.hopper_probe import _one_line, failed, start
 from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
 
 SMALL_SIZES = [(1, 1, 1, 1), (3, 5, 7, 33), (67, 1000, 333, 129), (129, 64, 130, 128),
@@ -209,11 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             ratio = f"{eager / ms:7.2f}x" if eager else f"{'-':>8s}"
             line += f"{ms:8.4f} {flop / ms / 1e9:8.1f} {ratio}"
         except Exception as e:  # noqa: BLE001 - a broken variant is a finding, not the end
-            line += f"FAILED: {_one_line(e)}"
-            if not isinstance(e, AssertionError):
-                tb = traceback.extract_tb(e.__traceback__)
-                if tb:
-                    line += f" (at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno})"
+            line += failed(e)
         print(line, flush=True)
     if "wgmma_fp16x3_lse" in results and "triton_fused_lse_fp16x3" in results:
         a, t = results["wgmma_fp16x3_lse"], results["triton_fused_lse_fp16x3"]
