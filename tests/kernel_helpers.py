@@ -1,7 +1,10 @@
 """What the CUDA-kernel tests of every problem share: marks, PTX patterns, error measure,
-poisoned allocations and sentinel-guarded views (one copy, imported by tests/test_pNN_cuda.py)."""
+poisoned allocations, sentinel-guarded views and problem 45's random operands (one copy,
+imported by the tests of each problem)."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
@@ -47,3 +50,17 @@ def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor) -> tuple[torch
     t = buf[offset:offset + M * N].view(M, N)
     t.copy_(fill)
     return buf, t
+
+
+def p45_inputs(m: int, k: int, h: int, n: int, seed: int, device: str = "cpu"):
+    """Problem 45's operands at (M, K, H, N): x ~ U[0, 1) like KernelBench's get_inputs; weights
+    and biases like nn.Linear's init, U(+-1/sqrt(fan_in)); drawn under ``seed`` on ``device``."""
+    g = torch.Generator(device=device).manual_seed(seed)
+
+    def uniform(*shape, bound):
+        return (torch.rand(*shape, generator=g, device=device) * 2 - 1) * bound
+
+    x = torch.rand(m, k, generator=g, device=device)
+    w1, b1 = uniform(h, k, bound=1 / math.sqrt(k)), uniform(h, bound=1 / math.sqrt(k))
+    w2, b2 = uniform(n, h, bound=1 / math.sqrt(h)), uniform(n, bound=1 / math.sqrt(h))
+    return x, w1, b1, w2, b2

@@ -207,11 +207,8 @@ def test_step_matches_the_fp16_product(v, M, K, N):
     (~1e-6); against the exact float64 product it is one fp16 rounding of each input
     (~3e-4 relative, below 2e-3), and visibly not fp32 when K is long."""
     x, w, b, seed = fresh_inputs(M, K, N)
-    model = P12.make_model(P12.sizes(batch_size=M, in_features=K, out_features=N), device="cuda")
-    with torch.no_grad():
-        model.gemm.weight.copy_(w)
-        model.gemm.bias.copy_(b)
-    fn = v.build(model)
+    fn = v.build(P12.model_with(P12.sizes(batch_size=M, in_features=K, out_features=N), w, b,
+                                device="cuda"))
     poison_allocator((M, N))
     out = fn(x)
     torch.cuda.synchronize()
@@ -233,11 +230,8 @@ def test_fp16x3_step_is_fp32_accurate(v, M, K, N):
     error against float64 is fp32's (~2.5e-7 at K = 8192 on the H200 for step 06, the same
     math), far below one fp16 product's ~3e-4; rows past M, columns past N never written."""
     x, w, b, seed = fresh_inputs(M, K, N)
-    model = P12.make_model(P12.sizes(batch_size=M, in_features=K, out_features=N), device="cuda")
-    with torch.no_grad():
-        model.gemm.weight.copy_(w)
-        model.gemm.bias.copy_(b)
-    fn = v.build(model)
+    fn = v.build(P12.model_with(P12.sizes(batch_size=M, in_features=K, out_features=N), w, b,
+                                device="cuda"))
     poison_allocator((M, N))
     out = fn(x)
     torch.cuda.synchronize()

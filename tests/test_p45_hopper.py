@@ -13,7 +13,6 @@ odd sizes and KernelBench's, bad inputs, a NaN row, and fusedkit.measure's tier 
 
 from __future__ import annotations
 
-import math
 import re
 import secrets
 import tempfile
@@ -24,7 +23,7 @@ import torch
 
 from fusedkit import build, export
 from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
-from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, rel_error
+from kernel_helpers import gpu_test, needs_nvcc, p45_inputs as _inputs, poison_allocator, rel_error
 
 P45 = p45mod.PROBLEM
 HOPPER = build.hopper_sources("p45")
@@ -216,19 +215,6 @@ def model_of_step07(x, w1, b1, w2, b2):
     return out, *h_split
 
 
-def _inputs(m, k, h, n, seed, device="cpu"):
-    """x ~ U[0, 1) as KernelBench's get_inputs; weights and biases as nn.Linear's init."""
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    def uniform(*shape, bound):
-        return (torch.rand(*shape, generator=g, device=device) * 2 - 1) * bound
-
-    x = torch.rand(m, k, generator=g, device=device)
-    w1, b1 = uniform(h, k, bound=1 / math.sqrt(k)), uniform(h, bound=1 / math.sqrt(k))
-    w2, b2 = uniform(n, h, bound=1 / math.sqrt(h)), uniform(n, bound=1 / math.sqrt(h))
-    return x, w1, b1, w2, b2
-
-
 def reference64(x, w1, b1, w2, b2):
     hid = torch.sigmoid(x.double() @ w1.double().T + b1.double())
     return torch.logsumexp(hid @ w2.double().T + b2.double(), dim=1)
@@ -270,14 +256,8 @@ def split():
 
 
 def _model(m, k, h, n, w1, b1, w2, b2):
-    model = P45.make_model(P45.sizes(batch_size=m, input_size=k, hidden_size=h, output_size=n),
-                           device="cuda")
-    with torch.no_grad():
-        model.linear1.weight.copy_(w1)
-        model.linear1.bias.copy_(b1)
-        model.linear2.weight.copy_(w2)
-        model.linear2.bias.copy_(b2)
-    return model
+    return P45.model_with(P45.sizes(batch_size=m, input_size=k, hidden_size=h, output_size=n),
+                          w1, b1, w2, b2, device="cuda")
 
 
 @gpu_test

@@ -33,6 +33,7 @@ pytest.importorskip("triton")
 from fusedkit.check import rel_error  # noqa: E402
 from fusedkit.precision import to_bf16, to_fp16  # noqa: E402
 from fusedkit.kernels import load_step  # noqa: E402
+from kernel_helpers import p45_inputs  # noqa: E402
 
 k05 = load_step("p45", "05_triton_fp16x3_lse.py")
 k04 = load_step("p45", "04_triton_fused_lse.py")
@@ -60,17 +61,8 @@ SHAPES = [(1, 1, 1, 1), (3, 5, 7, 33), (17, 33, 65, 19), (19, 64, 40, 130)]
 
 
 def make_inputs(m: int, k: int, h: int, n: int, seed: int, device: str = DEVICE):
-    """x ~ U[0, 1) like KernelBench's get_inputs; weights and biases like nn.Linear's
-    init, U(+-1/sqrt(fan_in))."""
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    def uniform(*shape, bound):
-        return (torch.rand(*shape, generator=g, device=device) * 2 - 1) * bound
-
-    x = torch.rand(m, k, generator=g, device=device)
-    w1, b1 = uniform(h, k, bound=1 / math.sqrt(k)), uniform(h, bound=1 / math.sqrt(k))
-    w2, b2 = uniform(n, h, bound=1 / math.sqrt(h)), uniform(n, bound=1 / math.sqrt(h))
-    return x, w1, b1, w2, b2
+    """Problem 45's operands (kernel_helpers.p45_inputs) on this run's device."""
+    return p45_inputs(m, k, h, n, seed, device)
 
 
 def logits64(x, w1, b1, w2, b2) -> torch.Tensor:

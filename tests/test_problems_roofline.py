@@ -144,3 +144,18 @@ def test_a_third_problem_is_one_new_module(tmp_path):
         (tmp_path / name).write_text("PROBLEM = None\n")
     assert problems.discover([str(tmp_path)], "pkg") == {
         "p7": "pkg.p7_new_thing", "p12": "pkg.p12_gemm_multiply_leakyrelu"}
+
+
+def test_model_with_sets_the_parameters_in_order_and_refuses_a_wrong_count():
+    import torch
+
+    from fusedkit.problems import get
+
+    p45 = get("p45")
+    sizes = p45.sizes(batch_size=2, input_size=3, hidden_size=5, output_size=7)
+    params = [torch.randn(5, 3), torch.randn(5), torch.randn(7, 5), torch.randn(7)]
+    model = p45.model_with(sizes, *params)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), params))
+    assert torch.equal(model.linear2.bias, params[3])
+    with pytest.raises(ValueError, match="has 4 parameters, got 2"):
+        p45.model_with(sizes, *params[:2])

@@ -74,11 +74,7 @@ def _ref(x, w, b):
 
 def _model(M: int, K: int, N: int, w, b):
     P = p12mod.PROBLEM
-    model = P.make_model(P.sizes(batch_size=M, in_features=K, out_features=N), device="cuda")
-    with torch.no_grad():
-        model.gemm.weight.copy_(w)
-        model.gemm.bias.copy_(b)
-    return model
+    return P.model_with(P.sizes(batch_size=M, in_features=K, out_features=N), w, b, device="cuda")
 
 
 def check(v, M: int, K: int, N: int, seed: int = 1) -> tuple[float, float, float]:
@@ -99,12 +95,14 @@ def check(v, M: int, K: int, N: int, seed: int = 1) -> tuple[float, float, float
     return _rel(out, ref16), _rel(out, ref), (out.double() - ref).abs().max().item()
 
 
-def _ptxas_rows() -> list[str]:
+def ptxas_rows(problem: str) -> list[str]:
+    """ptxas's resources of every kernel of the problem's Hopper steps (sm_90a), a line each as
+    read_log reads them back; a step that does not compile is a line saying so."""
     rows = []
-    for src in build.hopper_sources("p12"):
+    for src in build.hopper_sources(problem):
         try:
             for kernel, s in build.resource_usage(src).items():
-                rows.append(f"  {src.name:28s} {kernel:32s} {s['registers']:3d} regs  "
+                rows.append(f"  {src.name:28s} {kernel:40s} {s['registers']:3d} regs  "
                             f"spills {s['spill_stores']}/{s['spill_loads']} B  stack {s['stack_bytes']} B  "
                             f"static smem {s['shared_bytes']} B")
         except Exception as e:  # noqa: BLE001 - report and go on
@@ -138,9 +136,9 @@ def read_log(path: str | Path) -> dict[str, Any]:
             "steps": steps_df}
 
 
-def start(name: str, problem: str, ptxas_rows) -> bool:
+def start(name: str, problem: str) -> bool:
     """The probes' common opening: the title line (GPU, torch, CUDA, commit, time), ptxas's table
-    (``ptxas_rows()``), then the problem's Hopper extension built, or its failure in one line.
+    (:func:`ptxas_rows`), then the problem's Hopper extension built, or its failure in one line.
     False, after one line, when there is no GPU."""
     commit = records.current_commit()  # $FUSEDKIT_COMMIT on the GPU machine, where .git is stale
     if not torch.cuda.is_available():
@@ -151,7 +149,7 @@ def start(name: str, problem: str, ptxas_rows) -> bool:
           f"{torch.__version__}, CUDA {torch.version.cuda}, commit {commit or '?'}, "
           f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
     print("ptxas (sm_90a):")
-    for row in ptxas_rows():
+    for row in ptxas_rows(problem):
         print(row)
     t0 = time.time()
     try:
@@ -169,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     M, K, N = (int(s) for s in args.sizes.split(","))
 
-    if not start("hopper_probe", "p12", _ptxas_rows):
+    if not start("hopper_probe", "p12"):
         return 2
 
     import triton.testing  # noqa: PLC0415 - GPU only

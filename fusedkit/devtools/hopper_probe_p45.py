@@ -60,14 +60,8 @@ def _ref(x, w1, b1, w2, b2) -> torch.Tensor:
 
 def _model(M: int, K: int, H: int, N: int, w1, b1, w2, b2):
     P = p45mod.PROBLEM
-    model = P.make_model(P.sizes(batch_size=M, input_size=K, hidden_size=H, output_size=N),
-                         device="cuda")
-    with torch.no_grad():
-        model.linear1.weight.copy_(w1)
-        model.linear1.bias.copy_(b1)
-        model.linear2.weight.copy_(w2)
-        model.linear2.bias.copy_(b2)
-    return model
+    return P.model_with(P.sizes(batch_size=M, input_size=K, hidden_size=H, output_size=N),
+                        w1, b1, w2, b2, device="cuda")
 
 
 def check(v, M: int, K: int, H: int, N: int, seed: int = 1) -> float:
@@ -84,19 +78,6 @@ def check(v, M: int, K: int, H: int, N: int, seed: int = 1) -> float:
     if out.isnan().any():
         raise AssertionError(f"{int(out.isnan().sum())} NaN outputs at {M}x{K}x{H}x{N}")
     return _err(out, _ref(x, w1, b1, w2, b2))
-
-
-def _ptxas_rows() -> list[str]:
-    rows = []
-    for src in build.hopper_sources("p45"):
-        try:
-            for kernel, s in build.resource_usage(src).items():
-                rows.append(f"  {src.name:26s} {kernel:40s} {s['registers']:3d} regs  "
-                            f"spills {s['spill_stores']}/{s['spill_loads']} B  stack {s['stack_bytes']} B  "
-                            f"static smem {s['shared_bytes']} B")
-        except Exception as e:  # noqa: BLE001 - report and go on
-            rows.append(f"  {src.name:26s} ptxas FAILED: {_one_line(e)}")
-    return rows
 
 
 def _launches(M: int, K: int, H: int, N: int, rep_ms: float) -> list[str]:
@@ -167,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     M, K, H, N = (int(s) for s in args.sizes.split(","))
 
-    if not start("hopper_probe_p45", "p45", _ptxas_rows):
+    if not start("hopper_probe_p45", "p45"):
         return 2
 
     import triton.testing  # noqa: PLC0415 - GPU only

@@ -207,6 +207,20 @@ class Problem:
             model = self.model_factory(**sizes, **self.constants)
         return model.to(device).eval()
 
+    def model_with(self, sizes: Sizes, *params: torch.Tensor,
+                   device: str | torch.device = "cpu") -> nn.Module:
+        """The model at ``sizes`` with its parameters set to ``params``, in the order
+        ``model.parameters()`` yields them (p12: w, b; p45: w1, b1, w2, b2): a check or probe
+        that draws its own weights runs the variant on exactly those."""
+        model = self.make_model(sizes, device=device)
+        own = list(model.parameters())
+        if len(own) != len(params):
+            raise ValueError(f"{self.key}'s model has {len(own)} parameters, got {len(params)}")
+        with torch.no_grad():
+            for p, value in zip(own, params):
+                p.copy_(value)
+        return model
+
     def get_inputs(self, sizes: Sizes, *, seed: int = 0,
                    device: str | torch.device = "cpu") -> list[torch.Tensor]:
         """KernelBench's inputs (``torch.rand``, uniform in [0, 1)) drawn under ``seed``."""
