@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info probe tests bench sweep reports counters" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
+#   STAGES="info probe tests bench sweep reports counters source" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
 # (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
@@ -61,7 +61,16 @@ for stage in ${STAGES:-info tests bench reports}; do
                only=COUNTER_VARIANTS_${p^^}; only=${!only:-}
                python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" ${only:+--variants "$only"} 2>&1 | grep -v "^==PROF==" | tail -3
              done ;;
-    *)       echo "unknown stage $stage (valid: info probe tests bench sweep reports counters)"; exit 2 ;;
+    source)  # Per-instruction evidence for one kernel: its SASS with the executed instructions and
+             # the sampled warp stalls of each (Nsight Compute's source page), as CSV.
+             # SOURCE_PROBLEM, SOURCE_VARIANT and SOURCE_KERNEL (a regex) choose the kernel.
+             p=${SOURCE_PROBLEM:-p45}; v=${SOURCE_VARIANT:-wgmma_fp16x3_lse}; k=${SOURCE_KERNEL:-sigmoid_split}
+             ncu --profile-from-start off --clock-control none --section SourceCounters \
+                 --section WarpStateStats -k "regex:$k" -c 1 --page source --print-source sass --csv \
+                 python3 -m fusedkit.counters profile --problem "$p" --variants "$v" \
+                 > "$OUT/source_${p}_${v}.csv" 2> "$OUT/source_${p}_${v}.err"
+             echo "source: rc $?, $(wc -l < "$OUT/source_${p}_${v}.csv") lines"; tail -3 "$OUT/source_${p}_${v}.err" ;;
+    *)       echo "unknown stage $stage (valid: info probe tests bench sweep reports counters source)"; exit 2 ;;
   esac
 done
 rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files
