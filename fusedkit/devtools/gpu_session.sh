@@ -67,7 +67,7 @@ for stage in ${STAGES:-info tests bench reports}; do
              p=${SOURCE_PROBLEM:-p45}; v=${SOURCE_VARIANT:-wgmma_fp16x3_lse}; k=${SOURCE_KERNEL:-sigmoid_split}
              ncu --profile-from-start off --clock-control none --section SourceCounters \
                  --section WarpStateStats -k "regex:$k" -c 1 --page source --print-source sass --csv \
-                 python3 -m fusedkit.counters profile --problem "$p" --variants "$v" \
+                 python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" \
                  > "$OUT/source_${p}_${v}.csv" 2> "$OUT/source_${p}_${v}.err"
              echo "source: rc $?, $(wc -l < "$OUT/source_${p}_${v}.csv") lines"; tail -3 "$OUT/source_${p}_${v}.err" ;;
     *)       echo "unknown stage $stage (valid: info probe tests bench sweep reports counters source)"; exit 2 ;;
