@@ -90,12 +90,17 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue():
         # hi*hi added outside the tensor cores with round-to-nearest adds.
         assert len(build.ptx_instructions(body, r"add\.rn\.f32")) >= 64, kernel
     g1, g2 = entry_body(text, GEMM1), entry_body(text, GEMM2)
-    # GEMM1: 64 values a thread, each a sigmoid (one exp, one SFU reciprocal: no IEEE division
-    # with its refinement and slow path), rounded to fp16 hi and lo two columns at a time,
+    # GEMM1: 64 values a thread, each a sigmoid (one exp, one SFU reciprocal: no division of any
+    # kind), rounded to fp16 hi and lo two columns at a time,
     # stored as 32 + 32 __half2 (4-byte) stores; no shuffles.
     assert len(build.ptx_instructions(g1, r"ex2\.approx")) == 64
-    assert len(build.ptx_instructions(g1, r"div\.approx\.f32")) == 64
-    assert not build.ptx_instructions(g1, r"(rcp|div)\.rn\.f32")
+    assert len(build.ptx_instructions(g1, r"rcp\.approx\.ftz\.f32")) == 64
+    assert not build.ptx_instructions(g1, r"div\.(rn|approx|full)\.f32|rcp\.rn\.f32")
+    # The epilogue's 66 loads (2 row scales, 32 column scales, 32 biases) go out before the
+    # tile's last wgmma wait, so that their latency hides behind the tensor cores.
+    wait0 = g1.index("wgmma.wait_group.sync.aligned 0;")
+    loads = [m.start() for m in re.finditer(r"ld\.global\.nc", g1)]
+    assert len(loads) == 66 and max(loads) < wait0
     assert len(build.ptx_instructions(g1, r"cvt\.rn\.f16x2\.f32")) == 64
     assert len(build.ptx_instructions(g1, r"st\.global\.(u|b)32")) == 64
     assert not build.ptx_instructions(g1, r"shfl\.sync")
@@ -104,6 +109,9 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue():
     assert len(build.ptx_instructions(g2, r"shfl\.sync\.bfly\.b32")) == 8
     assert len(build.ptx_instructions(g2, r"ex2\.approx")) == 64
     assert len(build.ptx_instructions(g2, r"st\.global\.f32")) == 4
+    wait0 = g2.index("wgmma.wait_group.sync.aligned 0;")  # its 64 loads go out early too
+    loads = [m.start() for m in re.finditer(r"ld\.global\.nc", g2)]
+    assert len(loads) == 64 and max(loads) < wait0
     assert not build.ptx_instructions(g2, r"cvt\.rn\.f16\.f32")
 
 

@@ -55,8 +55,10 @@ __device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, in
 // 64 rows by 128 columns. Per k-tile, hi*hi goes into `chunk` from zero and is added to `sum`
 // with round-to-nearest FADDs while hi*lo + lo*hi accumulate in `cross` on the tensor cores.
 // At the end of a tile, v = sum + cross / 2048 (the split product without the row scales) goes
-// to epilogue(v, row0, col0, nt): v is the calling warpgroup's 64 x 128 fragment whose top-left
-// element is (row0, col0) of the output, fragment map in common/hopper.cuh.
+// to epilogue(v, params, row0, col0, nt): v is the calling warpgroup's 64 x 128 fragment whose
+// top-left element is (row0, col0) of the output, fragment map in common/hopper.cuh; params is
+// what epilogue.load(row0, col0) read from memory (scales, biases) while the tile's last
+// cross products were still running on the tensor cores.
 template <class Epilogue>
 __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUtensorMap* al_map,
                                             const CUtensorMap* bh_map, const CUtensorMap* bl_map,
@@ -157,12 +159,18 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
 #pragma unroll
                 for (int i = 0; i < kAcc; ++i) sum[i] = __fadd_rn(sum[i], chunk[i]);
             }
+            // The epilogue's loads go out now, with chunk's registers free and the last cross
+            // group still on the tensor cores: their latency hides behind it. (Issued slab by
+            // slab inside the epilogue, they drew 44% of its stall samples, nearly all waits for
+            // these loads: Nsight Compute's source page of GEMM1, 315f0f2.) The wait below is a
+            // memory clobber, so the compiler keeps the loads above it.
+            const auto params = epilogue.load(mt * BM + 64 * c, nt * BN);
             sm90::wgmma_wait<0>();  // the last k-tile's cross
             sm90::fence_accumulators(cross);
             if (k_tiles > 0 && lane0) sm90::mbar_arrive(&empty[(it + kStages - 1) % kStages]);
 #pragma unroll
             for (int i = 0; i < kAcc; ++i) sum[i] = __fadd_rn(sum[i], cross[i] * (1.0f / kLoScale));
-            epilogue(sum, mt * BM + 64 * c, nt * BN, nt);
+            epilogue(sum, params, mt * BM + 64 * c, nt * BN, nt);
         }
     }
 }
@@ -180,16 +188,25 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
 // K = 2048 a tile has only 32 k-tiles to hide it behind: every instruction per value counts.
 // Under Nsight Compute (0bbdace) GEMM1 kept the SM busy 61% of the time against GEMM2's 87%,
 // issuing 1.27 times GEMM2's instructions per FLOP (344 M for 275 GFLOP, 135 M for 137 GFLOP)
-// from 2.25 warps per scheduler, 0.35 of them eligible: hence the choices below.
+// from 2.25 warps per scheduler, 0.35 of them eligible: hence the choices below. Its source
+// page (315f0f2) then showed about 40 instructions a value: the ones below, plus a branch around
+// each sigmoid of a column that might lie past H, and __fdividef's check for a huge divisor.
 
 // hs = sigmoid(z) * 2**14: 1 / (1 + e) for z >= 0 and e / (1 + e) below, e = exp(-|z|) in (0, 1]:
 // exp never overflows and a tiny h keeps its relative accuracy. expf is the accurate one (~2 ulp,
-// handles -inf); the division by 1 + e in [1, 2] is the SFU's reciprocal, ~1 ulp, not the IEEE
-// division's refinement and slow-path check. h already carries 2**-22 from its split, so the
-// sigmoid's few ulp do not show in the output. NaN stays NaN (z >= 0 is false, e is NaN).
+// handles -inf); 1 / (1 + e), with 1 + e in [1, 2], is the SFU's reciprocal alone, ~1 ulp: no
+// IEEE division with its refinement and slow path, and none of __fdividef's rescaling for a
+// divisor above 2**126, which this one never is. h already carries 2**-22 from its split, so
+// the sigmoid's few ulp do not show in the output. NaN stays NaN (z >= 0 is false, e is NaN).
+__device__ __forceinline__ float rcp_approx(float a) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+    return r;
+}
+
 __device__ __forceinline__ float scaled_sigmoid(float z) {
     const float e = expf(-fabsf(z));
-    const float r = __fdividef(p45::kHopperHScale, 1.0f + e);  // 2**14 * rcp.approx(1 + e)
+    const float r = p45::kHopperHScale * rcp_approx(1.0f + e);  // exact: times a power of two
     return z >= 0.0f ? r : e * r;
 }
 
@@ -201,18 +218,38 @@ struct SigmoidSplit {
     __half* __restrict__ hl;          // (M, Hp) lo
     int M, H, Hp;
 
-    __device__ __forceinline__ void operator()(float (&v)[kAcc], int row0, int col0, int) const {
+    // The thread's 2 rows and 32 columns (16 slabs of 8, two adjacent columns in each): x's row
+    // scales, W1's column scales and b1, zero past M or H.
+    struct Params {
+        float xi[2], wi[BN / 4], b[BN / 4];
+    };
+
+    __device__ __forceinline__ Params load(int row0, int col0) const {
         const int t = threadIdx.x % 128;
         const int r0 = row0 + sm90::accumulator_row(t);
         const int c0 = col0 + sm90::accumulator_col(t);
-        const float xi[2] = {r0 < M ? __ldg(x_inv + r0) : 0.0f, r0 + 8 < M ? __ldg(x_inv + r0 + 8) : 0.0f};
+        Params p;
+        p.xi[0] = r0 < M ? __ldg(x_inv + r0) : 0.0f;
+        p.xi[1] = r0 + 8 < M ? __ldg(x_inv + r0 + 8) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < BN / 4; ++i) {
+            const int c = c0 + 8 * (i / 2) + i % 2;
+            p.wi[i] = c < H ? __ldg(w_inv + c) : 0.0f;
+            p.b[i] = c < H ? __ldg(b + c) : 0.0f;
+        }
+        return p;
+    }
+
+    __device__ __forceinline__ void operator()(float (&v)[kAcc], const Params& p, int row0,
+                                               int col0, int) const {
+        const int t = threadIdx.x % 128;
+        const int r0 = row0 + sm90::accumulator_row(t);
+        const int c0 = col0 + sm90::accumulator_col(t);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
             const int c = c0 + 8 * j;  // even; Hp is even, so c < Hp means c + 1 < Hp too
             if (c >= Hp) continue;     // c grows with j; `continue` keeps v's indices compile-time
             const bool ok[2] = {c < H, c + 1 < H};
-            const float wi[2] = {ok[0] ? __ldg(w_inv + c) : 0.0f, ok[1] ? __ldg(w_inv + c + 1) : 0.0f};
-            const float bb[2] = {ok[0] ? __ldg(b + c) : 0.0f, ok[1] ? __ldg(b + c + 1) : 0.0f};
 #pragma unroll
             for (int h = 0; h < 2; ++h) {  // h = 0: row r0, h = 1: row r0 + 8
                 const int r = r0 + 8 * h;
@@ -222,8 +259,12 @@ struct SigmoidSplit {
                 for (int e = 0; e < 2; ++e) {
                     // The split's scales are powers of two, so xi * wi is exact and this FMA gives
                     // the value of fma(v * xi, wi, b) with one multiply fewer.
-                    const float z = __fmaf_rn(v[4 * j + 2 * h + e], xi[h] * wi[e], bb[e]);
-                    hs[e] = ok[e] ? scaled_sigmoid(z) : 0.0f;
+                    // A column past H has wi = b = 0, so z is 0 (or NaN from a NaN row): the
+                    // sigmoid runs anyway and the select drops it, with no branch around it.
+                    const float z = __fmaf_rn(v[4 * j + 2 * h + e], p.xi[h] * p.wi[2 * j + e],
+                                              p.b[2 * j + e]);
+                    const float sig = scaled_sigmoid(z);
+                    hs[e] = ok[e] ? sig : 0.0f;
                 }
                 // Both columns at once: one cvt.rn.f16x2.f32 each for hi and lo. hs - hi and the
                 // * 2048 are exact (hi is hs rounded to 11 bits).
@@ -265,7 +306,26 @@ struct PartialLse {
     float* __restrict__ psum;         // (M, T)
     int M, N, T;
 
-    __device__ __forceinline__ void operator()(float (&v)[kAcc], int row0, int col0, int nt) const {
+    // The thread's 32 columns (16 slabs of 8, two adjacent columns in each): W2's column scales
+    // and b2, zero past N.
+    struct Params {
+        float wi[BN / 4], b[BN / 4];
+    };
+
+    __device__ __forceinline__ Params load(int, int col0) const {
+        const int c0 = col0 + sm90::accumulator_col(threadIdx.x % 128);
+        Params p;
+#pragma unroll
+        for (int i = 0; i < BN / 4; ++i) {
+            const int c = c0 + 8 * (i / 2) + i % 2;
+            p.wi[i] = c < N ? __ldg(w_inv + c) : 0.0f;
+            p.b[i] = c < N ? __ldg(b + c) : 0.0f;
+        }
+        return p;
+    }
+
+    __device__ __forceinline__ void operator()(float (&v)[kAcc], const Params& p, int row0,
+                                               int col0, int nt) const {
         const int t = threadIdx.x % 128;
         const int r0 = row0 + sm90::accumulator_row(t);
         const int c0 = col0 + sm90::accumulator_col(t);
@@ -277,8 +337,8 @@ struct PartialLse {
             for (int e = 0; e < 2; ++e) {
                 const bool ok = c + e < N;
                 // h_inv and wi are powers of two: one FMA, exactly (v * h_inv) * wi + b.
-                const float scale = ok ? h_inv * __ldg(w_inv + c + e) : 0.0f;
-                const float bb = ok ? __ldg(b + c + e) : 0.0f;
+                const float scale = h_inv * p.wi[2 * j + e];
+                const float bb = p.b[2 * j + e];
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     float& z = v[4 * j + 2 * h + e];
