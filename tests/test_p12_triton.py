@@ -360,3 +360,37 @@ def test_gpu_weight_cache_follows_in_place_change():
     w.mul_(0.5).add_(0.01)
     y = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     assert rel_error(y, reference64(x, w, b)) < 5e-6
+
+
+def test_small_batches_autotune_only_the_configs_with_the_most_tiles():
+    base = load_step("common", "triton_base.py")
+    cfgs = [base.make_config(*k) for k in
+            [(64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128, 128, 64, 3, 8), (64, 64, 64, 4, 4)]]
+    keys = lambda cs: [base.config_key(c) for c in cs]  # noqa: E731
+    # 4 rows x 8192 columns on 132 SMs: 64-column tiles give 128 tiles, 128-column ones 64.
+    assert keys(base.most_tiles(cfgs, 4, 8192, 132)) == [(128, 64, 64, 4, 4), (64, 64, 64, 4, 4)]
+    # At 1024 rows every config gives at least 512 tiles: all of them stay in.
+    assert keys(base.most_tiles(cfgs, 1024, 8192, 132)) == keys(cfgs)
+    # One tile per SM is enough: at 256 rows the most is 512 tiles (64 x 64): all stay in.
+    assert keys(base.most_tiles(cfgs, 256, 8192, 132)) == keys(cfgs)
+    assert base.most_tiles(cfgs[:1], 1, 1, 132) == cfgs[:1]  # never an empty list
+
+
+def test_step_06_prunes_its_autotuning_by_tiles_on_a_gpu():
+    tuner = k06._fp16x3_linear_leakyrelu_kernel
+    if INTERPRET:  # one config under the interpreter: nothing to prune
+        assert len(tuner.configs) == 1 and tuner.early_config_prune is None
+    else:
+        assert tuner.early_config_prune is k06._prune_small_batches
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+def test_gpu_small_batch_runs_a_config_with_a_tile_for_most_sms():
+    # 4 rows x 8192 columns: only the 64-column configs (128 tiles) are timed and chosen.
+    x, w, b = make_inputs(4, 8192, 256, seed=0)
+    y = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    torch.cuda.synchronize()
+    assert rel_error(y, reference64(x, w, b)) < GPU_TOL["fp16x3"]
+    best = k06._fp16x3_linear_leakyrelu_kernel.best_config
+    assert best.kwargs["BLOCK_N"] == 64, best

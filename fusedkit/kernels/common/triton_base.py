@@ -71,6 +71,23 @@ def autotune_space(space: dict[str, list[tuple[int, int, int, int, int]]]
     return [make_config(*k) for k in keys], prune
 
 
+def most_tiles(configs: list[triton.Config], m: int, n: int, sms: int) -> list[triton.Config]:
+    """The configs that cover an (m, n) output with the most tiles, when even the most leave
+    SMs idle (fewer than ``sms`` tiles); otherwise all of them.
+
+    At a few rows the GEMM is a stream of the weights from HBM, and one program per tile
+    pulls only one SM's share of the bandwidth: at 4-64 rows of problem 12, a 128-column
+    tile leaves half the H200's SMs idle. Timed by the autotuner against each other, those
+    configs won or lost by noise, so the recorded sweeps saw 0.116 ms or 0.2-0.45 ms for the
+    same step at the same size, depending on the run. Past one tile per SM all configs stay in."""
+    tiles = {id(c): triton.cdiv(m, c.kwargs["BLOCK_M"]) * triton.cdiv(n, c.kwargs["BLOCK_N"])
+             for c in configs}
+    most = max(tiles.values(), default=0)
+    if most >= sms:
+        return list(configs)
+    return [c for c in configs if tiles[id(c)] == most]
+
+
 def tile_grid(m: int, n: int) -> Callable[[dict], tuple[int]]:
     """The launch grid of a one-program-per-tile GEMM: every (BLOCK_M, BLOCK_N) output tile
     in one dimension; the kernel remaps ids into GROUP_M-tall groups (:func:`grouped_tile`)."""

@@ -58,7 +58,15 @@ _CONFIGS = [_cfg(*_base.INTERPRET_TILE)] if INTERPRET else _GPU_CONFIGS
 assert all(K_ALIGN % c.kwargs["BLOCK_K"] == 0 for c in _CONFIGS), "BLOCK_K must divide K_ALIGN"
 
 
-@triton.autotune(configs=_CONFIGS, key=["M", "N", "K"])
+def _prune_small_batches(configs: list[triton.Config], named_args: dict, **kwargs
+                         ) -> list[triton.Config]:
+    """Below one tile per SM, only the configs with the most tiles (triton_base.most_tiles)."""
+    sms = torch.cuda.get_device_properties(named_args["y_ptr"].device).multi_processor_count
+    return _base.most_tiles(configs, named_args["M"], named_args["N"], sms)
+
+
+@triton.autotune(configs=_CONFIGS, key=["M", "N", "K"],
+                 prune_configs_by=None if INTERPRET else {"early_config_prune": _prune_small_batches})
 @triton.jit
 def _fp16x3_linear_leakyrelu_kernel(
     xh_ptr, xl_ptr, x_inv_ptr, wh_ptr, wl_ptr, w_inv_ptr, b_ptr, y_ptr,
