@@ -362,18 +362,20 @@ def test_gpu_weight_cache_follows_in_place_change():
     assert rel_error(y, reference64(x, w, b)) < 5e-6
 
 
-def test_small_batches_autotune_only_the_configs_with_the_most_tiles():
+def test_small_batches_autotune_only_the_smallest_row_tiles():
     base = load_step("common", "triton_base.py")
     cfgs = [base.make_config(*k) for k in
-            [(64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128, 128, 64, 3, 8), (64, 64, 64, 4, 4)]]
+            [(64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128, 128, 64, 3, 8), (64, 128, 32, 4, 4),
+             (64, 64, 64, 4, 4)]]
     keys = lambda cs: [base.config_key(c) for c in cs]  # noqa: E731
-    # 4 rows x 8192 columns on 132 SMs: 64-column tiles give 128 tiles, 128-column ones 64.
-    assert keys(base.most_tiles(cfgs, 4, 8192, 132)) == [(128, 64, 64, 4, 4), (64, 64, 64, 4, 4)]
-    # At 1024 rows every config gives at least 512 tiles: all of them stay in.
-    assert keys(base.most_tiles(cfgs, 1024, 8192, 132)) == keys(cfgs)
-    # One tile per SM is enough: at 256 rows the most is 512 tiles (64 x 64): all stay in.
-    assert keys(base.most_tiles(cfgs, 256, 8192, 132)) == keys(cfgs)
-    assert base.most_tiles(cfgs[:1], 1, 1, 132) == cfgs[:1]  # never an empty list
+    # 4 rows x 8192 columns on 132 SMs (128 tiles at most): 64-row tiles, then the most tiles.
+    assert keys(base.small_batch_configs(cfgs, 4, 8192, 132)) == [(64, 64, 64, 4, 4)]
+    assert keys(base.small_batch_configs(cfgs[:4], 64, 8192, 132)) == [(64, 128, 64, 4, 4),
+                                                                       (64, 128, 32, 4, 4)]
+    # At 256 rows some config gives a tile per SM (512 tiles of 64 x 64): all stay in.
+    assert keys(base.small_batch_configs(cfgs, 256, 8192, 132)) == keys(cfgs)
+    assert keys(base.small_batch_configs(cfgs, 1024, 8192, 132)) == keys(cfgs)
+    assert base.small_batch_configs(cfgs[:1], 1, 1, 132) == cfgs[:1]  # never an empty list
 
 
 def test_step_06_prunes_its_autotuning_by_tiles_on_a_gpu():
@@ -386,11 +388,11 @@ def test_step_06_prunes_its_autotuning_by_tiles_on_a_gpu():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
-def test_gpu_small_batch_runs_a_config_with_a_tile_for_most_sms():
-    # 4 rows x 8192 columns: only the 64-column configs (128 tiles) are timed and chosen.
+def test_gpu_small_batch_runs_a_64_row_config():
+    # 4 rows x 8192 columns: only the 64-row configs are timed, and one of them is chosen.
     x, w, b = make_inputs(4, 8192, 256, seed=0)
     y = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     torch.cuda.synchronize()
     assert rel_error(y, reference64(x, w, b)) < GPU_TOL["fp16x3"]
     best = k06._fp16x3_linear_leakyrelu_kernel.best_config
-    assert best.kwargs["BLOCK_N"] == 64, best
+    assert best.kwargs["BLOCK_M"] == 64, best

@@ -71,21 +71,26 @@ def autotune_space(space: dict[str, list[tuple[int, int, int, int, int]]]
     return [make_config(*k) for k in keys], prune
 
 
-def most_tiles(configs: list[triton.Config], m: int, n: int, sms: int) -> list[triton.Config]:
-    """The configs that cover an (m, n) output with the most tiles, when even the most leave
-    SMs idle (fewer than ``sms`` tiles); otherwise all of them.
+def small_batch_configs(configs: list[triton.Config], m: int, n: int, sms: int
+                        ) -> list[triton.Config]:
+    """The configs worth timing for an (m, n) output that leaves SMs idle (fewer tiles than
+    ``sms`` under every config): those with the smallest BLOCK_M, and of them the ones with the
+    most tiles. With at least one tile per SM under some config, all of them.
 
-    At a few rows the GEMM is a stream of the weights from HBM, and one program per tile
-    pulls only one SM's share of the bandwidth: at 4-64 rows of problem 12, a 128-column
-    tile leaves half the H200's SMs idle. Timed by the autotuner against each other, those
-    configs won or lost by noise, so the recorded sweeps saw 0.116 ms or 0.2-0.45 ms for the
-    same step at the same size, depending on the run. Past one tile per SM all configs stay in."""
-    tiles = {id(c): triton.cdiv(m, c.kwargs["BLOCK_M"]) * triton.cdiv(n, c.kwargs["BLOCK_N"])
-             for c in configs}
-    most = max(tiles.values(), default=0)
-    if most >= sms:
+    At a few rows the GEMM streams the weights from HBM, and every tile still runs BLOCK_M rows
+    of MMAs, nearly all on rows past M: at 4 rows a 128-row tile does twice the wasted tensor
+    work of a 64-row one. Timed against each other at such sizes, the autotuner's configs won
+    by noise: problem 12's sweeps recorded 0.116 ms for step 6 at 4 rows in some runs and
+    0.23-0.26 ms in others, and with only 128 x 64 tiles left (commit 96996dc) 0.227 ms."""
+    def tiles(c: triton.Config) -> int:
+        return triton.cdiv(m, c.kwargs["BLOCK_M"]) * triton.cdiv(n, c.kwargs["BLOCK_N"])
+
+    if not configs or max(map(tiles, configs)) >= sms:
         return list(configs)
-    return [c for c in configs if tiles[id(c)] == most]
+    smallest = min(c.kwargs["BLOCK_M"] for c in configs)
+    left = [c for c in configs if c.kwargs["BLOCK_M"] == smallest]
+    most = max(map(tiles, left))
+    return [c for c in left if tiles(c) == most]
 
 
 def tile_grid(m: int, n: int) -> Callable[[dict], tuple[int]]:

@@ -60,9 +60,9 @@ assert all(K_ALIGN % c.kwargs["BLOCK_K"] == 0 for c in _CONFIGS), "BLOCK_K must 
 
 def _prune_small_batches(configs: list[triton.Config], named_args: dict, **kwargs
                          ) -> list[triton.Config]:
-    """Below one tile per SM, only the configs with the most tiles (triton_base.most_tiles)."""
+    """Below one tile per SM, the smallest row tiles only (triton_base.small_batch_configs)."""
     sms = torch.cuda.get_device_properties(named_args["y_ptr"].device).multi_processor_count
-    return _base.most_tiles(configs, named_args["M"], named_args["N"], sms)
+    return _base.small_batch_configs(configs, named_args["M"], named_args["N"], sms)
 
 
 @triton.autotune(configs=_CONFIGS, key=["M", "N", "K"],
