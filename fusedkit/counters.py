@@ -120,6 +120,50 @@ def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None
     return out
 
 
+# -- one kernel's source page: where its warps wait, instruction by instruction -----------------
+
+STALL_PREFIX = "stall_"
+"""Columns of a kept source page holding the stall samples of one reason each."""
+
+
+def read_source_page(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A kept Nsight Compute source page (``gpu_session.sh``'s ``source`` stage, trimmed into
+    ``data/logs/ncu/source_*.csv``): one row per SASS instruction with its executions
+    (``executed``, by warps), its warp-stall samples (``samples``) and one ``stall_<reason>``
+    column per reason. ``attrs["label"]`` is the file's first line (device, date, commit, command)."""
+    path = Path(path)
+    with path.open() as f:
+        label = f.readline().lstrip("# ").strip()
+        df = pd.read_csv(f)
+    df = df.rename(columns={"Source": "sass", "Warp Stall Sampling (All Samples)": "samples",
+                            "Instructions Executed": "executed"})
+    missing = [c for c in ("sass", "samples", "executed") if c not in df.columns]
+    if missing:
+        raise records.RecordsError(f"{path}:2: not a kept source page (missing {', '.join(missing)})")
+    df.attrs["label"] = label
+    return df
+
+
+def source_regions(page: pd.DataFrame, regions: dict[str, int]) -> pd.DataFrame:
+    """Stall samples and executed instructions of a source page, summed by region of the kernel.
+
+    A region is named by how many times a warp-level instruction of it runs in one launch:
+    e.g. ``{"k-loop": tiles * k_tiles * 8, "epilogue": tiles * 8}`` for a persistent GEMM whose
+    8 consumer warps run the k-loop once per k-tile and the epilogue once per tile. Rows whose
+    count matches no region (set-up, the producer, branches taken by only some warps) are
+    "other". Returns one row per region: ``samples``, ``executed``, their shares of the whole,
+    and the samples of each stall reason."""
+    by_count = {count: name for name, count in regions.items()}
+    region = page["executed"].map(by_count).fillna("other")
+    reasons = [c for c in page.columns if c.startswith(STALL_PREFIX)]
+    out = page[["samples", "executed", *reasons]].groupby(region).sum()
+    out = out.reindex([*regions, "other"]).fillna(0)
+    out.insert(1, "samples_share", out["samples"] / max(out["samples"].sum(), 1))
+    out.insert(3, "executed_share", out["executed"] / max(out["executed"].sum(), 1))
+    out.columns = [c.removeprefix(STALL_PREFIX) for c in out.columns]
+    return out.rename_axis("region")
+
+
 # -- collection on the GPU machine -------------------------------------------------------------
 
 def _marker() -> None:

@@ -284,3 +284,34 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
     rows = -(-len(variants) // 5)   # legend rows under the panels
     fig.tight_layout(rect=(0, 0.02 + 0.04 * rows, 1, 1))
     return fig
+
+
+def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: str = "") -> plt.Figure:
+    """Horizontal stacked bars of warp-stall samples: one bar per (page, region), one segment per
+    stall reason (the ``reasons`` largest over all bars, the rest as "other reasons").
+
+    ``regions`` maps a label (e.g. the commit of the page) to
+    :func:`fusedkit.counters.source_regions` of that page; bars keep each page's own sample
+    counts, so a shorter bar is a region that held the warps for less of the kernel."""
+    if not regions:
+        raise ValueError("regions is empty: no source page to plot")
+    fixed = {"samples", "samples_share", "executed", "executed_share"}
+    rows = []
+    for label, r in regions.items():
+        for region, row in r.iterrows():
+            if region == "other":
+                continue
+            rows.append({"bar": f"{label}: {region}",
+                         **{c: row[c] for c in r.columns if c not in fixed}})
+    df = pd.DataFrame(rows).set_index("bar").fillna(0)
+    top = df.sum().sort_values(ascending=False).index[:reasons]
+    shown = df[top].assign(**{"other reasons": df.drop(columns=top).sum(axis=1)})
+    colours = sns.color_palette("tab10", len(shown.columns))
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(shown) + 1.8))
+    shown.iloc[::-1].plot.barh(stacked=True, ax=ax, color=colours, width=0.7)
+    ax.set_xlabel("warp-stall samples (more is longer)")
+    ax.set_ylabel("")
+    ax.legend(title="the warp waits for", fontsize=8, title_fontsize=8, loc="lower right")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

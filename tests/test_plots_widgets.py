@@ -142,3 +142,22 @@ def test_explorer_layout_fits_a_narrow_page():
     assert ex.widget.layout.max_width == "100%"
     ex._show_table("t", pd.DataFrame({"a": [1]}))   # tables scroll inside the output area
     assert "overflow-x:auto" in ex.output.outputs[-1]["data"]["text/html"]
+
+
+def test_stall_chart_draws_a_bar_per_page_and_region():
+    from pathlib import Path
+
+    from fusedkit import counters
+
+    ncu = Path(__file__).resolve().parent.parent / "data" / "logs" / "ncu"
+    tiles, k_tiles = 128 * 32, 32
+    regions = {"k-loop": tiles * k_tiles * 8, "epilogue": tiles * 8}
+    pages = {c: counters.source_regions(counters.read_source_page(ncu / f"source_p45_gemm1_{c}.csv"),
+                                        regions) for c in ("315f0f2", "b39259a")}
+    fig = plots.stall_chart(pages, reasons=4, title="GEMM1")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["b39259a: epilogue", "b39259a: k-loop", "315f0f2: epilogue", "315f0f2: k-loop"]
+    assert len(ax.get_legend().get_texts()) == 5  # four reasons and the rest
+    with pytest.raises(ValueError, match="no source page"):
+        plots.stall_chart({})
