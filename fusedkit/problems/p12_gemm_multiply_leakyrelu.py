@@ -227,14 +227,20 @@ for _v in HOPPER_VARIANTS:
 # every point: at 1 row step 11 beat eager (1.30x) while steps 6 and 12 lost (0.82x, 0.64x);
 # from 4 to 64 rows step 6 won (1.13x, 1.86x, 3.06x); from 256 rows step 12 won (4.08x at 256
 # and 1024 against step 6's 3.64x and 3.48x). The edges (2 and 64 rows) are the last measured
-# points of each band; between them the choice is untested.
+# points of each band; between them the choice is untested. Later sweeps kept the bands: step
+# 6 with its few-row autotuning (20261130T170637Z-db5da0, commit c4e3105) ran 16 and 64 rows at
+# 0.116-0.119 ms against eager's 0.211 and 0.359, but 4 rows at 0.16-0.22 ms with a wide spread,
+# slower than eager's 0.130, as was every other faithful step there (step 12 0.147 ms, step 11
+# 0.158 ms in 20261130T165835Z-2bddd7). Steps 6 and 11 are launched from Python; at 4 rows the
+# GPU's share of a call (the weights' stream, about 0.1 ms) is near the host's.
 FAITHFUL_ROUTES = (
     Route(2, ("small_batch_stream",), "at 1 row step 11 beat eager, steps 6 and 12 did not "
-          "(sweep 212968)"),
-    Route(64, ("triton_fp16x3",), "from 4 to 64 rows step 6 beat eager and steps 11 and 12 "
-          "(sweep 212968)"),
+          "(sweeps 212968, db5da0)"),
+    Route(64, ("triton_fp16x3",), "from 16 to 64 rows step 6 beat eager and steps 11 and 12 "
+          "(sweeps 212968, db5da0); at 4 rows it beat eager in sweep 212968, not in db5da0, "
+          "where no faithful step did"),
     Route(None, ("wgmma_fp16x3", "triton_fp16x3"),
-          "from 256 rows step 12 beat step 6 (sweep 212968); off Hopper, step 6"),
+          "from 256 rows step 12 beat step 6 (sweeps 212968, 7fd5e4); off Hopper, step 6"),
 )
 PROBLEM.add_variant(Variant(
     13, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 11, 6 and 12 by size",
