@@ -210,21 +210,6 @@ __device__ __forceinline__ float scaled_sigmoid(float z) {
     return z >= 0.0f ? r : e * r;
 }
 
-// Both epilogues' column parameters, read ahead of the epilogue (fp16x3_gemm says when): for the
-// thread's 32 columns (16 slabs of 8, two adjacent columns in each), the weight's column scales
-// and the bias, zero past n columns.
-__device__ __forceinline__ void load_columns(float (&wi)[BN / 4], float (&bias)[BN / 4],
-                                             const float* __restrict__ w_inv,
-                                             const float* __restrict__ b, int col0, int n) {
-    const int c0 = col0 + sm90::accumulator_col(threadIdx.x % 128);
-#pragma unroll
-    for (int i = 0; i < BN / 4; ++i) {
-        const int c = c0 + 8 * (i / 2) + i % 2;
-        wi[i] = c < n ? __ldg(w_inv + c) : 0.0f;
-        bias[i] = c < n ? __ldg(b + c) : 0.0f;
-    }
-}
-
 struct SigmoidSplit {
     const float* __restrict__ x_inv;  // (M,) 1 / row scale of x's split
     const float* __restrict__ w_inv;  // (H,) 1 / row scale of W1's split
@@ -240,11 +225,18 @@ struct SigmoidSplit {
     };
 
     __device__ __forceinline__ Params load(int row0, int col0) const {
-        const int r0 = row0 + sm90::accumulator_row(threadIdx.x % 128);
+        const int t = threadIdx.x % 128;
+        const int r0 = row0 + sm90::accumulator_row(t);
+        const int c0 = col0 + sm90::accumulator_col(t);
         Params p;
         p.xi[0] = r0 < M ? __ldg(x_inv + r0) : 0.0f;
         p.xi[1] = r0 + 8 < M ? __ldg(x_inv + r0 + 8) : 0.0f;
-        load_columns(p.wi, p.b, w_inv, b, col0, H);
+#pragma unroll
+        for (int i = 0; i < BN / 4; ++i) {
+            const int c = c0 + 8 * (i / 2) + i % 2;
+            p.wi[i] = c < H ? __ldg(w_inv + c) : 0.0f;
+            p.b[i] = c < H ? __ldg(b + c) : 0.0f;
+        }
         return p;
     }
 
@@ -321,8 +313,14 @@ struct PartialLse {
     };
 
     __device__ __forceinline__ Params load(int, int col0) const {
+        const int c0 = col0 + sm90::accumulator_col(threadIdx.x % 128);
         Params p;
-        load_columns(p.wi, p.b, w_inv, b, col0, N);
+#pragma unroll
+        for (int i = 0; i < BN / 4; ++i) {
+            const int c = c0 + 8 * (i / 2) + i % 2;
+            p.wi[i] = c < N ? __ldg(w_inv + c) : 0.0f;
+            p.b[i] = c < N ? __ldg(b + c) : 0.0f;
+        }
         return p;
     }
 
