@@ -102,3 +102,40 @@ def test_a_probe_says_where_a_broken_step_broke_and_not_for_a_failed_check():
         raise AssertionError("full size: error 3.1e-06 over 1e-06")
     except AssertionError as e:
         assert failed(e) == "FAILED: AssertionError: full size: error 3.1e-06 over 1e-06"
+
+
+def test_small_batch_probe_without_a_gpu_says_so_in_one_line(capsys):
+    import torch
+
+    from fusedkit.devtools import small_batch_probe
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the probe would run")
+    assert small_batch_probe.main(["--rows", "4", "--calls", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["small_batch_probe: needs a CUDA GPU (torch sees none); run it on the GPU machine"]
+
+
+@pytest.mark.parametrize("args, wrong", [(["--rows", "0,4"], "must be integers >= 1"),
+                                         (["--rows", "four"], "expected row counts"),
+                                         (["--calls", "0"], "expected an integer >= 1")])
+def test_small_batch_probe_rejects_bad_arguments_in_one_line(args, wrong, capsys):
+    from fusedkit.devtools import small_batch_probe
+
+    with pytest.raises(SystemExit) as e:
+        small_batch_probe.main(args)
+    assert e.value.code == 2 and wrong in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_small_batch_probe_times_a_step_four_ways():
+    import torch
+
+    from fusedkit import problems
+    from fusedkit.devtools import small_batch_probe
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    row = small_batch_probe.probe_one(problems.get("p12"), "triton_fp16x3", 4, 5, torch.device("cuda"))
+    assert all(row[k] > 0 for k in ("host_ms", "gpu_b2b_ms", "isolated_ms", "harness_ms"))
+    assert row["config"].startswith("64x")  # the few-row autotuning keeps 64-row tiles

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info probe tests bench sweep reports counters source" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
+#   STAGES="info probe tests bench sweep small reports counters source" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
 # (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
@@ -53,6 +53,8 @@ for stage in ${STAGES:-info tests bench reports}; do
                m=fusedkit.devtools.hopper_probe; [ "$p" = p45 ] && m=fusedkit.devtools.hopper_probe_p45
                python3 -m "$m" --rep-ms 100 2>&1 | tee -a "$OUT/probe.txt"
              done ;;
+    small)   # Problem 12's faithful steps at a few rows: host time against GPU time per call.
+             python3 -m fusedkit.devtools.small_batch_probe ${SMALL_ARGS:-} 2>&1 | tee -a "$OUT/small_batch_probe.txt" ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
     counters) # Nsight Compute over every step of each ladder: ncu_<p>.csv and order_<p>.json in
              # $OUT; bring them home with python -m fusedkit.counters import DIR.
@@ -70,7 +72,7 @@ for stage in ${STAGES:-info tests bench reports}; do
                  python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" \
                  > "$OUT/source_${p}_${v}.csv" 2> "$OUT/source_${p}_${v}.err"
              echo "source: rc $?, $(wc -l < "$OUT/source_${p}_${v}.csv") lines"; tail -3 "$OUT/source_${p}_${v}.err" ;;
-    *)       echo "unknown stage $stage (valid: info probe tests bench sweep reports counters source)"; exit 2 ;;
+    *)       echo "unknown stage $stage (valid: info probe tests bench sweep small reports counters source)"; exit 2 ;;
   esac
 done
 rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files

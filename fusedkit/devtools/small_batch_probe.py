@@ -1,0 +1,134 @@
+"""Probe: at a few rows, is a faithful step of problem 12 waiting on the host or on the GPU?
+
+    python -m fusedkit.devtools.small_batch_probe [--rows 1,4,16,64] [--calls 200]
+
+Sweeps recorded problem 12's Triton step 6 at 4 rows either at 0.116 ms or spread over
+0.14-0.25 ms, run to run, while 16 and 64 rows stayed at 0.116-0.119 ms with the same GPU work
+(one 64-row tile of MMAs per column block). This probe tells the two kinds of time apart, per
+step the by-batch step routes to (6, 11, 12), the by-batch step itself (13) and eager fp32, at
+each row count, with the inputs and weights the harness would use:
+
+- ``host_ms``: the Python call alone, wall time without a sync (launches queued, not run);
+- ``gpu_b2b_ms``: CUDA events around ``--calls`` calls queued back to back, per call: the GPU's
+  own time when it never waits for the host;
+- ``isolated_ms``: events around one call after a sync, median: what a caller that waits for
+  each result sees (the launch latency included);
+- ``harness_ms`` (p10-p90): the measuring path's timer, an L2 flush before each call;
+- ``config``: for step 6, the tile the autotuner chose at this size.
+
+A step with ``host_ms`` above ``gpu_b2b_ms`` is host-bound: its harness time then follows the
+host, and jitters with it. Needs a CUDA GPU: without one it says so in one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import pandas as pd
+import torch
+
+from fusedkit import bench, problems
+
+STEPS = ("eager", "small_batch_stream", "triton_fp16x3", "wgmma_fp16x3", "faithful_by_batch")
+
+
+def _rows(text: str) -> list[int]:
+    try:
+        rows = [int(r) for r in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected row counts like 1,4,16,64") from None
+    if not rows or min(rows) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: row counts must be integers >= 1")
+    return rows
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= 1")
+    return n
+
+
+def probe_one(problem: problems.Problem, slug: str, rows: int, calls: int,
+              device: torch.device) -> dict[str, object]:
+    """The four times of one step at ``rows`` rows (the problem's other sizes at defaults)."""
+    sizes = {**problem.defaults, "batch_size": rows}
+    model = problem.make_model(sizes, seed=0, device=device)
+    (x,) = problem.get_inputs(sizes, seed=1, device=device)
+    fn = problem.variant(slug).build(model)
+    with torch.no_grad():
+        for _ in range(10):  # builds, autotunes, fills the weight caches
+            fn(x)
+        torch.cuda.synchronize(device)
+        host = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            fn(x)
+            host.append((time.perf_counter() - t0) * 1e3)
+            if len(host) % 20 == 0:
+                torch.cuda.synchronize(device)  # keep the launch queue short: time the host, not a full queue
+        torch.cuda.synchronize(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn(x)
+        end.record()
+        torch.cuda.synchronize(device)
+        b2b = start.elapsed_time(end) / calls
+        isolated = []
+        for _ in range(min(calls, 50)):
+            torch.cuda.synchronize(device)
+            start.record()
+            fn(x)
+            end.record()
+            torch.cuda.synchronize(device)
+            isolated.append(start.elapsed_time(end))
+        harness = bench.time_fn(lambda: fn(x), warmup_ms=50, rep_ms=200, device=device)
+    config = ""
+    if slug == "triton_fp16x3":
+        from fusedkit.kernels import load_step  # noqa: PLC0415 - the step's module, already loaded
+
+        best = getattr(load_step("p12", "06_triton_fp16x3.py")._fp16x3_linear_leakyrelu_kernel,
+                       "best_config", None)
+        config = "" if best is None else "x".join(str(best.kwargs[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    return {"rows": rows, "step": slug, "host_ms": statistics.median(host), "gpu_b2b_ms": b2b,
+            "isolated_ms": statistics.median(isolated), "harness_ms": harness.median_ms,
+            "harness_p10": harness.p10_ms, "harness_p90": harness.p90_ms, "config": config}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fusedkit.devtools.small_batch_probe",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=_rows, default=[1, 4, 16, 64], help="row counts, e.g. 1,4,16,64")
+    ap.add_argument("--calls", type=_positive, default=200, help="calls per measurement")
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("small_batch_probe: needs a CUDA GPU (torch sees none); run it on the GPU machine",
+              file=sys.stderr)
+        return 2
+    device = torch.device("cuda")
+    p12 = problems.get("p12")
+    out = []
+    for rows in args.rows:
+        for slug in STEPS:
+            try:
+                out.append(probe_one(p12, slug, rows, args.calls, device))
+            except Exception as e:  # noqa: BLE001 - one step's failure is one line of the table
+                out.append({"rows": rows, "step": slug, "config": f"FAILED: {type(e).__name__}: {e}"[:200]})
+            print(pd.DataFrame(out[-1:]).to_string(index=False, header=len(out) == 1,
+                                                     float_format=lambda v: f"{v:.4f}"), flush=True)
+    table = pd.DataFrame(out)
+    if {"host_ms", "gpu_b2b_ms"} <= set(table.columns):
+        table["host_bound"] = table["host_ms"] > table["gpu_b2b_ms"]
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
