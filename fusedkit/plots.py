@@ -286,6 +286,22 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
     return fig
 
 
+# Nsight Compute's stall reasons (source page column names without "stall_"), in words.
+STALL_REASONS = {
+    "long_sb": "long scoreboard (global memory, mbarrier)",
+    "barrier": "barrier (wgmma wait)",
+    "wait": "fixed latency",
+    "selected": "nothing: issuing",
+    "not_selected": "another warp issued",
+    "dispatch": "dispatch",
+    "mio": "MIO queue (shared memory, wgmma issue)",
+    "short_sb": "short scoreboard (SFU, shared memory)",
+    "math": "a math pipe",
+    "branch_resolving": "a branch",
+    "lg": "global-memory queue",
+}
+
+
 def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: str = "") -> plt.Figure:
     """Horizontal stacked bars of warp-stall samples: one bar per (page, region), one segment per
     stall reason (the ``reasons`` largest over all bars, the rest as "other reasons").
@@ -306,12 +322,14 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
     df = pd.DataFrame(rows).set_index("bar").fillna(0)
     top = df.sum().sort_values(ascending=False).index[:reasons]
     shown = df[top].assign(**{"other reasons": df.drop(columns=top).sum(axis=1)})
+    shown = shown.rename(columns=lambda c: STALL_REASONS.get(c, c))
     colours = sns.color_palette("tab10", len(shown.columns))
-    fig, ax = plt.subplots(figsize=(9, 0.5 * len(shown) + 1.8))
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(shown) + 1.8))
     shown.iloc[::-1].plot.barh(stacked=True, ax=ax, color=colours, width=0.7)
     ax.set_xlabel("warp-stall samples (more is longer)")
     ax.set_ylabel("")
-    ax.legend(title="the warp waits for", fontsize=8, title_fontsize=8, loc="lower right")
+    ax.legend(title="the warp waits for", fontsize=8, title_fontsize=8, loc="center left",
+              bbox_to_anchor=(1.01, 0.5))
     ax.set_title(title)
     fig.tight_layout()
     return fig
