@@ -216,7 +216,7 @@ def _kept(path: Path, before: int | None) -> str:
 
 # --- argument types: each refuses a bad value with one line naming option, value and what is allowed
 
-def _positive_int(option: str) -> Callable[[str], int]:
+def positive_int(option: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         allowed = "an integer >= 1"
         try:
@@ -297,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sizes", help="e.g. batch_size=1024,in_features=8192 (default: KernelBench's)")
     b.add_argument("--variants", type=_variant_names,
                    help="comma-separated variant names, each once (default: all)")
-    b.add_argument("--seeds", type=_positive_int("--seeds"), default=SEEDS,
+    b.add_argument("--seeds", type=positive_int("--seeds"), default=SEEDS,
                    help=f"builds checked per variant, each on two inputs (>= 1; default {SEEDS})")
     b.add_argument("--rep-ms", type=_positive_float("--rep-ms"), default=500.0,
                    help="timing budget per variant, ms (> 0)")

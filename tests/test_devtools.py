@@ -118,13 +118,21 @@ def test_small_batch_probe_without_a_gpu_says_so_in_one_line(capsys):
 
 @pytest.mark.parametrize("args, wrong", [(["--rows", "0,4"], "must be integers >= 1"),
                                          (["--rows", "four"], "expected row counts"),
-                                         (["--calls", "0"], "expected an integer >= 1")])
+                                         (["--calls", "0"], "an integer >= 1")])
 def test_small_batch_probe_rejects_bad_arguments_in_one_line(args, wrong, capsys):
     from fusedkit.devtools import small_batch_probe
 
     with pytest.raises(SystemExit) as e:
         small_batch_probe.main(args)
     assert e.value.code == 2 and wrong in capsys.readouterr().err
+
+
+def test_small_batch_probe_times_the_steps_the_by_batch_step_routes_to():
+    from fusedkit import problems
+    from fusedkit.devtools import small_batch_probe
+
+    assert small_batch_probe.steps(problems.get("p12")) == [
+        "eager", "small_batch_stream", "triton_fp16x3", "wgmma_fp16x3", "faithful_by_batch"]
 
 
 @pytest.mark.gpu

@@ -31,8 +31,13 @@ import pandas as pd
 import torch
 
 from fusedkit import bench, problems
+from fusedkit.cli import positive_int
 
-STEPS = ("eager", "small_batch_stream", "triton_fp16x3", "wgmma_fp16x3", "faithful_by_batch")
+
+def steps(problem: problems.Problem) -> list[str]:
+    """Eager, every step the by-batch step routes to (from its routes), then the by-batch step."""
+    byb = next(v for v in problem.ladder() if v.routes)
+    return ["eager", *dict.fromkeys(s for r in byb.routes for s in r.slugs), byb.slug]
 
 
 def _rows(text: str) -> list[int]:
@@ -43,16 +48,6 @@ def _rows(text: str) -> list[int]:
     if not rows or min(rows) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: row counts must be integers >= 1")
     return rows
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= 1")
-    return n
 
 
 def probe_one(problem: problems.Problem, slug: str, rows: int, calls: int,
@@ -106,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fusedkit.devtools.small_batch_probe",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=_rows, default=[1, 4, 16, 64], help="row counts, e.g. 1,4,16,64")
-    ap.add_argument("--calls", type=_positive, default=200, help="calls per measurement")
+    ap.add_argument("--calls", type=positive_int("--calls"), default=200, help="calls per measurement")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("small_batch_probe: needs a CUDA GPU (torch sees none); run it on the GPU machine",
@@ -116,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p12 = problems.get("p12")
     out = []
     for rows in args.rows:
-        for slug in STEPS:
+        for slug in steps(p12):
             try:
                 out.append(probe_one(p12, slug, rows, args.calls, device))
             except Exception as e:  # noqa: BLE001 - one step's failure is one line of the table
