@@ -234,7 +234,7 @@ for _v in HOPPER_VARIANTS:
 # 0.158 ms in 20261130T165835Z-2bddd7). Steps 6 and 11 are launched from Python; at 4 rows the
 # GPU's share of a call (the weights' stream, about 0.1 ms) is near the host's.
 FAITHFUL_ROUTES = (
-    Route(2, ("small_batch_stream",), "at 1 row step 11 beat eager, steps 6 and 12 did not "
+    Route(8, ("small_batch_stream",), "at 1 row step 11 beat eager, steps 6 and 12 did not "
           "(sweeps 212968, db5da0)"),
     Route(64, ("triton_fp16x3",), "from 16 to 64 rows step 6 beat eager and steps 11 and 12 "
           "(sweeps 212968, db5da0); at 4 rows it beat eager in sweep 212968, not in db5da0, "

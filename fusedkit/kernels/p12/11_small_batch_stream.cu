@@ -1,6 +1,6 @@
 // Computes y = LeakyReLU((x @ W.T + b) * multiplier, slope) in fp32 FMAs, for a few rows of x.
-// Changed against 04: no tiles, no tensor cores: each warp streams 4 rows of W once with float4 loads, up to 16 rows of x riding along.
-// Bound: memory up to ~16 rows: W read once (268 MB at 8192x8192); predicted ~0.07 ms at batch 1 (~3.8 TB/s) against eager's 0.11.
+// Changed against 04: no tiles, no tensor cores: each warp streams 4 rows of W once with float4 loads (the next step's in flight), up to 16 rows of x riding along.
+// Bound: memory up to ~16 rows: W read once (268 MB at 8192x8192); predicted ~0.07 ms at batch 1 (~3.8 TB/s) against eager's 0.11, ~0.08 ms at 4 rows.
 #include <cstdint>
 #include <cuda_runtime.h>
 
@@ -13,6 +13,15 @@
 // block) and multiplies it with the matching float4 of each row of x, which every warp of
 // the block reads at once (L1 hits after the first). Up to kMaxRows rows of x ride along per
 // launch row (gridDim.y); more rows re-read W, which is why this step is for small batches.
+//
+// Two things keep the bytes flowing once x has more than one row (at 4 rows the first version
+// took 0.097 ms back to back against 0.073 at one row, and 0.157 ms after an L2 flush):
+// - the W float4s of a lane's next step are loaded before the FMAs of this one, so a step's
+//   x loads and FMAs no longer stand between one W load and the next;
+// - x is prefetched into L2 at the start, spread over the grid (a line or so per thread):
+//   every block reads all of x, and after the harness's L2 flush the first touch of each of
+//   x's lines goes to memory. (That this is what the flush costs here is a guess; the
+//   measurement after the change says whether it helped.)
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = 4;
@@ -21,6 +30,18 @@ constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;  // rows of W (columns of y
 __device__ __forceinline__ float leaky(float v, float multiplier, float negative_slope) {
     v *= multiplier;
     return v > 0.0f ? v : v * negative_slope;
+}
+
+// Asks L2 for the 128-byte lines of [p, p + n) floats, the lines dealt out over every thread of
+// the grid's row of blocks (x's rows are contiguous: x is a dense row-major (M, K) here).
+// evict_last: x is read by every block, W (evict-first loads) should not push it out.
+__device__ __forceinline__ void prefetch_rows_to_l2(const float* p, int64_t n) {
+    const int64_t lines = (n * 4 + 127) / 128;
+    const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+    const char* base = reinterpret_cast<const char*>(p);
+    for (int64_t i = first; i < lines; i += step)
+        asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(base + i * 128));
 }
 
 // acc[r][m] += dot(W row r, x row m) over the lane's share of K. VEC4: K % 4 == 0 and both
@@ -37,6 +58,8 @@ __device__ __forceinline__ void small_batch(const float* __restrict__ x, const f
     const int n0 = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;  // first W row of this warp
     const int m0 = blockIdx.y * p12::kSmallBatchRows;                 // first x row of this block
     const int rows_x = min(p12::kSmallBatchRows, M - m0);
+    const float* xrow = x + static_cast<int64_t>(m0) * K;
+    prefetch_rows_to_l2(xrow, static_cast<int64_t>(rows_x) * K);  // every thread, before any returns
     if (n0 >= N) return;  // whole warp past the last row of W (no barrier below: safe)
 
     float acc[kRowsPerWarp][p12::kSmallBatchRows];
@@ -50,15 +73,19 @@ __device__ __forceinline__ void small_batch(const float* __restrict__ x, const f
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r)
         wrow[r] = w + static_cast<int64_t>(min(n0 + r, N - 1)) * K;
-    const float* xrow = x + static_cast<int64_t>(m0) * K;
 
     if constexpr (VEC4) {
         const int K4 = K / 4;
-        for (int k4 = lane; k4 < K4; k4 += 32) {
-            float4 wv[kRowsPerWarp];
+        // W is read once: stream it past L1 (.cs). wv holds this step's float4s, wn the next's.
+        float4 wv[kRowsPerWarp], wn[kRowsPerWarp];
 #pragma unroll
-            for (int r = 0; r < kRowsPerWarp; ++r)  // W is read once: stream past L1 (.cs)
-                wv[r] = __ldcs(reinterpret_cast<const float4*>(wrow[r]) + k4);
+        for (int r = 0; r < kRowsPerWarp; ++r)
+            wv[r] = lane < K4 ? __ldcs(reinterpret_cast<const float4*>(wrow[r]) + lane) : float4{};
+        for (int k4 = lane; k4 < K4; k4 += 32) {
+            const bool more = k4 + 32 < K4;
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; ++r)
+                if (more) wn[r] = __ldcs(reinterpret_cast<const float4*>(wrow[r]) + k4 + 32);
 #pragma unroll
             for (int m = 0; m < p12::kSmallBatchRows; ++m) {
                 if (m < rows_x) {
@@ -74,6 +101,8 @@ __device__ __forceinline__ void small_batch(const float* __restrict__ x, const f
                     }
                 }
             }
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; ++r) wv[r] = wn[r];
         }
     } else {
         for (int k = lane; k < K; k += 32) {
