@@ -202,8 +202,10 @@ def test_load_extension_without_gpu_says_what_to_do():
 
 MULT, SLOPE = 2.0, 0.1
 # (M, K, N): batch, in_features, out_features. Irregular on every axis, then the defaults.
-SIZES = [(1, 1, 1), (3, 17, 5), (17, 1000, 33), (1000, 8191, 17), (33, 129, 8191),
-         (1024, 8192, 8192)]
+# Step 11 launches a 4-row kernel up to 4 rows (its W ring's tail at K / 4 = 4, 250, 2048) and a
+# 16-row one above.
+SIZES = [(1, 1, 1), (3, 17, 5), (2, 16, 7), (4, 1000, 33), (4, 8192, 8192), (17, 1000, 33),
+         (1000, 8191, 17), (33, 129, 8191), (1024, 8192, 8192)]
 STEPS = ["naive", "cublas_epilogue", "cublas_epilogue_vec4", "tiled", "small_batch"]
 
 

@@ -230,22 +230,26 @@ for _v in HOPPER_VARIANTS:
 # points of each band; between them the choice is untested. Later sweeps kept the bands: step
 # 6 with its few-row autotuning (20261130T170637Z-db5da0, commit c4e3105) ran 16 and 64 rows at
 # 0.116-0.119 ms against eager's 0.211 and 0.359, but 4 rows at 0.16-0.22 ms with a wide spread,
-# slower than eager's 0.130, as was every other faithful step there (step 12 0.147 ms, step 11
-# 0.158 ms in 20261130T165835Z-2bddd7). Steps 6 and 11 are launched from Python; at 4 rows the
-# GPU's share of a call (the weights' stream, about 0.1 ms) is near the host's.
+# slower than eager's 0.130, as was every other faithful step there. A probe of host against GPU
+# time (devtools.small_batch_probe) then showed step 6's Python call taking 0.11-0.22 ms of host
+# time per call, as long as its GPU work, while step 11's took 0.01 ms; and step 11 at 4 rows
+# losing 0.05 ms to the harness's L2 flush. With x prefetched into L2 (commit 314cb46), sweep
+# 20261130T195444Z-491979 ran step 11 at 1, 2 and 4 rows in 0.084, 0.085 and 0.119 ms against
+# eager's 0.107, 0.121 and 0.131, step 6 at 4 rows in 0.118 (a tie, but with ten times the host
+# time per call), and at 8 rows step 6 beat step 11 (0.116 against 0.186 ms; eager 0.205).
 FAITHFUL_ROUTES = (
-    Route(8, ("small_batch_stream",), "at 1 row step 11 beat eager, steps 6 and 12 did not "
-          "(sweeps 212968, db5da0)"),
-    Route(64, ("triton_fp16x3",), "from 16 to 64 rows step 6 beat eager and steps 11 and 12 "
-          "(sweeps 212968, db5da0); at 4 rows it beat eager in sweep 212968, not in db5da0, "
-          "where no faithful step did"),
+    Route(4, ("small_batch_stream",), "up to 4 rows step 11 beat eager (sweep 491979); at 4 rows "
+          "step 6 tied with it on the GPU but spends ten times its host time per call, which "
+          "made it jitter above eager in earlier sweeps (db5da0)"),
+    Route(64, ("triton_fp16x3",), "from 8 to 64 rows step 6 beat eager and steps 11 and 12 "
+          "(sweeps 212968, db5da0, 491979)"),
     Route(None, ("wgmma_fp16x3", "triton_fp16x3"),
           "from 256 rows step 12 beat step 6 (sweeps 212968, 7fd5e4); off Hopper, step 6"),
 )
 PROBLEM.add_variant(Variant(
     13, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 11, 6 and 12 by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
-    "stream below 3 rows, the Triton fp16x3 tiles up to 64, the wgmma fp16x3 kernel above",
+    "stream up to 4 rows, the Triton fp16x3 tiles up to 64, the wgmma fp16x3 kernel above",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,
     routes=FAITHFUL_ROUTES))
 

@@ -1,5 +1,5 @@
 // Computes y = LeakyReLU((x @ W.T + b) * multiplier, slope) in fp32 FMAs, for a few rows of x.
-// Changed against 04: no tiles, no tensor cores: each warp streams 4 rows of W once with float4 loads (the next step's in flight), up to 16 rows of x riding along.
+// Changed against 04: no tiles, no tensor cores: each warp streams 4 rows of W once with float4 loads (later steps' in flight), up to 4 or 16 rows of x riding along.
 // Bound: memory up to ~16 rows: W read once (268 MB at 8192x8192); predicted ~0.07 ms at batch 1 (~3.8 TB/s) against eager's 0.11, ~0.08 ms at 4 rows.
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -11,13 +11,14 @@
 // bytes in flight. A warp owns kRowsPerWarp rows of W; per step every lane loads one float4
 // of each of its rows (kRowsPerWarp * 16 bytes in flight per lane, 16 KB per 256-thread
 // block) and multiplies it with the matching float4 of each row of x, which every warp of
-// the block reads at once (L1 hits after the first). Up to kMaxRows rows of x ride along per
+// the block reads at once (L1 hits after the first). Up to 4 or 16 rows of x ride along per
 // launch row (gridDim.y); more rows re-read W, which is why this step is for small batches.
 //
 // Two things keep the bytes flowing once x has more than one row (at 4 rows the first version
 // took 0.097 ms back to back against 0.073 at one row, and 0.157 ms after an L2 flush):
-// - the W float4s of a lane's next step are loaded before the FMAs of this one, so a step's
-//   x loads and FMAs no longer stand between one W load and the next;
+// - the W float4s of a lane's next steps are loaded before the FMAs of this one (two steps
+//   ahead at up to 4 rows, one at 16), so a step's x loads and FMAs no longer stand between one
+//   W load and the next;
 // - x is prefetched into L2 at the start, spread over the grid (a line or so per thread):
 //   every block reads all of x, and after the harness's L2 flush the first touch of each of
 //   x's lines goes to memory. (That this is what the flush costs here is a guess; the
@@ -26,6 +27,7 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = 4;
 constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;  // rows of W (columns of y) per block
+constexpr int kFewRows = 4;  // up to this many rows of x, a launch with 4 x 4 accumulators a lane
 
 __device__ __forceinline__ float leaky(float v, float multiplier, float negative_slope) {
     v *= multiplier;
@@ -49,24 +51,24 @@ __device__ __forceinline__ void prefetch_rows_to_l2(const float* p, int64_t n) {
 // Lane l takes elements (float4s) l, l+32, l+64, ...: a warp reads 512 contiguous bytes of a
 // row per step, coalesced. Summation order: each lane adds its K/32 products in sequence,
 // then a 5-level butterfly adds the lanes: ~fp32 accuracy at K = 8192, like cuBLAS's order.
-template <bool VEC4>
+template <bool VEC4, int ROWS>
 __device__ __forceinline__ void small_batch(const float* __restrict__ x, const float* __restrict__ w,
                                             const float* __restrict__ b, float* __restrict__ y,
                                             int M, int N, int K, float multiplier, float negative_slope) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;  // first W row of this warp
-    const int m0 = blockIdx.y * p12::kSmallBatchRows;                 // first x row of this block
-    const int rows_x = min(p12::kSmallBatchRows, M - m0);
+    const int m0 = blockIdx.y * ROWS;                                 // first x row of this block
+    const int rows_x = min(ROWS, M - m0);
     const float* xrow = x + static_cast<int64_t>(m0) * K;
     prefetch_rows_to_l2(xrow, static_cast<int64_t>(rows_x) * K);  // every thread, before any returns
     if (n0 >= N) return;  // whole warp past the last row of W (no barrier below: safe)
 
-    float acc[kRowsPerWarp][p12::kSmallBatchRows];
+    float acc[kRowsPerWarp][ROWS];
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
-        for (int m = 0; m < p12::kSmallBatchRows; ++m) acc[r][m] = 0.0f;
+        for (int m = 0; m < ROWS; ++m) acc[r][m] = 0.0f;
 
     // Rows past N are clamped to N - 1 (loaded, never stored): no branch inside the loop.
     const float* wrow[kRowsPerWarp];
@@ -76,33 +78,46 @@ __device__ __forceinline__ void small_batch(const float* __restrict__ x, const f
 
     if constexpr (VEC4) {
         const int K4 = K / 4;
-        // W is read once: stream it past L1 (.cs). wv holds this step's float4s, wn the next's.
-        float4 wv[kRowsPerWarp], wn[kRowsPerWarp];
+        const float4* wv4[kRowsPerWarp];
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r)
-            wv[r] = lane < K4 ? __ldcs(reinterpret_cast<const float4*>(wrow[r]) + lane) : float4{};
-        for (int k4 = lane; k4 < K4; k4 += 32) {
-            const bool more = k4 + 32 < K4;
+        for (int r = 0; r < kRowsPerWarp; ++r) wv4[r] = reinterpret_cast<const float4*>(wrow[r]);
+        // W is read once: stream it past L1 (.cs). A ring of kDepth steps' float4s: before the
+        // FMAs of step i, the loads of step i + kDepth - 1 go out, so kDepth - 1 steps of W are
+        // in flight while a step computes. The loop is unrolled by kDepth so that every ring
+        // index is a compile-time constant (registers, not local memory).
+        constexpr int kDepth = ROWS <= kFewRows ? 3 : 2;  // the 16-row version has no registers to spare
+        float4 ring[kDepth][kRowsPerWarp];
+#pragma unroll
+        for (int d = 0; d < kDepth - 1; ++d)
 #pragma unroll
             for (int r = 0; r < kRowsPerWarp; ++r)
-                if (more) wn[r] = __ldcs(reinterpret_cast<const float4*>(wrow[r]) + k4 + 32);
+                if (lane + 32 * d < K4) ring[d][r] = __ldcs(wv4[r] + lane + 32 * d);
+        for (int k0 = lane; k0 < K4; k0 += 32 * kDepth) {
 #pragma unroll
-            for (int m = 0; m < p12::kSmallBatchRows; ++m) {
-                if (m < rows_x) {
-                    const float4 xv = __ldg(reinterpret_cast<const float4*>(xrow + static_cast<int64_t>(m) * K) + k4);
+            for (int d = 0; d < kDepth; ++d) {
+                const int k4 = k0 + 32 * d;
+                const int ahead = k4 + 32 * (kDepth - 1);
 #pragma unroll
-                    for (int r = 0; r < kRowsPerWarp; ++r) {
-                        float a = acc[r][m];
-                        a = fmaf(wv[r].x, xv.x, a);
-                        a = fmaf(wv[r].y, xv.y, a);
-                        a = fmaf(wv[r].z, xv.z, a);
-                        a = fmaf(wv[r].w, xv.w, a);
-                        acc[r][m] = a;
+                for (int r = 0; r < kRowsPerWarp; ++r)
+                    if (ahead < K4) ring[(d + kDepth - 1) % kDepth][r] = __ldcs(wv4[r] + ahead);
+                if (k4 >= K4) break;
+                const float4* wv = ring[d];
+#pragma unroll
+                for (int m = 0; m < ROWS; ++m) {
+                    if (m < rows_x) {
+                        const float4 xv = __ldg(reinterpret_cast<const float4*>(xrow + static_cast<int64_t>(m) * K) + k4);
+#pragma unroll
+                        for (int r = 0; r < kRowsPerWarp; ++r) {
+                            float a = acc[r][m];
+                            a = fmaf(wv[r].x, xv.x, a);
+                            a = fmaf(wv[r].y, xv.y, a);
+                            a = fmaf(wv[r].z, xv.z, a);
+                            a = fmaf(wv[r].w, xv.w, a);
+                            acc[r][m] = a;
+                        }
                     }
                 }
             }
-#pragma unroll
-            for (int r = 0; r < kRowsPerWarp; ++r) wv[r] = wn[r];
         }
     } else {
         for (int k = lane; k < K; k += 32) {
@@ -110,7 +125,7 @@ __device__ __forceinline__ void small_batch(const float* __restrict__ x, const f
 #pragma unroll
             for (int r = 0; r < kRowsPerWarp; ++r) wv[r] = __ldcs(wrow[r] + k);
 #pragma unroll
-            for (int m = 0; m < p12::kSmallBatchRows; ++m) {
+            for (int m = 0; m < ROWS; ++m) {
                 if (m < rows_x) {
                     const float xv = __ldg(xrow + static_cast<int64_t>(m) * K + k);
 #pragma unroll
@@ -124,7 +139,7 @@ __device__ __forceinline__ void small_batch(const float* __restrict__ x, const f
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
-        for (int m = 0; m < p12::kSmallBatchRows; ++m)
+        for (int m = 0; m < ROWS; ++m)
 #pragma unroll
             for (int off = 16; off > 0; off >>= 1)
                 acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], off);
@@ -134,41 +149,40 @@ __device__ __forceinline__ void small_batch(const float* __restrict__ x, const f
     for (int r = 0; r < kRowsPerWarp; ++r) {
         const int n = n0 + r;
 #pragma unroll
-        for (int m = 0; m < p12::kSmallBatchRows; ++m) {
+        for (int m = 0; m < ROWS; ++m) {
             if (lane == ((m * kRowsPerWarp + r) & 31) && m < rows_x && n < N)
                 y[static_cast<int64_t>(m0 + m) * N + n] = leaky(acc[r][m] + b[n], multiplier, negative_slope);
         }
     }
 }
 
-// Two named entries (the template is instantiated once for each access width).
-extern "C" __global__ void __launch_bounds__(kThreads)
-p12_small_batch_vec4_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                            const float* __restrict__ b, float* __restrict__ y,
-                            int M, int N, int K, float multiplier, float negative_slope) {
-    small_batch<true>(x, w, b, y, M, N, K, multiplier, negative_slope);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads)
-p12_small_batch_scalar_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                              const float* __restrict__ b, float* __restrict__ y,
-                              int M, int N, int K, float multiplier, float negative_slope) {
-    small_batch<false>(x, w, b, y, M, N, K, multiplier, negative_slope);
-}
+// Named entries: each access width, at two row counts. The accumulators are ROWS x 4 floats a
+// lane, so a launch for 4 rows holds a quarter of the 16-row one's: fewer registers, more warps
+// per SM, more of W in flight (at 4 rows the 16-row version ran 2 blocks of 8 warps an SM).
+#define P12_SMALL_BATCH_KERNEL(name, vec4, rows)                                                   \
+    extern "C" __global__ void __launch_bounds__(kThreads)                                       \
+    name(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,  \
+         float* __restrict__ y, int M, int N, int K, float multiplier, float negative_slope) {   \
+        small_batch<vec4, rows>(x, w, b, y, M, N, K, multiplier, negative_slope);                 \
+    }
+P12_SMALL_BATCH_KERNEL(p12_small_batch_vec4_kernel, true, p12::kSmallBatchRows)
+P12_SMALL_BATCH_KERNEL(p12_small_batch_scalar_kernel, false, p12::kSmallBatchRows)
+P12_SMALL_BATCH_KERNEL(p12_small_batch_vec4_rows4_kernel, true, kFewRows)
+P12_SMALL_BATCH_KERNEL(p12_small_batch_scalar_rows4_kernel, false, kFewRows)
+#undef P12_SMALL_BATCH_KERNEL
 
 namespace p12 {
 
 void launch_small_batch(const float* x, const float* w, const float* b, float* y,
                         int M, int N, int K, float multiplier, float negative_slope,
                         cudaStream_t stream) {
-    const dim3 grid((N + kRowsPerBlock - 1) / kRowsPerBlock, (M + kSmallBatchRows - 1) / kSmallBatchRows);
+    const bool few = M <= kFewRows;
+    const dim3 grid((N + kRowsPerBlock - 1) / kRowsPerBlock, few ? 1 : (M + kSmallBatchRows - 1) / kSmallBatchRows);
     const bool vec4 = K % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(w) % 16 == 0;
-    if (vec4) {
-        p12_small_batch_vec4_kernel<<<grid, kThreads, 0, stream>>>(x, w, b, y, M, N, K, multiplier, negative_slope);
-    } else {
-        p12_small_batch_scalar_kernel<<<grid, kThreads, 0, stream>>>(x, w, b, y, M, N, K, multiplier, negative_slope);
-    }
+    const auto kernel = few ? (vec4 ? p12_small_batch_vec4_rows4_kernel : p12_small_batch_scalar_rows4_kernel)
+                            : (vec4 ? p12_small_batch_vec4_kernel : p12_small_batch_scalar_kernel);
+    kernel<<<grid, kThreads, 0, stream>>>(x, w, b, y, M, N, K, multiplier, negative_slope);
 }
 
 }  // namespace p12
