@@ -29,9 +29,10 @@ HOPPER = build.hopper_sources("p12")
 STEP = {p.stem.split("_", 1)[1]: p for p in HOPPER}  # "wgmma_tma" -> .../08_wgmma_tma.cu
 # What each step's PTX must show: its wgmma shape, and whether it splits warpgroups by role.
 WGMMA_SHAPE = {"wgmma_tma": "m64n128k16", "wgmma_warpspec": "m64n256k16",
-               "wgmma_persistent": "m64n256k16", "wgmma_fp16x3": "m64n128k16"}
+               "wgmma_persistent": "m64n256k16", "wgmma_fp16x3": "m64n128k16",
+               "wgmma_fp16x3_multicast": "m64n128k16"}
 WARP_SPECIALISED = {"wgmma_tma": False, "wgmma_warpspec": True, "wgmma_persistent": True,
-                    "wgmma_fp16x3": True}
+                    "wgmma_fp16x3": True, "wgmma_fp16x3_multicast": True}
 STEP_VARIANTS = [v for v in p12mod.HOPPER_VARIANTS if not v.baseline]
 FP16_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16"]      # one fp16 product: 08-10
 FP16X3_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16x3"]  # the split: 12
@@ -111,6 +112,25 @@ def test_ptxas_no_spills_no_stack_no_warnings(src):
 
 
 @needs_nvcc
+def test_multicast_step_ptx_shows_the_cluster_machinery():
+    """Step 14: W's boxes multicast into both blocks of a cluster; consumers release a stage on
+    both blocks' empty barriers (mapa + a cluster-scope arrive); producers wait with
+    cluster-scope acquire; the cluster meets twice (after barrier set-up, before exit)."""
+    text = build.ptx(STEP["wgmma_fp16x3_multicast"])
+    assert build.ptx_instructions(
+        text, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
+              r"\.multicast::cluster")
+    assert build.ptx_instructions(text, r"mapa\.shared::cluster")
+    assert build.ptx_instructions(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster")
+    assert build.ptx_instructions(text, r"mbarrier\.try_wait\.parity\.acquire\.cluster")
+    assert len(build.ptx_instructions(text, r"barrier\.cluster\.arrive")) == 2
+    assert len(build.ptx_instructions(text, r"barrier\.cluster\.wait")) == 2
+    # Step 12 has no cluster at all: the multicast is this step's one change.
+    plain = build.ptx(STEP["wgmma_fp16x3"])
+    assert not build.ptx_instructions(plain, r"multicast|mapa|barrier\.cluster")
+
+
+@needs_nvcc
 def test_plain_sm90_build_stops_with_one_clear_line(tmp_path, own_build_dir):
     with pytest.raises(build.BuildError, match="needs the sm_90a target"):
         build.ptx(STEP["wgmma_tma"], arch="sm_90")
@@ -122,12 +142,12 @@ def test_every_hopper_step_has_a_variant_and_the_binding_defines_it():
     for src in HOPPER:
         v = by_source.get(f"p12/{src.name}")
         assert v is not None, f"{src.name} has no variant in HOPPER_VARIANTS"
-        assert v.precision == ("fp16x3" if v.slug.endswith("fp16x3") else "fp16")
+        assert v.precision == ("fp16x3" if "fp16x3" in v.slug else "fp16")
         assert v.needs_gpu and not v.triton and not v.baseline
         assert v.number == int(src.name[:2]) and v.slug == src.stem.split("_", 1)[1]
-        assert f'step_args("{v.slug}"' in binding or f'm.def("{v.slug}"' in binding, \
+        assert any(f'{d}("{v.slug}"' in binding for d in ("step_args", "fp16x3_args", "m.def")), \
             f"binding_hopper.cpp does not define {v.slug}"
-    assert [v.slug for v in FP16X3_STEPS] == ["wgmma_fp16x3"]
+    assert [v.slug for v in FP16X3_STEPS] == ["wgmma_fp16x3", "wgmma_fp16x3_multicast"]
     (bar,) = [v for v in p12mod.HOPPER_VARIANTS if v.baseline]
     assert bar.slug == "cublas_fp16_epilogue" and bar.precision == "fp16" and bar.needs_gpu
     # In the ladder, once each, in step order: the bar at step 0, then 08-10 between 07 and 11.
@@ -277,6 +297,29 @@ def test_fp16x3_binding_checks_and_nan_rows(ext):
     keep = torch.ones(M, dtype=torch.bool, device="cuda")
     keep[7] = False
     assert torch.equal(out_nan[keep], out[keep])
+
+
+@gpu_test
+@pytest.mark.parametrize("M,K,N", [(67, 1000, 333), (300, 4104, 1000), (1024, 8192, 8192)], ids=str)
+def test_multicast_step_equals_step_12_bit_for_bit(ext, M, K, N):
+    """Step 14 changes who copies W's boxes, not the arithmetic: the same tiles and the same adds
+    per element, so y is step 12's to the bit, a NaN row included; with 1 and 3 row tiles the
+    last pair's second block has no rows and must still feed its partner. Three calls in a row:
+    a cluster that left early or a barrier left mid-phase would show on the next launch."""
+    split = load_step("common", "fp16x3_split.py")
+    x, w, b, seed = fresh_inputs(M, K, N)
+    x[M // 2, 1] = float("nan")
+    xs, ws = split.split_fp16x3(x, pad_cols_to=64), split.split_fp16x3(w, pad_cols_to=64)
+    args = (xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b, MULT, SLOPE)
+    poison_allocator((M, N))
+    want = ext.wgmma_fp16x3(*args)
+    for _ in range(3):
+        poison_allocator((M, N))
+        got = ext.wgmma_fp16x3_multicast(*args)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True,
+                                   msg=lambda m: f"{M}x{K}x{N}, seed={seed}: {m}")
+    assert got[M // 2].isnan().all() and not got[(M // 2 + 1) % M].isnan().any()
 
 
 @gpu_test

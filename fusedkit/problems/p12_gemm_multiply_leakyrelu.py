@@ -217,6 +217,12 @@ HOPPER_VARIANTS = (
             "tensor cores while hi*lo + lo*hi run on them",
             _hopper_step("wgmma_fp16x3", "fp16x3_split.py", "call_fp16x3"), precision="fp16x3",
             needs_gpu=True, source="p12/12_wgmma_fp16x3.cu"),
+    Variant(14, "wgmma_fp16x3_multicast", "step 12 in clusters of two blocks sharing W (TMA multicast)",
+            "two blocks on adjacent row tiles of one column tile form a cluster; each copies one of "
+            "a stage's W boxes (wh or wl) from L2 into both, so a block reads 48 KB a k-tile "
+            "instead of 64 (the counters put step 12's consumers waiting on stages)",
+            _hopper_step("wgmma_fp16x3_multicast", "fp16x3_split.py", "call_fp16x3"),
+            precision="fp16x3", needs_gpu=True, source="p12/14_wgmma_fp16x3_multicast.cu"),
 )
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)

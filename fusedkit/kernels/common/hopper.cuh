@@ -97,6 +97,65 @@ __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Thread-block clusters (sm_90): blocks launched as a group onto one GPC, each able to reach the
+// others' shared memory. A TMA copy can then multicast: one read from L2 lands at the same
+// shared-memory offset in every block named in `cta_mask` (bit r = the block of cluster rank r),
+// and counts its bytes on the mbarrier at `bar`'s offset in each of them. A barrier in another
+// block is reached through mapa, the address of the same variable in block `cta`.
+
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map,
+                                                      uint64_t* bar, int col, int row,
+                                                      uint16_t cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(smem_addr(bar)),
+        "h"(cta_mask)
+        : "memory");
+}
+
+// One arrival on the barrier at `bar`'s offset in block `cta` of this cluster (itself or
+// another), with release semantics at cluster scope: this thread's earlier accesses (its
+// wgmmas' reads of a stage, already waited for) are ordered before it.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+    asm volatile(
+        "{\n\t.reg .b32 remote;\n\t"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}" ::"r"(smem_addr(bar)),
+        "r"(cta)
+        : "memory");
+}
+
+// mbar_wait with acquire at cluster scope: for a barrier that other blocks arrive on.
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+    const uint32_t addr = smem_addr(bar);
+    uint32_t done = 0;
+    do {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(addr), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+// Every thread of every block of the cluster arrives, then waits for all the others: after
+// barrier set-up (a block's barriers must be initialised before another block's copies or
+// arrivals reach them) and before exit (no block may leave while another still writes into it).
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                     : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
 // wgmma operand descriptors. A and B live in shared memory as TMA wrote them with 128-byte
 // swizzle: each row of a tile is 64 fp16 (128 bytes, one k-slice of BK = 64), and in row r the
 // 16-byte chunk c sits at chunk position c ^ (r % 8). Eight rows (1024 bytes) form one swizzle

@@ -78,12 +78,15 @@ torch::Tensor wgmma_persistent(const torch::Tensor& x16, const torch::Tensor& w1
                     negative_slope);
 }
 
-// Step 12: x and W arrive as their fp16x3 splits (common/fp16x3_split.py): hi and lo (R, Kp) fp16
-// with the same padded Kp, and inv_scale (R,) fp32.
-torch::Tensor wgmma_fp16x3(const torch::Tensor& xh16, const torch::Tensor& xl16,
-                           const torch::Tensor& x_inv, const torch::Tensor& wh16,
-                           const torch::Tensor& wl16, const torch::Tensor& w_inv,
-                           const torch::Tensor& b, double multiplier, double negative_slope) {
+// Steps 12 and 14: x and W arrive as their fp16x3 splits (common/fp16x3_split.py): hi and lo
+// (R, Kp) fp16 with the same padded Kp, and inv_scale (R,) fp32.
+using Fp16x3Launcher = decltype(&p12::launch_wgmma_fp16x3);  // steps 12 and 14 take the same operands
+
+torch::Tensor run_fp16x3_step(Fp16x3Launcher launch, const char* name, const torch::Tensor& xh16,
+                              const torch::Tensor& xl16, const torch::Tensor& x_inv,
+                              const torch::Tensor& wh16, const torch::Tensor& wl16,
+                              const torch::Tensor& w_inv, const torch::Tensor& b, double multiplier,
+                              double negative_slope) {
     check_cuda_half(xh16, "xh", kHalfHint);
     check_cuda_half(xl16, "xl", kHalfHint);
     check_cuda_half(wh16, "wh", kHalfHint);
@@ -127,14 +130,31 @@ torch::Tensor wgmma_fp16x3(const torch::Tensor& xh16, const torch::Tensor& xl16,
     const auto half_ptr = [](const torch::Tensor& t) {
         return reinterpret_cast<const __half*>(t.data_ptr<at::Half>());
     };
-    const char* err = p12::launch_wgmma_fp16x3(
+    const char* err = launch(
         half_ptr(xh), half_ptr(xl), xi.data_ptr<float>(), half_ptr(wh), half_ptr(wl),
         wi.data_ptr<float>(), bc.data_ptr<float>(), y.data_ptr<float>(), M, N, static_cast<int>(K),
         static_cast<float>(multiplier), static_cast<float>(negative_slope),
         at::cuda::getCurrentCUDAStream());
-    TORCH_CHECK(err == nullptr, "wgmma_fp16x3: ", err == nullptr ? "" : err);
+    TORCH_CHECK(err == nullptr, name, ": ", err == nullptr ? "" : err);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return y;
+}
+
+torch::Tensor wgmma_fp16x3(const torch::Tensor& xh, const torch::Tensor& xl,
+                           const torch::Tensor& x_inv, const torch::Tensor& wh,
+                           const torch::Tensor& wl, const torch::Tensor& w_inv,
+                           const torch::Tensor& b, double multiplier, double negative_slope) {
+    return run_fp16x3_step(&p12::launch_wgmma_fp16x3, "wgmma_fp16x3", xh, xl, x_inv, wh, wl, w_inv,
+                           b, multiplier, negative_slope);
+}
+
+torch::Tensor wgmma_fp16x3_multicast(const torch::Tensor& xh, const torch::Tensor& xl,
+                                     const torch::Tensor& x_inv, const torch::Tensor& wh,
+                                     const torch::Tensor& wl, const torch::Tensor& w_inv,
+                                     const torch::Tensor& b, double multiplier,
+                                     double negative_slope) {
+    return run_fp16x3_step(&p12::launch_wgmma_fp16x3_multicast, "wgmma_fp16x3_multicast", xh, xl,
+                           x_inv, wh, wl, w_inv, b, multiplier, negative_slope);
 }
 
 }  // namespace
@@ -161,15 +181,21 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     step_args("wgmma_persistent", &wgmma_persistent,
               "Step 10: step 09 with one persistent block per SM walking the tiles in grouped "
               "order; the next tile's loads overlap the last tile's epilogue.");
-    m.def("wgmma_fp16x3", &wgmma_fp16x3,
-          "Step 12: fp32-faithful y from the fp16x3 splits of x and w (three fp16 wgmma products "
-          "per k-tile, hi*hi added outside the tensor cores), persistent as step 10.\n\n"
-          "Return y (M, N) float32 = LeakyReLU(((xh + xl/2048) * x_inv[:, None]) @ "
-          "((wh + wl/2048) * w_inv[:, None]).T + b) * multiplier, negative_slope).\n"
-          "xh, xl: CUDA float16 (M, K); wh, wl: float16 (N, K); x_inv (M,), w_inv (N,), b (N,): "
-          "float32; one device; K % 8 == 0 (the split pads K to a multiple of 64).\n"
-          "Runs on the current CUDA stream and returns without synchronising.",
-          py::arg("xh"), py::arg("xl"), py::arg("x_inv"), py::arg("wh"), py::arg("wl"),
-          py::arg("w_inv"), py::arg("b"), py::arg("multiplier") = 2.0,
-          py::arg("negative_slope") = 0.1);
+    const char* fp16x3_doc =
+        "Return y (M, N) float32 = LeakyReLU(((xh + xl/2048) * x_inv[:, None]) @ "
+        "((wh + wl/2048) * w_inv[:, None]).T + b) * multiplier, negative_slope).\n"
+        "xh, xl: CUDA float16 (M, K); wh, wl: float16 (N, K); x_inv (M,), w_inv (N,), b (N,): "
+        "float32; one device; K % 8 == 0 (the split pads K to a multiple of 64).\n"
+        "Runs on the current CUDA stream and returns without synchronising.";
+    const auto fp16x3_args = [&m, fp16x3_doc](const char* name, auto fn, const char* what) {
+        m.def(name, fn, (std::string(what) + "\n\n" + fp16x3_doc).c_str(), py::arg("xh"),
+              py::arg("xl"), py::arg("x_inv"), py::arg("wh"), py::arg("wl"), py::arg("w_inv"),
+              py::arg("b"), py::arg("multiplier") = 2.0, py::arg("negative_slope") = 0.1);
+    };
+    fp16x3_args("wgmma_fp16x3", &wgmma_fp16x3,
+                "Step 12: fp32-faithful y from the fp16x3 splits of x and w (three fp16 wgmma "
+                "products per k-tile, hi*hi added outside the tensor cores), persistent as step 10.");
+    fp16x3_args("wgmma_fp16x3_multicast", &wgmma_fp16x3_multicast,
+                "Step 14: step 12 in clusters of two blocks that share each stage's W boxes "
+                "(TMA multicast): each block reads 48 KB a k-tile from L2 instead of 64.");
 }

@@ -1,4 +1,4 @@
-// Host launchers of problem 12's Hopper steps (08-10, 12): y = LeakyReLU((x @ W.T + b) * multiplier,
+// Host launchers of problem 12's Hopper steps (08-10, 12, 14): y = LeakyReLU((x @ W.T + b) * multiplier,
 // slope) with x (M, K) and W (N, K) in fp16 (row-major, contiguous), b (N,) and y (M, N) in fp32.
 // Requirements the binding checks: K % 8 == 0 (TMA needs 16-byte row strides) and x, W 16-byte
 // aligned. Each launcher only enqueues work on `stream`; it returns nullptr, or a message when
@@ -33,5 +33,13 @@ const char* launch_wgmma_fp16x3(const __half* xh, const __half* xl, const float*
                                 const __half* wh, const __half* wl, const float* w_inv,
                                 const float* b, float* y, int M, int N, int K, float multiplier,
                                 float negative_slope, cudaStream_t stream);
+
+// 14: step 12 in clusters of two blocks (two row tiles, one column tile): each block copies one
+// of a stage's W boxes (wh or wl) from L2 into both blocks' shared memory (TMA multicast).
+const char* launch_wgmma_fp16x3_multicast(const __half* xh, const __half* xl, const float* x_inv,
+                                          const __half* wh, const __half* wl, const float* w_inv,
+                                          const float* b, float* y, int M, int N, int K,
+                                          float multiplier, float negative_slope,
+                                          cudaStream_t stream);
 
 }  // namespace p12
