@@ -114,15 +114,17 @@ def test_ptxas_no_spills_no_stack_no_warnings(src):
 @needs_nvcc
 def test_multicast_step_ptx_shows_the_cluster_machinery():
     """Step 14: W's boxes multicast into both blocks of a cluster; consumers release a stage on
-    both blocks' empty barriers (mapa + a cluster-scope arrive); producers wait with
-    cluster-scope acquire; the cluster meets twice (after barrier set-up, before exit)."""
+    both blocks' empty barriers (mapa + a remote arrive, CTA-scope release: no cluster-scope
+    fence per arrival, no cluster-scope acquire per poll); the cluster meets twice (after
+    barrier set-up, before exit)."""
     text = build.ptx(STEP["wgmma_fp16x3_multicast"])
     assert build.ptx_instructions(
         text, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
               r"\.multicast::cluster")
     assert build.ptx_instructions(text, r"mapa\.shared::cluster")
-    assert build.ptx_instructions(text, r"mbarrier\.arrive\.release\.cluster\.shared::cluster")
-    assert build.ptx_instructions(text, r"mbarrier\.try_wait\.parity\.acquire\.cluster")
+    assert build.ptx_instructions(text, r"mbarrier\.arrive\.shared::cluster\.b64")
+    assert not build.ptx_instructions(text, r"mbarrier\.(arrive|try_wait)\S*\.(release|acquire)\.cluster"), \
+        "a cluster-scope fence per arrival or poll"
     assert len(build.ptx_instructions(text, r"barrier\.cluster\.arrive")) == 2
     assert len(build.ptx_instructions(text, r"barrier\.cluster\.wait")) == 2
     # Step 12 has no cluster at all: the multicast is this step's one change.

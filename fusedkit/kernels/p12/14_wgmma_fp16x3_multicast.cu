@@ -17,8 +17,9 @@
 //
 // What the sharing costs in synchronisation: a stage may be refilled only when the consumers of
 // both blocks are done with it (the other block's copy writes into it too), so every consumer
-// warp arrives on the empty barrier of both blocks (16 arrivals a phase), and the producers wait
-// on theirs with cluster-scope acquire. A block's full barrier counts its own x boxes and the two
+// warp arrives on the empty barrier of both blocks (16 arrivals a phase). Those arrivals are
+// plain ones (release at CTA scope, hopper.cuh says why: the first version's cluster-scope
+// release and acquire cost more than the sharing saved). A block's full barrier counts its own x boxes and the two
 // W boxes, whichever block sent them. The peer's W box may land before this block announced the
 // phase's bytes: the barrier's byte count goes below zero for a while, and the phase still cannot
 // complete before this block's producer has arrived.
@@ -82,7 +83,7 @@ p12_wgmma_fp16x3_multicast_kernel(const __grid_constant__ CUtensorMap xh_map,  /
                 const uint32_t bytes = (has_rows ? 4 : 2) * fp::kTileBytes;
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % fp::kStages;
-                    sm90::mbar_wait_cluster(&empty[s], ((it / fp::kStages) & 1) ^ 1);
+                    sm90::mbar_wait(&empty[s], ((it / fp::kStages) & 1) ^ 1);
                     sm90::mbar_arrive_expect_tx(&full[s], bytes);
                     if (has_rows) {
                         sm90::tma_load_2d(ring.tile(s, fp::kXh), &xh_map, &full[s], kt * fp::BK, mt * fp::BM);
