@@ -124,7 +124,7 @@ p12_x_row_scales_kernel(const float* __restrict__ x, float* __restrict__ scale,
         const int biased = static_cast<int>(amax >> 23);
         const int shift = min(max(141 - biased, -126), 126);
         scale[blockIdx.x] = __uint_as_float(static_cast<uint32_t>(shift + 127) << 23);
-        inv[blockIdx.x] = biased == 255 ? __int_as_float(0x7fffffff)
+        inv[blockIdx.x] = biased == 255 ? __uint_as_float(0x7fc00000u)
                                         : __uint_as_float(static_cast<uint32_t>(127 - shift) << 23);
     }
 }
