@@ -54,7 +54,8 @@ def test_gpu_only_variant_on_cpu_is_a_clear_error():
         check.check_variant(P12, "eager_tf32", SMALL12)
 
 
-HOPPER_STEPS = {"wgmma_tma", "wgmma_warpspec", "wgmma_persistent", "wgmma_fp16x3"}
+HOPPER_STEPS = {"wgmma_tma", "wgmma_warpspec", "wgmma_persistent", "wgmma_fp16x3",
+                "wgmma_fp16x3_fused_split"}
 
 
 @pytest.mark.parametrize("capability,name", [((8, 0), "NVIDIA A100-SXM4-80GB"),
