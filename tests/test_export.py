@@ -481,7 +481,10 @@ def test_hopper_export_hands_the_kernels_the_variants_operands(case, exported):
         return calls, operands(*map(stand_in, returns), x, *bound)
 
     (got, out), (want, out_theirs), (again, _) = run(mine), run(theirs), run(mine)
-    assert len(got) == len(want) == len(step.kernels)
+    # p12's step 13 falls back to step 12's kernel alone (its last) for an x TMA cannot load as
+    # it is, any CPU tensor included; every other step calls each of its kernels once.
+    calls = 1 if case[1] == "wgmma_fp16x3_fused_split" else len(step.kernels)
+    assert len(got) == len(want) == calls
     for mine_args, their_args in zip(got, want):
         assert len(mine_args) == len(their_args)
         for a, b in zip(mine_args, their_args):

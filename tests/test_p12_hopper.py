@@ -1,4 +1,4 @@
-"""Problem 12's Hopper steps (08-10 and 12: wgmma fed by TMA) and their build.
+"""Problem 12's Hopper steps (08-10, 12 and 13: wgmma fed by TMA) and their build.
 
 CPU part (runs anywhere nvcc 12.x+ is): each step compiles for sm_90a and its PTX shows the
 Hopper machinery (wgmma.mma_async, cp.async.bulk.tensor, mbarrier waits, setmaxnreg where the
@@ -7,13 +7,16 @@ setmaxnreg is a warning); a plain sm_90 build stops with one clear line; the bin
 C++ front end; the variants are well formed and the K padding is exact.
 GPU part (marked ``gpu``): every step and the cuBLAS fp16 bar through fusedkit.measure at the
 default and odd sizes, and against float64 at the error one fp16 product predicts (08-10) or at
-fp32's error (12, the fp16x3 split: fp32-faithful).
+fp32's error (12 and 13, the fp16x3 split: fp32-faithful); step 13 against step 12, its
+fallback to step 12, and its row-scale pass against the Triton split's.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import secrets
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -30,12 +33,13 @@ STEP = {p.stem.split("_", 1)[1]: p for p in HOPPER}  # "wgmma_tma" -> .../08_wgm
 # What each step's PTX must show: its wgmma shape, and whether it splits warpgroups by role.
 WGMMA_SHAPE = {"wgmma_tma": "m64n128k16", "wgmma_warpspec": "m64n256k16",
                "wgmma_persistent": "m64n256k16", "wgmma_fp16x3": "m64n128k16",
-               "wgmma_fp16x3_multicast": "m64n128k16"}
+               "wgmma_fp16x3_fused_split": "m64n128k16", "wgmma_fp16x3_multicast": "m64n128k16"}
 WARP_SPECIALISED = {"wgmma_tma": False, "wgmma_warpspec": True, "wgmma_persistent": True,
-                    "wgmma_fp16x3": True, "wgmma_fp16x3_multicast": True}
+                    "wgmma_fp16x3": True, "wgmma_fp16x3_fused_split": True,
+                    "wgmma_fp16x3_multicast": True}
 STEP_VARIANTS = [v for v in p12mod.HOPPER_VARIANTS if not v.baseline]
 FP16_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16"]      # one fp16 product: 08-10
-FP16X3_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16x3"]  # the split: 12
+FP16X3_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16x3"]  # the split: 12-14
 
 
 # ----------------------------------------------------------------------------- CPU part
@@ -149,14 +153,80 @@ def test_every_hopper_step_has_a_variant_and_the_binding_defines_it():
         assert v.number == int(src.name[:2]) and v.slug == src.stem.split("_", 1)[1]
         assert any(f'{d}("{v.slug}"' in binding for d in ("step_args", "fp16x3_args", "m.def")), \
             f"binding_hopper.cpp does not define {v.slug}"
-    assert [v.slug for v in FP16X3_STEPS] == ["wgmma_fp16x3", "wgmma_fp16x3_multicast"]
+    assert [v.slug for v in FP16X3_STEPS] == ["wgmma_fp16x3", "wgmma_fp16x3_fused_split",
+                                             "wgmma_fp16x3_multicast"]
     (bar,) = [v for v in p12mod.HOPPER_VARIANTS if v.baseline]
     assert bar.slug == "cublas_fp16_epilogue" and bar.precision == "fp16" and bar.needs_gpu
     # In the ladder, once each, in step order: the bar at step 0, then 08-10 between 07 and 11.
     assert all(P12.variants[v.slug] is v for v in p12mod.HOPPER_VARIANTS)
-    order = [v.slug for v in P12.ladder() if v.number in (7, 8, 9, 10, 11, 12)]
+    order = [v.slug for v in P12.ladder() if v.number in range(7, 16)]
     assert order == ["triton_tf32_persistent", "wgmma_tma", "wgmma_warpspec", "wgmma_persistent",
-                     "small_batch_stream", "wgmma_fp16x3"]
+                     "small_batch_stream", "wgmma_fp16x3", "wgmma_fp16x3_fused_split",
+                     "wgmma_fp16x3_multicast", "faithful_by_batch"]
+    numbers = Counter(v.number for v in P12.ladder() if not v.baseline)
+    assert {n for n, c in numbers.items() if c > 1} == {3, 5}, "only steps 3 and 5 are families"
+    assert sorted(numbers) == list(range(1, 16)) and P12.variants["faithful_by_batch"].number == 15
+
+
+@needs_nvcc
+def test_fused_split_ptx_splits_x_in_shared_memory_before_the_wgmmas():
+    """Step 13's design in its PTX: x's fp32 tile read from shared memory, rounded to fp16 (hi and
+    lo) and written back, then fence.proxy.async (generic writes made visible to wgmma's async
+    proxy) and a 128-thread named barrier per consumer (ids 1 and 2, never the block's 0), all
+    before the k-tile's first wgmma; x arrives by two TMA loads a stage, as an fp32 tensor map."""
+    src = STEP["wgmma_fp16x3_fused_split"]
+    lines = [ln.strip() for ln in build.ptx(src).splitlines()]
+
+    def first(pattern, start=0):
+        rx = re.compile(pattern)
+        return next(i for i in range(start, len(lines)) if rx.search(lines[i]))
+
+    # The consumers' k-loop starts at the first full-barrier wait after setmaxnreg.inc.
+    loop = first(r"mbarrier\.try_wait\.parity", first(r"setmaxnreg\.inc"))
+    mma = first(r"wgmma\.mma_async", loop)
+    body = lines[loop:mma]
+    assert sum(bool(re.search(r"ld\.shared\.v4\.f32", ln)) for ln in body) == 8  # 32 fp32 a thread
+    assert sum(bool(re.search(r"st\.shared\.v4\.(u32|b32)", ln)) for ln in body) == 8  # 4 hi + 4 lo
+    assert sum(bool(re.search(r"cvt\.rn\.f16(x2)?\.f32", ln)) for ln in body) >= 32  # 64 values x 2
+    assert any(re.search(r"bar\.warp\.sync", ln) for ln in body), "the partner reads before we write"
+    last_store = max(i for i, ln in enumerate(body) if re.search(r"st\.shared\.v4", ln))
+    fences = [i for i, ln in enumerate(body) if "fence.proxy.async.shared::cta" in ln]
+    assert fences and min(fences) > last_store, "the fence must follow the generic-proxy writes"
+    bars = [ln for ln in body[min(fences):] if re.match(r"bar\.sync\s", ln)]
+    assert {ln.rstrip(";") for ln in bars} == {"bar.sync 1, 128", "bar.sync 2, 128"}, bars
+    tma = build.ptx_instructions("\n".join(lines), r"cp\.async\.bulk\.tensor\.2d")
+    assert len(tma) == 4, "x as two fp32 boxes, wh and wl"
+    text = src.read_text()
+    assert "make_tensor_map_f32(&x_map" in text and "make_tensor_map_f16(&xh_map" not in text
+    hopper = (build.KERNELS_DIR / "common" / "hopper.cuh").read_text()
+    assert "CU_TENSOR_MAP_DATA_TYPE_FLOAT32" in hopper
+
+
+def test_fused_x_feeder_passes_x_as_it_is_or_falls_back_to_step_12(monkeypatch):
+    """call_fp16x3_fused_x: fp32 x with its row scales and W's cached split go to the fused
+    function; an x the TMA cannot load (here: any CPU tensor) takes step 12's path instead."""
+    split = load_step("common", "fp16x3_split.py")
+    seen = []
+
+    def fake(tag):
+        return lambda *args: seen.append((tag, args)) or torch.zeros(1)
+
+    scales = lambda x: seen.append(("scales", (x,))) or (torch.ones(x.shape[0]), torch.ones(x.shape[0]))  # noqa: E731
+    w, b, x = torch.rand(4, 70), torch.rand(4), torch.rand(3, 70)
+    assert not split.fused_x_eligible(x)
+    split.call_fp16x3_fused_x(scales, fake("fused"), fake("step12"), x, w, b, 2.0, 0.1)
+    ((tag, args),) = seen
+    assert tag == "step12" and args[0].shape == (3, 128) and args[0].dtype == torch.float16
+    seen.clear()
+    monkeypatch.setattr(split, "fused_x_eligible", lambda x: True)
+    split.call_fp16x3_fused_x(scales, fake("fused"), fake("step12"), x, w, b, 2.0, 0.1)
+    (s_tag, (s_x,)), (tag, args) = seen
+    assert (s_tag, tag) == ("scales", "fused") and s_x is x and args[0] is x
+    ws = split.split_weight_cached(w)
+    assert args[3] is ws.hi and args[4] is ws.lo and args[3].shape == (4, 128)
+    assert args[-2:] == (2.0, 0.1)
+    with pytest.raises(ValueError, match="70 columns"):
+        split.call_fp16x3_fused_x(scales, fake("fused"), fake("step12"), torch.rand(3, 69), w, b)
 
 
 @pytest.mark.parametrize("k,k_padded", [(5, 8), (8, 8), (17, 24)])
@@ -327,6 +397,109 @@ def test_multicast_step_equals_step_12_bit_for_bit(ext, M, K, N):
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True,
                                    msg=lambda m: f"{M}x{K}x{N}, seed={seed}: {m}")
     assert got[M // 2].isnan().all() and not got[(M // 2 + 1) % M].isnan().any()
+
+
+@gpu_test
+def test_fused_split_nan_row_and_binding_checks(ext):
+    """Step 13: a row of x holding NaN gives a NaN row of y and leaves the others as they were;
+    the binding refuses, in one line, an x the TMA cannot load and a W split of the wrong K."""
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    split = load_step("common", "fp16x3_split.py")
+    M, K, N = 130, 200, 136
+    x, w, b, _ = fresh_inputs(M, K, N)
+    ws = split.split_fp16x3(w, pad_cols_to=64)
+    scale, inv = ext.x_row_scales(x)
+    out = ext.wgmma_fp16x3_fused_split(x, scale, inv, ws.hi, ws.lo, ws.inv_scale, b, MULT, SLOPE)
+    assert rel_error(out, reference64(x, w, b)) < 1e-6
+    x_nan = x.clone()
+    x_nan[7, 3] = float("nan")
+    s_nan, i_nan = ext.x_row_scales(x_nan)
+    out_nan = ext.wgmma_fp16x3_fused_split(x_nan, s_nan, i_nan, ws.hi, ws.lo, ws.inv_scale, b,
+                                           MULT, SLOPE)
+    assert out_nan[7].isnan().all()
+    keep = torch.ones(M, dtype=torch.bool, device="cuda")
+    keep[7] = False
+    assert torch.equal(out_nan[keep], out[keep])
+    with pytest.raises(ValueError, match="multiple of 4"):
+        ext.wgmma_fp16x3_fused_split(x[:, :198].contiguous(), scale, inv, ws.hi, ws.lo,
+                                     ws.inv_scale, b)
+    with pytest.raises(ValueError, match="contiguous and 16-byte aligned"):
+        ext.wgmma_fp16x3_fused_split(x[:, :196], scale, inv, ws.hi[:, :192].contiguous(),
+                                     ws.lo[:, :192].contiguous(), ws.inv_scale, b)
+    with pytest.raises(ValueError, match="rounded up to 64"):
+        ext.wgmma_fp16x3_fused_split(x, scale, inv, ws.hi[:, :192], ws.lo[:, :192], ws.inv_scale, b)
+    with pytest.raises(ValueError, match="x_scale and x_inv"):
+        ext.wgmma_fp16x3_fused_split(x, scale[:-1], inv, ws.hi, ws.lo, ws.inv_scale, b)
+
+
+@gpu_test
+def test_fused_split_matches_step_12_at_full_size():
+    """Same split (the scale pass and the in-place conversion reproduce the Triton split), same
+    wgmmas in the same order: step 13's y equals step 12's to fp32-faithful level (bit for bit
+    expected); a wrong swizzle slot would be off by O(1)."""
+    M, K, N = 1024, 8192, 8192
+    x, w, b, seed = fresh_inputs(M, K, N)
+    model = P12.model_with(P12.sizes(batch_size=M, in_features=K, out_features=N), w, b,
+                           device="cuda")
+    out12 = P12.variants["wgmma_fp16x3"].build(model)(x)
+    out13 = P12.variants["wgmma_fp16x3_fused_split"].build(model)(x)
+    torch.cuda.synchronize()
+    diff = rel_error(out13, out12.double())
+    print(f"step 13 vs 12: rel. difference {diff:.2e}, bit-identical {torch.equal(out13, out12)}")
+    assert diff < 1e-6, f"step 13 vs step 12: {diff:.2e}; seed={seed}"
+
+
+@gpu_test
+@pytest.mark.parametrize("case", ["k_mod_4", "non_contiguous", "offset"])
+def test_fused_split_falls_back_to_step_12(case):
+    """An x the TMA cannot load as it is (K % 4 != 0, strided rows, a start not 16-byte
+    aligned) goes through step 12's path: the same y, bit for bit."""
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    M, K, N = 67, 1002 if case == "k_mod_4" else 1000, 333
+    x, w, b, seed = fresh_inputs(M, K, N)
+    if case == "non_contiguous":
+        x = torch.cat([x, torch.zeros(M, 8, device="cuda")], dim=1)[:, :K]
+    elif case == "offset":
+        buf = torch.empty(M * K + 1, device="cuda")
+        x = buf[1:].view(M, K).copy_(x)
+        assert x.data_ptr() % 16 != 0
+    assert not load_step("common", "fp16x3_split.py").fused_x_eligible(x)
+    model = P12.model_with(P12.sizes(batch_size=M, in_features=K, out_features=N), w, b,
+                           device="cuda")
+    out12 = P12.variants["wgmma_fp16x3"].build(model)(x)
+    out13 = P12.variants["wgmma_fp16x3_fused_split"].build(model)(x)
+    assert torch.equal(out13, out12), f"{case}: seed={seed}"
+    assert rel_error(out13, reference64(x, w, b)) < 1e-6
+
+
+@gpu_test
+@pytest.mark.parametrize("K", [8192, 1000, 1003, 1], ids=lambda k: f"K{k}")
+def test_row_scales_match_the_triton_split(ext, K):
+    """The scale pass's inv equals split_fp16x3's inv_scale bit for bit (NaN where the row holds
+    inf or NaN) and scale * inv == 1 exactly, on rows from tiny to huge, zero, inf and NaN;
+    K % 4 != 0 takes the scalar loads."""
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    split = load_step("common", "fp16x3_split.py")
+    g = torch.Generator(device="cuda").manual_seed(5)
+    M = 40
+    x = (torch.rand(M, K, device="cuda", generator=g) * 2 - 1)
+    x *= torch.logspace(-40, 38, M, base=10.0, device="cuda")[:, None]  # 2**-133 .. 2**126
+    x[3] = 0.0
+    x[5, K // 2] = float("inf")
+    x[6, K - 1] = float("-inf")
+    x[7, 0] = float("nan")
+    x[8, K // 3] = -65504.0 * 4
+    x[9] = 2.0 ** -149  # subnormal
+    scale, inv = ext.x_row_scales(x)
+    ref = split.split_fp16x3(x, pad_cols_to=64).inv_scale
+    torch.cuda.synchronize()
+    nan = ref.isnan()
+    assert torch.equal(inv.isnan(), nan) and bool(nan[[5, 6, 7]].all())
+    assert torch.equal(inv[~nan].view(torch.int32), ref[~nan].view(torch.int32))
+    assert bool((scale[~nan] * inv[~nan] == 1.0).all())
 
 
 @gpu_test

@@ -1,4 +1,4 @@
-"""Probe: do problem 12's Hopper steps (08-10 and 12, wgmma fed by TMA) build, compute the right
+"""Probe: do problem 12's Hopper steps (08-10, 12 and 13, wgmma fed by TMA) build, compute the right
 thing, and how close do they come to cuBLAS's fp16 GEMM?  One GPU call prints everything:
 
     python -m fusedkit.devtools.hopper_probe [--rep-ms 200] [--sizes 1024,8192,8192]
@@ -8,10 +8,12 @@ thing, and how close do they come to cuBLAS's fp16 GEMM?  One GPU call prints ev
 3. per step, checks against float64 at small odd sizes and at the full size: the relative
    error against the product of the fp16-rounded inputs (should be ~1e-6: fp32 accumulation
    only) and against the exact product (one fp16 rounding, ~3e-4), and the max abs error;
-   the fp16x3 steps (12, and step 06 in Triton for comparison, full size only) are checked
+   the fp16x3 steps (12, 13, and step 06 in Triton for comparison, full size only) are checked
    against float64 alone, at fp32's error (~2.5e-7 relative at K = 8192);
 4. per step that passed, the median time by triton.testing.do_bench, TFLOP/s and % of
-   cuBLAS fp16 (``cublas_fp16_epilogue``, same x cast per call); step 12's time beside step 06's.
+   cuBLAS fp16 (``cublas_fp16_epilogue``, same x cast per call); step 12's time beside step 06's
+   and step 13's beside step 12's;
+5. steps 12 and 13 split into their launches (x split + GEMM, x row scales + GEMM), timed one by one.
 A failure in one step is printed on its line and the table goes on. Needs a CUDA GPU; on another
 GPU than sm_90 the steps report "needs a Hopper (sm_90) GPU".
 """
@@ -107,6 +109,35 @@ def ptxas_rows(problem: str) -> list[str]:
                             f"static smem {s['shared_bytes']} B")
         except Exception as e:  # noqa: BLE001 - report and go on
             rows.append(f"  {src.name:28s} ptxas FAILED: {_one_line(e)}")
+    return rows
+
+
+def _launches(M: int, K: int, N: int, rep_ms: float) -> list[str]:
+    """Steps 12 and 13 launch by launch (the calls their builds chain): the Triton split of x and
+    step 12's GEMM, then step 13's row-scale pass and its GEMM, which splits x in shared memory."""
+    import triton.testing  # noqa: PLC0415 - GPU only
+
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    ext = build.load_extension("p12", hopper=True)
+    split = load_step("common", "fp16x3_split.py")
+    x, w, b = _inputs(M, K, N, 4)
+    ws = split.split_weight_cached(w)
+    xs = split.split_fp16x3(x, pad_cols_to=split.K_ALIGN)
+    scale, inv = ext.x_row_scales(x)
+    parts = [
+        ("12: x split (Triton)", lambda: split.split_fp16x3(x, pad_cols_to=split.K_ALIGN), 0.0),
+        ("12: GEMM", lambda: ext.wgmma_fp16x3(xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo,
+                                              ws.inv_scale, b, MULT, SLOPE), 2.0 * M * N * K),
+        ("13: x row scales", lambda: ext.x_row_scales(x), 0.0),
+        ("13: GEMM, split in smem", lambda: ext.wgmma_fp16x3_fused_split(
+            x, scale, inv, ws.hi, ws.lo, ws.inv_scale, b, MULT, SLOPE), 2.0 * M * N * K),
+    ]
+    rows = []
+    for name, fn, flop in parts:
+        ms = triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
+        rate = f"{flop / ms / 1e9:8.1f} TFLOP/s" if flop else f"{4.0 * M * K / ms / 1e6:8.1f} GB/s of x read"
+        rows.append(f"  {name:28s} {ms:8.4f} ms  {rate}")
     return rows
 
 
@@ -218,6 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     if "wgmma_fp16x3" in results and "triton_fp16x3" in results:
         a, t = results["wgmma_fp16x3"], results["triton_fp16x3"]
         print(f"\nfp16x3: wgmma (step 12) {a:.4f} ms vs Triton (step 06) {t:.4f} ms: {t / a:.2f}x")
+    if "wgmma_fp16x3" in results and "wgmma_fp16x3_fused_split" in results:
+        a, f = results["wgmma_fp16x3"], results["wgmma_fp16x3_fused_split"]
+        print(f"fp16x3: split in smem (step 13) {f:.4f} ms vs step 12 {a:.4f} ms: "
+              f"{1e3 * (a - f):+.1f} us saved")
+    if "wgmma_fp16x3" in results:
+        print("\nsteps 12 and 13 launch by launch:")
+        try:
+            for row in _launches(M, K, N, args.rep_ms):
+                print(row)
+        except Exception as e:  # noqa: BLE001
+            print(f"  FAILED: {_one_line(e)}")
     return 0
 
 

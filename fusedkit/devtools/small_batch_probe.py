@@ -5,7 +5,7 @@
 Sweeps recorded problem 12's Triton step 6 at 4 rows either at 0.116 ms or spread over
 0.14-0.25 ms, run to run, while 16 and 64 rows stayed at 0.116-0.119 ms with the same GPU work
 (one 64-row tile of MMAs per column block). This probe tells the two kinds of time apart, per
-step the by-batch step routes to (6, 11, 12), the by-batch step itself (13) and eager fp32, at
+step the by-batch step routes to (6, 11, 12), the by-batch step itself (15) and eager fp32, at
 each row count, with the inputs and weights the harness would use:
 
 - ``host_ms``: the Python call alone, wall time without a sync (launches queued, not run);

@@ -159,7 +159,7 @@ for _v in _STEPS:
     PROBLEM.add_variant(_v)
 
 
-# -- one fp16 product on Hopper: the wgmma steps (08-10, 12) and the cuBLAS fp16 bar ---------------
+# -- one fp16 product on Hopper: the wgmma steps (08-10, 12, 13) and the cuBLAS fp16 bar ---------------
 
 
 def _hopper_step(function: str, operands_file: str, operands: str
@@ -217,6 +217,13 @@ HOPPER_VARIANTS = (
             "tensor cores while hi*lo + lo*hi run on them",
             _hopper_step("wgmma_fp16x3", "fp16x3_split.py", "call_fp16x3"), precision="fp16x3",
             needs_gpu=True, source="p12/12_wgmma_fp16x3.cu"),
+    Variant(13, "wgmma_fp16x3_fused_split", "step 12 with the split of x done in shared memory",
+            "x loaded by TMA as fp32 and split into fp16 hi + lo by the consumer warpgroups in "
+            "place, before their wgmmas; a pass that reads x once finds the row scales (step 12 "
+            "otherwise, when x is not contiguous, 16-byte aligned with K % 4 == 0)",
+            _hopper_step(("x_row_scales", "wgmma_fp16x3_fused_split", "wgmma_fp16x3"),
+                         "fp16x3_split.py", "call_fp16x3_fused_x"), precision="fp16x3",
+            needs_gpu=True, source="p12/13_wgmma_fp16x3_fused_split.cu"),
     Variant(14, "wgmma_fp16x3_multicast", "step 12 in clusters of two blocks sharing W (TMA multicast)",
             "two blocks on adjacent row tiles of one column tile form a cluster; each copies one of "
             "a stage's W boxes (wh or wl) from L2 into both, so a block reads 48 KB a k-tile "
@@ -253,7 +260,7 @@ FAITHFUL_ROUTES = (
           "from 256 rows step 12 beat step 6 (sweeps 212968, 7fd5e4); off Hopper, step 6"),
 )
 PROBLEM.add_variant(Variant(
-    13, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 11, 6 and 12 by size",
+    15, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 11, 6 and 12 by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
     "stream up to 4 rows, the Triton fp16x3 tiles up to 64, the wgmma fp16x3 kernel above",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,

@@ -197,6 +197,33 @@ def call_fp16x3(fn: Callable[..., torch.Tensor], x: torch.Tensor, weight: torch.
               *constants)
 
 
+def fused_x_eligible(x: torch.Tensor) -> bool:
+    """Whether p12's step 13 can TMA-load x (M, K) as it is: float32 on CUDA, contiguous, 16-byte
+    aligned, K a positive multiple of 4 (TMA's row stride is a multiple of 16 bytes)."""
+    return (x.dtype == torch.float32 and x.is_cuda and x.dim() == 2 and x.shape[1] > 0
+            and x.shape[1] % 4 == 0 and x.is_contiguous() and x.data_ptr() % 16 == 0)
+
+
+def call_fp16x3_fused_x(scales_fn: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+                        fused_fn: Callable[..., torch.Tensor], fallback_fn: Callable[..., torch.Tensor],
+                        x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                        *constants: float) -> torch.Tensor:
+    """How p12's step 13 is fed: ``scale, inv = scales_fn(x)`` (x's row scales, one read of x),
+    then ``fused_fn(x, scale, inv, wh, wl, w_inv, b32, *constants)`` with x in float32 as it is
+    and weight's split from the weight cache (K padded to K_ALIGN); the GEMM splits x in shared
+    memory. When x does not qualify (:func:`fused_x_eligible`), step 12's path instead:
+    ``call_fp16x3(fallback_fn, x, ...)``, the same result. Rows of x holding inf or NaN give NaN
+    rows of y; a weight holding one raises ValueError."""
+    if x.dim() != 2 or x.shape[1] != weight.shape[1]:
+        raise ValueError(f"x must be 2-D with {weight.shape[1]} columns (weight is (N, K) = "
+                         f"{tuple(weight.shape)}), got shape {tuple(x.shape)}")
+    if not fused_x_eligible(x):
+        return call_fp16x3(fallback_fn, x, weight, bias, *constants)
+    ws = split_weight_cached(weight)
+    scale, inv = scales_fn(x)
+    return fused_fn(x, scale, inv, ws.hi, ws.lo, ws.inv_scale, bias.float().contiguous(), *constants)
+
+
 def reject_non_finite(split: Fp16x3Split, name: str) -> None:
     """Raise ValueError if a row of the split matrix held inf or NaN (one host sync)."""
     bad = ~torch.isfinite(split.inv_scale)

@@ -305,8 +305,8 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Host: the tensor map (TMA descriptor) of a row-major fp16 matrix (rows, cols), read in boxes
-// of box_rows x 64 columns (64 fp16 = 128 bytes, the 128-byte swizzle span). The driver function
+// Host: the tensor map (TMA descriptor) of a row-major fp16 or fp32 matrix (rows, cols), read in
+// boxes of box_rows x 128 bytes (64 fp16 or 32 fp32: the 128-byte swizzle span). The driver function
 // cuTensorMapEncodeTiled is fetched through the runtime (cudaGetDriverEntryPoint*), so the
 // extension needs no -lcuda. Returns nullptr on success, else a message naming what is wrong.
 
@@ -333,27 +333,41 @@ inline EncodeTiledFn encode_tiled_fn() {
     return fn;
 }
 
-constexpr uint32_t kBoxCols = 64;  // fp16 columns per box: 128 bytes, one swizzle row
+constexpr uint32_t kBoxBytes = 128;  // bytes per box row, any element type
 
-inline const char* make_tensor_map_f16(CUtensorMap* map, const void* base, uint64_t rows,
-                                       uint64_t cols, uint32_t box_rows) {
+inline const char* make_tensor_map_2d(CUtensorMap* map, const void* base, uint64_t rows,
+                                      uint64_t cols, uint32_t box_rows, CUtensorMapDataType type,
+                                      uint32_t elem_bytes, const char* stride_hint) {
     if (rows == 0 || cols == 0) return "tensor map: the matrix is empty";
     if (reinterpret_cast<uintptr_t>(base) % 16 != 0)
         return "tensor map: the base address must be 16-byte aligned";
-    if ((cols * 2) % 16 != 0)
-        return "tensor map: the row stride must be a multiple of 16 bytes (K % 8 == 0 in fp16)";
+    if ((cols * elem_bytes) % 16 != 0) return stride_hint;
     if (box_rows == 0 || box_rows > 256) return "tensor map: box rows must be 1..256";
     const EncodeTiledFn encode = encode_tiled_fn();
     if (encode == nullptr) return "tensor map: cuTensorMapEncodeTiled not found in the CUDA driver";
     const cuuint64_t dims[2] = {cols, rows};            // innermost first
-    const cuuint64_t strides[1] = {cols * 2};           // bytes from one row to the next
-    const cuuint32_t box[2] = {kBoxCols, box_rows};
+    const cuuint64_t strides[1] = {cols * elem_bytes};  // bytes from one row to the next
+    const cuuint32_t box[2] = {kBoxBytes / elem_bytes, box_rows};
     const cuuint32_t element_strides[2] = {1, 1};
-    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base),
-                              dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+    const CUresult r = encode(map, type, 2, const_cast<void*>(base), dims, strides, box,
+                              element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // NONE: zeros past the edges
     return r == CUDA_SUCCESS ? nullptr : "tensor map: cuTensorMapEncodeTiled rejected the arguments";
+}
+
+// fp16: boxes of box_rows x 64 columns.
+inline const char* make_tensor_map_f16(CUtensorMap* map, const void* base, uint64_t rows,
+                                       uint64_t cols, uint32_t box_rows) {
+    return make_tensor_map_2d(map, base, rows, cols, box_rows, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                              "tensor map: the row stride must be a multiple of 16 bytes (K % 8 == 0 in fp16)");
+}
+
+// fp32: boxes of box_rows x 32 columns, swizzled exactly as an fp16 box (16-byte chunks).
+inline const char* make_tensor_map_f32(CUtensorMap* map, const void* base, uint64_t rows,
+                                       uint64_t cols, uint32_t box_rows) {
+    return make_tensor_map_2d(map, base, rows, cols, box_rows, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4,
+                              "tensor map: the row stride must be a multiple of 16 bytes (K % 4 == 0 in fp32)");
 }
 
 }  // namespace fusedkit::sm90

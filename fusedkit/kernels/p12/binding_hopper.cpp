@@ -1,6 +1,7 @@
-// PyTorch bindings of problem 12's Hopper steps (08-10, 12): y = LeakyReLU((x @ W.T + b) * multiplier,
+// PyTorch bindings of problem 12's Hopper steps (08-10, 12, 13): y = LeakyReLU((x @ W.T + b) * multiplier,
 // slope) with fp16 x and W (one fp16 product, fp32 accumulation), fp32 b and y; step 12 takes
-// the fp16x3 splits of x and W instead (three fp16 products, fp32-faithful). Built apart from
+// the fp16x3 splits of x and W instead (three fp16 products, fp32-faithful), step 13 fp32 x, its
+// row scales and W's split. Built apart from
 // binding.cpp, for sm_90a only (fusedkit.build, hopper=True). This file (1) checks inputs,
 // (2) allocates the output, (3) launches on PyTorch's current stream; kernels know nothing of torch.
 #include <torch/extension.h>
@@ -157,6 +158,85 @@ torch::Tensor wgmma_fp16x3_multicast(const torch::Tensor& xh, const torch::Tenso
                            x_inv, wh, wl, w_inv, b, multiplier, negative_slope);
 }
 
+// Step 13's first launch: the row scales of x (M, K) fp32, as split_fp16x3 computes them.
+std::tuple<torch::Tensor, torch::Tensor> x_row_scales(const torch::Tensor& x) {
+    check_cuda_float(x, "x", 2);
+    TORCH_CHECK_VALUE(x.size(1) >= 1, "x.size(1) (K) must be positive, got shape ", x.sizes());
+    check_fits_int32(x.size(0), "x.size(0) (M)");
+    check_fits_int32(x.size(1), "x.size(1) (K)");
+    const torch::Tensor xc = x.contiguous();
+    const int M = static_cast<int>(xc.size(0)), K = static_cast<int>(xc.size(1));
+    const c10::cuda::CUDAGuard device_guard(xc.device());
+    torch::Tensor scale = torch::empty({M}, xc.options()), inv = torch::empty({M}, xc.options());
+    if (M == 0) return {scale, inv};
+    const char* err = p12::launch_x_row_scales(xc.data_ptr<float>(), scale.data_ptr<float>(),
+                                               inv.data_ptr<float>(), M, K,
+                                               at::cuda::getCurrentCUDAStream());
+    TORCH_CHECK(err == nullptr, "x_row_scales: ", err == nullptr ? "" : err);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return {scale, inv};
+}
+
+// Step 13: x fp32 as it is (no copy: the caller falls back to step 12 when x does not qualify),
+// its row scales, and W's fp16x3 split with K padded to 64.
+torch::Tensor wgmma_fp16x3_fused_split(const torch::Tensor& x, const torch::Tensor& x_scale,
+                                       const torch::Tensor& x_inv, const torch::Tensor& wh16,
+                                       const torch::Tensor& wl16, const torch::Tensor& w_inv,
+                                       const torch::Tensor& b, double multiplier,
+                                       double negative_slope) {
+    check_cuda_float(x, "x", 2);
+    check_cuda_float(x_scale, "x_scale", 1);
+    check_cuda_float(x_inv, "x_inv", 1);
+    check_cuda_half(wh16, "wh", kHalfHint);
+    check_cuda_half(wl16, "wl", kHalfHint);
+    check_cuda_float(w_inv, "w_inv", 1);
+    check_cuda_float(b, "b", 1);
+    check_same_device(x_scale, "x_scale", x);
+    check_same_device(x_inv, "x_inv", x);
+    check_same_device(wh16, "wh", x);
+    check_same_device(wl16, "wl", x);
+    check_same_device(w_inv, "w_inv", x);
+    check_same_device(b, "b", x);
+    const int64_t K = x.size(1), Kp = wh16.size(1);
+    TORCH_CHECK_VALUE(K >= 4 && K % 4 == 0, "x.size(1) (K) = ", K, " must be a positive multiple "
+                      "of 4: TMA needs 16-byte row strides (use step 12, wgmma_fp16x3)");
+    TORCH_CHECK_VALUE(x.is_contiguous() && reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0,
+                      "x must be contiguous and 16-byte aligned for TMA, got strides ", x.strides(),
+                      " (use step 12, wgmma_fp16x3)");
+    TORCH_CHECK_VALUE(Kp == (K + 63) / 64 * 64, "wh.size(1) must be x.size(1) = ", K, " rounded up "
+                      "to 64 (split W with pad_cols_to=64), got wh of shape ", wh16.sizes());
+    TORCH_CHECK_VALUE(wl16.sizes() == wh16.sizes(), "wl must have wh's shape ", wh16.sizes(),
+                      ", got ", wl16.sizes());
+    TORCH_CHECK_VALUE(x_scale.size(0) == x.size(0) && x_inv.size(0) == x.size(0),
+                      "x_scale and x_inv must have x.size(0) = ", x.size(0), " elements, got ",
+                      x_scale.sizes(), " and ", x_inv.sizes());
+    TORCH_CHECK_VALUE(w_inv.size(0) == wh16.size(0), "w_inv must have wh.size(0) = ", wh16.size(0),
+                      " elements, got shape ", w_inv.sizes());
+    TORCH_CHECK_VALUE(b.size(0) == wh16.size(0), "b must have wh.size(0) = ", wh16.size(0),
+                      " elements, got shape ", b.sizes());
+    check_fits_int32(x.size(0), "x.size(0) (M)");
+    check_fits_int32(wh16.size(0), "wh.size(0) (N)");
+    check_fits_int32(Kp, "wh.size(1) (K)");
+    const torch::Tensor wh = dense_aligned(wh16), wl = dense_aligned(wl16);
+    const torch::Tensor xs = x_scale.contiguous(), xi = x_inv.contiguous();
+    const torch::Tensor wi = w_inv.contiguous(), bc = b.contiguous();
+    const int M = static_cast<int>(x.size(0)), N = static_cast<int>(wh.size(0));
+    const c10::cuda::CUDAGuard device_guard(x.device());
+    torch::Tensor y = torch::empty({M, N}, x.options());
+    if (M == 0 || N == 0) return y;
+    const auto half_ptr = [](const torch::Tensor& t) {
+        return reinterpret_cast<const __half*>(t.data_ptr<at::Half>());
+    };
+    const char* err = p12::launch_wgmma_fp16x3_fused_split(
+        x.data_ptr<float>(), xs.data_ptr<float>(), xi.data_ptr<float>(), half_ptr(wh), half_ptr(wl),
+        wi.data_ptr<float>(), bc.data_ptr<float>(), y.data_ptr<float>(), M, N, static_cast<int>(K),
+        static_cast<int>(Kp), static_cast<float>(multiplier), static_cast<float>(negative_slope),
+        at::cuda::getCurrentCUDAStream());
+    TORCH_CHECK(err == nullptr, "wgmma_fp16x3_fused_split: ", err == nullptr ? "" : err);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -198,4 +278,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     fp16x3_args("wgmma_fp16x3_multicast", &wgmma_fp16x3_multicast,
                 "Step 14: step 12 in clusters of two blocks that share each stage's W boxes "
                 "(TMA multicast): each block reads 48 KB a k-tile from L2 instead of 64.");
+    m.def("x_row_scales", &x_row_scales,
+          "Step 13's first launch: (scale, inv), each (M,) float32, the power-of-two row scales of "
+          "x (M, K) float32 that split_fp16x3 uses (inv NaN for a row holding inf or NaN).",
+          py::arg("x"));
+    m.def("wgmma_fp16x3_fused_split", &wgmma_fp16x3_fused_split,
+          "Step 13: step 12 with x loaded as float32 by TMA and split into fp16 hi + lo in shared "
+          "memory by the consumers, scaled by x_scale (from x_row_scales).\n\n"
+          "x: CUDA float32 (M, K), contiguous, 16-byte aligned, K % 4 == 0 (else use step 12); "
+          "x_scale, x_inv (M,); wh, wl: float16 (N, Kp), Kp = K rounded up to 64; w_inv, b (N,).\n"
+          "Runs on the current CUDA stream and returns without synchronising.",
+          py::arg("x"), py::arg("x_scale"), py::arg("x_inv"), py::arg("wh"), py::arg("wl"),
+          py::arg("w_inv"), py::arg("b"), py::arg("multiplier") = 2.0,
+          py::arg("negative_slope") = 0.1);
 }

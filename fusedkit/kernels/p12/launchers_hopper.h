@@ -1,4 +1,4 @@
-// Host launchers of problem 12's Hopper steps (08-10, 12, 14): y = LeakyReLU((x @ W.T + b) * multiplier,
+// Host launchers of problem 12's Hopper steps (08-10, 12-14): y = LeakyReLU((x @ W.T + b) * multiplier,
 // slope) with x (M, K) and W (N, K) in fp16 (row-major, contiguous), b (N,) and y (M, N) in fp32.
 // Requirements the binding checks: K % 8 == 0 (TMA needs 16-byte row strides) and x, W 16-byte
 // aligned. Each launcher only enqueues work on `stream`; it returns nullptr, or a message when
@@ -34,6 +34,19 @@ const char* launch_wgmma_fp16x3(const __half* xh, const __half* xl, const float*
                                 const float* b, float* y, int M, int N, int K, float multiplier,
                                 float negative_slope, cudaStream_t stream);
 
+// 13: step 12 with x given as fp32 (M, K), K % 4 == 0, contiguous and 16-byte aligned (TMA);
+// each consumer splits its rows in shared memory with the row scales x_scale = 1 / x_inv (M,)
+// of launch_x_row_scales. wh, wl (N, Kp) as in 12, Kp = K rounded up to 64.
+const char* launch_wgmma_fp16x3_fused_split(const float* x, const float* x_scale,
+                                            const float* x_inv, const __half* wh, const __half* wl,
+                                            const float* w_inv, const float* b, float* y, int M,
+                                            int N, int K, int Kp, float multiplier,
+                                            float negative_slope, cudaStream_t stream);
+
+// 13's first launch: the power-of-two row scales of x (M, K) fp32, contiguous, as the fp16x3
+// split computes them: scale (M,) and inv (M,) = 1 / scale, NaN for a row holding inf or NaN.
+const char* launch_x_row_scales(const float* x, float* scale, float* inv, int M, int K,
+                                cudaStream_t stream);
 // 14: step 12 in clusters of two blocks (two row tiles, one column tile): each block copies one
 // of a stage's W boxes (wh or wl) from L2 into both blocks' shared memory (TMA multicast).
 const char* launch_wgmma_fp16x3_multicast(const __half* xh, const __half* xl, const float* x_inv,
