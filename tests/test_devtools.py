@@ -74,6 +74,25 @@ def test_p45_hopper_probe_logs_are_read_as_they_print():
         assert (launches["ms"] > 0).all() and launches["tflops"].notna().sum() == 2
 
 
+def test_p12_hopper_probe_logs_are_read_as_they_print():
+    from fusedkit import records as rec
+    from fusedkit.devtools import hopper_probe
+
+    logs = sorted((rec.default_path().parent / "logs").glob("hopper_probe_h200_*.txt"))
+    assert logs, "the notebook reads these logs"
+    for path in logs:
+        log = hopper_probe.read_log(path)
+        steps = log["steps"].set_index("step")
+        assert "cublas_fp16_epilogue" in steps.index and (steps["ms"] > 0).all()
+        launches = log["launches"]
+        if "wgmma_fp16x3_fused_split" in steps.index:   # logs from step 13 on time the launches
+            assert list(launches["launch"]) == ["12: x split (Triton)", "12: GEMM", "13: x row scales",
+                                                "13: GEMM, split in smem"]
+            assert (launches["ms"] > 0).all() and launches["tflops"].notna().sum() == 2
+        else:
+            assert launches.empty
+
+
 def test_p45_hopper_probe_log_reader_skips_failed_lines(tmp_path):
     from fusedkit.devtools import hopper_probe_p45
 

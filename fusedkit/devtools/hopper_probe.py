@@ -143,6 +143,8 @@ def _launches(M: int, K: int, N: int, rep_ms: float) -> list[str]:
 
 _PTXAS_LINE = re.compile(r"^\s+(\S+\.cu)\s+(\w+)\s+(\d+) regs\s+spills (\d+)/(\d+) B\s+stack (\d+) B"
                          r"\s+static smem (\d+) B")
+# A launch timed on its own: "  12: GEMM    0.6439 ms   213.5 TFLOP/s" (p45's probe prints these too).
+LAUNCH_LINE = re.compile(r"^\s+(\S.*?)\s+([\d.]+) ms(?:\s+([\d.]+) TFLOP/s)?")
 _STEP_LINE = re.compile(r"^(\w+)\s+(?:ok \S+|-)\s+(\S+)\s+(\S+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%$")
 
 
@@ -150,8 +152,9 @@ def read_log(path: str | Path) -> dict[str, Any]:
     """What a log of this probe printed: its first line (``title``: machine, commit, date), the
     ptxas table (``ptxas``: file, kernel, registers, spill_stores, spill_loads, stack_bytes,
     smem_bytes) and the timed steps (``steps``: step, err_fp16, err_f64, max_abs, ms, tflops,
-    pct_cublas: % of the cuBLAS fp16 bar's rate in the same probe). A step whose line says
-    FAILED is left out of ``steps``."""
+    pct_cublas: % of the cuBLAS fp16 bar's rate in the same probe) and the launches of steps 12
+    and 13 timed one by one (``launches``: launch, ms, tflops, NaN for a launch that is not a
+    GEMM; empty in logs older than step 13). A step whose line says FAILED is left out."""
     lines = Path(path).read_text().splitlines()
     ptxas = [m.groups() for line in lines if (m := _PTXAS_LINE.match(line))]
     steps = [m.groups() for line in lines if (m := _STEP_LINE.match(line.strip()))]
@@ -163,8 +166,11 @@ def read_log(path: str | Path) -> dict[str, Any]:
                                             "pct_cublas"])
     for c in steps_df.columns[1:]:
         steps_df[c] = steps_df[c].astype(float)
+    after = next((i for i, line in enumerate(lines) if line.endswith("launch by launch:")), len(lines))
+    launches = [(m.group(1), float(m.group(2)), float(m.group(3) or "nan"))
+                for line in lines[after + 1:] if (m := LAUNCH_LINE.match(line))]
     return {"title": lines[0].lstrip("# ").strip() if lines else "", "ptxas": ptxas_df,
-            "steps": steps_df}
+            "steps": steps_df, "launches": pd.DataFrame(launches, columns=["launch", "ms", "tflops"])}
 
 
 def start(name: str, problem: str) -> bool:

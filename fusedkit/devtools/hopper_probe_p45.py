@@ -112,7 +112,6 @@ def _launches(M: int, K: int, H: int, N: int, rep_ms: float) -> list[str]:
 
 
 _VARIANT_LINE = re.compile(r"^(\w+)\s+(?:ok (\S+)|-)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+(?:([\d.]+)x|-)$")
-_LAUNCH_LINE = re.compile(r"^\s+(\S.*?)\s+([\d.]+) ms(?:\s+([\d.]+) TFLOP/s)?")
 
 
 def read_log(path: str | Path) -> dict[str, Any]:
@@ -127,7 +126,7 @@ def read_log(path: str | Path) -> dict[str, Any]:
     for line in lines:
         if line.startswith("step 07 launch by launch"):
             in_launches = True
-        elif in_launches and (m := _LAUNCH_LINE.match(line)):
+        elif in_launches and (m := hopper_probe.LAUNCH_LINE.match(line)):
             launches.append((m.group(1), float(m.group(2)), float(m.group(3) or "nan")))
         elif m := _VARIANT_LINE.match(line.strip()):
             name, small, err, ms, tflops, ratio = m.groups()
