@@ -6,41 +6,23 @@
 #include <cuda_runtime.h>
 
 #include "../common/hopper.cuh"
-#include "hopper_epilogue.cuh"
+#include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
+
+// Step 12's tile, stages, order, k-loop and epilogue (hopper_fp16x3.cuh); this step's own parts
+// are the row-scale pass, the fp32 boxes of x in a stage, and the split before the wgmmas.
+namespace fp = p12::fp16x3;
+namespace sm90 = fusedkit::sm90;
 
 namespace {
 
-namespace sm90 = fusedkit::sm90;
-
 // Shapes: x is (M, K) fp32, K-contiguous, K % 4 == 0; wh, wl are (N, Kp) fp16, Kp = K rounded up
-// to 64 by the weight split. x's boxes past K arrive as zeros, so x needs no padding.
-constexpr int BM = 128;         // rows of y per tile: consumer c owns rows 64c .. 64c + 63
-constexpr int BN = 128;         // columns of y per tile: the n of one wgmma
-constexpr int BK = 64;          // k per stage: two fp32 boxes of 32 columns, then 64 fp16 after the split
-constexpr int kStages = 3;      // 3 x 64 KB = 192 KB of the 227 KB a block may have
-constexpr int kConsumers = 2;
-constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kProducerRegs = 40;   // step 12's budget: 128 * 40 + 256 * 232 <= 65536
-constexpr int kConsumerRegs = 232;
-constexpr int kGroupM = 8;
-
-constexpr int kAcc = BN / 2;
-constexpr uint32_t kTileBytes = 128 * 128;        // 16 KB: 128 rows of 128 bytes, fp32 or fp16
-constexpr uint32_t kStageBytes = 4 * kTileBytes;  // x cols 0-31 | x cols 32-63 | wh | wl: 64 KB
-constexpr size_t kSmemBytes = kStages * kStageBytes + sm90::kSwizzleAtomBytes;
-static_assert(kSmemBytes + 2 * kStages * sizeof(uint64_t) <= 227 * 1024, "shared memory");
+// to 64 by the weight split. x's boxes past K arrive as zeros, so x needs no padding. A stage is
+// step 12's: [x 0-31 -> xh | x 32-63 -> xl | wh | wl], each box 16 KB (128 rows of 128 bytes,
+// 32 fp32 or 64 fp16 a row).
+static_assert(fp::kTileBytes == 128 * 128, "an fp32 box of 32 columns fills a tile of step 12's");
 
 constexpr int kScaleThreads = 256;  // the row-scale pass: one block per row of x
-
-__device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, int& mt, int& nt) {
-    const int per_group = kGroupM * n_tiles;
-    const int first_m = (t / per_group) * kGroupM;
-    const int group_m = min(m_tiles - first_m, kGroupM);
-    const int r = t % per_group;
-    mt = first_m + r % group_m;
-    nt = r / group_m;
-}
 
 // fp32 -> fp16 hi and lo of two scaled values, as common/fp16x3_split.py's split: v*s is exact
 // (a power of two), hi rounds to nearest, (v*s - hi) * 2048 is exact, lo rounds to nearest.
@@ -129,7 +111,7 @@ p12_x_row_scales_kernel(const float* __restrict__ x, float* __restrict__ scale,
     }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
+extern "C" __global__ void __launch_bounds__(fp::kThreads, 1)
 p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,   // x (M, K) fp32, box 128 x 32
                                     const __grid_constant__ CUtensorMap wh_map,  // wh (N, Kp), box 128 x 64
                                     const __grid_constant__ CUtensorMap wl_map,  // wl (N, Kp)
@@ -141,30 +123,26 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
                                     int M, int N, int Kp, float multiplier, float negative_slope,
                                     int pairs_ok) {
     // The pipeline of step 12: full[s] = expect_tx + 64 KB, empty[s] = one arrival per consumer warp.
-    __shared__ uint64_t full[kStages], empty[kStages];
+    __shared__ uint64_t full[fp::kStages], empty[fp::kStages];
     extern __shared__ uint8_t smem_raw[];
-    const uint32_t raw = sm90::smem_addr(smem_raw);
-    uint8_t* smem = smem_raw + ((sm90::kSwizzleAtomBytes - raw % sm90::kSwizzleAtomBytes) %
-                                sm90::kSwizzleAtomBytes);
-    // Stage s: [x 0-31 -> xh | x 32-63 -> xl | wh | wl], each 16 KB and 1024-byte aligned.
-    const auto tile = [smem](int s, int which) { return smem + s * kStageBytes + which * kTileBytes; };
+    const fp::Ring ring(smem_raw);
 
-    const int m_tiles = (M + BM - 1) / BM, n_tiles = (N + BN - 1) / BN;
+    const int m_tiles = (M + fp::BM - 1) / fp::BM, n_tiles = (N + fp::BN - 1) / fp::BN;
     const int tiles = m_tiles * n_tiles;
-    const int k_tiles = (Kp + BK - 1) / BK;
+    const int k_tiles = (Kp + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
+        for (int s = 0; s < fp::kStages; ++s) {
             sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kConsumers * 4);
+            sm90::mbar_init(&empty[s], fp::kConsumers * 4);
         }
         sm90::mbar_fence_init();
     }
     __syncthreads();  // the last block-wide barrier (id 0); the consumers sync on ids 1 and 2
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<kProducerRegs>();
+        sm90::setmaxnreg_dec<fp::kProducerRegs>();
         if (threadIdx.x == 0) {
             sm90::tma_prefetch_map(&x_map);
             sm90::tma_prefetch_map(&wh_map);
@@ -172,100 +150,45 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;
-                grouped_tile(t, m_tiles, n_tiles, mt, nt);
+                fp::grouped_tile(t, m_tiles, n_tiles, fp::kGroupM, mt, nt);
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-                    const int s = it % kStages;
-                    sm90::mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
-                    sm90::mbar_arrive_expect_tx(&full[s], kStageBytes);  // zero fill counts too
-                    sm90::tma_load_2d(tile(s, 0), &x_map, &full[s], kt * BK, mt * BM);
-                    sm90::tma_load_2d(tile(s, 1), &x_map, &full[s], kt * BK + BK / 2, mt * BM);
-                    sm90::tma_load_2d(tile(s, 2), &wh_map, &full[s], kt * BK, nt * BN);
-                    sm90::tma_load_2d(tile(s, 3), &wl_map, &full[s], kt * BK, nt * BN);
+                    const int s = it % fp::kStages;
+                    sm90::mbar_wait(&empty[s], ((it / fp::kStages) & 1) ^ 1);
+                    sm90::mbar_arrive_expect_tx(&full[s], fp::kStageBytes);  // zero fill counts too
+                    sm90::tma_load_2d(ring.tile(s, fp::kXh), &x_map, &full[s], kt * fp::BK, mt * fp::BM);
+                    sm90::tma_load_2d(ring.tile(s, fp::kXl), &x_map, &full[s], kt * fp::BK + fp::BK / 2,
+                                      mt * fp::BM);
+                    sm90::tma_load_2d(ring.tile(s, fp::kWh), &wh_map, &full[s], kt * fp::BK, nt * fp::BN);
+                    sm90::tma_load_2d(ring.tile(s, fp::kWl), &wl_map, &full[s], kt * fp::BK, nt * fp::BN);
                 }
             }
         }
     } else {
-        sm90::setmaxnreg_inc<kConsumerRegs>();
+        sm90::setmaxnreg_inc<fp::kConsumerRegs>();
         const int c = warpgroup - 1;
         const int tw = threadIdx.x % 128;
-        const bool lane0 = threadIdx.x % 32 == 0;
         // The split's thread map: warp w takes 16 rows, lanes 0-15 box 0 and lanes 16-31 box 1
         // of the same rows. Each 8-lane phase of a 16-byte access then covers 8 rows of one box,
         // 8 different swizzle slots: no bank conflict.
         const int split_row = 64 * c + 16 * (tw / 32) + tw % 16;  // row in the 128-row box
         const int split_half = (tw % 32) / 16;
-        float sum[kAcc];
-        float cross[kAcc];
-        float chunk[kAcc];
         uint32_t it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int mt, nt;
-            grouped_tile(t, m_tiles, n_tiles, mt, nt);
-            const int x_row = mt * BM + split_row;
+            fp::grouped_tile(t, m_tiles, n_tiles, fp::kGroupM, mt, nt);
+            const int x_row = mt * fp::BM + split_row;
             const float s_row = x_row < M ? __ldg(x_scale + x_row) : 1.0f;  // zero rows stay zero
-#pragma unroll
-            for (int i = 0; i < kAcc; ++i) sum[i] = cross[i] = 0.0f;
-            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-                const int s = it % kStages;
-                sm90::mbar_wait(&full[s], (it / kStages) & 1);
-                // The split of this k-tile runs while the previous k-tile's cross group is
-                // still on the tensor cores (wait<1> below left it running); it touches only
-                // stage s, which no wgmma in flight reads.
-                split_row_in_place(tile(s, 0), tile(s, 1), split_row, split_half, s_row);
+            // The split of a k-tile runs while the previous k-tile's cross group is still on the
+            // tensor cores (the k-loop's wait<1> left it running); it touches only stage s,
+            // which no wgmma in flight reads. Then step 12's k-tile, unchanged.
+            const auto split_stage = [&](int s) {
+                split_row_in_place(ring.tile(s, fp::kXh), ring.tile(s, fp::kXl), split_row, split_half,
+                                   s_row);
                 if (c == 0) publish_to_wgmma<1>(); else publish_to_wgmma<2>();
-                const uint32_t xh = sm90::smem_addr(tile(s, 0)) + c * 64 * 128;
-                const uint32_t xl = sm90::smem_addr(tile(s, 1)) + c * 64 * 128;
-                const uint32_t wh = sm90::smem_addr(tile(s, 2));
-                const uint32_t wl = sm90::smem_addr(tile(s, 3));
-                // From here on step 12's k-tile, unchanged.
-                sm90::fence_accumulators(chunk);
-                sm90::fence_accumulators(cross);
-                sm90::wgmma_fence();
-#pragma unroll
-                for (int k16 = 0; k16 < BK / 16; ++k16) {
-                    sm90::wgmma_m64n128k16_f16(chunk, sm90::sw128_desc(xh + 32 * k16),
-                                               sm90::sw128_desc(wh + 32 * k16), k16 == 0 ? 0 : 1);
-                }
-                sm90::wgmma_commit();
-#pragma unroll
-                for (int k16 = 0; k16 < BK / 16; ++k16) {
-                    sm90::wgmma_m64n128k16_f16(cross, sm90::sw128_desc(xh + 32 * k16),
-                                               sm90::sw128_desc(wl + 32 * k16));
-                    sm90::wgmma_m64n128k16_f16(cross, sm90::sw128_desc(xl + 32 * k16),
-                                               sm90::sw128_desc(wh + 32 * k16));
-                }
-                sm90::wgmma_commit();
-                sm90::wgmma_wait<1>();  // chunk done, and the previous k-tile's cross
-                sm90::fence_accumulators(chunk);
-                if (kt > 0 && lane0) sm90::mbar_arrive(&empty[(it + kStages - 1) % kStages]);
-#pragma unroll
-                for (int i = 0; i < kAcc; ++i) sum[i] = __fadd_rn(sum[i], chunk[i]);
-            }
-            sm90::wgmma_wait<0>();
-            sm90::fence_accumulators(cross);
-            if (k_tiles > 0 && lane0) sm90::mbar_arrive(&empty[(it + kStages - 1) % kStages]);
-
-            // Step 12's epilogue: sum + cross / 2048, times 1 / row scales, then the store.
-            const int r0 = mt * BM + 64 * c + sm90::accumulator_row(tw);
-            const int c0 = nt * BN + sm90::accumulator_col(tw);
-            const float xi0 = r0 < M ? __ldg(x_inv + r0) : 0.0f;
-            const float xi1 = r0 + 8 < M ? __ldg(x_inv + r0 + 8) : 0.0f;
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                const int col = c0 + 8 * j;
-                const float wi0 = col < N ? __ldg(w_inv + col) : 0.0f;
-                const float wi1 = col + 1 < N ? __ldg(w_inv + col + 1) : 0.0f;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float xi = h == 0 ? xi0 : xi1;
-                    const int i = 4 * j + 2 * h;
-                    sum[i] = __fmul_rn(__fmul_rn(__fadd_rn(sum[i], cross[i] * (1.0f / 2048.0f)), xi), wi0);
-                    sum[i + 1] =
-                        __fmul_rn(__fmul_rn(__fadd_rn(sum[i + 1], cross[i + 1] * (1.0f / 2048.0f)), xi), wi1);
-                }
-            }
-            p12::store_tile_m64<BN>(sum, y, b, mt * BM + 64 * c, nt * BN, M, N, multiplier,
-                                    negative_slope, pairs_ok != 0);
+            };
+            fp::consume_tile(ring, full, it, k_tiles, c, mt, nt, x_inv, w_inv, b, y, M, N, multiplier,
+                             negative_slope, pairs_ok != 0,
+                             [&](int s) { sm90::mbar_arrive(&empty[s]); }, split_stage);
         }
     }
 }
@@ -284,14 +207,14 @@ const char* launch_wgmma_fp16x3_fused_split(const float* x, const float* x_scale
                                             const float* w_inv, const float* b, float* y, int M,
                                             int N, int K, int Kp, float multiplier,
                                             float negative_slope, cudaStream_t stream) {
-    if (Kp != (K + BK - 1) / BK * BK) return "the weight split's K must be x's K rounded up to 64";
+    if (Kp != (K + fp::BK - 1) / fp::BK * fp::BK) return "the weight split's K must be x's K rounded up to 64";
     CUtensorMap x_map, wh_map, wl_map;
-    if (const char* err = sm90::make_tensor_map_f32(&x_map, x, M, K, BM)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wh_map, wh, N, Kp, BN)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wl_map, wl, N, Kp, BN)) return err;
+    if (const char* err = sm90::make_tensor_map_f32(&x_map, x, M, K, fp::BM)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&wh_map, wh, N, Kp, fp::BN)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&wl_map, wl, N, Kp, fp::BN)) return err;
     if (cudaFuncSetAttribute(p12_wgmma_fp16x3_fused_split_kernel,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kSmemBytes)) != cudaSuccess) {
+                             static_cast<int>(fp::kSmemBytes)) != cudaSuccess) {
         return "cudaFuncSetAttribute (dynamic shared memory) failed";
     }
     int device = 0, sms = 0;
@@ -299,10 +222,10 @@ const char* launch_wgmma_fp16x3_fused_split(const float* x, const float* x_scale
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
         return "could not read the multiprocessor count";
     }
-    const int64_t tiles = static_cast<int64_t>((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+    const int64_t tiles = static_cast<int64_t>((M + fp::BM - 1) / fp::BM) * ((N + fp::BN - 1) / fp::BN);
     const int blocks = static_cast<int>(tiles < sms ? tiles : sms);
     const bool pairs_ok = N % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0;
-    p12_wgmma_fp16x3_fused_split_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(
+    p12_wgmma_fp16x3_fused_split_kernel<<<blocks, fp::kThreads, fp::kSmemBytes, stream>>>(
         x_map, wh_map, wl_map, x_scale, x_inv, w_inv, b, y, M, N, Kp, multiplier, negative_slope,
         pairs_ok ? 1 : 0);
     return nullptr;

@@ -1,6 +1,7 @@
 // Problem 12's fp16x3 wgmma tile, written once for the steps that feed it differently (12: one
-// block per tile row; 14: two blocks of a cluster sharing W's tiles): the stage layout, the tile
-// order, and a consumer warpgroup's whole tile, k-loop and epilogue.
+// block per tile, split operands by TMA; 13: x split in shared memory; 14: two blocks of a cluster
+// sharing W's tiles): the stage layout, the tile order, and a consumer warpgroup's whole tile,
+// k-loop and epilogue.
 // The math (common/fp16x3_split.py): x @ W.T = (sum_k xh wh + (xh wl + xl wh) / 2048) * xi[m] * wi[n].
 // Device code only; included by the .cu steps after common/hopper.cuh.
 #pragma once
@@ -63,15 +64,22 @@ __device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, in
 // Consumer warpgroup c's share of the tile (mt, nt): its 64 rows over every k-tile of the ring
 // (`it` counts k-tiles across tiles: stage it % kStages, parity (it / kStages) & 1), then the
 // epilogue straight from the registers to y. full[s] is the producer's "stage s has landed";
-// release(s) is called by lane 0 of each warp once its wgmmas no longer read stage s.
-template <typename Release>
+// prepare(s) runs once it has, before the stage's wgmmas (step 13 splits x there; 12 and 14
+// pass nothing to do); release(s) is called by lane 0 of each warp once its wgmmas no longer
+// read stage s.
+struct NothingToPrepare {
+    __device__ void operator()(int) const {}
+};
+
+template <typename Release, typename Prepare = NothingToPrepare>
 __device__ __forceinline__ void consume_tile(const Ring& ring, uint64_t* full, uint32_t& it,
                                              int k_tiles, int c, int mt, int nt,
                                              const float* __restrict__ x_inv,
                                              const float* __restrict__ w_inv,
                                              const float* __restrict__ b, float* __restrict__ y,
                                              int M, int N, float multiplier, float negative_slope,
-                                             bool pairs_ok, Release release) {
+                                             bool pairs_ok, Release release,
+                                             Prepare prepare = Prepare{}) {
     const bool lane0 = threadIdx.x % 32 == 0;
     float sum[kAcc];    // sum over k-tiles of hi*hi, added by FADD.RN outside the tensor cores
     float cross[kAcc];  // hi*lo + lo*hi, accumulated by the MMA over all of K
@@ -81,6 +89,7 @@ __device__ __forceinline__ void consume_tile(const Ring& ring, uint64_t* full, u
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
         const int s = it % kStages;
         sm90::mbar_wait(&full[s], (it / kStages) & 1);
+        prepare(s);
         const uint32_t xh = sm90::smem_addr(ring.tile(s, kXh)) + c * 64 * 128;  // this consumer's 64 rows
         const uint32_t xl = sm90::smem_addr(ring.tile(s, kXl)) + c * 64 * 128;
         const uint32_t wh = sm90::smem_addr(ring.tile(s, kWh));
