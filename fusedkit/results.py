@@ -127,7 +127,8 @@ def run_ceilings(run: pd.DataFrame, path: str | Path | None = None) -> dict[str,
 
 
 def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
-                 *, fixed: Mapping[str, int] | None = None, having: Sequence[str] = ()) -> pd.DataFrame:
+                 *, fixed: Mapping[str, int] | None = None, having: Sequence[str] = (),
+                 newest: bool = False) -> pd.DataFrame:
     """The most complete recorded size sweep of ``problem`` over ``dim``, one row per
     (variant, point).
 
@@ -138,7 +139,8 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
     ``having`` keeps only runs that timed every variant named there (to read the sweep that
     measured a given step); ``fixed`` first narrows the rows to given values of the other
     dimensions, which picks a slice out of a cross-product sweep. ``device`` filters on a
-    substring of the device name.
+    substring of the device name. ``newest`` reads the newest matching sweep instead of the
+    most complete (a step whose kernel changed after the full sweep, as :func:`latest_run`).
 
     Columns: variant, ``dim``, median_ms, pct_of_floor (%), tflops (TFLOP/s), gbps (GB/s),
     speedup (eager's time at the same point over the variant's; NaN where eager was not
@@ -172,7 +174,7 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
         ok &= per_run[f"n_{o}"] == 1
     for slug in having:
         ok &= per_run.index.isin(df.loc[df["variant"] == slug, "run_id"])
-    runs = per_run[ok].sort_values(["variants", "stamp"])
+    runs = per_run[ok].sort_values(["stamp"] if newest else ["variants", "stamp"])
     if runs.empty:
         return _empty_series(cols, dim)
     run = add_speedup(df[df["run_id"] == runs.index[-1]])

@@ -278,3 +278,7 @@ def test_sweep_series_prefers_the_fullest_sweep_and_can_ask_for_a_step(tmp_path)
     s = results.sweep_series(P12, "batch_size", path=path, having=["small_batch_stream"])
     assert set(s["run_id"]) == {short.run_id} and sorted(set(s["variant"])) == ["eager", "small_batch_stream"]
     assert results.sweep_series(P12, "batch_size", path=path, having=["naive"]).empty
+    # `newest` reads the later sweep of eager even though the full one timed more variants.
+    assert set(results.sweep_series(P12, "batch_size", path=path, having=["eager"],
+                                    newest=True)["run_id"]) == {short.run_id}
+    assert set(results.sweep_series(P12, "batch_size", path=path, having=["eager"])["run_id"]) == {full.run_id}
