@@ -37,7 +37,13 @@ p12_wgmma_fp16x3_kernel(const __grid_constant__ CUtensorMap xh_map,  // xh (M, K
     const int k_tiles = (K + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    fp::init_ring_barriers(full, empty, fp::kConsumers * 4);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < fp::kStages; ++s) {
+            sm90::mbar_init(&full[s], 1);
+            sm90::mbar_init(&empty[s], fp::kConsumers * 4);
+        }
+        sm90::mbar_fence_init();
+    }
     __syncthreads();  // the last block-wide barrier
 
     if (warpgroup == 0) {

@@ -132,7 +132,13 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
     const int k_tiles = (Kp + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    fp::init_ring_barriers(full, empty, fp::kConsumers * 4);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < fp::kStages; ++s) {
+            sm90::mbar_init(&full[s], 1);
+            sm90::mbar_init(&empty[s], fp::kConsumers * 4);
+        }
+        sm90::mbar_fence_init();
+    }
     __syncthreads();  // the last block-wide barrier (id 0); the consumers sync on ids 1 and 2
 
     if (warpgroup == 0) {

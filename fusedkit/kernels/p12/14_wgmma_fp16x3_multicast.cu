@@ -54,7 +54,13 @@ p12_wgmma_fp16x3_multicast_kernel(const __grid_constant__ CUtensorMap xh_map,  /
     const int k_tiles = (K + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    fp::init_ring_barriers(full, empty, kCluster * fp::kConsumers * 4);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < fp::kStages; ++s) {
+            sm90::mbar_init(&full[s], 1);
+            sm90::mbar_init(&empty[s], kCluster * fp::kConsumers * 4);
+        }
+        sm90::mbar_fence_init();
+    }
     sm90::cluster_sync();  // both blocks' barriers exist before a copy or an arrival crosses over
 
     if (warpgroup == 0) {

@@ -49,20 +49,6 @@ struct Ring {
     __device__ uint8_t* tile(int s, int which) const { return base + s * kStageBytes + which * kTileBytes; }
 };
 
-// The ring's barriers, by thread 0: full[s] waits for the producer's expect_tx arrival and the
-// stage's TMA bytes; empty[s] for `consumer_arrivals` (one per consumer warp that reads stage s).
-// Each step follows it with its own block- or cluster-wide barrier.
-__device__ __forceinline__ void init_ring_barriers(uint64_t* full, uint64_t* empty,
-                                                   uint32_t consumer_arrivals) {
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], consumer_arrivals);
-        }
-        sm90::mbar_fence_init();
-    }
-}
-
 // Tile t of an (m_tiles x n_tiles) grid in grouped order: kGroupM rows of tiles walk the columns
 // together, so consecutive tiles share W's columns in L2.
 __device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, int group_m,
