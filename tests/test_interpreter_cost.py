@@ -153,9 +153,17 @@ def test_calibration_reproduces_the_constants_and_the_measurements():
                                           output_size=128)),
 ], ids=["p12", "p45"])
 def test_estimate_is_within_3x_of_a_measured_call(problem, slug, sizes):
+    # The model is calibrated on one 2-core machine (an AMD EPYC); another CPU runs the
+    # interpreter at another speed (an Intel Xeon of this workplace: 2.2-3.4x faster). Time
+    # one calibration point here first and judge the estimate at this machine's speed, so
+    # the test checks the model, not the CPU it happens to run on.
+    ref = next(pt for pt in ic.CALIBRATION   # a point of another shape than either below
+               if pt.sizes == "batch_size=1,in_features=1024,out_features=1024")
+    ref_wall, _ = ic.time_one_call(get(ref.problem), ref.variant, parse_sizes(ref.sizes))
+    speed = ref.wall_s / ref_wall
     wall, _ = ic.time_one_call(problem, slug, problem.sizes(**sizes))
-    est = ic.estimate_seconds(problem, slug, problem.sizes(**sizes))
-    assert wall / 3 <= est <= 3 * wall, (est, wall)
+    est = ic.estimate_seconds(problem, slug, problem.sizes(**sizes)) / speed
+    assert wall / 3 <= est <= 3 * wall, (est, wall, speed)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter runs only without a GPU")
