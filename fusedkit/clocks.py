@@ -145,7 +145,7 @@ class Sampler:
             return False
         self._out = tempfile.TemporaryFile()
         cmd = [self.smi, "-i", _gpu_selector(self.smi), f"--query-gpu={','.join(self.fields)}",
-               "--format=csv,noheader,nounits", f"-lms={self.interval_ms}"]
+               "--format=csv,noheader,nounits", "-lms", str(self.interval_ms)]
         self._proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.DEVNULL)
         return True
 
