@@ -87,9 +87,11 @@ def _flush_buffer(device: torch.device) -> torch.Tensor:
 def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | None = None,
                warmup_ms: float = 100.0, rep_ms: float = 500.0,
                device: str | torch.device | None = None, keep: int = 0,
-               rng: random.Random | None = None) -> TimedCalls:
+               rng: random.Random | None = None, flush_l2: bool = True) -> TimedCalls:
     """Time ``call()`` (no arguments: close over the inputs), each call preceded by an untimed
     ``prepare(i)`` (``i`` counts every call, warm-up included) and, on a GPU, an L2 flush.
+    ``flush_l2=False`` leaves the L2 as the previous call left it: only for measuring the L2
+    itself (:mod:`fusedkit.ceilings`), never a kernel.
 
     ``warmup_ms`` / ``rep_ms`` are time budgets in milliseconds, as in ``triton.testing.do_bench``;
     the number of warm-up calls is randomised by up to a quarter. ``keep`` timed calls, drawn
@@ -100,7 +102,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
     device = _resolve(device)
     rng = rng or random.Random()
     gpu = device.type == "cuda"
-    flush = _flush_buffer(device) if gpu else None
+    flush = _flush_buffer(device) if gpu and flush_l2 else None
     kept: list[tuple[int, torch.Tensor]] = []
     wanted: set[int] = set()
     counter = [0]
@@ -111,7 +113,8 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
         if prepare is not None:
             prepare(i)
         if gpu:
-            flush.zero_()
+            if flush is not None:
+                flush.zero_()
             start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
             start.record()
             out = call()
@@ -149,9 +152,11 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
 
 
 def time_fn(fn: Callable[[], object], *, warmup_ms: float = 100.0, rep_ms: float = 500.0,
-            device: str | torch.device | None = None) -> Timing:
-    """Time ``fn()`` alone (no input refresh, nothing kept): ceilings and components."""
-    return time_calls(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, device=device).timing
+            device: str | torch.device | None = None, flush_l2: bool = True) -> Timing:
+    """Time ``fn()`` alone (no input refresh, nothing kept): ceilings and components.
+    ``flush_l2`` as in :func:`time_calls`."""
+    return time_calls(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, device=device,
+                      flush_l2=flush_l2).timing
 
 
 def device_busy_ms(call: Callable[[], object], device: str | torch.device, *,
@@ -213,18 +218,3 @@ def copy_bandwidth_gbps(nbytes: int = 2 * 2**30, device: str | torch.device = "c
     This is the ceiling a memory-bound kernel is judged against, measured in the same run.
     """
     return 2 * nbytes / (time_copy(2 * nbytes, device).median_ms * 1e-3) / 1e9
-
-
-def time_matmul(n: int = 8192, dtype: torch.dtype = torch.bfloat16,
-                device: str | torch.device = "cuda") -> Timing:
-    """Time one large random ``n x n x n`` matrix product through PyTorch."""
-    device = _require_cuda(device, "the matrix-rate ceiling")
-    a = torch.randn(n, n, device=device, dtype=dtype)
-    b = torch.randn(n, n, device=device, dtype=dtype)
-    return time_fn(lambda: a @ b, warmup_ms=100, rep_ms=500, device=device)
-
-
-def matmul_tflops(n: int = 8192, dtype: torch.dtype = torch.bfloat16,
-                  device: str | torch.device = "cuda") -> float:
-    """Rate of one large random ``n x n x n`` matrix product through PyTorch, in TFLOP/s."""
-    return 2 * n**3 / (time_matmul(n, dtype, device).median_ms * 1e-3) / 1e12

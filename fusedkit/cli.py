@@ -1,4 +1,4 @@
-"""``python -m fusedkit``: info, report, bench and export from the command line.
+"""``python -m fusedkit``: info, report, bench, ceilings and export from the command line.
 
 Bad input and faults (an unwritable or corrupt records file, Ctrl-C) get one line on
 stderr naming the parameter, the value and what is allowed, and exit status 2; never a
@@ -100,8 +100,9 @@ def _bench(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         # Each row was appended as it was measured, so what finished is on disk: say so.
         raise _Interrupted(_kept(path, before)) from None
-    cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops",
-                        "gbps", "pct_of_floor", "pct_of_copy", "rel_error", "speedup") if c in df]
+    cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps",
+                        "pct_of_floor", "pct_of_measured", "pct_of_copy", "rel_error", "speedup")
+            if c in df]
     timed = df[df["median_ms"].notna()] if "median_ms" in df else df.iloc[0:0]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(timed[cols].to_string(index=False) if not timed.empty else "no variant ran")
@@ -129,7 +130,7 @@ def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None,
     res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
                     records_path=path, progress=sys.stderr.isatty())
     cols = [c for c in ("variant", *axes, "tier", "median_ms", "tflops", "gbps", "pct_of_floor",
-                        "rel_error", "speedup") if c in res.rows]
+                        "pct_of_measured", "rel_error", "speedup") if c in res.rows]
     rows = res.rows
     timed = rows[rows["median_ms"].notna()] if "median_ms" in rows else rows.iloc[0:0]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
@@ -137,6 +138,37 @@ def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None,
     print(f"series {res.run_id}: {res.points} points run, {len(res.skipped)} skipped, "
           f"{len(timed)} rows recorded")
     return _failures(res.rows)
+
+
+def _ceilings(args: argparse.Namespace) -> int:
+    """``ceilings``: the device's own ceilings in a run of their own, recorded; a table after."""
+    import pandas as pd  # noqa: PLC0415
+
+    from fusedkit import problems, records  # noqa: PLC0415
+
+    keys = problems.names()
+    if args.problem != "all":
+        try:
+            keys = [problems.get(args.problem).key]
+        except ValueError:
+            raise ValueError(f"--problem={args.problem!r} is not known; allowed: "
+                             f"{', '.join(problems.names())} or all") from None
+    import torch  # noqa: PLC0415
+
+    from fusedkit import ceilings  # noqa: PLC0415
+
+    if not torch.cuda.is_available():
+        raise ValueError("ceilings are measured on a GPU and no CUDA GPU is visible here; the "
+                         "recorded ones are in data/records.csv (fusedkit.ceilings.newest)")
+    path = records.path_for(torch.device("cuda"), args.records)
+    try:
+        records.preflight(path)
+    except records.RecordsError as e:
+        raise type(e)(f"--records: {e}" if args.records else str(e)) from None
+    got = ceilings.record_run([problems.get(k) for k in keys], path)
+    with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
+        print(ceilings.table(got).to_string(index=False))
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -309,6 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "batch_size=64..16384x2 (or lo..hi+step); repeat for a cross product. Rows "
                         "are recorded as each variant finishes; a new run is a new series (no resume)")
     b.set_defaults(fn=_bench)
+    c = sub.add_parser("ceilings", help="measure the GPU's own ceilings (copy, L2 and DRAM reads, "
+                       "cuBLAS at each problem's GEMM shapes) and record them")
+    c.add_argument("--problem", default="all", help="p12, p45 or all (default): whose GEMM shapes")
+    c.add_argument("--records", type=_records_file,
+                   help="records CSV (default: data/records.csv); the clocks go beside it")
+    c.set_defaults(fn=_ceilings)
     e = sub.add_parser("export", help="write a kernel as a self-contained KernelBench solution (ModelNew)")
     e.add_argument("--problem", required=True, help="p12 or p45")
     e.add_argument("--variant", help="the variant to export (one of the problem's kernels, no baseline)")

@@ -6,6 +6,7 @@ copied out of context still says where it came from.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Sequence
 
 import matplotlib.pyplot as plt
@@ -332,4 +333,91 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
               bbox_to_anchor=(1.01, 0.5))
     ax.set_title(title)
     fig.tight_layout()
+    return fig
+
+
+def clock_chart(readings: pd.DataFrame, *, gpu: GpuSpec | None = None, title: str = "") -> plt.Figure:
+    """The SM clock (top) and the board power (bottom) over a run, from nvidia-smi's readings
+    (:func:`fusedkit.clocks.read_clocks`, one run or several: seconds since each run's first
+    reading); readings with a power or thermal cap active in red. Lines mark the clock at which
+    the datasheet's tensor rate holds (:meth:`GpuSpec.implied_clock_ghz` of bf16), the highest SM
+    clock (recorded, else where the FP32 rate's implied clock puts it) and the power limit
+    (recorded, else the datasheet's TDP). With no readings the figure says so. The figure is
+    closed before it is returned, so a notebook shows it once, where it is displayed."""
+    from fusedkit.clocks import capped  # noqa: PLC0415 - clocks imports records only
+
+    gpu = gpu or spec(DEFAULT_GPU)
+    fig, (top, low) = plt.subplots(2, 1, figsize=(8.2, 5.8), sharex=True,
+                                   gridspec_kw={"height_ratios": [3, 2]})
+    if readings.empty:
+        for ax in (top, low):
+            ax.text(0.5, 0.5, "no clock readings recorded", ha="center", va="center",
+                    transform=ax.transAxes, color="grey")
+        top.set_ylabel("SM clock (MHz)")
+        low.set_ylabel("power (W)")
+        low.set_xlabel("seconds since the first reading")
+        fig.suptitle(title or f"SM clock and power: nothing recorded ({gpu.name})", fontsize=11)
+        fig.tight_layout()
+        plt.close(fig)
+        return fig
+    df = readings.copy()
+    if "run_id" not in df:
+        df["run_id"] = "this run"
+    df["seconds"] = (df["timestamp"] - df.groupby("run_id")["timestamp"].transform("min")
+                     ).dt.total_seconds()
+    df["capped"] = capped(df)
+    runs = list(dict.fromkeys(df["run_id"]))
+    palette = dict(zip(runs, sns.color_palette("deep", len(runs))))
+    for run in runs:
+        part = df[df["run_id"] == run]
+        label = run if len(runs) > 1 else "reading (every 50 ms)"
+        top.plot(part["seconds"], part["sm_mhz"], lw=0.8, color=palette[run], label=label)
+        low.plot(part["seconds"], part["power_w"], lw=0.8, color=palette[run])
+    hit = df[df["capped"]]
+    if not hit.empty:
+        top.scatter(hit["seconds"], hit["sm_mhz"], s=8, color="#c44e52", zorder=4,
+                    label=f"power or thermal cap active ({present.share(len(hit) / len(df))} of readings)")
+        low.scatter(hit["seconds"], hit["power_w"], s=8, color="#c44e52", zorder=4)
+    marks = []
+    try:
+        marks.append((1e3 * gpu.implied_clock_ghz("bf16"), "#55a868", "--",
+                      f"tensor datasheet rate's clock, {1e3 * gpu.implied_clock_ghz('bf16'):.0f} MHz"))
+    except ValueError:
+        pass
+    top_mhz = df["max_sm_mhz"].dropna()
+    if not top_mhz.empty:
+        marks.append((float(top_mhz.median()), "#4c72b0", ":",
+                      f"highest SM clock (nvidia-smi), {top_mhz.median():.0f} MHz"))
+    else:
+        with contextlib.suppress(ValueError):
+            mhz = 1e3 * gpu.implied_clock_ghz("fp32")
+            marks.append((mhz, "#4c72b0", ":", f"FP32 datasheet rate's clock (max boost), {mhz:.0f} MHz"))
+    for y, colour, style, label in marks:
+        top.axhline(y, color=colour, ls=style, lw=1.5, label=label)
+    limit = df["power_limit_w"].dropna()
+    if not limit.empty:
+        low.axhline(float(limit.median()), color="black", ls="--", lw=1.2,
+                    label=f"power limit (nvidia-smi), {limit.median():.0f} W")
+    elif gpu.tdp_w:
+        low.axhline(gpu.tdp_w, color="black", ls="--", lw=1.2,
+                    label=f"datasheet TDP, {gpu.tdp_w:.0f} W (limit not recorded)")
+    from fusedkit.clocks import busy_readings  # noqa: PLC0415
+
+    busy = busy_readings(df)["sm_mhz"].dropna()
+    if not busy.empty and busy.min() > df["sm_mhz"].min():
+        # Idle readings (the GPU lowers its clock between calls) would squash the busy ones.
+        top.set_ylim(bottom=busy.min() - 150, top=max(y for y, *_ in marks + [(df["sm_mhz"].max(),)]) + 60)
+        top.text(0.99, 0.02, "idle readings run off the bottom", transform=top.transAxes,
+                 ha="right", va="bottom", fontsize=8, color="grey")
+    top.set_ylabel("SM clock (MHz)")
+    low.set_ylabel("power (W)")
+    low.set_xlabel("seconds since the first reading")
+    top.legend(fontsize=8, loc="lower left")
+    if low.get_legend_handles_labels()[0]:
+        low.legend(fontsize=8, loc="lower left")
+    where = runs[0] if len(runs) == 1 else f"{len(runs)} runs"
+    fig.suptitle(title or f"SM clock and power read beside {where} (datasheet lines: {gpu.name})",
+                 fontsize=11)
+    fig.tight_layout()
+    plt.close(fig)
     return fig

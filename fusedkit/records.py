@@ -21,7 +21,7 @@ import re
 import secrets
 import stat
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -190,27 +190,50 @@ def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
     texts = [_row_text(i, r) for i, r in enumerate(rows)]
     if not texts:
         return
+    _refuse_repeats(path, [], texts)   # within this call, whatever the file holds
+
+    def check(p: Path, text: str) -> None:
+        _refuse_repeats(p, _parse(p, text), texts)
+
+    append_lines(path, csv_line(COLUMNS), "".join(csv_line(row[c] for c in COLUMNS) for row in texts),
+                 check)
+
+
+def _refuse_repeats(path: Path, recorded: list[tuple[int, dict[str, str]]],
+                    texts: list[dict[str, str]]) -> None:
+    """ValueError naming the first new row whose key is recorded, or repeats an earlier new row."""
+    seen = {tuple(r[c] for c in _KEY): line for line, r in recorded}
+    for i, row in enumerate(texts):
+        key = tuple(row[c] for c in _KEY)
+        if key in seen:
+            where = f"line {seen[key]} of {path}" if seen[key] else "an earlier row of this call"
+            raise ValueError(f"rows[{i}]: {dict(zip(_KEY, key))} is already recorded at {where}; "
+                             "each (run_id, problem, sizes, variant) is recorded once")
+        seen[key] = 0
+
+
+def append_lines(path: str | os.PathLike[str], header: str, lines: str,
+                 check: Callable[[Path, str], object]) -> None:
+    """Append ``lines`` (whole CSV lines) to another file of ``data/`` with the same care as
+    :func:`append_rows`: an exclusive lock, the existing text validated by ``check(path, text)``
+    (which raises to refuse it; the file is then left as it is), old + new written to a temporary
+    file and renamed over the original. A missing or empty file starts with ``header`` (one line)."""
+    path = Path(path)
+    if not lines:
+        return
     if path.exists():
         _check_writable_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):
         _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
         old = path.read_bytes() if path.exists() else b""
-        recorded = _parse(path, _decode(path, old)) if old.strip() else []
-        if not old.strip():
-            old = _csv_line(COLUMNS).encode()
-        elif not old.endswith(b"\n"):
-            old += b"\n"
-        seen = {tuple(r[c] for c in _KEY): line for line, r in recorded}
-        for i, row in enumerate(texts):
-            key = tuple(row[c] for c in _KEY)
-            if key in seen:
-                where = f"line {seen[key]} of {path}" if seen[key] else "an earlier row of this call"
-                raise ValueError(f"rows[{i}]: {dict(zip(_KEY, key))} is already recorded at {where}; "
-                                 "each (run_id, problem, sizes, variant) is recorded once")
-            seen[key] = 0
-        new = "".join(_csv_line(row[c] for c in COLUMNS) for row in texts).encode()
-        _replace_durably(path, old + new)
+        if old.strip():
+            check(path, _decode(path, old))
+            if not old.endswith(b"\n"):
+                old += b"\n"
+        else:
+            old = header.rstrip("\n").encode() + b"\n"
+        _replace_durably(path, old + (lines if lines.endswith("\n") else lines + "\n").encode())
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
@@ -317,13 +340,9 @@ def _check_row(row: Mapping[str, str]) -> str:
     for c in _NON_EMPTY:
         if not row[c].strip():
             return f"{c} is empty; it is required"
-    try:
-        # Python 3.10's fromisoformat does not take the "Z" suffix; spell it as an offset.
-        stamp = datetime.fromisoformat(re.sub(r"Z$", "+00:00", row["timestamp"]))
-    except ValueError:
-        stamp = None
-    if stamp is None or stamp.utcoffset() is None:
-        return f"timestamp={row['timestamp']!r} is not an ISO 8601 time with a UTC offset"
+    fault = timestamp_fault(row["timestamp"])
+    if fault:
+        return fault
     if not _SIZES_RE.fullmatch(row["sizes"]):
         return f"sizes={row['sizes']!r} is not of the form name=value,name=value"
     if row["tier"] not in TIERS:
@@ -355,6 +374,18 @@ def _check_row(row: Mapping[str, str]) -> str:
     return ""
 
 
+def timestamp_fault(text: str, column: str = "timestamp") -> str:
+    """"" when ``text`` is an ISO 8601 time with a UTC offset ("Z" allowed), else the fault."""
+    try:
+        # Python 3.10's fromisoformat does not take the "Z" suffix; spell it as an offset.
+        stamp = datetime.fromisoformat(re.sub(r"Z$", "+00:00", text))
+    except ValueError:
+        stamp = None
+    if stamp is None or stamp.utcoffset() is None:
+        return f"{column}={text!r} is not an ISO 8601 time with a UTC offset"
+    return ""
+
+
 def _row_text(index: int, row: object) -> dict[str, str]:
     """A row for append_rows, checked: exactly the columns, as text, valid."""
     if not isinstance(row, Mapping):
@@ -374,8 +405,9 @@ def _row_text(index: int, row: object) -> dict[str, str]:
 
 # --- the file -----------------------------------------------------------------------------
 
-def _csv_line(cells: object) -> str:
-    """One CSV line, quoted where a cell holds a comma or a quote, ending in "\\n"."""
+def csv_line(cells: object) -> str:
+    """One CSV line, quoted where a cell holds a comma or a quote, ending in "\\n" (for every
+    file of ``data/``)."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(cells)
     return buf.getvalue()

@@ -14,6 +14,7 @@ otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import pandas as pd
 
@@ -71,13 +72,23 @@ def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "
 
     The compute floor adds each stage's FLOPs at the rate of the unit that does them.
     """
+    _check_precision(precision)
+    return fused_floor_at(problem, sizes, lambda s: stage_floor(s, gpu, precision).peak_tflops,
+                          gpu.mem_gbps, element_bytes)
+
+
+def fused_floor_at(problem: Problem, sizes: Sizes, stage_tflops: Callable[[Stage], float],
+                   mem_gbps: float, element_bytes: int = 4) -> Floor:
+    """:func:`fused_floor` with each stage's rate (TFLOP/s) given by ``stage_tflops(stage)`` and
+    a memory bandwidth ``mem_gbps`` (GB/s): the same sum with measured ceilings in place of the
+    datasheet's (:func:`fusedkit.ceilings.measured_floor`)."""
     stages = problem.stages(sizes, element_bytes)
-    floors = [stage_floor(s, gpu, precision) for s in stages]
+    floors = [Floor(s.flops, s.bytes, stage_tflops(s), mem_gbps) for s in stages]
     flops = sum(f.flops for f in floors)
     compute_ms = sum(f.compute_ms for f in floors)
     # Express the mixed-unit compute time as one effective rate, so Floor stays simple.
     eff_tflops = flops / (compute_ms * 1e-3) / 1e12
-    return Floor(flops, problem.min_bytes(sizes, element_bytes), eff_tflops, gpu.mem_gbps)
+    return Floor(flops, problem.min_bytes(sizes, element_bytes), eff_tflops, mem_gbps)
 
 
 def unfused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",

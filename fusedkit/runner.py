@@ -1,12 +1,15 @@
 """Run a problem's ladder: every variant through the one measuring path
 (:func:`fusedkit.measure.measure`: check, then time), each row recorded at once.
 
-TFLOP/s, GB/s and % of floor stand beside every time. Each variant's record is appended as
-soon as it is measured, so a run that dies half-way keeps what it finished.
+TFLOP/s, GB/s and % of floor stand beside every time, and on a GPU the % of the ceilings
+measured in the same run (:mod:`fusedkit.ceilings`), with the SM clock and power read beside
+the run (:mod:`fusedkit.clocks`). Each variant's record is appended as soon as it is
+measured, so a run that dies half-way keeps what it finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Sequence
@@ -15,7 +18,8 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from fusedkit import bench, records
+from fusedkit import bench, clocks, records
+from fusedkit import ceilings as device_ceilings
 from fusedkit.check import device_refusal
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS, interpreter_seconds, measure
@@ -36,20 +40,15 @@ def runnable(problem: Problem, names: Sequence[str] | None, sizes: Sizes,
     return chosen, skipped
 
 
-def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec) -> tuple[GpuSpec, list[dict]]:
-    """Measure copy bandwidth and the bf16 matmul rate; return the updated spec and rows."""
-    copy_bytes, n = 2 * 2**31, 8192
-    tc, tm = bench.time_copy(copy_bytes), bench.time_matmul(n)
-    copy_gbps = copy_bytes / (tc.median_ms * 1e-3) / 1e9
-    rows = [
-        records.make_row(ctx, problem="device", sizes=f"bytes={copy_bytes // 2}", variant="d2d_copy",
-                         timer=tc.timer, median_ms=tc.median_ms, p10_ms=tc.p10_ms, p90_ms=tc.p90_ms,
-                         repeats=tc.repeats, gbps=copy_gbps, notes="bytes read + written"),
-        records.make_row(ctx, problem="device", sizes=f"n={n}", variant="bf16_matmul",
-                         timer=tm.timer, median_ms=tm.median_ms, p10_ms=tm.p10_ms, p90_ms=tm.p90_ms,
-                         repeats=tm.repeats, tflops=2 * n**3 / (tm.median_ms * 1e-3) / 1e12,
-                         notes="random bf16 operands"),
-    ]
+def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec, problem: Problem | None = None,
+                     sizes: Sequence[Sizes] = ()) -> tuple[GpuSpec, list[dict]]:
+    """Measure the device's ceilings for this run (:func:`fusedkit.ceilings.measure`: copy, DRAM
+    and L2 reads, cuBLAS at ``problem``'s GEMM shapes at each of ``sizes``, default its own
+    defaults); return ``gpu`` with the measured copy bandwidth in place of the datasheet's (the
+    recorded % of floor uses it) and the rows, not yet appended."""
+    shapes = device_ceilings.gemm_shapes(problem, list(sizes) or None) if problem is not None else []
+    rows = device_ceilings.measure(ctx, shapes, say=tqdm.write, gpu=gpu)
+    copy_gbps = next(float(r["gbps"]) for r in rows if r["variant"] == device_ceilings.COPY)
     return gpu.with_measurements(mem_gbps=copy_gbps), rows
 
 
@@ -70,10 +69,12 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     the same bytes (``components=[]`` skips them).
 
     ``ctx`` makes the rows part of an existing run (one ``run_id``, as a size sweep needs;
-    default: a new run). ``gpu`` is the spec the floors are computed on (default: the
-    detected GPU's datasheet, replaced by measured ceilings when ``ceilings`` is true on a
-    GPU). A caller that shares ``ctx`` over several calls measures the ceilings once itself
-    and passes ``ceilings=False``: a run records each ceiling once.
+    default: a new run, whose SM clock and power are read beside it into the clocks file next
+    to the records). ``gpu`` is the spec the floors are computed on (default: the detected
+    GPU's datasheet with the copy bandwidth measured when ``ceilings`` is true on a GPU). A
+    caller that shares ``ctx`` over several calls measures the ceilings once itself and passes
+    ``ceilings=False``: a run records each ceiling once. On a GPU the frame also has
+    ``pct_of_measured`` (:func:`fusedkit.ceilings.add_pct_of_measured`).
     """
     sizes = problem.sizes(sizes)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -83,11 +84,28 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
         tqdm.write(f"skipped {note}")
     if ctx is not None and not isinstance(ctx, records.RunContext):
         raise TypeError(f"ctx={ctx!r} is not a RunContext; use records.RunContext.collect()")
+    owner = ctx is None    # this call is the whole run: it reads the clocks beside it
     ctx = ctx or records.RunContext.collect()
     path = records.path_for(device, records_path)
+    sampler = (clocks.sampling(ctx.run_id, clocks.path_for(path), say=tqdm.write)
+               if owner and device.type == "cuda" else contextlib.nullcontext())
+    with sampler:
+        df = _run(problem, sizes, chosen, device, seeds, warmup_ms, rep_ms, path, ceilings,
+                  components, progress, ctx, gpu)
+    if device.type == "cuda" and not df.empty and "median_ms" in df:
+        df = device_ceilings.add_pct_of_measured(df.assign(device=ctx.device, run_id=ctx.run_id),
+                                          problem, path=path).drop(columns=["device", "run_id"])
+    return df
+
+
+def _run(problem: Problem, sizes: Sizes, chosen: list[Variant], device: torch.device, seeds: int,
+         warmup_ms: float, rep_ms: float, path: Path, measure_ceilings_too: bool,
+         components: Sequence[str] | None, progress: bool, ctx: records.RunContext,
+         gpu: GpuSpec | None) -> pd.DataFrame:
+    """The body of :func:`run_ladder`: ceilings, then each variant, then the components."""
     gpu = gpu or detect_gpu().spec
-    if device.type == "cuda" and ceilings:
-        gpu, rows = measure_ceilings(ctx, gpu)
+    if device.type == "cuda" and measure_ceilings_too:
+        gpu, rows = measure_ceilings(ctx, gpu, problem, [sizes])
         records.append_rows(path, rows)
     out = []
     bar = tqdm(chosen, desc=f"{problem.key} ladder", unit="variant", disable=not progress)

@@ -18,6 +18,7 @@ a new series with a new ``run_id`` (the plots read the latest one).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from fusedkit import records
+from fusedkit import clocks, records
 from fusedkit.hardware import detect_gpu
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
 from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS
@@ -186,9 +187,10 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
     ``axes`` is :func:`parse_sweep`'s {dimension: values}; ``base`` fixes the other sizes.
     Points too large for ``device`` (CPU FLOP budget, Triton interpreter budget, GPU
     memory) are skipped with a printed reason, not failed; if no point can run at all,
-    :class:`SizeError` says why before anything is measured. On a GPU the copy bandwidth
-    and bf16 matmul ceilings are measured once, before the first point, and every point's
-    % of floor uses them. Components (memory-bound pieces) are not timed in a sweep.
+    :class:`SizeError` says why before anything is measured. On a GPU the ceilings
+    (:mod:`fusedkit.ceilings`: copy, reads, cuBLAS at every point's GEMM shapes) are measured
+    once, before the first point, every point's % of floor uses the copy bandwidth, and the
+    SM clock and power are read beside the whole series (:mod:`fusedkit.clocks`). Components (memory-bound pieces) are not timed in a sweep.
     A fault found in a variant is reported and the sweep goes on; an interruption (Ctrl-C)
     ends it, and the rows finished before it stay recorded.
     """
@@ -213,16 +215,20 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
     ctx = records.RunContext.collect()
     path = records.path_for(device, records_path)
     gpu = detect_gpu().spec
-    if device.type == "cuda" and ceilings:
-        gpu, rows = measure_ceilings(ctx, gpu)    # once per series, shared by every point
-        records.append_rows(path, rows)
     frames = []
-    bar = tqdm(plan, desc=f"{problem.key} sweep", unit="point", disable=not progress)
-    for sizes, names in bar:
-        bar.set_postfix_str(", ".join(f"{k}={sizes[k]}" for k in axes))
-        df = run_ladder(problem, sizes, variants=names, device=device, seeds=seeds,
-                        warmup_ms=warmup_ms, rep_ms=rep_ms, records_path=path, ceilings=False,
-                        components=[], progress=False, ctx=ctx, gpu=gpu)
-        frames.append(df.assign(**{k: sizes[k] for k in axes}))
+    sampler = (clocks.sampling(ctx.run_id, clocks.path_for(path), say=tqdm.write)
+               if device.type == "cuda" else contextlib.nullcontext())
+    with sampler:
+        if device.type == "cuda" and ceilings:
+            # Once per series, shared by every point; cuBLAS at every point's GEMM shapes.
+            gpu, rows = measure_ceilings(ctx, gpu, problem, [sizes for sizes, _ in plan])
+            records.append_rows(path, rows)
+        bar = tqdm(plan, desc=f"{problem.key} sweep", unit="point", disable=not progress)
+        for sizes, names in bar:
+            bar.set_postfix_str(", ".join(f"{k}={sizes[k]}" for k in axes))
+            df = run_ladder(problem, sizes, variants=names, device=device, seeds=seeds,
+                            warmup_ms=warmup_ms, rep_ms=rep_ms, records_path=path, ceilings=False,
+                            components=[], progress=False, ctx=ctx, gpu=gpu)
+            frames.append(df.assign(**{k: sizes[k] for k in axes}))
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return SweepResult(ctx.run_id, rows, skipped, len(plan))

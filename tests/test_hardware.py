@@ -61,9 +61,32 @@ def test_detects_the_gpu_present():
     d = hardware.detect_gpu()
     props = torch.cuda.get_device_properties(0)
     assert d.present and d.spec.sms == props.multi_processor_count
-    print(f"\ndetected: {d.reason} sms={d.spec.sms} l2={d.spec.l2_mb:.1f} MB")
+    assert d.spec.l2_mib == props.L2_cache_size / 2**20   # MiB, as the table gives it
+    print(f"\ndetected: {d.reason} sms={d.spec.sms} l2={d.spec.l2_mib:.1f} MiB")
 
 
 def test_measured_ceilings_are_labelled():
     s = hardware.spec("H200 SXM").with_measurements(mem_gbps=4300.0)
     assert s.measured and s.mem_gbps == 4300.0
+
+
+def test_l2_is_in_mib_and_reads_back_in_mb():
+    h200 = hardware.spec("H200 SXM")
+    # 50 MiB is what the CUDA device query reports (L2_cache_size = 52428800 bytes): 52.4 MB
+    assert h200.l2_mib == 50.0 and h200.l2_mb == pytest.approx(52.4288)
+
+
+@pytest.mark.parametrize("precision,ghz", [("bf16", 1.830), ("fp16x3", 1.830), ("tf32", 1.830),
+                                           ("fp32", 1.983)])
+def test_datasheet_rates_imply_their_clock(precision, ghz):
+    # The tensor figures hold at about 1.83 GHz; the FP32 one at the 1.98 GHz maximum boost.
+    assert hardware.spec("H200 SXM").implied_clock_ghz(precision) == pytest.approx(ghz, abs=5e-4)
+
+
+def test_implied_clocks_of_other_parts_and_unknown_figures():
+    assert hardware.spec("A100 SXM4 80GB").implied_clock_ghz("bf16") == pytest.approx(1.41, abs=0.01)
+    assert hardware.spec("L40S").implied_clock_ghz("fp32") == pytest.approx(2.52, abs=0.01)
+    with pytest.raises(ValueError, match="no FLOP-per-clock figures"):
+        hardware.spec("B200").implied_clock_ghz("bf16")
+    with pytest.raises(ValueError, match="precision='fp8' is not known"):
+        hardware.spec("H200 SXM").implied_clock_ghz("fp8")

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info probe tests bench sweep small reports counters source" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
+#   STAGES="info probe tests ceilings bench sweep small reports counters source" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
 # (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
 OUT=${OUT:-/tmp/fusedkit-out}
 mkdir -p "$OUT"
 # New records append to a copy of the history, so the notebooks see both; bring them home
-# with records.import_records, which skips the rows that were already here.
+# with records.import_records, which skips the rows that were already here. The ceilings,
+# bench and sweep stages read nvidia-smi beside each run into $OUT/clocks.csv (beside the
+# records; fusedkit.clocks): bring it home with python -m fusedkit.clocks import $OUT/clocks.csv.
 [ -f "$OUT/records.csv" ] || cp data/records.csv "$OUT/records.csv" 2>/dev/null || true
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FUSEDKIT_RECORDS="$OUT/records.csv"
 export TORCH_EXTENSIONS_DIR=/tmp/torch-ext MPLBACKEND=Agg
@@ -34,6 +36,9 @@ for stage in ${STAGES:-info tests bench reports}; do
              # their files fail to collect and pytest stops (2026-11-30). Say so in one line first.
              python3 -c "import nbformat, ipywidgets" 2>/dev/null || echo "tests: no Jupyter stack here: carry .whl (fusedkit/devtools/fetch_gpu_wheels.sh) or the notebook tests fail to collect"
              python3 -m pytest -m gpu -q -rs --durations=20 -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.txt" | tail -40 ;;
+    ceilings) # The GPU's own ceilings in a run of their own: copy, DRAM and L2 reads, cuBLAS at
+             # every GEMM shape of the problems, with the SM clock and power read beside.
+             python3 -m fusedkit ceilings --problem all 2>&1 | tee -a "$OUT/ceilings.txt" ;;
     bench)   for p in ${PROBLEMS:-p12 p45}; do
                python3 -m fusedkit bench --problem "$p" ${BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.txt"
              done ;;
@@ -72,7 +77,7 @@ for stage in ${STAGES:-info tests bench reports}; do
                  python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" \
                  > "$OUT/source_${p}_${v}.csv" 2> "$OUT/source_${p}_${v}.err"
              echo "source: rc $?, $(wc -l < "$OUT/source_${p}_${v}.csv") lines"; tail -3 "$OUT/source_${p}_${v}.err" ;;
-    *)       echo "unknown stage $stage (valid: info probe tests bench sweep small reports counters source)"; exit 2 ;;
+    *)       echo "unknown stage $stage (valid: info probe tests ceilings bench sweep small reports counters source)"; exit 2 ;;
   esac
 done
 rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files

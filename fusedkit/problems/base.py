@@ -59,7 +59,9 @@ class Stage:
     ``flops`` counts multiply and add separately (a GEMM is 2*M*N*K); elementwise FLOP
     counts are a convention (see each problem) and are negligible beside the GEMMs.
     ``bytes_read`` / ``bytes_written`` are the fewest bytes this stage moves through
-    device memory on its own: each input read once, each output written once.
+    device memory on its own: each input read once, each output written once. A GEMM stage
+    names its shape in ``mnk``, so its cuBLAS rate can be measured at exactly that shape
+    (:mod:`fusedkit.ceilings`).
     """
 
     name: str
@@ -67,6 +69,7 @@ class Stage:
     flops: float
     bytes_read: float
     bytes_written: float
+    mnk: tuple[int, int, int] | None = None   # a GEMM's (M, N, K): (M, K) times (K, N)
 
     @property
     def bytes(self) -> float:

@@ -41,7 +41,7 @@ def _stages(s: Sizes, eb: int) -> list[Stage]:
     # its multiply by the slope counts one.
     return [
         Stage("gemm + bias (addmm)", "gemm", 2.0 * m * n * k + m * n,
-              eb * (m * k + n * k + n), eb * m * n),
+              eb * (m * k + n * k + n), eb * m * n, mnk=(m, n, k)),
         Stage("* multiplier", "elementwise", m * n, eb * m * n, eb * m * n),
         Stage("LeakyReLU", "elementwise", m * n, eb * m * n, eb * m * n),
     ]

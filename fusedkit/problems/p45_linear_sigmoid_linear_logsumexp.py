@@ -43,10 +43,10 @@ def _stages(s: Sizes, eb: int) -> list[Stage]:
     m, k, h, n = s["batch_size"], s["input_size"], s["hidden_size"], s["output_size"]
     return [
         Stage("linear1 (addmm)", "gemm", 2.0 * m * h * k + m * h,
-              eb * (m * k + h * k + h), eb * m * h),
+              eb * (m * k + h * k + h), eb * m * h, mnk=(m, h, k)),
         Stage("sigmoid", "elementwise", SIGMOID_FLOPS * m * h, eb * m * h, eb * m * h),
         Stage("linear2 (addmm)", "gemm", 2.0 * m * n * h + m * n,
-              eb * (m * h + n * h + n), eb * m * n),
+              eb * (m * h + n * h + n), eb * m * n, mnk=(m, n, h)),
         Stage("logsumexp", "reduction", LSE_FLOPS * m * n + 2 * m, eb * m * n, eb * m),
     ]
 

@@ -1,0 +1,417 @@
+"""The device's own ceilings, measured in the same run as a ladder, and the floor they give.
+
+A datasheet rate is a lead, not a ceiling (see :mod:`fusedkit.hardware`): the H200's 989.4
+TFLOP/s of fp16 holds at 1.83 GHz, and under a long tensor-core load the GPU may run slower.
+So each run also measures, on the device at hand and through :mod:`fusedkit.bench`'s one
+timing method (randomised warm-up, CUDA events, the median of many calls):
+
+- ``ceiling_copy``: a 2 GiB device-to-device copy (``Tensor.copy_``); bytes read plus written
+  over its time, the L2 flushed before every call. The bandwidth a memory-bound kernel gets.
+- ``ceiling_dram_read``: a read-only kernel (``kernels/common/read_sum.py``: each program sums
+  16 KiB float32 tiles with L2-only ``.cg`` loads into one float) over 2 GiB, far more than
+  the L2 holds, once per call, the L2 flushed before each; bytes read over time.
+- ``ceiling_l2_read``: the same kernel over 16 MiB (a third of the H200's 50 MiB L2), 64
+  passes per call, the L2 *not* flushed: the call before left the buffer there, so every pass
+  is served by L2. Bytes read (16 MiB x 64) over time.
+  Both reads check their output: the partial sums add up to passes x the buffer's sum.
+- ``ceiling_gemm_<operands>``: cuBLAS through ``torch.mm`` at a GEMM shape of a problem,
+  x (M, K) times W.T with W (N, K), as the model's ``nn.Linear`` runs it, for operands fp32
+  (TF32 off), tf32 (TF32 on), fp16 and bf16 (fp32 output through ``out_dtype`` where torch
+  offers it, else 16-bit output, said in the row's notes), on ``randn`` data. Timed as a ladder
+  variant is: before every call x is rewritten with one of two random sets (untimed) and the L2
+  flushed. One timed call's output is checked against float64 on its first rows (fp32 must be
+  fp32-accurate, tf32 must show TF32's rounding), so the rate is of the arithmetic it names.
+
+Rows go to the records (``problem`` ``device``, see ``data/README.md``); the ladder and a
+sweep record them in their own run, so ratios stay within a run. Older runs recorded
+``d2d_copy`` (the same copy) and ``bf16_matmul`` (n = 8192, bf16 output): both are read too.
+
+:func:`measured_floor` is :func:`fusedkit.roofline.fused_floor` on these: the larger of the
+problem's fewest bytes over the copy bandwidth and its FLOPs over cuBLAS's rate at each of its
+GEMM shapes (tf32x3 and fp16x3 count three products; elementwise stages stay at the datasheet
+FP32 rate, nothing measures them and they are < 0.1% of the FLOPs). Our kernels may beat
+cuBLAS, so a ``pct_of_measured`` above 100 means faster than cuBLAS's own GEMM at that shape.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import pandas as pd
+import torch
+
+from fusedkit import bench, records
+from fusedkit.hardware import DEFAULT_GPU, GpuSpec, detect_gpu, match_device_name, spec
+from fusedkit.precision import PRECISIONS
+from fusedkit.problems import Problem, Sizes, parse_sizes
+from fusedkit.roofline import Floor, fused_floor_at
+
+PROBLEM = "device"
+"""The records' ``problem`` of every ceiling row."""
+COPY, DRAM_READ, L2_READ = "ceiling_copy", "ceiling_dram_read", "ceiling_l2_read"
+GEMM_PREFIX = "ceiling_gemm_"
+LEGACY = {"d2d_copy": "copy", "bf16_matmul": "gemm"}
+"""Variants of older runs read as ceilings: the same copy, and a square bf16 matmul."""
+
+COPY_BYTES = 2 * 2**30          # buffer copied (moves twice this)
+DRAM_READ_BYTES = 2 * 2**30     # far larger than any L2 of the spec table
+L2_READ_BYTES = 16 * 2**20      # a third of the H200's 50 MiB L2
+L2_PASSES = 64
+PROGRAMS_PER_SM = 4             # read_sum programs per SM (8 warps each)
+WARMUP_MS, REP_MS = 50.0, 300.0
+
+GEMM_OPERANDS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
+"""Operand types whose cuBLAS rate is measured at each GEMM shape."""
+PRECISION_CEILING: dict[str, tuple[str, int]] = {
+    "fp32": ("fp32", 1), "tf32": ("tf32", 1), "tf32x3": ("tf32", 3),
+    "fp16": ("fp16", 1), "bf16": ("bf16", 1), "fp16x3": ("fp16", 3)}
+"""A precision (:data:`fusedkit.precision.PRECISIONS`) -> (cuBLAS operands, products per term)."""
+_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+           "bf16": torch.bfloat16}
+_UNIT = {"fp32": "fp32", "tf32": "tf32", "fp16": "bf16", "bf16": "bf16"}   # datasheet unit
+# Largest rel. error against float64 of the operands as stored (fp32 must not be TF32's) ...
+_MAX_ERROR = {"fp32": 5e-5, "tf32": 5e-3, "fp16": 2e-3, "bf16": 1e-2}
+# ... and the smallest: TF32 rounds its inputs to 10 bits (about 4e-4 on randn operands).
+_MIN_ERROR = {"tf32": 5e-5}
+_CHECK_ROWS = 128
+
+
+# --- measuring -----------------------------------------------------------------------------
+
+def gemm_shapes(problem: Problem, sizes: Sizes | Iterable[Sizes] | None = None
+                ) -> list[tuple[int, int, int]]:
+    """(M, N, K) of every GEMM stage of ``problem`` at ``sizes`` (one mapping, several, or
+    None for the defaults), in order, each once."""
+    many = [sizes] if sizes is None or isinstance(sizes, dict) else list(sizes)
+    shapes: list[tuple[int, int, int]] = []
+    for s in many:
+        for stage in problem.stages(problem.sizes(s or problem.defaults)):
+            if stage.kind == "gemm" and stage.mnk and stage.mnk not in shapes:
+                shapes.append(stage.mnk)
+    return shapes
+
+
+def _cuda(device: str | torch.device | None) -> torch.device:
+    device = torch.device(device or "cuda")
+    if device.type != "cuda" or not torch.cuda.is_available():
+        raise ValueError(f"device={device}: ceilings are GPU measurements and no CUDA GPU is "
+                         "visible here; read the recorded ones with fusedkit.ceilings.newest()")
+    return device
+
+
+def _read_kernel():
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+    return load_step("common", "read_sum.py")
+
+
+def time_read(nbytes: int, passes: int, *, flush_l2: bool, device: str | torch.device = "cuda",
+              warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> bench.Timing:
+    """Time :func:`read_sum` over a random float32 buffer of ``nbytes``, ``passes`` times per
+    call (``flush_l2`` as in :func:`fusedkit.bench.time_calls`); the kept outputs are checked.
+    The rate is ``nbytes * passes`` bytes read over the median time."""
+    device = _cuda(device)
+    k = _read_kernel()
+    src = torch.rand(nbytes // 4 // k.BLOCK * k.BLOCK, device=device) + 0.5   # never zero
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    out = torch.full((sms * PROGRAMS_PER_SM,), math.nan, device=device)
+    timed = bench.time_calls(lambda: k.read_sum(src, out, passes), warmup_ms=warmup_ms,
+                             rep_ms=rep_ms, device=device, keep=1, flush_l2=flush_l2)
+    want = passes * src.double().sum().item()
+    for _, got in timed.kept:
+        total = got.double().sum().item()
+        if not abs(total - want) <= 1e-4 * want:
+            raise RuntimeError(f"read_sum over {nbytes} bytes x {passes}: sums to {total:.6g}, "
+                               f"expected {want:.6g}: the read is not what it claims")
+    return timed.timing
+
+
+def _mm(operands: str) -> tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], str]:
+    """x @ w.T for ``operands``, and what its output is (for the notes)."""
+    if operands in ("fp32", "tf32"):
+        return (lambda x, w: torch.mm(x, w.t())), "fp32 output"
+    return (lambda x, w: torch.mm(x, w.t(), out_dtype=torch.float32)), "fp32 output (out_dtype)"
+
+
+def time_gemm(m: int, n: int, k: int, operands: str, device: str | torch.device = "cuda", *,
+              warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> tuple[bench.Timing, str]:
+    """Time cuBLAS (``torch.mm``) on x (m, k) times W.T, W (n, k), with ``operands`` (one of
+    :data:`GEMM_OPERANDS`); x rewritten from one of two random sets before every call and the
+    L2 flushed. Returns the timing and a note on the output type. Raises RuntimeError when the
+    checked output is not of the arithmetic ``operands`` names."""
+    from fusedkit.problems.baselines import tf32_matmul  # noqa: PLC0415
+
+    if operands not in GEMM_OPERANDS:
+        raise ValueError(f"operands={operands!r}; valid: {', '.join(GEMM_OPERANDS)}")
+    device = _cuda(device)
+    dtype = _DTYPES[operands]
+    sets = [torch.randn(m, k, device=device).to(dtype) for _ in range(2)]
+    x, w = sets[0].clone(), torch.randn(n, k, device=device).to(dtype)
+    mm, output = _mm(operands)
+    try:
+        mm(x[:1], w[:1])
+    except (RuntimeError, TypeError):   # a torch without mm's out_dtype: 16-bit output
+        mm, output = (lambda a, b: torch.mm(a, b.t())), f"{operands} output (no out_dtype here)"
+    with torch.no_grad(), tf32_matmul(operands == "tf32"):
+        timed = bench.time_calls(lambda: mm(x, w), prepare=lambda i: x.copy_(sets[i % 2]),
+                                 warmup_ms=warmup_ms, rep_ms=rep_ms, device=device, keep=1,
+                                 rng=random.Random())
+    for i, out in timed.kept:
+        rows = min(m, _CHECK_ROWS)
+        ref = sets[i % 2][:rows].double() @ w.double().t()
+        err = (torch.linalg.vector_norm(out[:rows].double() - ref) / torch.linalg.vector_norm(ref)).item()
+        if not _MIN_ERROR.get(operands, 0.0) <= err <= _MAX_ERROR[operands]:
+            raise RuntimeError(f"cuBLAS {operands} at m={m}, n={n}, k={k}: rel. error {err:.2e} "
+                               f"against float64, expected {_MIN_ERROR.get(operands, 0):.0e} to "
+                               f"{_MAX_ERROR[operands]:.0e}: not {operands} arithmetic")
+    return timed.timing, output
+
+
+def _row(ctx: records.RunContext, variant: str, sizes: str, t: bench.Timing, **fields) -> dict:
+    return records.make_row(ctx, problem=PROBLEM, sizes=sizes, variant=variant, timer=t.timer,
+                            median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
+                            repeats=t.repeats, **fields)
+
+
+def measure(ctx: records.RunContext, shapes: Sequence[tuple[int, int, int]] = (),
+            device: str | torch.device | None = None, *, say: Callable[[str], None] = print,
+            gpu: GpuSpec | None = None) -> list[dict]:
+    """Measure the copy, DRAM-read and L2-read ceilings and cuBLAS at each (M, N, K) of
+    ``shapes`` for every operand type; return their rows (:func:`fusedkit.records.make_row`,
+    not yet appended) and ``say`` one line each, beside the datasheet's figure of ``gpu``."""
+    device = _cuda(device)
+    gpu = gpu or detect_gpu().spec
+    rows = []
+    t = bench.time_copy(2 * COPY_BYTES, device, warmup_ms=WARMUP_MS, rep_ms=REP_MS)
+    rows.append(_row(ctx, COPY, f"bytes={COPY_BYTES}", t, gbps=2 * COPY_BYTES / (t.median_ms * 1e6),
+                     notes="Tensor.copy_ of a 2 GiB buffer; bytes read + written; L2 flushed"))
+    t = time_read(DRAM_READ_BYTES, 1, flush_l2=True, device=device)
+    rows.append(_row(ctx, DRAM_READ, f"bytes={DRAM_READ_BYTES}", t,
+                     gbps=DRAM_READ_BYTES / (t.median_ms * 1e6),
+                     notes="read_sum (.cg loads, one float per program), checked; bytes read; "
+                           "L2 flushed"))
+    t = time_read(L2_READ_BYTES, L2_PASSES, flush_l2=False, device=device)
+    rows.append(_row(ctx, L2_READ, f"bytes={L2_READ_BYTES}", t,
+                     gbps=L2_READ_BYTES * L2_PASSES / (t.median_ms * 1e6),
+                     notes=f"read_sum, {L2_PASSES} passes per call over a buffer left in L2 by the "
+                           "call before (no flush), checked; bytes read"))
+    for r in rows:
+        share = ("" if r["variant"] == L2_READ else
+                 f" ({100 * float(r['gbps']) / gpu.mem_gbps:.0f}% of the datasheet's "
+                 f"{gpu.mem_gbps:.0f} GB/s)")
+        say(f"{r['variant']}: {float(r['median_ms']):.4g} ms, {float(r['gbps']):.0f} GB/s{share}")
+    for m, n, k in shapes:
+        for op in GEMM_OPERANDS:
+            t, output = time_gemm(m, n, k, op, device)
+            tflops = 2.0 * m * n * k / (t.median_ms * 1e9)
+            rows.append(_row(ctx, GEMM_PREFIX + op, f"m={m},n={n},k={k}", t, tflops=tflops,
+                             notes=f"cuBLAS via torch.mm, x (m, k) times W.T, W (n, k); {op} "
+                                   f"operands, {output}; x rewritten and L2 flushed before every "
+                                   "call; output checked against float64"))
+            say(f"{GEMM_PREFIX + op} at m={m}, n={n}, k={k}: {t.median_ms:.4g} ms, "
+                f"{tflops:.1f} TFLOP/s{_beside_datasheet(gpu, op, tflops)}")
+    return rows
+
+
+def _beside_datasheet(gpu: GpuSpec, operands: str, tflops: float) -> str:
+    """", 70% of the datasheet's 989 (as if always busy at 1.28 GHz)"."""
+    peak = gpu.peak_tflops(_UNIT[operands])
+    text = f", {100 * tflops / peak:.0f}% of the datasheet's {peak:.4g}"
+    try:
+        clock = gpu.implied_clock_ghz(_UNIT[operands]) * tflops / peak
+    except ValueError:
+        return text
+    return text + f" (every unit busy at {clock:.2f} GHz would give it)"
+
+
+def record_run(problems: Sequence[Problem], path: str | Path | None = None, *,
+               say: Callable[[str], None] = print) -> pd.DataFrame:
+    """Measure the ceilings alone, in a run of their own (``python -m fusedkit ceilings``):
+    cuBLAS at every GEMM shape of ``problems`` at their default sizes, the SM clock and power
+    read beside (:func:`fusedkit.clocks.sampling`); append the rows to ``path`` (default: the
+    records) and return them as a typed frame of :func:`read_ceilings`."""
+    from fusedkit import clocks  # noqa: PLC0415
+
+    device = _cuda("cuda")
+    path = Path(path) if path is not None else records.default_path()
+    records.preflight(path)
+    ctx = records.RunContext.collect()
+    shapes = [s for p in problems for s in gemm_shapes(p)]
+    shapes = list(dict.fromkeys(shapes))
+    say(f"run {ctx.run_id} on {ctx.device}, commit {ctx.commit}")
+    with clocks.sampling(ctx.run_id, clocks.path_for(path), say=say):
+        rows = measure(ctx, shapes, device, say=say)
+        records.append_rows(path, rows)
+    return of_run(ctx.run_id, path)
+
+
+# --- reading back --------------------------------------------------------------------------
+
+CEILING_COLUMNS = ("run_id", "timestamp", "commit", "device", "variant", "kind", "operands",
+                   "m", "n", "k", "bytes", "rate", "unit", "median_ms", "notes")
+
+
+def ceilings_frame(recs: pd.DataFrame) -> pd.DataFrame:
+    """The ceiling rows of a records frame (:func:`fusedkit.records.read_records`), one per
+    (run, ceiling): ``kind`` copy, dram_read, l2_read or gemm; ``operands`` of a GEMM; ``m``,
+    ``n``, ``k`` of a GEMM and ``bytes`` of a buffer (NaN where they do not apply); ``rate`` in
+    ``unit`` (GB/s or TFLOP/s). Older runs' ``d2d_copy`` and ``bf16_matmul`` are included."""
+    df = recs[(recs["problem"] == PROBLEM)
+              & (recs["variant"].str.startswith("ceiling_") | recs["variant"].isin(list(LEGACY)))]
+    out = []
+    for r in df.itertuples(index=False):
+        sizes = parse_sizes(r.sizes)
+        kind = LEGACY.get(r.variant) or ("gemm" if r.variant.startswith(GEMM_PREFIX)
+                                         else r.variant.removeprefix("ceiling_"))
+        ops = (r.variant.removeprefix(GEMM_PREFIX) if r.variant.startswith(GEMM_PREFIX)
+               else "bf16" if r.variant == "bf16_matmul" else "")
+        if r.variant == "bf16_matmul":
+            sizes = dict(m=sizes["n"], n=sizes["n"], k=sizes["n"])
+        gemm = kind == "gemm"
+        out.append({"run_id": r.run_id, "timestamp": r.timestamp, "commit": r.commit,
+                    "device": r.device, "variant": r.variant, "kind": kind, "operands": ops,
+                    **{d: float(sizes[d]) if gemm else math.nan for d in "mnk"},
+                    "bytes": math.nan if gemm else float(sizes["bytes"]),
+                    "rate": r.tflops if gemm else r.gbps, "unit": "TFLOP/s" if gemm else "GB/s",
+                    "median_ms": r.median_ms, "notes": r.notes})
+    return pd.DataFrame(out, columns=list(CEILING_COLUMNS))
+
+
+def read_ceilings(path: str | Path | None = None) -> pd.DataFrame:
+    """Every recorded ceiling (see :func:`ceilings_frame`) of the records at ``path``."""
+    return ceilings_frame(records.read_records(path or records.default_path()))
+
+
+_KEY = ["kind", "operands", "m", "n", "k", "bytes"]
+
+
+def _newest_per_key(df: pd.DataFrame) -> pd.DataFrame:
+    # A ceiling's key: what was measured. NaN sizes compare equal once filled.
+    keyed = df.assign(**{c: df[c].fillna(-1) for c in ("m", "n", "k", "bytes")})
+    newest = keyed.sort_values("timestamp").groupby(_KEY, sort=False).tail(1).index
+    return df.loc[newest].sort_values(["kind", "operands", "m", "n", "k"]).reset_index(drop=True)
+
+
+def newest(device: str, path: str | Path | None = None, *,
+           ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The newest recorded value of each ceiling on ``device`` (its exact name, e.g. ``NVIDIA
+    H200``); empty when none was recorded there."""
+    df = read_ceilings(path) if ceilings is None else ceilings
+    return _newest_per_key(df[df["device"] == device])
+
+
+def of_run(run_id: str, path: str | Path | None = None, *,
+           ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The ceilings recorded in the run ``run_id``; empty when it recorded none."""
+    df = read_ceilings(path) if ceilings is None else ceilings
+    return _newest_per_key(df[df["run_id"] == run_id])
+
+
+def for_run(device: str, run_id: str | None, ceilings: pd.DataFrame) -> pd.DataFrame:
+    """Each ceiling as the run ``run_id`` measured it, or, where that run did not, the newest
+    on ``device``: a run's ratios stay within the run wherever it recorded the ceiling."""
+    on_device = ceilings[ceilings["device"] == device]
+    own = on_device[on_device["run_id"] == run_id] if run_id else on_device.iloc[0:0]
+    both = pd.concat([_newest_per_key(on_device).assign(_own=0), own.assign(_own=1)])
+    keyed = both.assign(**{c: both[c].fillna(-1) for c in ("m", "n", "k", "bytes")})
+    pick = keyed.sort_values(["_own", "timestamp"]).groupby(_KEY, sort=False).tail(1).index
+    return both.loc[pick].drop(columns="_own").reset_index(drop=True)
+
+
+def _lookup(ceilings: pd.DataFrame, kind: str, operands: str = "",
+            mnk: tuple[int, int, int] | None = None) -> float:
+    hit = ceilings[(ceilings["kind"] == kind) & (ceilings["operands"] == operands)]
+    if mnk is not None:
+        hit = hit[(hit["m"] == mnk[0]) & (hit["n"] == mnk[1]) & (hit["k"] == mnk[2])]
+    elif kind == "copy":   # the 2 GiB copy (legacy rows: the same size)
+        hit = hit.sort_values("bytes").tail(1)
+    return float(hit["rate"].iloc[-1]) if len(hit) else math.nan
+
+
+def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
+                   ceilings: pd.DataFrame) -> Floor | None:
+    """The floor of a perfectly fused kernel of ``problem`` at ``sizes`` and ``precision`` on
+    measured ceilings (one row per ceiling, e.g. :func:`newest` or :func:`for_run`): fewest
+    bytes over ``ceiling_copy``, each GEMM stage's FLOPs over cuBLAS's rate of that precision's
+    operands at the stage's own (M, N, K), divided by the products per term (tf32x3, fp16x3:
+    3); other stages at the device's datasheet FP32 rate. None where a needed ceiling is not
+    recorded. Times in :class:`fusedkit.roofline.Floor` are ms."""
+    if precision not in PRECISION_CEILING:
+        raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
+    sizes = problem.sizes(parse_sizes(sizes) if isinstance(sizes, str) else sizes)
+    if ceilings.empty:
+        return None
+    copy = _lookup(ceilings, "copy")
+    operands, products = PRECISION_CEILING[precision]
+    gpu = match_device_name(str(ceilings["device"].iloc[0])) or spec(DEFAULT_GPU)
+    rates = {}
+    for stage in problem.stages(sizes):
+        if stage.kind == "gemm":
+            rates[stage.name] = _lookup(ceilings, "gemm", operands, stage.mnk) / products
+    if not math.isfinite(copy) or not all(math.isfinite(r) for r in rates.values()):
+        return None
+    return fused_floor_at(problem, sizes, lambda s: rates.get(s.name, gpu.fp32_tflops), copy)
+
+
+def _precision_of(problem: Problem, row: pd.Series) -> str:
+    if "precision" in row and isinstance(row["precision"], str) and row["precision"]:
+        return row["precision"]
+    if row["variant"] in problem.variants:
+        return problem.variants[row["variant"]].precision
+    found = str(row.get("notes", "")).split("precision=")
+    return found[1].split(";")[0].strip() if len(found) > 1 else ""
+
+
+def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path | None = None,
+                        ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``df`` with a ``pct_of_measured`` column: :func:`measured_floor` over ``median_ms``, x 100,
+    for each row's ``sizes``, ``device`` and precision (a ``precision`` column, else the
+    variant's in ``problem``'s registry, else the row's ``precision=`` note), on the ceilings of
+    the row's run where ``df`` has ``run_id`` and that run recorded them, else the newest on its
+    device (:func:`for_run`). NaN where a ceiling is missing on that device, or the row was not
+    timed with CUDA events. ``ceilings`` (from :func:`read_ceilings`) saves re-reading ``path``."""
+    out = df.copy()
+    if out.empty:
+        out["pct_of_measured"] = pd.Series(dtype="float64")
+        return out
+    missing = [c for c in ("variant", "sizes", "device", "median_ms") if c not in out]
+    if missing:
+        raise ValueError(f"add_pct_of_measured: df lacks column(s) {', '.join(missing)}")
+    ceilings = read_ceilings(path) if ceilings is None else ceilings
+    floors: dict[tuple, float] = {}
+    pct = []
+    for _, row in out.iterrows():
+        run = row["run_id"] if "run_id" in out else None
+        key = (row["device"], run, row["sizes"], _precision_of(problem, row))
+        if key not in floors:
+            chosen = for_run(row["device"], run, ceilings)
+            f = (measured_floor(problem, row["sizes"], key[3], chosen)
+                 if key[3] in PRECISION_CEILING and not chosen.empty else None)
+            floors[key] = f.floor_ms if f is not None else math.nan
+        timed = "timer" not in out or row["timer"] == "cuda-events"
+        ms = row["median_ms"]
+        pct.append(100.0 * floors[key] / ms if timed and pd.notna(ms) and ms > 0 else math.nan)
+    out["pct_of_measured"] = pd.Series(pct, index=out.index, dtype="float64")
+    return out
+
+
+def table(ceilings: pd.DataFrame, gpu: GpuSpec | None = None) -> pd.DataFrame:
+    """Ceilings as a reader sees them: what, shape, rate, unit and the datasheet's figure with
+    the share reached (``gpu``: the device's spec, default from the rows' device name)."""
+    if ceilings.empty:
+        return pd.DataFrame(columns=["ceiling", "shape", "rate", "unit", "datasheet", "% of datasheet"])
+    gpu = gpu or match_device_name(str(ceilings["device"].iloc[0])) or spec(DEFAULT_GPU)
+    rows = []
+    for r in ceilings.itertuples(index=False):
+        if r.kind == "gemm":
+            shape, sheet = f"{r.m:.0f} x {r.n:.0f} x {r.k:.0f}", gpu.peak_tflops(_UNIT[r.operands])
+            what = f"cuBLAS {r.operands}"
+        else:
+            shape, what = f"{r.bytes / 2**20:.0f} MiB", r.kind.replace("_", " ")
+            sheet = math.nan if r.kind == "l2_read" else gpu.mem_gbps
+        rows.append({"ceiling": what, "shape": shape, "rate": r.rate, "unit": r.unit,
+                     "datasheet": sheet, "% of datasheet": 100 * r.rate / sheet})
+    return pd.DataFrame(rows)

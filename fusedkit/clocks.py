@@ -1,0 +1,493 @@
+"""The GPU's SM clock, power and temperature while a run measures: ``nvidia-smi`` read every
+50 ms beside the run, the readings kept in ``data/clocks.csv`` under the run's ``run_id``.
+
+A datasheet's tensor rate holds at one clock (1.83 GHz on the H200, see
+:meth:`fusedkit.hardware.GpuSpec.implied_clock_ghz`); the GPU boosts above it when cool and
+drops below it when its power cap bites under a long tensor-core load. These readings say
+which happened during a run. Nothing here changes a clock or a power setting: nvidia-smi is
+only asked to report (``--query-gpu``).
+
+One reading per row (schema in ``data/README.md``): ``run_id``, ``timestamp`` (UTC, ms),
+``sm_mhz``, ``max_sm_mhz`` (the highest SM clock the GPU allows), ``mem_mhz``, ``power_w``,
+``power_limit_w`` (the enforced software limit), ``temperature_c``, ``util_pct`` (the share
+of nvidia-smi's sample period in which a kernel ran) and ``event_reasons`` (nvidia-smi's
+``clocks_event_reasons.active`` bit mask, e.g. ``0x4``: the power cap holds the clock down).
+Empty means not read. Appends are locked and atomic, as ``records.csv``'s.
+
+Without nvidia-smi (a CPU, CI) :func:`sampling` says so in one line and records nothing.
+``python -m fusedkit.clocks import FILE`` brings readings home: a ``clocks.csv`` written on a
+GPU machine (rows already here are skipped), or a raw ``nvidia-smi --format=csv`` log, which
+is given the run whose start lies inside its time span (or ``--run-id``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import io
+import math
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from fusedkit import records
+
+COLUMNS: tuple[str, ...] = ("run_id", "timestamp", "sm_mhz", "max_sm_mhz", "mem_mhz", "power_w",
+                            "power_limit_w", "temperature_c", "util_pct", "event_reasons")
+"""Column names of ``clocks.csv``, in file order."""
+NUMBERS: tuple[str, ...] = COLUMNS[2:9]
+BUSY_UTIL_PCT = 50.0
+"""A reading is *busy* when nvidia-smi saw a kernel running at least this share of its sample
+period (``utilization.gpu``); where that was not read, when the GPU was not flagged idle."""
+INTERVAL_MS = 50
+"""Milliseconds between readings."""
+
+# nvidia-smi --query-gpu field (driver 580 spelling) -> our column; older names beside.
+QUERY: dict[str, str] = {"timestamp": "timestamp", "clocks.sm": "sm_mhz",
+                         "clocks.max.sm": "max_sm_mhz", "clocks.mem": "mem_mhz",
+                         "power.draw": "power_w", "power.limit": "power_limit_w",
+                         "temperature.gpu": "temperature_c", "utilization.gpu": "util_pct",
+                         "clocks_event_reasons.active": "event_reasons"}
+ALIASES: dict[str, str] = {"clocks.current.sm": "clocks.sm", "clocks.current.memory": "clocks.mem",
+                           "clocks.max.sm": "clocks.max.sm", "clocks.max.graphics": "clocks.max.sm",
+                           "clocks_throttle_reasons.active": "clocks_event_reasons.active",
+                           "enforced.power.limit": "power.limit"}
+
+# Bits of clocks_event_reasons.active (NVML's nvmlClocksEventReason*).
+IDLE = 0x1
+CAPS: dict[int, str] = {0x4: "software power cap", 0x8: "hardware slowdown",
+                        0x20: "software thermal slowdown", 0x40: "hardware thermal slowdown",
+                        0x80: "hardware power brake"}
+"""The reasons that hold the clock below what the load asks for: a power or thermal cap."""
+
+_STAMP = re.compile(r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?")
+
+
+def default_path() -> Path:
+    """``clocks.csv`` beside the records file (``data/clocks.csv``)."""
+    return path_for(records.default_path())
+
+
+def path_for(records_path: str | Path) -> Path:
+    """The clocks file beside a records file: a run's readings go where its rows go."""
+    return Path(records_path).parent / "clocks.csv"
+
+
+# --- sampling --------------------------------------------------------------------------------
+
+def _supported(smi: str) -> list[str]:
+    """The fields of :data:`QUERY` this nvidia-smi knows (older drivers: the throttle spelling)."""
+    try:
+        text = subprocess.run([smi, "--help-query-gpu"], capture_output=True, text=True,
+                              timeout=15).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    known = set(re.findall(r'"([A-Za-z0-9_.]+)"', text))
+    fields = [f for f in QUERY if f in known]
+    if "clocks_event_reasons.active" not in known and "clocks_throttle_reasons.active" in known:
+        fields.append("clocks_throttle_reasons.active")
+    return fields if "timestamp" in fields else []
+
+
+def _gpu_selector(smi: str) -> str:
+    """nvidia-smi's ``-i`` for the GPU torch uses: its UUID (CUDA_VISIBLE_DEVICES may renumber
+    GPUs), or index 0 where this nvidia-smi does not take that UUID."""
+    import torch  # noqa: PLC0415 - heavy
+
+    if not torch.cuda.is_available():
+        return "0"
+    uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
+    if uuid is not None:
+        sel = f"GPU-{uuid}"
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            probe = subprocess.run([smi, "-i", sel, "--query-gpu=timestamp", "--format=csv,noheader"],
+                                   capture_output=True, text=True, timeout=15)
+            if probe.returncode == 0 and probe.stdout.strip():
+                return sel
+    return "0"
+
+
+class Sampler:
+    """A background ``nvidia-smi --query-gpu=... -lms 50`` for the GPU in use, started by
+    :meth:`start` and ended by :meth:`stop`, which returns its readings (columns
+    :data:`COLUMNS` without ``run_id``). ``available`` is False where there is no nvidia-smi."""
+
+    def __init__(self, interval_ms: int = INTERVAL_MS) -> None:
+        self.interval_ms = interval_ms
+        self.smi = shutil.which("nvidia-smi")
+        self.fields: list[str] = []
+        self._proc: subprocess.Popen | None = None
+        self._out: tempfile._TemporaryFileWrapper | None = None   # type: ignore[name-defined]
+        self.error = ""
+
+    @property
+    def available(self) -> bool:
+        return self.smi is not None
+
+    def start(self) -> bool:
+        """Start reading; False (and :attr:`error` says why) when nothing can be read."""
+        if self.smi is None:
+            self.error = "no nvidia-smi here"
+            return False
+        self.fields = _supported(self.smi)
+        if not self.fields:
+            self.error = "nvidia-smi lists none of the fields needed (timestamp, clocks.sm, ...)"
+            return False
+        self._out = tempfile.TemporaryFile()
+        cmd = [self.smi, "-i", _gpu_selector(self.smi), f"--query-gpu={','.join(self.fields)}",
+               "--format=csv,noheader,nounits", "-lms", str(self.interval_ms)]
+        self._proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.DEVNULL)
+        return True
+
+    def stop(self) -> pd.DataFrame:
+        """End the nvidia-smi this sampler started and parse what it wrote (local times -> UTC)."""
+        if self._proc is None or self._out is None:
+            return empty_readings()
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._proc.returncode not in (0, -15, 143) and not self.error:
+            self.error = f"nvidia-smi exited with status {self._proc.returncode}"
+        self._out.seek(0)
+        text = self._out.read().decode("utf-8", "replace")
+        self._out.close()
+        self._proc = self._out = None
+        names = [QUERY.get(ALIASES.get(f, f), "") for f in self.fields]
+        return parse_smi(text, names, local_time=True)
+
+
+def _local_zone() -> timezone:
+    return datetime.now().astimezone().tzinfo  # type: ignore[return-value]
+
+
+def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
+              tz: timezone = timezone.utc) -> pd.DataFrame:
+    """Readings from nvidia-smi's CSV lines (no header), one column name of :data:`COLUMNS`
+    per field in ``columns``. Units after a number ("1980 MHz", "142.9 W") are dropped, "[N/A]"
+    becomes empty. Times are nvidia-smi's local clock: ``local_time`` reads them in this
+    machine's zone, else in ``tz``; they come back as ISO 8601 UTC text with milliseconds.
+    A line that is cut short (the last one, when nvidia-smi was stopped mid-write) is dropped."""
+    zone = _local_zone() if local_time else tz
+    rows = []
+    for cells in csv.reader(io.StringIO(text)):
+        cells = [c.strip() for c in cells]
+        if len(cells) != len(columns) or not _STAMP.fullmatch(cells[columns.index("timestamp")]):
+            continue
+        row = dict.fromkeys(COLUMNS[1:], "")
+        for name, cell in zip(columns, cells):
+            if name == "timestamp":
+                stamp = datetime.strptime(cell, "%Y/%m/%d %H:%M:%S.%f" if "." in cell
+                                          else "%Y/%m/%d %H:%M:%S").replace(tzinfo=zone)
+                row[name] = _iso(stamp)
+            elif name == "event_reasons":
+                row[name] = cell if re.fullmatch(r"0x[0-9A-Fa-f]+", cell) else ""
+            elif name:
+                number = re.match(r"[-+]?\d+(\.\d+)?", cell)
+                row[name] = repr(float(number.group())) if number else ""
+        rows.append(row)
+    return readings_frame(rows)
+
+
+def _iso(stamp: datetime) -> str:
+    utc = stamp.astimezone(timezone.utc)
+    return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+
+
+def empty_readings() -> pd.DataFrame:
+    return readings_frame([])
+
+
+def readings_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
+    """Text rows (columns of :data:`COLUMNS`, with or without ``run_id``) as a typed frame:
+    ``timestamp`` a UTC datetime, the numbers float64 (NaN when not read), the rest text."""
+    cols = list(COLUMNS) if rows and "run_id" in rows[0] else list(COLUMNS[1:])
+    df = pd.DataFrame(rows, columns=cols, dtype=str)
+    for c in NUMBERS:
+        df[c] = pd.to_numeric(df[c].replace("", np.nan)).astype("float64")
+    df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True, format="ISO8601").astype(
+        "datetime64[ns, UTC]")
+    return df
+
+
+@contextlib.contextmanager
+def sampling(run_id: str, path: str | Path, *, say: Callable[[str], None] = print,
+             ) -> Iterator[Sampler]:
+    """Read the clocks while the block runs; then append the readings to ``path`` under
+    ``run_id`` and ``say`` one line summing them up (also when the block raised: what was read
+    is kept). Without nvidia-smi, one line says so and nothing is recorded."""
+    sampler = Sampler()
+    started = sampler.start()
+    if not started:
+        say(f"clocks: {sampler.error}; the SM clock and power of this run are not recorded")
+    try:
+        yield sampler
+    finally:
+        if started:
+            readings = sampler.stop()
+            if readings.empty:
+                say(f"clocks: nvidia-smi gave no readings ({sampler.error or 'none parsed'})")
+            else:
+                record(run_id, readings, path)
+                say(f"clocks: {summary_line(summarize(readings))} ({len(readings)} readings in {path})")
+
+
+# --- the file ----------------------------------------------------------------------------
+
+def _text_rows(run_id: str, readings: pd.DataFrame) -> list[dict[str, str]]:
+    out = []
+    for r in readings.itertuples(index=False):
+        row = {"run_id": run_id, "timestamp": _iso(r.timestamp.to_pydatetime())}
+        for c in NUMBERS:
+            v = getattr(r, c)
+            row[c] = "" if pd.isna(v) else repr(float(v))
+        row["event_reasons"] = "" if pd.isna(r.event_reasons) else str(r.event_reasons)
+        out.append(row)
+    return out
+
+
+def _check_row(row: dict[str, str]) -> str:
+    """The first fault of one row of text, as a sentence; "" when it is valid."""
+    if not row["run_id"].strip():
+        return "run_id is empty; it is required"
+    fault = records.timestamp_fault(row["timestamp"])
+    if fault:
+        return fault
+    for c in NUMBERS:
+        if row[c] == "":
+            continue
+        try:
+            x = float(row[c])
+        except ValueError:
+            return f"{c}={row[c]!r} is not a number"
+        if not math.isfinite(x) or x < 0:
+            return f"{c}={row[c]!r}: expected a finite number >= 0"
+    if row["event_reasons"] and not re.fullmatch(r"0x[0-9A-Fa-f]+", row["event_reasons"]):
+        return f"event_reasons={row['event_reasons']!r} is not a hex bit mask such as 0x4"
+    return ""
+
+
+def _parse_file(path: Path, text: str) -> list[dict[str, str]]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None or tuple(header) != COLUMNS:
+            raise records.RecordsError(f"{path}:1: not a clocks file: header {header}, expected "
+                                       f"{', '.join(COLUMNS)}")
+        rows = []
+        for cells in reader:
+            if not cells:
+                continue
+            if len(cells) != len(COLUMNS):
+                raise records.RecordsError(f"{path}:{reader.line_num}: wrong field count: "
+                                           f"{len(cells)} fields, expected {len(COLUMNS)}")
+            row = dict(zip(COLUMNS, cells))
+            fault = _check_row(row)
+            if fault:
+                raise records.RecordsError(f"{path}:{reader.line_num}: {fault}")
+            rows.append(row)
+    except csv.Error as e:
+        raise records.RecordsError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
+    return rows
+
+
+def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) -> int:
+    """Append ``readings`` (a frame as :meth:`Sampler.stop` returns) under ``run_id`` to the
+    clocks file (locked, atomic; a malformed existing file is refused, never rewritten).
+    Returns the number of rows appended."""
+    rows = _text_rows(run_id, readings)
+    for i, row in enumerate(rows):
+        fault = _check_row(row)
+        if fault:
+            raise ValueError(f"readings[{i}]: {fault}")
+    records.append_lines(path or default_path(), records.csv_line(list(COLUMNS)),
+                         "".join(records.csv_line([r[c] for c in COLUMNS]) for r in rows), _parse_file)
+    return len(rows)
+
+
+def read_clocks(path: str | Path | None = None) -> pd.DataFrame:
+    """Every recorded reading, typed (see :func:`readings_frame`); empty when there is none.
+    Raises :class:`fusedkit.records.RecordsError` naming the file and line of a malformed row."""
+    path = Path(path) if path is not None else default_path()
+    if not path.exists() or not path.read_bytes().strip():
+        return readings_frame([dict.fromkeys(COLUMNS, "")]).iloc[0:0]
+    return readings_frame(_parse_file(path, path.read_text(encoding="utf-8")))
+
+
+# --- summaries ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClockSummary:
+    """One run's readings summed up. Clock, cap and power figures are over the *busy*
+    readings (:func:`busy_readings`); MHz, W and shares in [0, 1]."""
+
+    readings: int
+    busy: int
+    sm_median_mhz: float
+    sm_min_mhz: float
+    sm_max_mhz: float
+    capped_share: float       # busy readings with a power or thermal cap active (:data:`CAPS`)
+    caps_seen: tuple[str, ...]
+    power_median_w: float
+    power_limit_w: float      # median of the recorded limit; NaN where it was not read
+    max_sm_mhz: float         # the GPU's highest allowed SM clock; NaN where not read
+
+
+def _bits(reasons: pd.Series) -> pd.Series:
+    return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
+
+
+def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
+    """The readings taken while kernels ran (see :data:`BUSY_UTIL_PCT`)."""
+    util = readings["util_pct"]
+    not_idle = (_bits(readings["event_reasons"]) & IDLE) == 0
+    return readings[(util >= BUSY_UTIL_PCT) | (util.isna() & not_idle)]
+
+
+def capped(readings: pd.DataFrame) -> pd.Series:
+    """True for each reading where a power or thermal cap (:data:`CAPS`) held the clock."""
+    mask = sum(CAPS)
+    return (_bits(readings["event_reasons"]) & mask) != 0
+
+
+def summarize(readings: pd.DataFrame) -> ClockSummary | None:
+    """:class:`ClockSummary` of one run's readings, or None when there are none."""
+    if readings.empty:
+        return None
+    busy = busy_readings(readings)
+    bits = _bits(busy["event_reasons"])
+    seen = tuple(name for bit, name in CAPS.items() if (bits & bit).any())
+    med = lambda s: float(s.median()) if s.notna().any() else math.nan   # noqa: E731
+    return ClockSummary(len(readings), len(busy), med(busy["sm_mhz"]),
+                        float(busy["sm_mhz"].min()) if len(busy) else math.nan,
+                        float(busy["sm_mhz"].max()) if len(busy) else math.nan,
+                        float(capped(busy).mean()) if len(busy) else math.nan, seen,
+                        med(busy["power_w"]), med(readings["power_limit_w"]),
+                        med(readings["max_sm_mhz"]))
+
+
+def summary_line(s: ClockSummary | None) -> str:
+    """One line: "SM clock median 1755 MHz (1350 to 1980) over 812 busy readings, ..."."""
+    if s is None:
+        return "no readings"
+    cap = (f"a power or thermal cap active in {100 * s.capped_share:.0f}% of them"
+           + (f" ({', '.join(s.caps_seen)})" if s.caps_seen else ""))
+    limit = f" of a {s.power_limit_w:.0f} W limit" if math.isfinite(s.power_limit_w) else ""
+    top = f", highest allowed {s.max_sm_mhz:.0f} MHz" if math.isfinite(s.max_sm_mhz) else ""
+    return (f"SM clock median {s.sm_median_mhz:.0f} MHz ({s.sm_min_mhz:.0f} to {s.sm_max_mhz:.0f}"
+            f"{top}) over {s.busy} busy readings, {cap}; median power {s.power_median_w:.0f} W{limit}")
+
+
+def run_summaries(clocks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per recorded run: run_id, readings, busy, sm_median_mhz, sm_min_mhz, sm_max_mhz,
+    capped_share (0..1), power_median_w, power_limit_w, max_sm_mhz."""
+    clocks = read_clocks() if clocks is None else clocks
+    rows = []
+    for run_id, group in clocks.groupby("run_id", sort=True):
+        s = summarize(group)
+        rows.append({"run_id": run_id, **{k: v for k, v in asdict(s).items() if k != "caps_seen"}})
+    return pd.DataFrame(rows, columns=["run_id", "readings", "busy", "sm_median_mhz", "sm_min_mhz",
+                                       "sm_max_mhz", "capped_share", "power_median_w",
+                                       "power_limit_w", "max_sm_mhz"])
+
+
+# --- bringing readings home ----------------------------------------------------------------
+
+def parse_smi_log(text: str, *, tz: timezone = timezone.utc) -> pd.DataFrame:
+    """Readings of a raw nvidia-smi log written with ``--format=csv`` (a header line naming the
+    fields, units allowed), such as ``data/logs/smi_p45_bench_h200_96996dc.csv``. Fields are
+    matched by name (``clocks.current.sm [MHz]`` is ``clocks.sm``); ``tz`` is the zone of the
+    machine that wrote it. Raises ValueError when the header names no timestamp."""
+    lines = text.splitlines()
+    if not lines:
+        raise ValueError("the nvidia-smi log is empty")
+    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in next(csv.reader([lines[0]]))]
+    names = [QUERY.get(ALIASES.get(h, h), "") for h in header]
+    if "timestamp" not in names:
+        raise ValueError(f"the first line {lines[0]!r} is not an nvidia-smi CSV header with a "
+                         "timestamp field")
+    return parse_smi("\n".join(lines[1:]), names, tz=tz)
+
+
+def match_run(readings: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """The one GPU run (of a records frame) that started inside the readings' time span: the
+    honest owner of a log recorded beside it. ValueError naming the candidates otherwise."""
+    if readings.empty:
+        raise ValueError("no readings: nothing to match to a run")
+    lo, hi = readings["timestamp"].min(), readings["timestamp"].max()
+    starts = (runs[~runs["device"].str.startswith("cpu")].groupby("run_id")["timestamp"].min())
+    inside = starts[(starts >= lo) & (starts <= hi)]
+    if len(inside) != 1:
+        found = ", ".join(inside.index) or "none"
+        raise ValueError(f"readings from {lo:%Y-%m-%d %H:%M:%S} to {hi:%H:%M:%S} UTC: {len(inside)} "
+                         f"recorded runs started inside ({found}); expected exactly one "
+                         "(pass --run-id to name it)")
+    return str(inside.index[0])
+
+
+def import_file(src: str | Path, dst: str | Path | None = None, *, run_id: str | None = None,
+                records_path: str | Path | None = None, tz: timezone = timezone.utc) -> tuple[str, int]:
+    """Bring readings home into ``dst`` (default :func:`default_path`). ``src`` is a clocks file
+    (rows already in ``dst`` verbatim are skipped) or a raw nvidia-smi log (see
+    :func:`parse_smi_log`), whose run is ``run_id`` or :func:`match_run` against the records at
+    ``records_path``. Returns (what was imported, in words; rows added)."""
+    src, dst = Path(src), Path(dst) if dst is not None else default_path()
+    if not src.is_file():
+        raise FileNotFoundError(f"src={str(src)!r} is not a file")
+    text = src.read_text(encoding="utf-8")
+    if text.startswith(",".join(COLUMNS)):
+        rows = _parse_file(src, text)
+        have = {tuple(r.values()) for r in _parse_file(dst, dst.read_text())} if (
+            dst.exists() and dst.read_text().strip()) else set()
+        new = [r for r in rows if tuple(r.values()) not in have]
+        records.append_lines(dst, records.csv_line(list(COLUMNS)),
+                             "".join(records.csv_line([r[c] for c in COLUMNS]) for r in new), _parse_file)
+        return f"{len({r['run_id'] for r in new})} run(s) from {src}", len(new)
+    readings = parse_smi_log(text, tz=tz)
+    if run_id is None:
+        run_id = match_run(readings, records.read_records(records_path or records.default_path()))
+    known = set(read_clocks(dst)["run_id"])
+    if run_id in known:
+        return f"run {run_id} (already in {dst})", 0
+    return f"run {run_id}", record(run_id, readings, dst)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fusedkit.clocks import FILE [--run-id ID]``; a fault is one ``error:`` line, exit 2."""
+    p = argparse.ArgumentParser(prog="python -m fusedkit.clocks", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    i = sub.add_parser("import", help="bring a clocks.csv or a raw nvidia-smi log into data/clocks.csv")
+    i.add_argument("file")
+    i.add_argument("--run-id", help="the run a raw nvidia-smi log belongs to (default: matched by time)")
+    i.add_argument("--records", help="records file to match runs in (default: data/records.csv)")
+    s = sub.add_parser("summary", help="one line per recorded run")
+    s.set_defaults(command="summary")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "import":
+            what, n = import_file(args.file, run_id=args.run_id, records_path=args.records)
+            print(f"{n} readings of {what} added to {default_path()}")
+        else:
+            clocks = read_clocks()
+            for run_id, group in clocks.groupby("run_id", sort=True):
+                print(f"{run_id}: {summary_line(summarize(group))}")
+    except (ValueError, OSError) as e:
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
