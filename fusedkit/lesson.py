@@ -351,7 +351,8 @@ class RowView:
               "err": ("rel_error", present.err, ""), "speedup": ("speedup", present.speedup, ""),
               "gbps": ("gbps", present.gbps, " GB/s"), "mb": ("peak_mem_mb", present.mb, " MB"),
               "tier": ("tier", str, ""), "title": ("title", str, ""), "variant": ("variant", str, ""),
-              "date": ("timestamp", lambda t: f"{t:%Y-%m-%d}", ""), "commit": ("commit", str, "")}
+              "date": ("timestamp", lambda t: f"{t:%Y-%m-%d}", ""), "commit": ("commit", str, ""),
+              "eager": ("eager_ms", present.ms, " ms")}
 
     # Counters of the step's main kernel (see counter_summary): field -> (key, format, unit).
     COUNTER_FIELDS = {"sm": ("sm_pct", present.pct, ""), "tensor": ("tensor_pct", present.pct, ""),
@@ -417,10 +418,11 @@ def say(template: str, recorded: pd.DataFrame | None = None, problem: Problem | 
         *, needs: Sequence[str] = (), **values: Any) -> present.Markdown:
     """Markdown whose numbers come from the records: ``{slug.field}`` is the recorded row of
     ``slug`` in ``recorded`` (fields: ms, us, tflops, pct (of floor), err, speedup, gbps, mb,
-    tier, title, and the date and commit of its run), already formatted with its unit; with
-    ``problem`` given, the recorded counters of the step's main kernel too (``{tiled.fma}``: sm, tensor, fma, dram, occupancy,
-    l2, registers, spill, grid, block, smem, kernel, launches, kernel_us, total_us, share,
-    dram_gb; see :func:`counter_summary`). Other ``{name}`` fields come from ``values`` (format
+    tier, title, the date and commit of its run, and eager: eager's time in that run), already
+    formatted with its unit; with ``problem`` given, the recorded counters of the step's main
+    kernel too (``{tiled.fma}``: sm, tensor, fma, dram, occupancy, l2, registers, spill, grid,
+    block, smem, kernel, launches, kernel_us, total_us, share, dram_gb; see
+    :func:`counter_summary`). Other ``{name}`` fields come from ``values`` (format
     them with :mod:`fusedkit.present`). When a row is missing (no recorded run, no counters),
     its numbers read as an en dash and a note says so. ``needs`` names steps whose counters the
     sentence cannot do without: when one has none, one line says so instead of the sentence."""

@@ -21,9 +21,9 @@ The newest, not the fastest, measurement counts: it is the code as it is now, no
 of several runs. Speed-ups are only ever taken within one run (one ``run_id``).
 
 Views that truly need one run (a comparison of two variants on the same GPU state, a run-to-run
-comparison) read it with :func:`same_run`, :func:`latest_run` or :func:`per_run`; components and
-their same-size copies with :func:`components`; sweeps with :func:`sweep_series` and
-:func:`step_sweep`. :func:`caption` says where a table's rows come from.
+comparison) read it with :func:`same_run`, :func:`time_ratio`, :func:`latest_run` or
+:func:`per_run`; components and their same-size copies with :func:`components`; sweeps with
+:func:`sweep_series` and :func:`step_sweep`. :func:`caption` says where a table's rows come from.
 """
 
 from __future__ import annotations
@@ -207,6 +207,17 @@ def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None,
     run = add_speedup(rows[rows["run_id"] == runs["run_id"].iloc[-1]])
     run = _with_steps(run, problem).assign(eager_ms=lambda d: d["speedup"] * d["median_ms"])
     return _ladder_order(run, problem).reset_index(drop=True)
+
+
+def time_ratio(problem: Problem, a: str, b: str, sizes: Sizes | None = None, *,
+               device: str = "H200", path: str | Path | None = None) -> float:
+    """``a``'s median time over ``b``'s in the newest clean run that timed both
+    (:func:`same_run`): how two variants compare on the same GPU state (below 1: ``a`` is
+    faster). NaN when no run timed both. Against eager, a row's own ``speedup`` says it."""
+    run = same_run(problem, [a, b], sizes, device=device, path=path).set_index("variant")
+    if run.empty:
+        return float("nan")
+    return float(run.loc[a, "median_ms"] / run.loc[b, "median_ms"])
 
 
 def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:

@@ -240,3 +240,48 @@ def test_lessons_cite_nothing_a_reader_does_not_have(path):
 def test_the_size_picker_comment_says_how_sizes_flow(path):
     first, second = [src for kind, src in _cells(path) if kind == "code"][:2]
     assert "picker.sizes" in first and "sizes = picker.sizes" in second
+
+
+# -- every result a notebook states is the recorded one --------------------------------------------
+
+def _code_trees(path):
+    import ast
+
+    return [ast.parse(src) for kind, src in _cells(path) if kind == "code"]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_step_is_given_the_one_recorded_frame(path):
+    """lesson.step shows a step's recorded row from the frame it is given: every call gets the
+    notebook's `recorded`, and `recorded` is only ever results.recorded(...) (each variant's
+    newest clean measurement), never a hand-picked run."""
+    import ast
+
+    trees = _code_trees(path)
+    calls = [n for t in trees for n in ast.walk(t) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+             and isinstance(n.func.value, ast.Name) and n.func.value.id == "lesson"]
+    assert calls, f"{path.name}: no lesson.step call"
+    for call in calls:
+        given = call.args[4] if len(call.args) > 4 else next(
+            (k.value for k in call.keywords if k.arg == "recorded"), None)
+        assert isinstance(given, ast.Name) and given.id == "recorded", (
+            f"{path.name}, line {call.lineno} of its cell: lesson.step is given "
+            f"{ast.unparse(given) if given is not None else 'nothing'}, not `recorded`")
+    made = [n.value for t in trees for n in ast.walk(t) if isinstance(n, ast.Assign)
+            and any(isinstance(x, ast.Name) and x.id == "recorded" for x in n.targets)]
+    assert made, f"{path.name}: `recorded` is never assigned"
+    for value in made:
+        assert (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "recorded"
+                and getattr(value.func.value, "id", "") == "results"), (
+            f"{path.name}: recorded = {ast.unparse(value)} (only results.recorded(...) may make it)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_notebook_reads_the_fullest_run_as_its_results(path):
+    """The summaries once read only the most complete run and missed every step timed since;
+    a one-run view is same_run / per_run / a sweep, with its purpose named."""
+    code = "\n".join(src for kind, src in _cells(path) if kind == "code")
+    for name in ("latest_run(", "main_run_id(", "best_of_run(", "read_records("):
+        assert name not in code, f"{path.name} calls {name}...): read fusedkit.results' views instead"
