@@ -363,6 +363,34 @@ def test_counters_are_shown_or_one_line_says_there_are_none(tmp_path, monkeypatc
     assert "float const" not in html
 
 
+def test_counters_pair_with_the_time_of_the_code_that_was_profiled(tmp_path, monkeypatch):
+    """The idle time is the time measured with the profiled code minus its kernels' time; a
+    step re-timed after a change keeps its newest time in the table, beside the paired one."""
+    from fusedkit import counters
+
+    path = tmp_path / "r.csv"
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    before, after = _ctx(day=1), _ctx(day=3)
+    records.append_rows(path, [_row(before, "eager", 3.0, "reference"), _row(before, "triton_fp16x3", 0.9),
+                               _row(after, "eager", 3.0, "reference"), _row(after, "triton_fp16x3", 0.75)])
+    profile = _ctx(day=2)
+    rows = [dict(vars(profile), problem="p12", sizes=SIZES, variant="triton_fp16x3", launch=i,
+                 kernel=k, duration_us=us, sm_pct=60.0, tensor_pct=60.0, fma_pct=10.0, dram_pct=10.0,
+                 dram_gb=0.1, occupancy_pct=12.0, registers=243, local_bytes=0, l2_hit_pct=70.0,
+                 grid=132, block=256, smem_kb=200.0)
+            for i, (k, us) in enumerate((("split_kernel", 50.0), ("fp16x3_gemm_kernel", 650.0)))]
+    pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
+    then = lesson.timed_with_counters(P12, "triton_fp16x3")
+    assert then["run_id"] == before.run_id and then["median_ms"] == 0.9
+    assert lesson.idle_ms(P12, "triton_fp16x3") == pytest.approx(0.9 - 0.7)
+    assert lesson.idle_ms(P12, "tiled") != lesson.idle_ms(P12, "tiled")          # no counters: NaN
+    shown = lesson.counter_overview(P12, results.recorded(P12)).body.data.set_index("variant")
+    assert shown.loc["triton_fp16x3", "ms"] == "0.750"                           # the newest
+    assert shown.loc["triton_fp16x3", "ms when profiled"] == "0.900"
+    assert shown.loc["triton_fp16x3", "idle ms"] == "0.200"
+
+
 def test_live_row_checks_then_times():
     s = P12.sizes(batch_size=5, in_features=33, out_features=7)
     row = lesson.live_row(P12, "addmm_alpha_beta", s, "cpu", label="live here", seeds=2)
