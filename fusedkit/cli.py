@@ -1,4 +1,4 @@
-"""``python -m fusedkit``: info, report, bench, ceilings and export from the command line.
+"""``python -m fusedkit``: info, report, bench, ceilings, export and readme from the command line.
 
 Bad input and faults (an unwritable or corrupt records file, Ctrl-C) get one line on
 stderr naming the parameter, the value and what is allowed, and exit status 2; never a
@@ -192,6 +192,28 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _readme(args: argparse.Namespace) -> int:
+    """``readme``: the README's measured-state block regenerated from the records
+    (``--check``: only say whether it is current; exit status 1 when it is not)."""
+    from fusedkit import readme  # noqa: PLC0415
+
+    path = Path(args.readme)
+    if not path.is_file():
+        raise FileNotFoundError(f"--readme={args.readme!r} is not a file; allowed: the README.md to update")
+    if args.records is not None and not Path(args.records).is_file():
+        raise FileNotFoundError(f"--records={args.records!r} is not a file; allowed: a records CSV "
+                                "(default data/records.csv)")
+    if args.check:
+        if readme.current_block(path.read_text(encoding="utf-8")) == readme.measured_state(args.records):
+            print(f"{path}: the measured state is current")
+            return 0
+        print(f"{path}: the measured state is stale; run python -m fusedkit readme", file=sys.stderr)
+        return 1
+    changed = readme.update(path, args.records)
+    print(f"{path}: measured state {'updated' if changed else 'already current'}")
+    return 0
+
+
 def _refuse_unrunnable(problem: Problem, names: list[str] | None, sizes: dict[str, int]) -> None:
     """Refuse a bench in which no asked-for variant can run here: every one needs a GPU and none
     is visible, or every one needs a Hopper (sm_90) GPU and this GPU is another.
@@ -354,6 +376,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--all", metavar="DIR", help="write every kernel of the problem into DIR, one file each")
     e.add_argument("--force", action="store_true", help="overwrite existing files")
     e.set_defaults(fn=_export)
+    m = sub.add_parser("readme", help="regenerate README.md's measured state from data/records.csv")
+    m.add_argument("--check", action="store_true",
+                   help="only check that the README is current (exit status 1 when stale)")
+    m.add_argument("--records", type=_records_file, help="records CSV (default: data/records.csv)")
+    m.add_argument("--readme", default=str(Path(__file__).resolve().parent.parent / "README.md"),
+                   help="the README to update (default: the repository's README.md)")
+    m.set_defaults(fn=_readme)
     return p
 
 

@@ -3,12 +3,13 @@
 Three views, all computed from the typed frame that :func:`fusedkit.records.read_records`
 returns, so they work the same on the committed records and on a synthetic frame:
 
-- :func:`best_per_tier`: per device and sizes, the fastest variant of each precision tier,
-  with its speed-up over the eager baseline *of its own run*;
+- :func:`best_per_tier`: per device and sizes, the best variant of each precision tier among
+  every variant's newest clean measurement (:func:`fusedkit.results.newest_clean`), with its
+  speed-up over the eager baseline *of its own run*;
 - :func:`runs_comparison`: every run's time of every variant, for comparisons across runs,
   commits and devices (times only; ratios stay within a run);
-- :func:`nearest_records`: the recorded GPU rows whose sizes are nearest to some sizes
-  (the live widgets show them beside what ran on the CPU).
+- :func:`nearest_records`: the recorded rows whose sizes are nearest to some sizes (the
+  live widgets show them beside what ran on the CPU).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pandas as pd
 
 from fusedkit import records
 from fusedkit.precision import TIERS
-from fusedkit.results import add_speedup, best_of_run, main_run_id, run_label
+from fusedkit.results import add_speedup, best_by_tier, newest_clean, run_label
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes
 
 
@@ -61,14 +62,15 @@ def _check_frame(rec: pd.DataFrame) -> None:
 
 def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None = None) -> pd.DataFrame:
     """Per device and sizes, eager (the reference) and the best of our kernels per tier, for
-    ``problem``: in the main run (:func:`fusedkit.results.main_run_id`, the most complete run
-    that timed eager) the fastest kernel of ours meeting each tier
-    (:func:`fusedkit.results.best_of_run`), the definition the report index and the export use.
-    ``speedup`` is that run's eager time over the variant's. ``sizes`` keeps only rows at those
-    sizes. Columns: device, sizes, tier, variant, median_ms, speedup, rel_error, tflops,
-    pct_of_floor, run_id, commit, timestamp, variant_tier (the variant's own tier: an
-    fp32-faithful kernel can be the best kb-pass one). Empty (same columns) when nothing is
-    recorded.
+    ``problem``: among every variant's newest clean measurement
+    (:func:`fusedkit.results.newest_clean`, the one definition of a recorded result), the one
+    with the highest same-run speed-up meeting each tier (:func:`fusedkit.results.best_by_tier`,
+    the definition the report index, the export and the README use). ``speedup`` is eager's
+    time in the row's own run over the variant's; the reference row is eager's newest
+    measurement. ``sizes`` keeps only rows at those sizes. Columns: device, sizes, tier,
+    variant, median_ms, speedup, rel_error, tflops, pct_of_floor, run_id, commit, timestamp,
+    variant_tier (the variant's own tier: an fp32-faithful kernel can be the best kb-pass one).
+    Empty (same columns) when nothing is recorded.
     """
     _check_frame(rec)
     from fusedkit import problems  # noqa: PLC0415
@@ -80,18 +82,17 @@ def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None
     cols = ["device", "sizes", "tier", "variant", "median_ms", "speedup", "rel_error", "tflops",
             "pct_of_floor", "run_id", "commit", "timestamp", "variant_tier"]
     out = []
-    for _, group in df.groupby(["device", "sizes"]):
-        run_id = main_run_id(group, p)
-        if run_id is None:
+    for _, group in newest_clean(df, p).groupby(["device", "sizes"]):
+        eager = group[group["variant"] == "eager"]
+        if eager.empty:
             continue
-        run = add_speedup(group[group["run_id"] == run_id])
-        eager = run[run["variant"] == "eager"].iloc[0].copy()
-        eager["variant_tier"] = eager["tier"] = "reference"
-        for tier, r in best_of_run(run, p).items():
+        ref = eager.iloc[0].copy()
+        ref["variant_tier"] = ref["tier"] = "reference"
+        out.append(ref)
+        for tier, r in best_by_tier(group, p).items():
             r = r.copy()
             r["variant_tier"], r["tier"] = r["tier"], tier   # a stricter kernel can fill a slot
             out.append(r)
-        out.insert(len(out) - len(best_of_run(run, p)), eager)
     if not out:
         return pd.DataFrame({c: pd.Series(dtype=rec[c].dtype if c in rec else float) for c in cols})
     best = pd.DataFrame(out)
@@ -142,16 +143,17 @@ def size_distance(a: Sizes, b: Sizes) -> float:
 
 def nearest_records(rec: pd.DataFrame, problem: Problem, sizes: Sizes,
                     variants: list[str]) -> pd.DataFrame:
-    """For each of ``variants``, its GPU measurement (``timer == "cuda-events"``) at the
-    recorded sizes nearest to ``sizes`` (:func:`size_distance`), the newest among equals.
+    """For each of ``variants``, its recorded result (its newest clean measurement,
+    :func:`fusedkit.results.newest_clean`) at the recorded sizes nearest to ``sizes``
+    (:func:`size_distance`), the newest among equals.
 
     Columns: variant, sizes, distance, device, date, commit, run_id, tier, median_ms,
-    rel_error, speedup (within its run). A variant never recorded on a GPU has no row.
+    rel_error, speedup (within its run). A variant never cleanly recorded on a GPU has no row.
     """
     _check_frame(rec)
     sizes = problem.sizes(sizes)
-    df = add_speedup(rec[(rec["problem"] == problem.key) & (rec["timer"] == "cuda-events")])
-    df = df[df["variant"].isin(variants)]   # after the speed-ups: they need each run's eager
+    df = newest_clean(rec, problem)
+    df = df[df["variant"].isin(variants)]
 
     def distance(text: str) -> float:
         try:

@@ -155,17 +155,19 @@ def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> 
 
 
 def best_per_tier(problem: Problem | str) -> dict[str, str]:
-    """The fastest of our kernels that reaches each tier in the latest full recorded run
-    (:func:`fusedkit.results.best_of_run`, the one definition the report index and notebook 04
-    use too). A variant of a stricter tier also meets the looser ones, so ``kb-pass`` may name
-    an fp32-faithful kernel when no kb-pass one is faster. Keys in :data:`EXPORT_TIERS` order,
-    only tiers with a timed kernel; ``{}`` when nothing is recorded."""
-    from fusedkit.results import best_of_run, latest_run  # noqa: PLC0415 - reads the records
+    """The fastest of our exportable kernels that reaches each tier, each with its recorded
+    result (:func:`fusedkit.results.recorded`: its newest clean measurement, speed-up against
+    eager in its own run) and chosen by :func:`fusedkit.results.best_by_tier`, the one
+    definition the report index, notebook 04 and the README use too. A variant of a stricter
+    tier also meets the looser ones, so ``kb-pass`` may name an fp32-faithful kernel when no
+    kb-pass one is faster. Keys in :data:`EXPORT_TIERS` order, only tiers with a timed kernel;
+    ``{}`` when nothing is recorded."""
+    from fusedkit.results import best_by_tier, recorded  # noqa: PLC0415 - reads the records
 
     problem = _problem(problem)
-    run = latest_run(problem)
-    run = run[run["variant"].isin(exportable(problem))] if not run.empty else run  # no by-batch choices
-    return {tier: str(row["variant"]) for tier, row in best_of_run(run, problem).items()}
+    rows = recorded(problem)
+    rows = rows[rows["variant"].isin(exportable(problem))]   # no by-batch choices
+    return {tier: str(row["variant"]) for tier, row in best_by_tier(rows, problem).items()}
 
 
 def render(problem: Problem | str, slug: str) -> str:
@@ -253,22 +255,18 @@ def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def _recorded(problem: Problem, having: str = "") -> dict[str, dict]:
-    """Our kernels' rows of the latest full recorded run, by slug (tier, median_ms, speedup, label);
-    with ``having``, of the newest run that timed that variant (a step the full run lacks, whose
-    kernel may have changed since a fuller run timed it)."""
+def _recorded(problem: Problem) -> dict[str, dict]:
+    """Our kernels' recorded results (:func:`fusedkit.results.recorded`: each one's newest clean
+    measurement, so a step re-timed after its kernel changed shows the new time), by slug:
+    tier, median_ms, speedup (against eager in its own run) and label (its run)."""
     from fusedkit import results  # noqa: PLC0415 - pandas; only the records need it
 
-    run = (results.latest_run(problem, having=[having], newest=True) if having
-           else results.latest_run(problem))
-    if run.empty:
-        return {}
-    label = results.run_label(run)
+    rows = results.recorded(problem)
     mine = set(exportable(problem))
     return {r["variant"]: {"tier": r["tier"] if isinstance(r["tier"], str) else "",
                            "median_ms": float(r["median_ms"]),
-                           "speedup": float(r["speedup"]), "label": label}
-            for _, r in run.iterrows() if r["variant"] in mine}
+                           "speedup": float(r["speedup"]), "label": results.run_label(r)}
+            for _, r in rows.iterrows() if r["variant"] in mine}
 
 
 def _model_class_of(problem: Problem) -> type:
@@ -319,15 +317,13 @@ def _write(path: Path, text: str) -> None:
 
 
 def _header(problem: Problem, v: Variant) -> str:
-    """The file's opening comment: the step, and its tier and speed from the newest recorded run
-    that timed it (not the fullest: a step re-timed after its kernel changed shows the new time)."""
-    rec = _recorded(problem, having=v.slug).get(v.slug)   # the newest run that timed this step
+    """The file's opening comment: the step, and its tier and speed as recorded (its newest
+    clean measurement: a step re-timed after its kernel changed shows the new time)."""
+    mine = _recorded(problem)
+    rec = mine.get(v.slug)
     if rec is None:
-        from fusedkit import results  # noqa: PLC0415
-
-        run = results.latest_run(problem)
-        where = f"not in the latest recorded run ({results.run_label(run)})" if not run.empty \
-            else "nothing recorded for this problem"
+        where = ("no clean measurement of this step recorded yet" if mine
+                 else "nothing recorded for this problem")
         recorded = f"# Tier and speed: {where}."
     else:
         tier = rec["tier"] or "not judged"

@@ -2,10 +2,12 @@
 counters, then the check and the time, where this machine can, with the recorded GPU numbers
 next to whatever ran here.
 
-Live numbers and recorded numbers are always labelled as such, with the recorded run's
-device, date and commit; nothing is shown without saying where it came from. Numbers are
-written by :mod:`fusedkit.present`, so they read the same in every table and sentence, and
-:func:`say` builds a sentence's numbers from the records instead of the prose carrying them.
+Live numbers and recorded numbers are always labelled as such, each recorded row with its
+run's device, date and commit; nothing is shown without saying where it came from. The
+recorded frame every function here takes is :func:`fusedkit.results.recorded`: each variant's
+newest clean measurement, with its speed-up against eager in its own run. Numbers are written
+by :mod:`fusedkit.present`, so they read the same in every table and sentence, and :func:`say`
+builds a sentence's numbers from the records instead of the prose carrying them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from fusedkit.kernels import step_path
 from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
 from fusedkit.problems import Problem, Sizes, parse_sizes
+from fusedkit.results import run_short_label
 
 
 def header(source: str) -> str:
@@ -52,7 +55,8 @@ STEP_COLUMNS = ("sizes", "tier", "rel. error", "ms", "TFLOP/s", "% of floor", "s
 
 def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
               recorded: pd.DataFrame) -> list[dict[str, Any]]:
-    """The raw rows behind :func:`run_step`: what ran here (if anything) and the recorded row."""
+    """The raw rows behind :func:`run_step`: what ran here (if anything) and the recorded row
+    of ``slug`` in ``recorded`` (:func:`fusedkit.results.recorded`), labelled with its own run."""
     v = problem.variant(slug)
     rows: list[dict[str, Any]] = []
     refusal = device_refusal(problem, v, sizes, torch.device("cuda")) if mode.gpu else ""
@@ -71,7 +75,7 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
     hit = recorded[recorded["variant"] == slug] if not recorded.empty else recorded
     if not hit.empty:
         r = hit.iloc[0]
-        rows.append({"source": "recorded: " + run_short_label(recorded), "sizes": short_sizes(r["sizes"]),
+        rows.append({"source": "recorded: " + run_short_label(r), "sizes": short_sizes(r["sizes"]),
                      "tier": r["tier"], "rel. error": r["rel_error"], "ms": r["median_ms"],
                      "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
                      "speedup": r["speedup"]})
@@ -87,8 +91,8 @@ def run_step(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
 
     GPU: measured at ``sizes`` through :func:`fusedkit.measure.measure`. CPU: Triton steps are
     checked in the interpreter at :func:`small_sizes` through the same path; CUDA steps cannot
-    run. Either way the recorded GPU row of ``slug`` (from :func:`fusedkit.results.latest_run`)
-    is shown below.
+    run. Either way the recorded GPU row of ``slug`` (its newest clean measurement, from
+    :func:`fusedkit.results.recorded`) is shown below, labelled with its run.
     """
     return _step_frame(step_rows(problem, slug, sizes, mode, recorded))
 
@@ -115,17 +119,6 @@ def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: s
     row.update({"ms": m.timing.median_ms, "timer": m.timing.timer, "TFLOP/s": m.tflops,
                 "% of floor": m.pct_of_floor})
     return row
-
-
-def run_short_label(run: pd.DataFrame | pd.Series) -> str:
-    """"H200, 2026-11-30, commit 2b146d7": a recorded run in a table cell (the vendor's name
-    left out)."""
-    if isinstance(run, pd.DataFrame):
-        if run.empty:
-            return "no recorded run"
-        run = run.iloc[0]
-    device = str(run["device"]).removeprefix("NVIDIA ")
-    return f"{device}, {run['timestamp']:%Y-%m-%d}, commit {run['commit']}"
 
 
 def kernel_path(source: str) -> Path:
@@ -208,7 +201,8 @@ def counter_summary(problem: Problem | str, slug: str, sizes: Sizes | str | None
     ``launches``, ``total_us`` (all launches), ``share`` (the main kernel's share of it),
     ``dram_gb_total`` and the main kernel's counters by their column names (``duration_us``,
     ``sm_pct``, ``tensor_pct``, ``fma_pct``, ``dram_pct``, ``dram_gb``, ``occupancy_pct``,
-    ``registers``, ``local_bytes``, ``l2_hit_pct``, ``grid``, ``block``, ``smem_kb``)."""
+    ``registers``, ``local_bytes``, ``l2_hit_pct``, ``grid``, ``block``, ``smem_kb``), its
+    ``label`` and the profile's ``timestamp``."""
     from fusedkit.counters import COUNTER_COLUMNS, step_counters  # noqa: PLC0415
 
     raw = step_counters(problem, slug, sizes)
@@ -220,25 +214,45 @@ def counter_summary(problem: Problem | str, slug: str, sizes: Sizes | str | None
     out = {c: main[c] for c in COUNTER_COLUMNS}
     out.update(kernel=short_kernel(str(main["kernel"])), launches=len(raw), total_us=total,
                share=float(main["duration_us"]) / total if total > 0 else math.nan,
-               dram_gb_total=float(raw["dram_gb"].sum(min_count=1)), label=raw.attrs.get("label", ""))
+               dram_gb_total=float(raw["dram_gb"].sum(min_count=1)), label=raw.attrs.get("label", ""),
+               timestamp=main["timestamp"])
     return out
 
 
+def timed_with_counters(problem: Problem, slug: str, *, device: str = "H200",
+                        path: str | Path | None = None) -> pd.Series | None:
+    """The clean measurement of ``slug`` that its recorded counters go with: the newest one
+    taken at or before the profile (:func:`fusedkit.results.recorded` with ``as_of``), so that
+    a time and the counters describe the same code, even where the step was re-timed since.
+    None without counters or without such a measurement."""
+    from fusedkit import results  # noqa: PLC0415
+
+    c = counter_summary(problem, slug)
+    if c is None:
+        return None
+    then = results.recorded(problem, device=device, path=path, as_of=c["timestamp"])
+    hit = then[then["variant"] == slug]
+    return hit.iloc[0] if not hit.empty else None
+
+
 def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
-    """One row per ladder step with recorded counters: its % of floor and time (from
-    ``recorded``), the time its kernels took under the profiler and the difference (the GPU
-    idle between them), beside the counters of its main kernel; one line when no counters are
-    recorded."""
+    """One row per ladder step with recorded counters: its % of floor and time (``recorded``,
+    each step's newest measurement), the time measured when the counters were taken
+    (:func:`timed_with_counters`: the same code), the time its kernels took under the profiler
+    and the difference (the GPU idle between them), beside the counters of its main kernel;
+    one line when no counters are recorded."""
     rows, labels = [], []
     for v in problem.ladder():
         c = counter_summary(problem, v.slug)
         if c is None:
             continue
         labels.append(c["label"])
+        then = timed_with_counters(problem, v.slug)
+        then_ms = float(then["median_ms"]) if then is not None else math.nan
         rows.append({"step": v.number, "variant": v.slug,
                      "% of floor": value(recorded, v.slug, "pct_of_floor"),
-                     "ms": value(recorded, v.slug), "kernels ms": c["total_us"] / 1e3,
-                     "idle ms": value(recorded, v.slug) - c["total_us"] / 1e3,
+                     "ms": value(recorded, v.slug), "ms when profiled": then_ms,
+                     "kernels ms": c["total_us"] / 1e3, "idle ms": then_ms - c["total_us"] / 1e3,
                      "launches": c["launches"], "main kernel": short_kernel(c["kernel"], 32),
                      "its share": 100.0 * c["share"], "SM %": c["sm_pct"],
                      "tensor %": c["tensor_pct"], "FMA %": c["fma_pct"], "DRAM %": c["dram_pct"],
@@ -249,18 +263,22 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
                           "collected on a GPU with `python -m fusedkit.counters collect`).")
     df = pd.DataFrame(rows).dropna(axis=1, how="all")
     label = "; ".join(dict.fromkeys(labels))
-    return _Captioned(f"Each step: its recorded time (ms), the time its kernels took under the "
-                      f"profiler (kernels ms), the rest, when the GPU ran none of them (idle ms), "
-                      f"and the counters of its main kernel ({label})",
+    return _Captioned(f"Each step: its recorded time (ms, newest measurement), the time measured "
+                      f"with the code that was profiled (ms when profiled), the time its kernels "
+                      f"took under the profiler (kernels ms), and the rest, when the GPU ran none "
+                      f"of them (idle ms), beside the counters of its main kernel ({label})",
                       present.table(df, formats={"its share": present.pct, "launches": present.count,
-                                                 "kernels ms": present.ms, "idle ms": present.ms}))
+                                                 "kernels ms": present.ms, "idle ms": present.ms,
+                                                 "ms when profiled": present.ms}))
 
 
-def idle_ms(problem: Problem, recorded: pd.DataFrame, slug: str) -> float:
-    """The recorded time of ``slug`` minus the time its kernels took under the profiler: how
-    long, per call, the GPU ran none of the step's kernels (NaN without counters)."""
+def idle_ms(problem: Problem, slug: str) -> float:
+    """How long, per call, the GPU ran none of ``slug``'s kernels (ms): the time measured with
+    the code that was profiled (:func:`timed_with_counters`) minus the time its kernels took
+    under the profiler; NaN without counters or such a measurement."""
+    then = timed_with_counters(problem, slug)
     c = counter_summary(problem, slug)
-    return value(recorded, slug) - c["total_us"] / 1e3 if c else math.nan
+    return float(then["median_ms"]) - c["total_us"] / 1e3 if then is not None else math.nan
 
 
 class _Captioned:
@@ -332,7 +350,9 @@ class RowView:
               "tflops": ("tflops", present.tflops, " TFLOP/s"), "pct": ("pct_of_floor", present.pct, ""),
               "err": ("rel_error", present.err, ""), "speedup": ("speedup", present.speedup, ""),
               "gbps": ("gbps", present.gbps, " GB/s"), "mb": ("peak_mem_mb", present.mb, " MB"),
-              "tier": ("tier", str, ""), "title": ("title", str, ""), "variant": ("variant", str, "")}
+              "tier": ("tier", str, ""), "title": ("title", str, ""), "variant": ("variant", str, ""),
+              "date": ("timestamp", lambda t: f"{t:%Y-%m-%d}", ""), "commit": ("commit", str, ""),
+              "eager": ("eager_ms", present.ms, " ms")}
 
     # Counters of the step's main kernel (see counter_summary): field -> (key, format, unit).
     COUNTER_FIELDS = {"sm": ("sm_pct", present.pct, ""), "tensor": ("tensor_pct", present.pct, ""),
@@ -398,10 +418,11 @@ def say(template: str, recorded: pd.DataFrame | None = None, problem: Problem | 
         *, needs: Sequence[str] = (), **values: Any) -> present.Markdown:
     """Markdown whose numbers come from the records: ``{slug.field}`` is the recorded row of
     ``slug`` in ``recorded`` (fields: ms, us, tflops, pct (of floor), err, speedup, gbps, mb,
-    tier, title), already formatted with its unit; with ``problem`` given, the recorded
-    counters of the step's main kernel too (``{tiled.fma}``: sm, tensor, fma, dram, occupancy,
-    l2, registers, spill, grid, block, smem, kernel, launches, kernel_us, total_us, share,
-    dram_gb; see :func:`counter_summary`). Other ``{name}`` fields come from ``values`` (format
+    tier, title, the date and commit of its run, and eager: eager's time in that run), already
+    formatted with its unit; with ``problem`` given, the recorded counters of the step's main
+    kernel too (``{tiled.fma}``: sm, tensor, fma, dram, occupancy, l2, registers, spill, grid,
+    block, smem, kernel, launches, kernel_us, total_us, share, dram_gb; see
+    :func:`counter_summary`). Other ``{name}`` fields come from ``values`` (format
     them with :mod:`fusedkit.present`). When a row is missing (no recorded run, no counters),
     its numbers read as an en dash and a note says so. ``needs`` names steps whose counters the
     sentence cannot do without: when one has none, one line says so instead of the sentence."""

@@ -155,8 +155,11 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
                  baseline: str = "eager", title: str = "") -> plt.Figure:
     """Horizontal bars of time per variant, each annotated with its speed-up over ``baseline``.
 
-    ``df`` holds one row per variant of ONE run (ratios are only taken within a run);
-    optional ``p10_ms`` / ``p90_ms`` columns draw the spread as error bars.
+    ``df`` holds one row per variant. With a ``speedup`` column (a
+    :func:`fusedkit.results.recorded` frame, whose rows may come from several runs) each bar
+    is labelled with it, the speed-up within the row's own run; without one, the rows must be
+    of ONE run and the speed-up is ``baseline``'s time over the row's. Optional ``p10_ms`` /
+    ``p90_ms`` columns draw the spread as error bars.
     """
     if df.empty:
         raise ValueError("df is empty: no variants to plot")
@@ -164,6 +167,7 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
         raise ValueError(f"baseline={baseline!r} is not among the variants: {', '.join(df[label_col])}")
     base = float(df.loc[df[label_col] == baseline, time_col].iloc[0])
     d = df.sort_values(time_col, ascending=False).reset_index(drop=True)
+    speedups = d["speedup"] if "speedup" in d else base / d[time_col]
     fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(d) + 1.6))
     hue = "tier" if "tier" in d else None
     sns.barplot(data=d, y=label_col, x=time_col, hue=hue, dodge=False, ax=ax, orient="h")
@@ -171,8 +175,8 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
         ax.errorbar(d[time_col], range(len(d)),
                     xerr=[d[time_col] - d["p10_ms"], d["p90_ms"] - d[time_col]],
                     fmt="none", ecolor="black", capsize=3, lw=1)
-    for i, t in enumerate(d[time_col]):
-        ax.text(t, i, f"  {present.ms(t)} ms, {present.speedup(base / t)}", va="center", fontsize=8)
+    for i, (t, x) in enumerate(zip(d[time_col], speedups)):
+        ax.text(t, i, f"  {present.ms(t)} ms, {present.speedup(x)}", va="center", fontsize=8)
     ax.set_xlabel("median time (ms, lower is better)")
     ax.set_ylabel("")
     ax.set_xlim(0, d[time_col].max() * 1.35)

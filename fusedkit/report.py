@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pandas as pd
 from jinja2 import DictLoader
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
@@ -40,7 +41,7 @@ from tqdm.auto import tqdm
 from fusedkit import problems
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
-from fusedkit.results import best_of_run, latest_run
+from fusedkit.results import best_by_tier, caption, recorded
 from fusedkit.static_widgets import StaticWidgetsPreprocessor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,45 +229,55 @@ def _now() -> str:
 def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
     """The best recorded speed-up of our kernels per precision tier, for every problem.
 
-    Read from the most complete recorded run of each problem at its default sizes
-    (:func:`fusedkit.results.latest_run`; ``records_path`` defaults to ``data/records.csv``
-    or ``$FUSEDKIT_RECORDS``). Speed-up is that run's eager fp32 time over the variant's.
-    Tiers nest (fp32-faithful implies kb-pass), so the entry for a tier is the fastest of
-    our variants that meets *at least* that tier; PyTorch's own baselines (eager, eager
-    TF32, torch.compile, ...) never count as ours, but eager TF32 is given for reference.
-    One dict per problem; ``best[tier]`` is None where no variant of ours qualifies, and
-    ``error`` says why a problem has no numbers at all.
+    Each variant counts with its recorded result at the problem's default sizes
+    (:func:`fusedkit.results.recorded`: its newest clean measurement, on the device of the
+    newest eager run; ``records_path`` defaults to ``data/records.csv`` or
+    ``$FUSEDKIT_RECORDS``), and the entry for a tier is :func:`fusedkit.results.best_by_tier`:
+    the highest speed-up of ours that meets *at least* that tier (fp32-faithful implies
+    kb-pass), each against eager fp32 in the kernel's own run. PyTorch's own baselines (eager,
+    eager TF32, torch.compile, ...) never count as ours, but eager TF32 is given for reference.
+
+    One dict per problem: ``device``, ``date`` (the dates of the rows shown, or their range),
+    ``eager_ms`` (eager's newest time), ``eager_tf32`` and ``best[tier]`` (None where no
+    variant of ours qualifies), each pick with its variant, title, tier, ms, speedup,
+    eager_ms (of its own run), date, commit and run_id; ``error`` says why a problem has no
+    numbers at all.
     """
     rows = []
     for key in problems.names():
         problem = problems.get(key)
         entry: dict[str, Any] = {"problem": key, "title": problem.title, "device": "", "date": "",
-                                 "commit": "", "eager_ms": None, "eager_tf32": None,
+                                 "eager_ms": None, "eager_tf32": None,
                                  "best": {t: None for t in TIERS}, "error": ""}
         rows.append(entry)
         try:
-            run = latest_run(problem, path=records_path)
+            rec = recorded(problem, device="", path=records_path)
         except RecordsError as e:    # one unreadable file must not lose the whole index
             entry["error"] = str(e)
             continue
-        if run.empty:
+        eager = rec[rec["variant"] == "eager"].sort_values("timestamp")
+        if eager.empty:
             entry["error"] = "no recorded run at the default sizes"
             continue
-        first = run.iloc[0]
-        entry.update(device=first["device"], date=f"{first['timestamp']:%Y-%m-%d %H:%M} UTC",
-                     commit=first["commit"],
-                     eager_ms=round(float(run.loc[run["variant"] == "eager", "median_ms"].iloc[0]), 4))
-        tf32 = run[run["variant"] == "eager_tf32"]
+        device = eager["device"].iloc[-1]
+        rec = rec[rec["device"] == device]
+        best = best_by_tier(rec, problem)
+        tf32 = rec[rec["variant"] == "eager_tf32"]
+        shown = pd.DataFrame([eager.iloc[-1], *best.values(), *(r for _, r in tf32.iterrows())])
+        entry.update(device=device, date=caption(shown).removeprefix(f"{device}, "),
+                     eager_ms=round(float(eager["median_ms"].iloc[-1]), 4))
         if not tf32.empty:
             entry["eager_tf32"] = _pick(tf32.iloc[0])
-        for tier, row in best_of_run(run, problem).items():
+        for tier, row in best.items():
             entry["best"][tier] = _pick(row)
     return rows
 
 
 def _pick(row: Any) -> dict[str, Any]:
     return {"variant": row["variant"], "title": row["title"], "tier": row["tier"],
-            "ms": round(float(row["median_ms"]), 4), "speedup": round(float(row["speedup"]), 3)}
+            "ms": round(float(row["median_ms"]), 4), "speedup": round(float(row["speedup"]), 3),
+            "eager_ms": round(float(row["eager_ms"]), 4), "date": f"{row['timestamp']:%Y-%m-%d}",
+            "commit": row["commit"], "run_id": row["run_id"]}
 
 
 def _headline_table(headlines: list[dict[str, Any]]) -> str:
@@ -275,9 +286,10 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
         if pick is None:
             return "<td colspan='3'>none of ours qualifies</td>"
         other = "" if pick["tier"] == tier else f" <small>(is {html.escape(pick['tier'])})</small>"
+        where = html.escape(f"{pick['date']}, commit {pick['commit']}, eager {pick['eager_ms']:.3f} ms")
         return (f"<td class='num'><b>{pick['speedup']:.2f}&times;</b></td>"
                 f"<td class='num'>{pick['ms']:.3f}</td>"
-                f"<td><code>{html.escape(pick['variant'])}</code>{other}</td>")
+                f"<td><code>{html.escape(pick['variant'])}</code>{other}<br><small>{where}</small></td>")
 
     body = []
     for h in headlines:
@@ -290,13 +302,13 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
         tf32 = h["eager_tf32"]
         ref = ("-" if tf32 is None else
                f"{tf32['speedup']:.2f}&times; ({tf32['ms']:.3f} ms, {html.escape(tf32['tier'])})")
-        run = html.escape(f"{h['device']}, {h['date']}, commit {h['commit']}")
+        run = html.escape(f"{h['device']}, {h['date']}")
         for i, tier in enumerate(TIERS):
-            lead = (head, f"<td rowspan='{rows}'>{run}<br>eager fp32 {h['eager_ms']:.3f} ms"
+            lead = (head, f"<td rowspan='{rows}'>{run}<br>eager fp32 {h['eager_ms']:.3f} ms (newest)"
                           f"<br>eager TF32 {ref}</td>") if i == 0 else ("", "")
             body.append(f"<tr>{lead[0]}<td>{tier}</td>{cell(h['best'][tier])}{lead[1]}</tr>")
     return ("<table><thead><tr><th>problem</th><th>precision (at least)</th><th>speed-up</th>"
-            "<th>ms</th><th>fastest of ours</th><th>run (speed-ups vs its eager fp32)</th>"
+            "<th>ms</th><th>fastest of ours (its run)</th><th>measured</th>"
             "</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
 
 
@@ -401,8 +413,9 @@ li{{margin-bottom:0.6rem}} .failed{{color:#b00}} .missing{{color:#a60}} code{{fo
 <h2>Headline numbers</h2>
 <p>The fastest of our kernels that meets each precision tier (fp32-faithful: within 2&times; eager
 fp32's error and KernelBench's 1e-4 tolerance; kb-pass: the 1e-4 tolerance; fast: any error),
-as recorded in <code>data/records.csv</code>. Speed-ups are taken within one run, against that
-run's eager fp32 (TF32 off); PyTorch's own baselines are not counted as ours.</p>
+each kernel with its newest measurement in <code>data/records.csv</code>. Speed-ups are taken
+within one run, against that run's eager fp32 (TF32 off); PyTorch's own baselines are not
+counted as ours.</p>
 {_headline_table(headlines)}
 </body></html>
 """

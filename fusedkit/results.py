@@ -1,7 +1,29 @@
-"""Read measurements back from ``data/``: the latest run of a ladder, and the ceilings
-measured in that run, shaped for the notebooks' tables and plots.
+"""Read measurements back from ``data/``, shaped for the notebooks' tables, the report index,
+the export and the README.
 
-Speed-ups are only ever taken within one run (one ``run_id``), against that run's eager.
+**What a recorded result is.** A variant's *recorded* row is its newest *clean* measurement at
+the sizes and device asked for (:func:`recorded`), and *the best* of a tier is chosen from those
+rows by their speed-up (:func:`best_by_tier`). Every place that states a result (the notebooks'
+steps and sentences, the report index, the results notebook, the export, the README) reads these
+two functions, so they cannot disagree. A clean measurement (:func:`clean_rows`) is
+
+- timed on a GPU (``timer == "cuda-events"``, the harness's one GPU timer; CPU-interpreter and
+  wall-clock rows only show that the code runs);
+- of committed code: a commit that ends in ``+dirty`` was measured with uncommitted changes, so
+  nobody can re-run or read the code that was timed;
+- of a ladder variant or a component, not an ``export:`` row (an exported file timed beside its
+  variant, to check the export, not a result of its own);
+- and, for a ladder variant, in a run that timed eager at the same sizes (so that its
+  ``speedup``, eager's time over the variant's, is a ratio within one run: two runs differ in
+  clocks, drivers and thermal state).
+
+The newest, not the fastest, measurement counts: it is the code as it is now, not the luckiest
+of several runs. Speed-ups are only ever taken within one run (one ``run_id``).
+
+Views that truly need one run (a comparison of two variants on the same GPU state, a run-to-run
+comparison) read it with :func:`same_run`, :func:`time_ratio`, :func:`latest_run` or
+:func:`per_run`; components and their same-size copies with :func:`components`; sweeps with
+:func:`sweep_series` and :func:`step_sweep`. :func:`caption` says where a table's rows come from.
 """
 
 from __future__ import annotations
@@ -14,6 +36,18 @@ import pandas as pd
 from fusedkit import records
 from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
+
+CLEAN_TIMER = "cuda-events"
+"""The timer of a clean measurement: CUDA events on a GPU (:mod:`fusedkit.bench`)."""
+DIRTY = "+dirty"
+"""The suffix of a commit measured with uncommitted changes (:func:`fusedkit.records.current_commit`)."""
+EXPORT = "export:"
+"""The prefix of a row that timed an exported KernelBench file beside its variant."""
+COPY_FOR = "d2d_copy_for_"
+"""The prefix of a component's same-size copy, timed in the same run as the component."""
+
+# Columns a recorded frame adds to the records' own.
+_ADDED = {"speedup": float, "eager_ms": float, "step": float, "title": str}
 
 
 def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> pd.DataFrame:
@@ -34,10 +68,163 @@ def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> 
     return out.assign(speedup=out["_eager_ms"] / out["median_ms"]).drop(columns="_eager_ms")
 
 
+def clean_rows(rec: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a records frame that are clean measurements (module docstring): a GPU
+    timing (``timer == "cuda-events"``) with a time, of a commit without ``+dirty``, not an
+    ``export:`` row. The same-run eager that a ladder row also needs is asked by
+    :func:`newest_clean`, which takes speed-ups among clean rows only."""
+    ok = ((rec["timer"] == CLEAN_TIMER) & (rec["median_ms"] > 0)
+          & ~rec["commit"].str.endswith(DIRTY) & ~rec["variant"].str.startswith(EXPORT))
+    return rec[ok]
+
+
+def _as_utc(when: object) -> pd.Timestamp:
+    t = pd.Timestamp(when)
+    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+
+def _with_steps(rows: pd.DataFrame, problem: Problem) -> pd.DataFrame:
+    """``rows`` plus the ladder's ``step`` (number) and ``title`` of each variant (NaN and ""
+    for a component)."""
+    steps = {v.slug: (v.number, v.title) for v in problem.variants.values()}
+    return rows.assign(step=rows["variant"].map(lambda s: steps.get(s, (None, ""))[0]).astype(float),
+                       title=rows["variant"].map(lambda s: steps.get(s, (None, ""))[1]))
+
+
+def _ladder_order(rows: pd.DataFrame, problem: Problem, *keys: str) -> pd.DataFrame:
+    place = {v.slug: i for i, v in enumerate(problem.ladder())}   # eager first
+    rows = rows.assign(_place=rows["variant"].map(place))
+    return rows.sort_values([*keys, "_place"], kind="stable").drop(columns="_place")
+
+
+def newest_clean(rec: pd.DataFrame, problem: Problem, *, as_of: object = None) -> pd.DataFrame:
+    """The recorded rows of ``problem`` in a records frame: for each device, sizes and ladder
+    variant, its newest clean measurement (:func:`clean_rows`) in a run that timed eager at the
+    same sizes, with ``speedup`` (that run's eager time over the variant's), ``eager_ms`` (that
+    eager time, ms), ``step`` and ``title``. Equal timestamps: the later row of the file.
+
+    ``as_of`` (a time; UTC when it names no zone) keeps only measurements taken at or before
+    it: the records as they stood then (to pair a time with counters profiled at that time).
+    Components and device ceilings are left out (see :func:`components`). Sorted by device,
+    sizes, then ladder order; empty with the same columns when nothing qualifies.
+    """
+    rows = clean_rows(rec[rec["problem"] == problem.key])
+    if as_of is not None:
+        rows = rows[rows["timestamp"] <= _as_utc(as_of)]
+    rows = add_speedup(rows)     # among clean rows: a dirty eager gives no one a speed-up
+    rows = rows[rows["variant"].isin(list(problem.variants)) & rows["speedup"].notna()]
+    rows = rows.assign(eager_ms=rows["speedup"] * rows["median_ms"])
+    newest = rows.sort_values("timestamp", kind="stable").groupby(["device", "sizes", "variant"]).tail(1)
+    return _ladder_order(_with_steps(newest, problem), problem, "device", "sizes").reset_index(drop=True)
+
+
+def _read(path: str | Path | None) -> pd.DataFrame:
+    return records.read_records(path or records.default_path())
+
+
+def _at(rec: pd.DataFrame, problem: Problem, sizes: Sizes | None, device: str) -> pd.DataFrame:
+    """The rows of ``problem`` at ``sizes`` (default: the problem's) on a device whose name
+    contains ``device``."""
+    want = fmt_sizes(problem.sizes(sizes or problem.defaults))
+    return rec[(rec["problem"] == problem.key) & (rec["sizes"] == want)
+               & rec["device"].str.contains(device, regex=False)]
+
+
+def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
+             path: str | Path | None = None, as_of: object = None) -> pd.DataFrame:
+    """The recorded result of every ladder variant of ``problem``: one row per variant (and
+    per device, when ``device`` matches several), its newest clean measurement at ``sizes``
+    (default: the problem's) on a device whose name contains ``device``, read from the records
+    file (``path``, default ``data/records.csv`` or ``$FUSEDKIT_RECORDS``).
+
+    The one definition of a recorded result (module docstring, :func:`newest_clean`): the
+    rows may come from several runs; each row's ``speedup`` is against eager *in its own run*
+    (``eager_ms``), and ``run_id``, ``commit``, ``timestamp`` and ``device`` say where it comes
+    from (:func:`caption` for a table, :func:`run_short_label` for a row). ``as_of``: the
+    records as they stood at that time. Empty (same columns) when nothing is recorded.
+    """
+    return newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
+
+
+def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
+    """The one definition of "the best" in fusedkit: of ``rows`` (a :func:`recorded` frame, or
+    one run's rows, with ``speedup``), for each tier a kernel of ours reaches
+    (:data:`fusedkit.precision.KERNEL_TIERS`), the one with the highest same-run speed-up among
+    our variants (PyTorch's baselines never count) that meet at least that tier: a stricter
+    tier meets the looser ones. Tiers no variant reaches are left out. ``rows`` must be of one
+    device and one sizes: speed-ups of different sizes or devices do not compare.
+    """
+    if rows.empty:
+        return {}
+    for col in ("device", "sizes"):
+        if col in rows.columns and rows[col].nunique() > 1:
+            raise ValueError(f"rows hold {rows[col].nunique()} values of {col} "
+                             f"({', '.join(sorted(set(rows[col])))}); pass rows of one {col}")
+    ours = {v.slug for v in problem.variants.values() if not v.baseline}
+    rows = rows[rows["variant"].isin(ours) & rows["speedup"].notna()]
+    best = {}
+    for rank, tier in enumerate(KERNEL_TIERS):
+        meets = rows[rows["tier"].isin(KERNEL_TIERS[:rank + 1])]
+        if not meets.empty:
+            best[tier] = meets.loc[meets["speedup"].idxmax()]
+    return best
+
+
+def caption(rows: pd.DataFrame | pd.Series) -> str:
+    """"NVIDIA H200, 2026-11-29 to 2026-11-30": the devices and the dates (or date range) of
+    the measurements in a table or figure, the one short caption of where its numbers come
+    from; "no recorded run" when there are none."""
+    if isinstance(rows, pd.Series):
+        rows = rows.to_frame().T
+    if rows.empty:
+        return "no recorded run"
+    devices = " and ".join(dict.fromkeys(str(d) for d in rows["device"]))
+    stamps = pd.to_datetime(rows["timestamp"], utc=True)
+    first, last = f"{stamps.min():%Y-%m-%d}", f"{stamps.max():%Y-%m-%d}"
+    return f"{devices}, {first}" if first == last else f"{devices}, {first} to {last}"
+
+
+def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
+             device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
+    """Every row of the newest clean run (:func:`clean_rows`) that timed each of ``slugs``
+    (ladder variants or components) at ``sizes`` (default: the problem's) on a device whose
+    name contains ``device``, with ``speedup`` (NaN if that run did not time eager), ``step``
+    and ``title``.
+
+    For a comparison of two variants on the same GPU state (a ratio of two times is only
+    honest within one run): ``same_run(p12, ["wgmma_fp16x3", "triton_fp16x3"])``. A result on
+    its own is read with :func:`recorded`. Empty (same columns) when no run timed them all.
+    """
+    if isinstance(slugs, str):
+        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
+    rows = clean_rows(_at(_read(path), problem, sizes, device))
+    timed = set(rows["run_id"])
+    for slug in slugs:
+        timed &= set(rows.loc[rows["variant"] == slug, "run_id"])
+    if not timed:
+        return _typed_empty(rows)
+    runs = rows[rows["run_id"].isin(timed)].sort_values("timestamp", kind="stable")
+    run = add_speedup(rows[rows["run_id"] == runs["run_id"].iloc[-1]])
+    run = _with_steps(run, problem).assign(eager_ms=lambda d: d["speedup"] * d["median_ms"])
+    return _ladder_order(run, problem).reset_index(drop=True)
+
+
+def time_ratio(problem: Problem, a: str, b: str, sizes: Sizes | None = None, *,
+               device: str = "H200", path: str | Path | None = None) -> float:
+    """``a``'s median time over ``b``'s in the newest clean run that timed both
+    (:func:`same_run`): how two variants compare on the same GPU state (below 1: ``a`` is
+    faster). NaN when no run timed both. Against eager, a row's own ``speedup`` says it."""
+    run = same_run(problem, [a, b], sizes, device=device, path=path).set_index("variant")
+    if run.empty:
+        return float("nan")
+    return float(run.loc[a, "median_ms"] / run.loc[b, "median_ms"])
+
+
 def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
     """Of the runs in ``df`` (one problem, sizes and device) that timed eager, the most complete
-    one (most of the ladder's variants), the newest among equals: a partial re-run of two steps
-    must not hide the full ladder. None when no run timed eager."""
+    one (most of the ladder's variants), the newest among equals. None when no run timed eager.
+
+    For a view of one whole run (:func:`latest_run`); a result is read with :func:`recorded`."""
     runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
     if runs.empty:
         return None
@@ -46,83 +233,151 @@ def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
     return str(runs["run_id"].iloc[-1])
 
 
-def best_of_run(run: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
-    """The one definition of "the best" in fusedkit: in one run's rows (with ``speedup``), for
-    each tier a kernel of ours reaches (:data:`fusedkit.precision.KERNEL_TIERS`), the fastest of
-    our variants (PyTorch's baselines never count) that meets at least that tier: a stricter
-    tier meets the looser ones. Tiers no variant reaches are left out."""
-    ours = {v.slug for v in problem.variants.values() if not v.baseline}
-    rows = run[run["variant"].isin(ours) & run["median_ms"].notna()]
-    best = {}
-    for rank, tier in enumerate(KERNEL_TIERS):
-        meets = rows[rows["tier"].isin(KERNEL_TIERS[:rank + 1])]
-        if not meets.empty:
-            best[tier] = meets.loc[meets["median_ms"].idxmin()]
-    return best
-
-
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
                path: str | Path | None = None, having: Sequence[str] = (),
                newest: bool = False) -> pd.DataFrame:
-    """Rows of the most complete recorded run of ``problem`` that timed its eager baseline.
+    """Rows of the most complete clean recorded run of ``problem`` that timed its eager
+    baseline (:func:`main_run_id`): a view of one whole run, e.g. to compare it with another.
+    A variant's result is read with :func:`recorded` instead: the most complete run is old
+    and lacks every step timed since.
 
     ``sizes`` defaults to the problem's defaults; ``device`` filters on a substring of the
-    device name ("H200"); ``having`` keeps only runs that recorded every variant named there
-    (the run that timed a given step, when the most complete run did not); ``newest`` takes
-    the newest of those runs instead of the most complete (a step whose kernel changed since a
-    fuller run timed it). Adds ``speedup`` (eager's time over each variant's, same run) and the
-    ladder's ``step`` and ``title``. Empty when nothing matches.
+    device name ("H200"); ``having`` keeps only runs that recorded every variant named there;
+    ``newest`` takes the newest of those runs instead of the most complete (that is
+    :func:`same_run`, which it calls). Adds ``speedup`` (eager's time over each variant's, same
+    run), ``eager_ms``, and the ladder's ``step`` and ``title``. Empty when nothing matches.
     """
-    df = records.read_records(path or records.default_path())
-    want = fmt_sizes(problem.sizes(sizes or problem.defaults))
-    df = df[(df["problem"] == problem.key) & (df["sizes"] == want)
-            & df["device"].str.contains(device, regex=False)]
+    if newest:
+        return same_run(problem, ["eager", *having], sizes, device=device, path=path)
+    df = clean_rows(_at(_read(path), problem, sizes, device))
     for slug in having:
         df = df[df["run_id"].isin(df.loc[df["variant"] == slug, "run_id"])]
     run_id = main_run_id(df, problem)
-    if newest and run_id is not None:
-        timed = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]].sort_values("timestamp")
-        run_id = str(timed["run_id"].iloc[-1])
     if run_id is None:   # same columns as a real run, so callers need no special case
-        return df.iloc[0:0].assign(speedup=pd.Series(dtype=float), step=pd.Series(dtype=float),
-                                   title=pd.Series(dtype=str))
-    run = add_speedup(df[df["run_id"] == run_id])
-    steps = {v.slug: (v.number, v.title) for v in problem.variants.values()}
-    run["step"] = run["variant"].map(lambda s: steps.get(s, (None, ""))[0])
-    run["title"] = run["variant"].map(lambda s: steps.get(s, (None, ""))[1])
-    return run.reset_index(drop=True)
+        return _typed_empty(df)
+    run = _with_steps(add_speedup(df[df["run_id"] == run_id]), problem)
+    return run.assign(eager_ms=run["speedup"] * run["median_ms"]).reset_index(drop=True)
 
 
-def ladder_table(run: pd.DataFrame) -> pd.DataFrame:
-    """The ladder's rows of a run as the notebooks show them (components left out)."""
-    rows = run[run["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
+def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:
+    """No rows, with a records frame's columns and those a recorded frame adds."""
+    out = like.iloc[0:0].copy()
+    for col, kind in _ADDED.items():
+        out[col] = pd.Series(dtype=kind)
+    return out
+
+
+def per_run(problem: Problem, variants: Sequence[str], sizes: Sizes | None = None, *,
+            device: str = "H200", path: str | Path | None = None, value: str = "median_ms",
+            every: bool = True) -> pd.DataFrame:
+    """A run-to-run comparison: one row per clean run (:func:`clean_rows`) that timed every one
+    of ``variants`` (``every=False``: any of them) at ``sizes`` (default: the problem's) on a
+    device whose name contains ``device``, oldest first; columns ``run_id``, ``timestamp``,
+    ``commit``, ``device``, then one per variant holding its ``value`` (a records column, ms by
+    default; NaN where a run skipped it). Ratios of two columns are same-run ratios."""
+    if isinstance(variants, str):
+        raise TypeError(f"variants={variants!r}: pass a list of names, e.g. [{variants!r}]")
+    rows = clean_rows(_at(_read(path), problem, sizes, device))
+    if value not in rows.columns:
+        raise ValueError(f"value={value!r} is not a records column; valid: {', '.join(rows.columns)}")
+    rows = rows[rows["variant"].isin(list(variants))]
+    table = rows.pivot_table(index=["timestamp", "run_id", "commit", "device"], columns="variant",
+                             values=value, aggfunc="last").reindex(columns=list(variants))
+    if every:
+        table = table.dropna(how="any")
+    table.columns.name = None
+    return table.reset_index()[["run_id", "timestamp", "commit", "device", *variants]]
+
+
+def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
+               path: str | Path | None = None, every_run: bool = False) -> pd.DataFrame:
+    """The components of ``problem`` (an epilogue or a reduction timed alone, not a ladder
+    variant), each with its same-size copy timed in the same run: its newest clean measurement
+    (``every_run``: every clean run's, oldest first) at ``sizes`` (default: the problem's).
+
+    Columns: variant, median_ms, gbps (GB/s), copy_ms and copy_gbps (the copy of the same bytes,
+    ``d2d_copy_for_<variant>``, same run), pct_of_copy (the component's rate as % of that copy's),
+    device_copy_gbps (the large device copy, ``d2d_copy``, of the same run: the memory
+    ceiling), notes, sizes, run_id, commit, timestamp, device.
+    """
+    rec = _read(path)
+    rows = clean_rows(_at(rec, problem, sizes, device))
+    copies = rows[rows["variant"].str.startswith(COPY_FOR)]
+    copies = copies.assign(variant=copies["variant"].str.removeprefix(COPY_FOR))
+    copies = copies.set_index(["run_id", "variant"])[["median_ms", "gbps"]]
+    copies.columns = ["copy_ms", "copy_gbps"]
+    parts = rows[~rows["variant"].isin(list(problem.variants))
+                 & ~rows["variant"].str.startswith(COPY_FOR)]
+    parts = parts.join(copies, on=["run_id", "variant"])
+    ceilings = clean_rows(rec[(rec["problem"] == "device") & (rec["variant"] == "d2d_copy")])
+    big = ceilings.groupby("run_id")["gbps"].last().rename("device_copy_gbps")
+    parts = parts.join(big, on="run_id").assign(pct_of_copy=lambda d: 100 * d["gbps"] / d["copy_gbps"])
+    parts = parts.sort_values("timestamp", kind="stable")
+    if not every_run:
+        parts = parts.groupby(["device", "variant"]).tail(1).sort_values("variant", kind="stable")
+    return parts[["variant", "median_ms", "gbps", "copy_ms", "copy_gbps", "pct_of_copy",
+                  "device_copy_gbps", "notes", "sizes", "run_id", "commit", "timestamp",
+                  "device"]].reset_index(drop=True)
+
+
+def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ladder's rows (a :func:`recorded` frame or one run's rows) as the notebooks show them,
+    in step order, components left out; ``recorded`` says where each row was measured
+    (:func:`run_short_label`), as the rows may come from several runs."""
+    rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
+    rows = rows.assign(recorded=[run_short_label(r) for _, r in rows.iterrows()] if not rows.empty
+                       else pd.Series(dtype=str))
     return rows.rename(columns={"median_ms": "ms", "tflops": "TFLOP/s", "pct_of_floor": "% of floor",
                                 "rel_error": "rel. error", "peak_mem_mb": "call memory MB"})[
         ["step", "variant", "tier", "ms", "p10_ms", "p90_ms", "TFLOP/s", "% of floor",
-         "rel. error", "speedup", "call memory MB"]].reset_index(drop=True)
+         "rel. error", "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
+
+
+def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:
+    """The row that labels ``run``: the row itself, or the first row of a frame of ONE run."""
+    if isinstance(run, pd.Series):
+        return run
+    if run.empty:
+        return None
+    if "run_id" in run.columns and run["run_id"].nunique() > 1:
+        raise ValueError(f"the rows come from {run['run_id'].nunique()} runs: label each row "
+                         "(run_label(row)) or caption the table (results.caption(rows))")
+    return run.iloc[0]
 
 
 def run_label(run: pd.DataFrame | pd.Series) -> str:
-    """"NVIDIA H200, 2026-11-29 09:21 UTC, commit 814a63c": where a run's numbers come from,
-    from a run's rows or from one of them. The one label of a run in fusedkit."""
-    if isinstance(run, pd.DataFrame):
-        if run.empty:
-            return "no recorded run"
-        run = run.iloc[0]
-    return f"{run['device']}, {run['timestamp']:%Y-%m-%d %H:%M} UTC, commit {run['commit']}"
+    """"NVIDIA H200, 2026-11-29 09:21 UTC, commit 814a63c": where one run's numbers come from,
+    from its rows or from one row. The one label of a run in fusedkit; a frame of rows from
+    several runs is refused (ValueError): caption it with :func:`caption`."""
+    row = _one_row(run)
+    if row is None:
+        return "no recorded run"
+    return f"{row['device']}, {row['timestamp']:%Y-%m-%d %H:%M} UTC, commit {row['commit']}"
 
 
-def run_ceilings(run: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:
-    """Copy bandwidth (GB/s) and bf16 matmul rate (TFLOP/s) measured in the same run."""
-    if run.empty:
+def run_short_label(run: pd.DataFrame | pd.Series) -> str:
+    """"H200, 2026-11-30, commit 2b146d7": :func:`run_label` for a table cell (the vendor's
+    name and the time of day left out); one row, or the rows of one run."""
+    row = _one_row(run)
+    if row is None:
+        return "no recorded run"
+    device = str(row["device"]).removeprefix("NVIDIA ")
+    return f"{device}, {row['timestamp']:%Y-%m-%d}, commit {row['commit']}"
+
+
+def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:
+    """The device ceilings measured beside ``rows``: ``copy_gbps`` (a large device-to-device
+    copy, GB/s) and ``bf16_tflops`` (a bf16 matmul, TFLOP/s), each from the newest of the
+    rows' runs that measured it (for the rows of one run: that run's). ``{}`` for no rows."""
+    if rows.empty:
         return {}
-    df = records.read_records(path or records.default_path())
-    same = df[df["run_id"] == run["run_id"].iloc[0]]
+    df = clean_rows(_read(path))
+    same = df[df["run_id"].isin(set(rows["run_id"]))].sort_values("timestamp", kind="stable")
     out = {}
     for variant, col, key in (("d2d_copy", "gbps", "copy_gbps"), ("bf16_matmul", "tflops", "bf16_tflops")):
-        hit = same.loc[same["variant"] == variant, col]
+        hit = same.loc[same["variant"] == variant, col].dropna()
         if not hit.empty:
-            out[key] = float(hit.iloc[0])
+            out[key] = float(hit.iloc[-1])
     return out
 
 
@@ -130,7 +385,7 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
                  *, fixed: Mapping[str, int] | None = None, having: Sequence[str] = (),
                  newest: bool = False) -> pd.DataFrame:
     """The most complete recorded size sweep of ``problem`` over ``dim``, one row per
-    (variant, point).
+    (variant, point), of clean measurements (:func:`clean_rows`).
 
     A sweep is a run (one ``run_id``) that recorded the problem at more than one ``sizes``;
     of the runs in which ``dim`` takes several values while every other dimension keeps one
@@ -140,7 +395,7 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
     measured a given step); ``fixed`` first narrows the rows to given values of the other
     dimensions, which picks a slice out of a cross-product sweep. ``device`` filters on a
     substring of the device name. ``newest`` reads the newest matching sweep instead of the
-    most complete (a step whose kernel changed after the full sweep, as :func:`latest_run`).
+    most complete (a step whose kernel changed after the full sweep: its newest sweep).
 
     Columns: variant, ``dim``, median_ms, pct_of_floor (%), tflops (TFLOP/s), gbps (GB/s),
     speedup (eager's time at the same point over the variant's; NaN where eager was not
@@ -153,7 +408,7 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
     cols = ["variant", dim, "median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "step", "tier",
             "p10_ms", "p90_ms", "sizes", "run_id", "device", "timestamp", "commit"]
-    df = records.read_records(path or records.default_path())
+    df = clean_rows(_read(path))
     df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
             & df["variant"].isin(list(problem.variants))]
     if df.empty:
@@ -183,6 +438,25 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
     place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order: eager first
     run = run.assign(_place=run["variant"].map(place)).sort_values(["_place", dim])
     return run[cols].reset_index(drop=True)
+
+
+def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+               path: str | Path | None = None) -> pd.DataFrame:
+    """One step across ``dim``: the points of ``slug`` in the newest sweep that timed it
+    (:func:`sweep_series` with ``newest=True``: the step as its code is now, not the fullest
+    sweep, which may predate a change), each with its speed-up over eager at that point in that
+    run; where no sweep timed it, its one recorded point at the default sizes (:func:`recorded`).
+
+    Columns as :func:`sweep_series`, plus ``sweep`` (True for points of a sweep). Sorted by
+    ``dim``; empty (same columns) when nothing is recorded.
+    """
+    series = sweep_series(problem, dim, device, path, having=[slug], newest=True)
+    points = series[series["variant"] == slug].assign(sweep=True)
+    if not points.empty:
+        return points.sort_values(dim).reset_index(drop=True)
+    one = recorded(problem, device=device, path=path)
+    one = one[one["variant"] == slug].assign(**{dim: problem.defaults[dim]}, sweep=False)
+    return one.reindex(columns=[*series.columns, "sweep"]).reset_index(drop=True)
 
 
 def sweep_summary(series: pd.DataFrame, dim: str, flat: float = 1.25) -> pd.DataFrame:

@@ -51,23 +51,26 @@ def rec(tmp_path):
     return records.read_records(path), t
 
 
-def test_best_per_tier_is_the_best_of_the_main_run(rec):
-    # One definition with the report index and the export (results.best_of_run): in the most
-    # complete run that timed eager, the fastest kernel of ours meeting each tier.
+def test_best_per_tier_is_the_best_of_each_variants_newest_measurement(rec):
+    # One definition with the report index, the export and the README (results.newest_clean,
+    # results.best_by_tier): each variant's newest clean measurement in a run that timed eager.
     df, t = rec
     best = dashboard.best_per_tier(df, P12)
     h200 = best[(best["device"] == "NVIDIA H200") & (best["sizes"] == KB)].set_index("tier")
     assert list(h200.index) == ["reference", "fp32-faithful", "kb-pass", "fast"]   # accuracy order
-    assert set(h200["run_id"]) == {ctx(1).run_id}      # run 1 is the fullest ladder with eager
-    assert h200.loc["reference", "median_ms"] == pytest.approx(t["eager"])
+    assert h200.loc["reference", "run_id"] == ctx(3).run_id          # eager's newest timing
+    assert h200.loc["reference", "median_ms"] == pytest.approx(1.1 * t["eager"])
     fastest_faithful = min(["triton_tf32x3", "triton_fp16x3"], key=t.get)
     assert h200.loc["fp32-faithful", "variant"] == fastest_faithful
+    assert h200.loc["fp32-faithful", "run_id"] == ctx(1).run_id      # the only run that timed it
     assert h200.loc["fp32-faithful", "speedup"] == pytest.approx(t["eager"] / t[fastest_faithful])
     # a faithful kernel meets KernelBench's check: it fills the kb-pass slot, saying its own tier
     assert h200.loc["kb-pass", "variant"] == fastest_faithful
     assert h200.loc["kb-pass", "variant_tier"] == "fp32-faithful"
     fastest = min(["triton_tf32x3", "triton_fp16x3", "triton_tf32"], key=t.get)
     assert h200.loc["fast", "variant"] == fastest                # baselines (eager_tf32) never count
+    if fastest == "triton_tf32":   # run 2 timed it faster but without eager: no speed-up, not read
+        assert h200.loc["fast", "run_id"] == ctx(1).run_id
     a100 = best[best["device"].str.contains("A100")].set_index("tier")
     assert a100.loc["fp32-faithful", "speedup"] == pytest.approx(3 * t["eager"] / t["cublas_epilogue"])
     assert set(best["sizes"]) == {KB, SMALL}
@@ -76,6 +79,27 @@ def test_best_per_tier_is_the_best_of_the_main_run(rec):
     assert "epilogue_vec4" not in set(best["variant"])
     only_kb = dashboard.best_per_tier(df, "p12", sizes=P12.defaults)
     assert set(only_kb["sizes"]) == {KB}
+
+
+def test_best_per_tier_reads_a_newer_partial_run_not_only_the_fullest(rec, tmp_path):
+    df, t = rec
+    newer = ctx(5)
+    rows = [row(newer, "eager", t["eager"], "reference"),
+            row(newer, "wgmma_fp16x3", t["eager"] / 50, "fp32-faithful"),
+            row(newer, "triton_fp16x3", t["eager"] / 40, "fp32-faithful"),
+            # a dirty tree and an export are never results, however fast
+            row(ctx(6, commit="c000006+dirty"), "eager", t["eager"], "reference"),
+            row(ctx(6, commit="c000006+dirty"), "wgmma_persistent", t["eager"] / 99, "fast"),
+            row(newer, "export:wgmma_fp16x3", t["eager"] / 90, "fp32-faithful")]
+    records.append_rows(tmp_path / "newer.csv", rows)
+    both = pd.concat([df, records.read_records(tmp_path / "newer.csv")], ignore_index=True)
+    best = dashboard.best_per_tier(both, P12, sizes=P12.defaults)
+    h200 = best[best["device"] == "NVIDIA H200"].set_index("tier")
+    assert h200.loc["fp32-faithful", "variant"] == "wgmma_fp16x3"
+    assert h200.loc["fp32-faithful", "run_id"] == newer.run_id
+    assert h200.loc["fp32-faithful", "speedup"] == pytest.approx(50.0)
+    assert h200.loc["fast", "variant"] == "wgmma_fp16x3"          # 50x beats every older fast one
+    assert h200.loc["reference", "run_id"] == newer.run_id
 
 
 def test_best_per_tier_of_an_unrecorded_problem_is_empty_with_columns(rec):

@@ -113,25 +113,32 @@ def test_static_widgets_preprocessor_replaces_every_view():
 
 def test_headline_numbers_pick_the_fastest_of_ours_per_tier(tmp_path):
     from fusedkit import problems
-    from fusedkit.results import latest_run
+    from fusedkit.results import best_by_tier, recorded
 
     rows = report.headline_numbers()
     assert [h["problem"] for h in rows] == problems.names()
     for h in rows:
-        run = latest_run(problems.get(h["problem"]))
-        if run.empty:
+        p = problems.get(h["problem"])
+        rec = recorded(p)
+        if rec.empty:
             assert h["error"] and not any(h["best"].values())
             continue
-        ours = run[run["variant"].isin([v.slug for v in problems.get(h["problem"]).variants.values()
-                                        if not v.baseline])]
+        ours = rec[rec["variant"].isin([v.slug for v in p.variants.values() if not v.baseline])]
         fastest = ours.loc[ours["speedup"].idxmax()]
         assert h["best"]["fast"]["variant"] == fastest["variant"]   # any tier counts for 'fast'
+        assert h["best"]["fast"]["run_id"] == fastest["run_id"]     # its newest measurement
+        for tier, row in best_by_tier(rec, p).items():              # the one definition
+            assert (h["best"][tier]["variant"], h["best"][tier]["run_id"]) == (row["variant"], row["run_id"])
         for pick in h["best"].values():
             assert pick is None or pick["variant"] not in ("eager", "eager_tf32", "compile")
         faithful = h["best"]["fp32-faithful"]
         assert faithful is None or faithful["tier"] == "fp32-faithful"
         speeds = [p["speedup"] if p else 0 for p in h["best"].values()]
         assert speeds == sorted(speeds)       # looser tiers are never slower
+    got = {h["problem"]: h["best"] for h in rows}
+    assert got["p12"]["fp32-faithful"]["variant"] == "wgmma_fp16x3"
+    assert got["p12"]["fast"]["variant"] == "wgmma_persistent"
+    assert got["p45"]["kb-pass"]["variant"] == "triton_fused_lse_bf16"
     # No records at all: one line per problem saying so, and an index that still renders.
     empty = tmp_path / "records.csv"
     rows = report.headline_numbers(empty)
@@ -139,6 +146,33 @@ def test_headline_numbers_pick_the_fastest_of_ours_per_tier(tmp_path):
     res = report.ReportResult(tmp_path / "01_x.ipynb", tmp_path / "01_x.html", "X", 1.0, "", "`x`")
     index = report.write_index([res], tmp_path, rows).read_text()
     assert "no recorded run" in index and "<code>x</code>" in index
+
+
+def test_headline_numbers_read_a_newer_partial_run(tmp_path):
+    """An older full run and a newer partial one: the index shows the partial run's new kernel."""
+    from fusedkit import records
+    from fusedkit.problems import fmt_sizes, get
+
+    path = tmp_path / "records.csv"
+    at = fmt_sizes(get("p12").defaults)
+    runs = []
+    for i, timed in ((1, [("eager", "reference", 3.0), ("naive", "fp32-faithful", 90.0),
+                          ("tiled", "fp32-faithful", 2.5), ("triton_fp16x3", "fp32-faithful", 1.0),
+                          ("triton_tf32", "fast", 0.2)]),
+                     (2, [("eager", "reference", 2.9), ("wgmma_fp16x3", "fp32-faithful", 0.7)])):
+        ctx = records.RunContext(run_id=f"2026010{i}T000000Z-00000{i}", timestamp=f"2026-01-0{i}T00:00:00Z",
+                                 commit=f"c00000{i}", device="NVIDIA H200", driver="", cuda="",
+                                 torch="2.11.0", triton="3.6.0")
+        runs.append(ctx)
+        records.append_rows(path, [records.make_row(ctx, problem="p12", sizes=at, variant=v, tier=t,
+                                                    timer="cuda-events", median_ms=ms) for v, t, ms in timed])
+    (p12,) = [h for h in report.headline_numbers(path) if h["problem"] == "p12"]
+    pick = p12["best"]["fp32-faithful"]
+    assert pick["variant"] == "wgmma_fp16x3" and pick["run_id"] == runs[1].run_id
+    assert pick["speedup"] == round(2.9 / 0.7, 3) and p12["best"]["fast"]["run_id"] == runs[0].run_id
+    assert p12["date"] == "2026-01-01 to 2026-01-02"          # the dates of the rows shown
+    html = report._headline_table(report.headline_numbers(path))
+    assert "wgmma_fp16x3" in html and "4.14&times;" in html and "commit c000002" in html
 
 
 # -- the lessons (01, 02): every step reads prediction, code, counters, measurement ------------------
@@ -206,3 +240,48 @@ def test_lessons_cite_nothing_a_reader_does_not_have(path):
 def test_the_size_picker_comment_says_how_sizes_flow(path):
     first, second = [src for kind, src in _cells(path) if kind == "code"][:2]
     assert "picker.sizes" in first and "sizes = picker.sizes" in second
+
+
+# -- every result a notebook states is the recorded one --------------------------------------------
+
+def _code_trees(path):
+    import ast
+
+    return [ast.parse(src) for kind, src in _cells(path) if kind == "code"]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_step_is_given_the_one_recorded_frame(path):
+    """lesson.step shows a step's recorded row from the frame it is given: every call gets the
+    notebook's `recorded`, and `recorded` is only ever results.recorded(...) (each variant's
+    newest clean measurement), never a hand-picked run."""
+    import ast
+
+    trees = _code_trees(path)
+    calls = [n for t in trees for n in ast.walk(t) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+             and isinstance(n.func.value, ast.Name) and n.func.value.id == "lesson"]
+    assert calls, f"{path.name}: no lesson.step call"
+    for call in calls:
+        given = call.args[4] if len(call.args) > 4 else next(
+            (k.value for k in call.keywords if k.arg == "recorded"), None)
+        assert isinstance(given, ast.Name) and given.id == "recorded", (
+            f"{path.name}, line {call.lineno} of its cell: lesson.step is given "
+            f"{ast.unparse(given) if given is not None else 'nothing'}, not `recorded`")
+    made = [n.value for t in trees for n in ast.walk(t) if isinstance(n, ast.Assign)
+            and any(isinstance(x, ast.Name) and x.id == "recorded" for x in n.targets)]
+    assert made, f"{path.name}: `recorded` is never assigned"
+    for value in made:
+        assert (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "recorded"
+                and getattr(value.func.value, "id", "") == "results"), (
+            f"{path.name}: recorded = {ast.unparse(value)} (only results.recorded(...) may make it)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_notebook_reads_the_fullest_run_as_its_results(path):
+    """The summaries once read only the most complete run and missed every step timed since;
+    a one-run view is same_run / per_run / a sweep, with its purpose named."""
+    code = "\n".join(src for kind, src in _cells(path) if kind == "code")
+    for name in ("latest_run(", "main_run_id(", "best_of_run(", "read_records("):
+        assert name not in code, f"{path.name} calls {name}...): read fusedkit.results' views instead"

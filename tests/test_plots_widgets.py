@@ -77,12 +77,12 @@ def _floor_points(problem):
 @pytest.mark.parametrize("key", ["p12", "p45"])
 @pytest.mark.parametrize("which", ["measured", "floors"])
 def test_roofline_labels_never_collide(key, which):
-    # The real data: the latest H200 run's steps crowd one intensity at near-equal rates.
+    # The real data: the recorded H200 steps crowd one intensity at near-equal rates.
     from fusedkit import results  # noqa: PLC0415
 
     problem = problems.get(key)
     if which == "measured":
-        run = results.latest_run(problem, device="H200")
+        run = results.recorded(problem)
         if run.empty:
             pytest.skip(f"no recorded H200 run of {key} in data/records.csv")
         pts = _measured_points(problem, run)

@@ -1,5 +1,6 @@
 """Reading runs back from records, and the notebook step helper."""
 
+import math
 import re
 
 import pandas as pd
@@ -8,60 +9,258 @@ import torch
 
 from fusedkit import lesson, records, results
 from fusedkit.mode import detect_mode
+from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import fmt_sizes, get
 
 P12 = get("p12")
 
 
+SIZES = fmt_sizes(P12.defaults)
+_RUNS = iter(range(1, 10**6))
+
+
+def _ctx(day=None, commit="abc1234", device="NVIDIA H200"):
+    """A run context of committed code (not this tree's "+dirty" one); ``day`` of 2026-01."""
+    i = next(_RUNS)
+    day = day or 1 + i % 27
+    return records.RunContext(run_id=f"202601{day:02d}T{i % 24:02d}0000Z-{i:06x}",
+                              timestamp=f"2026-01-{day:02d}T{i % 24:02d}:00:00Z", commit=commit,
+                              device=device, driver="", cuda="", torch="2.11.0", triton="3.6.0")
+
+
+def _row(ctx, variant, ms, tier="fp32-faithful", sizes=SIZES, timer="cuda-events", problem="p12",
+         **extra):
+    return records.make_row(ctx, problem=problem, sizes=sizes, variant=variant, timer=timer,
+                            median_ms=ms, tier=tier, **extra)
+
+
 def _write_run(path, ctx, eager_ms, fast_ms, device_rows=True):
-    sizes = fmt_sizes(P12.defaults)
-    rows = [records.make_row(ctx, problem="p12", sizes=sizes, variant="eager", timer="cuda-events",
-                             median_ms=eager_ms, tier="reference", tflops=50.0),
-            records.make_row(ctx, problem="p12", sizes=sizes, variant="triton_fp16x3",
-                             timer="cuda-events", median_ms=fast_ms, tier="fp32-faithful", tflops=140.0)]
+    rows = [_row(ctx, "eager", eager_ms, "reference", tflops=50.0),
+            _row(ctx, "triton_fp16x3", fast_ms, tflops=140.0)]
     if device_rows:
-        rows.append(records.make_row(ctx, problem="device", sizes="bytes=1", variant="d2d_copy",
-                                     timer="cuda-events", median_ms=1.0, gbps=4000.0))
+        rows.append(_row(ctx, "d2d_copy", 1.0, "", sizes="bytes=1", problem="device", gbps=4000.0))
     records.append_rows(path, rows)
 
 
-def test_latest_run_takes_ratios_within_the_newest_run(tmp_path):
+@pytest.fixture
+def full_then_partial(tmp_path):
+    """An older full run of five variants, then a newer partial run that re-times two of them
+    and times a new step, then rows a recorded result must never read: a "+dirty" run, a run
+    without eager, a CPU row, an export row. Returns the path, the runs and their times."""
     path = tmp_path / "r.csv"
-    old = records.RunContext.collect()
-    old.timestamp, old.run_id = "2026-01-01T00:00:00Z", "20260101T000000Z-aaaaaa"
-    _write_run(path, old, 3.0, 1.0)
-    new = records.RunContext.collect()
-    _write_run(path, new, 2.0, 1.0)
+    full, partial = _ctx(day=1), _ctx(day=2)
+    t_full = {"eager": 3.0, "naive": 90.0, "tiled": 2.5, "triton_fp16x3": 1.2, "triton_tf32": 0.5}
+    t_part = {"eager": 2.9, "triton_fp16x3": 0.9, "wgmma_fp16x3": 0.7}
+    tiers = {"eager": "reference", "triton_tf32": "fast"}
+    rows = [_row(full, v, ms, tiers.get(v, "fp32-faithful")) for v, ms in t_full.items()]
+    rows += [_row(full, "d2d_copy", 1.0, "", sizes="bytes=1", problem="device", gbps=4000.0),
+             _row(full, "epilogue_vec4", 0.02, "", gbps=3100.0),
+             _row(full, "d2d_copy_for_epilogue_vec4", 0.021, "", gbps=3000.0)]
+    rows += [_row(partial, v, ms, tiers.get(v, "fp32-faithful")) for v, ms in t_part.items()]
+    rows += [_row(partial, "epilogue_vec4", 0.019, "", gbps=3300.0),
+             _row(partial, "d2d_copy_for_epilogue_vec4", 0.02, "", gbps=3150.0),
+             _row(partial, "d2d_copy", 1.0, "", sizes="bytes=1", problem="device", gbps=4100.0)]
+    dirty, no_eager, later = _ctx(day=3, commit="abc1234+dirty"), _ctx(day=4), _ctx(day=5)
+    rows += [_row(dirty, "eager", 2.8, "reference"), _row(dirty, "triton_fp16x3", 0.1),
+             _row(no_eager, "tiled", 0.2),
+             _row(later, "eager", 2.0, "reference", timer="cpu-wall"),
+             _row(later, "tiled", 0.1, timer="cpu-wall"),
+             _row(partial, "export:triton_fp16x3", 0.05)]
+    records.append_rows(path, rows)
+    return path, full, partial, t_full, t_part
+
+
+def test_recorded_is_each_variants_newest_clean_measurement(full_then_partial):
+    path, full, partial, t_full, t_part = full_then_partial
+    rec = results.recorded(P12, path=path).set_index("variant")
+    assert set(rec.index) == set(t_full) | set(t_part)          # one row per variant, no export
+    for v in t_part:                                            # the newer partial run wins ...
+        assert rec.loc[v, "run_id"] == partial.run_id and rec.loc[v, "median_ms"] == t_part[v]
+        assert rec.loc[v, "speedup"] == pytest.approx(t_part["eager"] / t_part[v])
+        assert rec.loc[v, "eager_ms"] == pytest.approx(t_part["eager"])
+    for v in set(t_full) - set(t_part):                         # ... where it timed the variant
+        assert rec.loc[v, "run_id"] == full.run_id              # (not the eager-less, dirty, CPU runs)
+        assert rec.loc[v, "speedup"] == pytest.approx(t_full["eager"] / t_full[v])
+    assert rec.loc["wgmma_fp16x3", "step"] == P12.variant("wgmma_fp16x3").number
+    assert rec.loc["wgmma_fp16x3", "title"] == P12.variant("wgmma_fp16x3").title
+    assert list(results.recorded(P12, path=path)["variant"])[0] == "eager"   # ladder order
+    # the records as they stood after the full run: only its rows
+    then = results.recorded(P12, path=path, as_of=full.timestamp)
+    assert set(then["run_id"]) == {full.run_id}
+    assert results.recorded(P12, path=path, device="A100").empty
+    assert results.recorded(P12, P12.sizes(batch_size=3), path=path).empty
+
+
+def test_clean_rows_leave_out_dirty_export_and_cpu_rows(full_then_partial):
+    path = full_then_partial[0]
+    rec = records.read_records(path)
+    clean = results.clean_rows(rec)
+    assert (clean["timer"] == "cuda-events").all()
+    assert not clean["commit"].str.endswith("+dirty").any()
+    assert not clean["variant"].str.startswith("export:").any()
+    assert len(clean) == len(rec) - 2 - 2 - 1                    # dirty pair, CPU pair, export
+
+
+def test_the_best_is_chosen_from_the_recorded_frame_not_the_fullest_run(full_then_partial):
+    path, full, partial, t_full, t_part = full_then_partial
+    rec = results.recorded(P12, path=path)
+    best = results.best_by_tier(rec, P12)
+    assert best["fp32-faithful"]["variant"] == "wgmma_fp16x3"    # only the partial run timed it
+    assert best["fp32-faithful"]["run_id"] == partial.run_id
+    assert best["kb-pass"]["variant"] == "wgmma_fp16x3"          # a faithful kernel meets kb-pass
+    assert best["fast"]["variant"] == "triton_tf32"              # 6x in its run beats 4.1x
+    # the fullest run alone would have said triton_fp16x3: the views must not fall back to it
+    assert set(results.latest_run(P12, path=path)["run_id"]) == {full.run_id}
+    assert results.best_by_tier(results.latest_run(P12, path=path), P12)[
+        "fp32-faithful"]["variant"] == "triton_fp16x3"
+    with pytest.raises(ValueError, match="2 values of sizes"):
+        results.best_by_tier(pd.concat([rec, rec.assign(sizes="batch_size=1")]), P12)
+    assert results.best_by_tier(rec.iloc[0:0], P12) == {}
+
+
+def test_the_best_is_by_same_run_speedup_not_by_time(tmp_path):
+    # a kernel timed in a run whose eager was slow is not "faster" for that: ratios within runs
+    path = tmp_path / "r.csv"
+    a, b = _ctx(day=1), _ctx(day=2)
+    records.append_rows(path, [_row(a, "eager", 4.0, "reference"), _row(a, "triton_fp16x3", 1.0),
+                               _row(b, "eager", 2.0, "reference"), _row(b, "wgmma_fp16x3", 0.9)])
+    best = results.best_by_tier(results.recorded(P12, path=path), P12)
+    assert best["fp32-faithful"]["variant"] == "triton_fp16x3"   # 4.0x against 2.2x
+
+
+@pytest.mark.parametrize("key, tier, slug", [("p12", "fp32-faithful", "wgmma_fp16x3"),
+                                             ("p45", "kb-pass", "triton_fused_lse_bf16")])
+def test_the_committed_records_best_is_the_newest_row_of_the_fastest(key, tier, slug):
+    """On data/records.csv: the steps timed in partial runs after the fullest one are the best
+    (the summaries once read only the fullest run and named older kernels)."""
+    from fusedkit import problems
+
+    p = problems.get(key)
+    rec = results.recorded(p)
+    best = results.best_by_tier(rec, p)[tier]
+    assert best["variant"] == slug
+    ours = rec[~rec["variant"].map(lambda s: p.variant(s).baseline)
+               & rec["tier"].isin(KERNEL_TIERS[:KERNEL_TIERS.index(tier) + 1])]
+    assert best["speedup"] == ours["speedup"].max()
+    # ... and it is that variant's newest clean measurement, its speed-up within its own run
+    clean = results.clean_rows(records.read_records(records.default_path()))
+    mine = clean[(clean["problem"] == key) & (clean["variant"] == slug)
+                 & (clean["sizes"] == fmt_sizes(p.defaults)) & clean["device"].str.contains("H200")]
+    newest = mine.sort_values("timestamp").iloc[-1]
+    assert best["run_id"] == newest["run_id"] and best["median_ms"] == newest["median_ms"]
+    eager = clean[(clean["run_id"] == newest["run_id"]) & (clean["variant"] == "eager")
+                  & (clean["sizes"] == newest["sizes"])]
+    assert best["speedup"] == pytest.approx(eager["median_ms"].iloc[0] / newest["median_ms"])
+    assert best["run_id"] != results.latest_run(p, device="H200")["run_id"].iloc[0]
+
+
+def test_caption_names_devices_and_the_date_range(full_then_partial):
+    path = full_then_partial[0]
+    rec = results.recorded(P12, path=path)
+    assert results.caption(rec) == "NVIDIA H200, 2026-01-01 to 2026-01-02"
+    assert results.caption(rec[rec["variant"] == "wgmma_fp16x3"]) == "NVIDIA H200, 2026-01-02"
+    assert results.caption(rec.iloc[0]) == "NVIDIA H200, 2026-01-02"     # eager, re-timed
+    assert results.caption(rec.iloc[0:0]) == "no recorded run"
+
+
+def test_a_table_of_several_runs_labels_each_row(full_then_partial):
+    path, full, partial, _, _ = full_then_partial
+    rec = results.recorded(P12, path=path)
+    table = results.ladder_table(rec).set_index("variant")
+    assert table.loc["wgmma_fp16x3", "recorded"] == "H200, 2026-01-02, commit abc1234"
+    assert table.loc["naive", "recorded"] == "H200, 2026-01-01, commit abc1234"
+    with pytest.raises(ValueError, match="come from 2 runs"):
+        results.run_label(rec)                   # one label for a frame of two runs would lie
+    assert "2026-01-02" in results.run_label(rec[rec["run_id"] == partial.run_id])
+
+
+def test_same_run_reads_the_newest_run_that_timed_every_slug(full_then_partial):
+    path, full, partial, t_full, t_part = full_then_partial
+    run = results.same_run(P12, ["tiled", "triton_fp16x3"], path=path)
+    assert set(run["run_id"]) == {full.run_id}
+    assert run.set_index("variant").loc["tiled", "speedup"] == pytest.approx(3.0 / 2.5)
+    assert set(results.same_run(P12, ["triton_fp16x3"], path=path)["run_id"]) == {partial.run_id}
+    assert results.same_run(P12, ["tiled", "wgmma_fp16x3"], path=path).empty
+    assert set(results.latest_run(P12, path=path, having=["triton_fp16x3"], newest=True)["run_id"]) \
+        == {partial.run_id}
+    with pytest.raises(TypeError, match="a list of names"):
+        results.same_run(P12, "tiled", path=path)
+
+
+def test_components_carry_their_same_run_copy(full_then_partial):
+    path, full, partial, _, _ = full_then_partial
+    parts = results.components(P12, path=path).set_index("variant")
+    assert list(parts.index) == ["epilogue_vec4"]                # the copies are not components
+    r = parts.loc["epilogue_vec4"]
+    assert r["run_id"] == partial.run_id and r["copy_gbps"] == 3150.0
+    assert r["pct_of_copy"] == pytest.approx(100 * 3300 / 3150) and r["device_copy_gbps"] == 4100.0
+    every = results.components(P12, path=path, every_run=True)
+    assert list(every["run_id"]) == [full.run_id, partial.run_id]
+    assert every["pct_of_copy"].iloc[0] == pytest.approx(100 * 3100 / 3000)
+
+
+def test_per_run_is_one_row_per_run_that_timed_them(full_then_partial):
+    path, full, partial, t_full, t_part = full_then_partial
+    both = results.per_run(P12, ["eager", "triton_fp16x3"], path=path)
+    assert list(both["run_id"]) == [full.run_id, partial.run_id]
+    assert list(both["triton_fp16x3"]) == [t_full["triton_fp16x3"], t_part["triton_fp16x3"]]
+    assert list(results.per_run(P12, ["eager", "tiled"], path=path)["run_id"]) == [full.run_id]
+    # any of them: the full run, the partial one and the eager-less one (times need no eager)
+    assert len(results.per_run(P12, ["tiled", "wgmma_fp16x3"], path=path, every=False)) == 3
+    with pytest.raises(ValueError, match="value='ms'"):
+        results.per_run(P12, ["eager"], path=path, value="ms")
+
+
+def test_run_ceilings_of_a_frame_of_several_runs_are_the_newest(full_then_partial):
+    path, full, partial, _, _ = full_then_partial
+    rec = results.recorded(P12, path=path)
+    assert results.run_ceilings(rec, path=path) == {"copy_gbps": 4100.0}
+    assert results.run_ceilings(rec[rec["run_id"] == full.run_id], path=path) == {"copy_gbps": 4000.0}
+    assert results.run_ceilings(rec.iloc[0:0], path=path) == {}
+
+
+def test_step_sweep_reads_the_newest_sweep_or_the_one_point(tmp_path):
+    path = tmp_path / "r.csv"
+    fix = {"in_features": 8192, "out_features": 8192}
+    old, new = _ctx(day=1), _ctx(day=2)
+    rows = []
+    for ctx, k in ((old, 1.0), (new, 2.0)):
+        for b in (1, 64, 1024):
+            at = fmt_sizes(P12.sizes({"batch_size": b, **fix}))
+            rows += [_row(ctx, "eager", 1.0 + b / 100, "reference", sizes=at),
+                     _row(ctx, "faithful_by_batch", (1.0 + b / 100) / (k * (1 + b / 1024)), sizes=at)]
+    rows += [_row(old, "tiled", 2.0, sizes=fmt_sizes(P12.sizes({"batch_size": 64, **fix})))]
+    records.append_rows(path, rows)
+    s = results.step_sweep(P12, "faithful_by_batch", path=path)
+    assert set(s["run_id"]) == {new.run_id} and list(s["batch_size"]) == [1, 64, 1024]
+    assert s["sweep"].all() and s["speedup"].tolist() == pytest.approx([2 * (1 + b / 1024) for b in (1, 64, 1024)])
+    one = results.step_sweep(P12, "triton_fp16x3", path=path)
+    assert one.empty and "sweep" in one.columns                  # never recorded at all
+    alone = _ctx(day=3)                                           # one point, at the defaults
+    records.append_rows(path, [_row(alone, "eager", 3.0, "reference"), _row(alone, "triton_fp16x3", 1.0)])
+    one = results.step_sweep(P12, "triton_fp16x3", path=path)
+    assert len(one) == 1 and not one["sweep"].iloc[0] and one["batch_size"].iloc[0] == 1024
+    assert one["speedup"].iloc[0] == pytest.approx(3.0) and one["run_id"].iloc[0] == alone.run_id
+
+
+def test_latest_run_is_the_fullest_clean_run(tmp_path):
+    path = tmp_path / "r.csv"
+    full = _ctx(day=1)
+    _write_run(path, full, 3.0, 1.0)
+    records.append_rows(path, [_row(full, "tiled", 2.5)])
+    _write_run(path, _ctx(day=2), 2.0, 1.0)                       # newer, but fewer variants
     run = results.latest_run(P12, path=path)
-    assert set(run["run_id"]) == {new.run_id}
-    assert run.loc[run["variant"] == "triton_fp16x3", "speedup"].item() == pytest.approx(2.0)
-    assert results.run_ceilings(run, path=path) == {"copy_gbps": 4000.0}
-    table = results.ladder_table(run)
-    assert list(table["variant"]) == ["eager", "triton_fp16x3"] and list(table["step"]) == [0, 6]
-    assert "commit" in results.run_label(run)
-
-
-def test_latest_run_newest_prefers_the_newest_run_over_a_fuller_older_one(tmp_path):
-    """A fuller older run wins by default (a partial re-run must not hide the ladder); with
-    newest=True the newer run that timed the step wins (the step's kernel changed since)."""
-    path = tmp_path / "r.csv"
-    sizes = fmt_sizes(P12.defaults)
-    old = records.RunContext.collect()
-    old.timestamp, old.run_id = "2026-01-01T00:00:00Z", "20260101T000000Z-aaaaaa"
-    _write_run(path, old, 3.0, 1.5)
-    records.append_rows(path, [records.make_row(old, problem="p12", sizes=sizes, variant="tiled",
-                                                timer="cuda-events", median_ms=2.5, tier="fp32-faithful")])
-    new = records.RunContext.collect()
-    _write_run(path, new, 3.0, 1.0)
-    assert set(results.latest_run(P12, path=path, having=["triton_fp16x3"])["run_id"]) == {old.run_id}
-    run = results.latest_run(P12, path=path, having=["triton_fp16x3"], newest=True)
-    assert set(run["run_id"]) == {new.run_id}
+    assert set(run["run_id"]) == {full.run_id}
     assert run.loc[run["variant"] == "triton_fp16x3", "speedup"].item() == pytest.approx(3.0)
+    assert results.run_ceilings(run, path=path) == {"copy_gbps": 4000.0}
+    assert "commit abc1234" in results.run_label(run)
 
 
 def test_latest_run_empty_when_nothing_matches(tmp_path):
     run = results.latest_run(P12, P12.sizes(batch_size=3), path=tmp_path / "none.csv")
     assert run.empty and results.run_label(run) == "no recorded run"
+    assert results.recorded(P12, path=tmp_path / "none.csv").empty
+    assert {"speedup", "step", "title", "eager_ms"} <= set(results.recorded(P12, path=tmp_path / "n.csv").columns)
 
 
 def test_step_header_is_three_lines():
@@ -83,21 +282,62 @@ def test_run_step_on_cpu_checks_triton_in_interpreter_and_labels_sources():
 
 def test_run_step_shows_the_recorded_row_formatted(tmp_path):
     path = tmp_path / "r.csv"
-    _write_run(path, records.RunContext.collect(), 2.724032, 0.871936)
-    run = results.latest_run(P12, path=path)
-    out = lesson.run_step(P12, "eager", P12.defaults, detect_mode(), run)
-    row = out.loc[[i for i in out.index if i.startswith("recorded")][0]]
+    _write_run(path, _ctx(day=3), 2.724032, 0.871936)
+    rec = results.recorded(P12, path=path)
+    out = lesson.run_step(P12, "eager", P12.defaults, detect_mode(), rec)
+    label = [i for i in out.index if i.startswith("recorded")][0]
+    row = out.loc[label]
     assert row["ms"] == "2.724" and row["speedup"] == "1.00x" and row["TFLOP/s"] == "50.0"
     assert row["sizes"] == "1024 × 8192 × 8192"
+    assert label == "recorded: H200, 2026-01-03, commit abc1234"
+
+
+def test_each_recorded_row_of_a_step_names_its_own_run(full_then_partial):
+    path, full, partial, _, _ = full_then_partial
+    rec = results.recorded(P12, path=path)
+    for slug, run in (("naive", full), ("wgmma_fp16x3", partial)):
+        (row,) = [r for r in lesson.step_rows(P12, slug, P12.defaults, detect_mode(), rec)
+                  if r["source"].startswith("recorded")]
+        assert row["source"] == f"recorded: H200, {run.timestamp[:10]}, commit abc1234"
+
+
+def test_every_ladder_step_with_a_clean_record_shows_its_recorded_ms(monkeypatch):
+    """The notebooks' steps (lesson.step -> step_rows) on the committed records: every ladder
+    variant that has a clean record shows it, its newest, with its same-run speed-up; one
+    without shows none."""
+    from types import SimpleNamespace
+
+    from fusedkit import problems
+
+    # What runs here is not under test (and the interpreter is slow): every live check fails fast.
+    monkeypatch.setattr(lesson, "measure", lambda *a, **k: SimpleNamespace(
+        ok=False, failure="not run in this test", tier="", check=SimpleNamespace(rel_error=math.nan)))
+    every = records.read_records(records.default_path())
+    for key in problems.names():
+        p = problems.get(key)
+        rec = results.recorded(p)
+        newest = results.newest_clean(every, p)
+        newest = newest[(newest["sizes"] == fmt_sizes(p.defaults)) & newest["device"].str.contains("H200")]
+        for v in p.ladder():
+            rows = lesson.step_rows(p, v.slug, p.defaults, detect_mode(), rec)
+            shown = [r for r in rows if r["source"].startswith("recorded")]
+            mine = newest[newest["variant"] == v.slug]
+            if mine.empty:
+                assert not shown, (key, v.slug)
+                continue
+            assert len(shown) == 1, (key, v.slug, rows)
+            assert shown[0]["ms"] == mine["median_ms"].iloc[0], (key, v.slug)
+            assert shown[0]["speedup"] == pytest.approx(mine["speedup"].iloc[0])
+            assert shown[0]["source"] == "recorded: " + results.run_short_label(mine.iloc[0])
 
 
 def test_say_prints_numbers_from_the_records(tmp_path):
     path = tmp_path / "r.csv"
-    _write_run(path, records.RunContext.collect(), 2.724032, 0.871936)
-    run = results.latest_run(P12, path=path)
+    _write_run(path, _ctx(day=7), 2.724032, 0.871936)
+    run = results.recorded(P12, path=path)
     text = str(lesson.say("fp16x3 takes {triton_fp16x3.ms}, {triton_fp16x3.speedup} eager's "
-                          "{eager.ms}; {note}", run, note="done"))
-    assert text == "fp16x3 takes 0.872 ms, 3.12x eager's 2.724 ms; done"
+                          "{eager.ms}, on {eager.date} ({eager.commit}); {note}", run, note="done"))
+    assert text == "fp16x3 takes 0.872 ms, 3.12x eager's 2.724 ms, on 2026-01-07 (abc1234); done"
     empty = str(lesson.say("naive takes {naive.ms}", run))
     assert empty.startswith("naive takes –\n") and "No recorded numbers for naive" in empty
     assert lesson.value(run, "eager") == pytest.approx(2.724032)
@@ -123,15 +363,32 @@ def test_counters_are_shown_or_one_line_says_there_are_none(tmp_path, monkeypatc
     assert "float const" not in html
 
 
-def test_a_partial_rerun_does_not_hide_the_full_ladder(tmp_path):
+def test_counters_pair_with_the_time_of_the_code_that_was_profiled(tmp_path, monkeypatch):
+    """The idle time is the time measured with the profiled code minus its kernels' time; a
+    step re-timed after a change keeps its newest time in the table, beside the paired one."""
+    from fusedkit import counters
+
     path = tmp_path / "r.csv"
-    full = records.RunContext.collect()
-    full.timestamp, full.run_id = "2026-01-01T00:00:00Z", "20260101T000000Z-aaaaaa"
-    _write_run(path, full, 3.0, 1.0)
-    partial = records.RunContext.collect()
-    records.append_rows(path, [records.make_row(partial, problem="p12", sizes=fmt_sizes(P12.defaults),
-                                                variant="eager", timer="cuda-events", median_ms=2.9)])
-    assert set(results.latest_run(P12, path=path)["run_id"]) == {full.run_id}
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    before, after = _ctx(day=1), _ctx(day=3)
+    records.append_rows(path, [_row(before, "eager", 3.0, "reference"), _row(before, "triton_fp16x3", 0.9),
+                               _row(after, "eager", 3.0, "reference"), _row(after, "triton_fp16x3", 0.75)])
+    profile = _ctx(day=2)
+    rows = [dict(vars(profile), problem="p12", sizes=SIZES, variant="triton_fp16x3", launch=i,
+                 kernel=k, duration_us=us, sm_pct=60.0, tensor_pct=60.0, fma_pct=10.0, dram_pct=10.0,
+                 dram_gb=0.1, occupancy_pct=12.0, registers=243, local_bytes=0, l2_hit_pct=70.0,
+                 grid=132, block=256, smem_kb=200.0)
+            for i, (k, us) in enumerate((("split_kernel", 50.0), ("fp16x3_gemm_kernel", 650.0)))]
+    pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
+    then = lesson.timed_with_counters(P12, "triton_fp16x3")
+    assert then["run_id"] == before.run_id and then["median_ms"] == 0.9
+    assert lesson.idle_ms(P12, "triton_fp16x3") == pytest.approx(0.9 - 0.7)
+    assert lesson.idle_ms(P12, "tiled") != lesson.idle_ms(P12, "tiled")          # no counters: NaN
+    shown = lesson.counter_overview(P12, results.recorded(P12)).body.data.set_index("variant")
+    assert shown.loc["triton_fp16x3", "ms"] == "0.750"                           # the newest
+    assert shown.loc["triton_fp16x3", "ms when profiled"] == "0.900"
+    assert shown.loc["triton_fp16x3", "idle ms"] == "0.200"
 
 
 def test_live_row_checks_then_times():
@@ -148,9 +405,9 @@ def test_step_shows_code_then_counters_then_check_and_time(capsys, tmp_path, mon
 
     monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
     path = tmp_path / "r.csv"
-    _write_run(path, records.RunContext.collect(), 2.724032, 0.871936)
-    run = results.latest_run(P12, path=path)
-    lesson.step(P12, "tiled", P12.defaults, detect_mode(), run, previous="naive")
+    _write_run(path, _ctx(), 2.724032, 0.871936)
+    lesson.step(P12, "tiled", P12.defaults, detect_mode(), results.recorded(P12, path=path),
+                previous="naive")
     out = capsys.readouterr().out
     order = [out.index(s) for s in ("The code", "p12/04_tiled.cu", "What the hardware did",
                                     "none recorded", "Check and time", "no GPU here")]

@@ -158,7 +158,8 @@ def test_points_beyond_the_cpu_budgets_are_skipped_not_failed(tmp_path, capsys):
 
 def _ctx(run_id, stamp):
     ctx = records.RunContext.collect()
-    ctx.run_id, ctx.timestamp, ctx.device = run_id, stamp, "NVIDIA H200"
+    # a committed commit: rows of a "+dirty" tree (this one, while it is edited) are not read back
+    ctx.run_id, ctx.timestamp, ctx.device, ctx.commit = run_id, stamp, "NVIDIA H200", "abc1234"
     return ctx
 
 

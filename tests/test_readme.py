@@ -1,0 +1,90 @@
+"""The README's measured state is generated from the records, and kept current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fusedkit import readme, records
+from fusedkit.cli import main
+from fusedkit.problems import fmt_sizes, get
+
+REPO = Path(__file__).resolve().parent.parent
+P12 = get("p12")
+
+
+def test_the_readme_is_current_with_the_records():
+    """Regenerate the block from data/records.csv: a README that says otherwise is stale."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert readme.current_block(text) == readme.measured_state(REPO / "data" / "records.csv"), (
+        "README.md's measured state is stale: run python -m fusedkit readme")
+
+
+def test_the_block_names_the_best_of_each_tier_from_the_newest_rows():
+    block = readme.measured_state()
+    assert "| p12 | fp32-faithful | `wgmma_fp16x3` |" in block
+    assert "| p12 | fast | `wgmma_persistent` |" in block
+    assert "| p45 | kb-pass | `triton_fused_lse_bf16` |" in block
+    assert "`faithful_by_batch`, from 1 to 1024 rows" in block
+
+
+def _ctx(i, commit):
+    return records.RunContext(run_id=f"2026010{i}T000000Z-00000{i}", timestamp=f"2026-01-0{i}T00:00:00Z",
+                              commit=commit, device="NVIDIA H200", driver="", cuda="",
+                              torch="2.11.0", triton="3.6.0")
+
+
+@pytest.fixture
+def small_records(tmp_path):
+    """An older full run and a newer partial one, and a README with the markers."""
+    path = tmp_path / "records.csv"
+    at = fmt_sizes(P12.defaults)
+    for ctx, timed in ((_ctx(1, "c000001"), [("eager", "reference", 3.0), ("tiled", "fp32-faithful", 2.5),
+                                            ("triton_fp16x3", "fp32-faithful", 1.0)]),
+                       (_ctx(2, "c000002"), [("eager", "reference", 2.9), ("wgmma_fp16x3", "fp32-faithful", 0.7)]),
+                       (_ctx(3, "c000003+dirty"), [("eager", "reference", 2.9),
+                                                   ("wgmma_persistent", "fast", 0.01)])):
+        records.append_rows(path, [records.make_row(ctx, problem="p12", sizes=at, variant=v, tier=t,
+                                                    timer="cuda-events", median_ms=ms, rel_error=2.5e-7)
+                                   for v, t, ms in timed])
+    doc = tmp_path / "README.md"
+    doc.write_text(f"# x\n\nbefore\n\n{readme.BEGIN}\nold\n{readme.END}\n\nafter\n", encoding="utf-8")
+    return path, doc
+
+
+def test_update_writes_between_the_markers_only(small_records):
+    path, doc = small_records
+    assert readme.update(doc, path)
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("# x\n\nbefore\n\n") and text.endswith(f"{readme.END}\n\nafter\n")
+    block = readme.current_block(text)
+    assert "| p12 | fp32-faithful | `wgmma_fp16x3` | 0.700 | 4.14x | 2.5e-07 | NVIDIA H200 | 2026-01-02 |" in block
+    assert "wgmma_persistent" not in block                 # a dirty tree's row is no result
+    assert "| p45 | – | nothing recorded" in block
+    assert not readme.update(doc, path)                    # current: nothing to write
+
+
+def test_a_readme_without_markers_is_one_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="no measured-state block"):
+        readme.current_block("# a README\n")
+
+
+def test_the_command_updates_checks_and_refuses_bad_input(small_records, tmp_path, capsys):
+    path, doc = small_records
+    assert main(["readme", "--readme", str(doc), "--records", str(path), "--check"]) == 1
+    assert "stale" in capsys.readouterr().err
+    assert main(["readme", "--readme", str(doc), "--records", str(path)]) == 0
+    assert "updated" in capsys.readouterr().out
+    assert main(["readme", "--readme", str(doc), "--records", str(path), "--check"]) == 0
+    assert "current" in capsys.readouterr().out
+    for args, said in ((["--readme", str(tmp_path / "none.md")], "--readme="),
+                       (["--readme", str(doc), "--records", str(tmp_path / "none.csv")], "--records="),
+                       (["--readme", str(doc), "--records", ""], "--records=''")):
+        assert main(["readme", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and said in err and len(err.splitlines()) == 1
+    bare = tmp_path / "bare.md"
+    bare.write_text("# no markers\n", encoding="utf-8")
+    assert main(["readme", "--readme", str(bare), "--records", str(path)]) == 2
+    assert "no measured-state block" in capsys.readouterr().err
