@@ -37,7 +37,7 @@ def test_latest_run_takes_ratios_within_the_newest_run(tmp_path):
     assert run.loc[run["variant"] == "triton_fp16x3", "speedup"].item() == pytest.approx(2.0)
     assert results.run_ceilings(run, path=path) == {"copy_gbps": 4000.0}
     table = results.ladder_table(run)
-    assert list(table["variant"]) == ["eager", "triton_fp16x3"] and list(table["step"]) == [0, 6]
+    assert list(table["variant"]) == ["eager", "triton_fp16x3"] and list(table["step"]) == [0, 9]
     assert "commit" in results.run_label(run)
 
 
@@ -152,7 +152,7 @@ def test_step_shows_code_then_counters_then_check_and_time(capsys, tmp_path, mon
     run = results.latest_run(P12, path=path)
     lesson.step(P12, "tiled", P12.defaults, detect_mode(), run, previous="naive")
     out = capsys.readouterr().out
-    order = [out.index(s) for s in ("The code", "p12/04_tiled.cu", "What the hardware did",
+    order = [out.index(s) for s in ("The code", "p12/07_tiled.cu", "What the hardware did",
                                     "none recorded", "Check and time", "no GPU here")]
     assert order == sorted(order)
     assert "+ " in out                        # lines changed against step 1 are marked
