@@ -17,15 +17,25 @@ The counters, by column (ncu metric in brackets; see ``data/README.md``):
 - ``registers``: registers per thread; ``local_bytes``: local-memory (spill) traffic
   [``launch__registers_per_thread``, ``local_{load,store}`` bytes];
 - ``l2_hit_pct``: L2 hit rate [``lts__t_sector_hit_rate.pct``];
-- ``grid``, ``block``, ``smem_kb``: the launch shape and shared memory per block.
+- ``grid``, ``block``, ``smem_kb``: the launch shape and shared memory per block;
+- ``gld_sectors_per_request``: 32-byte sectors a warp's global load touches, 4 when its 32
+  lanes read one 128-byte line, 32 when they read 32 lines
+  [``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum`` / ``l1tex__t_requests_..._ld.sum``];
+- ``l1_hit_pct``: L1 hit rate of global loads' sectors
+  [``l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct``];
+- ``l2_l1_gb``: bytes L2 sent to the SMs' L1 for reads, beside ``dram_gb``
+  [``lts__t_sectors_srcunit_tex_op_read.sum`` x 32 B];
+- ``smem_ld_conflicts``, ``smem_st_conflicts``: shared-memory bank conflicts of loads and
+  stores, the extra wavefronts they cost [``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum``].
 
-Collection (on the GPU machine, one command per problem)::
+Collection (on the GPU machine, one command per problem and sizes)::
 
-    python -m fusedkit.counters collect --problem p12 --out DIR
+    python -m fusedkit.counters collect --problem p12 --out DIR [--variants ...] [--sizes batch_size=1]
 
-runs ``ncu`` over ``python -m fusedkit.counters profile`` and leaves ``ncu_<problem>.csv`` and
-``order_<problem>.json`` in DIR; ``python -m fusedkit.counters import DIR`` turns them into
-rows of ``data/counters.csv`` here.
+runs ``ncu`` over ``python -m fusedkit.counters profile`` and leaves ``ncu_<tag>.csv`` and
+``order_<tag>.json`` in DIR (the tag is the problem, plus the sizes given, e.g.
+``p12-batch_size-1``); ``python -m fusedkit.counters import DIR`` turns them into rows of
+``data/counters.csv`` here, each with its sizes.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from typing import Sequence
 import pandas as pd
 
 from fusedkit import records
-from fusedkit.problems import Problem, fmt_sizes
+from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 MARKER = "fusedkit_marker"
 """Name of the tiny kernel launched before each variant's call: it splits the profile."""
@@ -69,8 +79,15 @@ METRICS: dict[str, tuple[str, ...]] = {
     "grid": ("launch__grid_size",),
     "block": ("launch__block_size",),
     "smem_kb": ("launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic"),
+    "gld_sectors_per_request": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+    "l1_hit_pct": ("l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct",),
+    "l2_l1_gb": ("lts__t_sectors_srcunit_tex_op_read.sum",),
+    "smem_ld_conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",),
+    "smem_st_conflicts": ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",),
 }
 SUMMED = {"local_bytes", "smem_kb"}       # columns that add their metrics; the rest take the max
+RATIOS = {"gld_sectors_per_request"}      # columns that divide their first metric by the second
 COUNTER_COLUMNS = tuple(METRICS)
 COLUMNS: tuple[str, ...] = (*records.CONTEXT_COLUMNS, "problem", "sizes", "variant", "launch",
                             "kernel", *COUNTER_COLUMNS)
@@ -184,32 +201,62 @@ def _marker() -> None:
     _marker_kernel[(1,)](_marker_buffer)
 
 
-def profile(problem: Problem, variants: Sequence[str], order_path: Path) -> None:
-    """Run each variant once inside the profiler's window, after three unprofiled warm-up
-    calls; a marker kernel precedes each. Writes the order of variants to ``order_path``."""
+def size_list(problem: Problem, sizes: str | Sizes | Sequence[Sizes] | None) -> list[Sizes]:
+    """Validated sizes to profile at: one set (a dict), several (a sequence of dicts), or text
+    with several sets separated by ``;`` (``"batch_size=1;batch_size=4"``, each as
+    ``--sizes`` takes it); None or empty: the problem's defaults. Bad sizes raise SizeError."""
+    if isinstance(sizes, str):
+        sizes = [parse_sizes(part) for part in sizes.split(";") if part.strip()]
+    elif isinstance(sizes, dict):
+        sizes = [sizes]
+    return [problem.sizes(s) for s in (sizes or [{}])]
+
+
+def sizes_tag(problem: Problem, sizes: Sequence[Sizes]) -> str:
+    """The name part of one collection's files: the problem, then each size that differs from
+    its default, per set (``p12``, ``p12-batch_size-1``, ``p12-batch_size-1_batch_size-4``):
+    letters, digits, ``_`` and ``-`` only."""
+    parts = ["-".join(f"{k}-{v}" for k, v in s.items() if v != problem.defaults[k]) for s in sizes]
+    given = "_".join(p for p in parts if p)
+    return f"{problem.key}-{given}" if given else problem.key
+
+
+def profile(problem: Problem, variants: Sequence[str], order_path: Path,
+            sizes: str | Sizes | Sequence[Sizes] | None = None) -> None:
+    """Run each variant once inside the profiler's window at each set of ``sizes``
+    (:func:`size_list`; default: the problem's), after three unprofiled warm-up calls; a marker
+    kernel precedes each. Writes the runs in order, (variant, sizes) pairs, to ``order_path``."""
     import torch  # noqa: PLC0415
 
-    sizes = problem.defaults
-    order = []
-    for slug in variants:
-        v = problem.variant(slug)
-        model = problem.make_model(sizes, seed=1, device="cuda")
-        inputs = problem.get_inputs(sizes, seed=1, device="cuda")
-        fn = v.build(model)
-        with torch.no_grad():
-            for _ in range(3):
+    runs = []
+    for s in size_list(problem, sizes):
+        for slug in variants:
+            v = problem.variant(slug)
+            model = problem.make_model(s, seed=1, device="cuda")
+            inputs = problem.get_inputs(s, seed=1, device="cuda")
+            fn = v.build(model)
+            with torch.no_grad():
+                for _ in range(3):
+                    fn(*inputs)
+                _marker()                 # compiled outside the window
+                torch.cuda.synchronize()
+                torch.cuda.cudart().cudaProfilerStart()
+                _marker()
                 fn(*inputs)
-            _marker()                 # compiled outside the window
-            torch.cuda.synchronize()
-            torch.cuda.cudart().cudaProfilerStart()
-            _marker()
-            fn(*inputs)
-            torch.cuda.synchronize()
-            torch.cuda.cudart().cudaProfilerStop()
-        order.append(slug)
-        print(f"profiled {slug}", flush=True)
-    order_path.write_text(json.dumps({"problem": problem.key, "sizes": fmt_sizes(sizes),
-                                      "variants": order, "context": asdict(records.RunContext.collect())}))
+                torch.cuda.synchronize()
+                torch.cuda.cudart().cudaProfilerStop()
+            runs.append([slug, fmt_sizes(s)])
+            print(f"profiled {slug} at {fmt_sizes(s)}", flush=True)
+    order_path.write_text(json.dumps({"problem": problem.key, "runs": runs,
+                                      "context": asdict(records.RunContext.collect())}))
+
+
+def _runs(order: dict) -> list[tuple[str, str]]:
+    """(variant, sizes) of each profiled call, in order; an order file written before calls
+    could differ in size names its variants and their one sizes instead."""
+    if "runs" in order:
+        return [(v, s) for v, s in order["runs"]]
+    return [(v, order["sizes"]) for v in order["variants"]]
 
 
 def available_metrics(ncu: str) -> set[str]:
@@ -218,9 +265,14 @@ def available_metrics(ncu: str) -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip() and "__" in line.split()[0]}
 
 
-def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = None) -> Path:
-    """Run ``ncu`` (clocks left alone) over :func:`profile` for the problem's GPU kernel steps;
-    return the raw CSV's path."""
+def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = None,
+            sizes: str | Sizes | Sequence[Sizes] | None = None) -> Path:
+    """Run ``ncu`` (clocks left alone) over :func:`profile` for the problem's GPU kernel steps
+    (or ``variants``) at each set of ``sizes`` (:func:`size_list`; default: the problem's);
+    return the raw CSV's path. Unknown variants and sizes raise ValueError (SizeError) before
+    ncu starts."""
+    sizes = size_list(problem, sizes)
+    slugs = [problem.variant(s).slug for s in (variants or [v.slug for v in problem.ladder()])]
     ncu = shutil.which("ncu")
     if not ncu:
         raise FileNotFoundError("ncu (Nsight Compute) is not on the PATH")
@@ -231,12 +283,13 @@ def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = No
     wanted = [m for ms in METRICS.values() for m in ms
               if m.startswith(("launch__", "gpu__time_duration")) or not known
               or m.split(".")[0] in known]
-    slugs = list(variants or [v.slug for v in problem.ladder()])
-    raw = out_dir / f"ncu_{problem.key}.csv"
+    tag = sizes_tag(problem, sizes)
+    raw = out_dir / f"ncu_{tag}.csv"
     cmd = [ncu, "--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw",
            "--metrics", ",".join(wanted), "--log-file", str(raw),
            sys.executable, "-m", "fusedkit.counters", "profile", "--problem", problem.key,
-           "--order", str(out_dir / f"order_{problem.key}.json"), "--variants", ",".join(slugs)]
+           "--order", str(out_dir / f"order_{tag}.json"), "--variants", ",".join(slugs),
+           "--sizes", ";".join(fmt_sizes(s) for s in sizes)]
     subprocess.run(cmd, check=True)
     return raw
 
@@ -269,6 +322,8 @@ def _unit_scale(units: dict[str, str], metric: str) -> float:
         return {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}.get(unit, 1e-3)
     if metric == "dram__bytes.sum":
         return {"byte": 1e-9, "kbyte": 1e-6, "mbyte": 1e-3, "gbyte": 1.0}.get(unit, 1e-9)
+    if metric == "lts__t_sectors_srcunit_tex_op_read.sum":
+        return 32e-9   # 32-byte sectors -> GB
     if metric.startswith("launch__shared_mem"):
         return {"byte": 1 / 1024, "kbyte": 1.0, "mbyte": 1024.0}.get(unit, 1 / 1024)
     if "bytes" in metric:
@@ -285,6 +340,7 @@ def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
     units = dict(zip(header, next(csv.reader([lines[start + 1]]))))
     kernels = parse_ncu_csv(text)
     ctx = order["context"]
+    runs = _runs(order)
     out: list[dict[str, object]] = []
     variant_index, launch = -1, 0
     for i, k in enumerate(kernels):
@@ -296,12 +352,16 @@ def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
             variant_index += 1
             launch = 0
             continue
-        if variant_index < 0 or variant_index >= len(order["variants"]):
+        if variant_index < 0 or variant_index >= len(runs):
             continue
-        row: dict[str, object] = dict(ctx, problem=order["problem"], sizes=order["sizes"],
-                                      variant=order["variants"][variant_index], launch=launch,
-                                      kernel=name[:120])
+        variant, sizes = runs[variant_index]
+        row: dict[str, object] = dict(ctx, problem=order["problem"], sizes=sizes, variant=variant,
+                                      launch=launch, kernel=name[:120])
         for col, metrics in METRICS.items():
+            if col in RATIOS:
+                num, den = (_number(k.get(m, "")) for m in metrics)
+                row[col] = num / den if den > 0 else math.nan   # NaN when either is missing
+                continue
             vals = [_number(k[m]) * _unit_scale(units, m) for m in metrics if m in k]
             vals = [v for v in vals if not math.isnan(v)]
             row[col] = (sum(vals) if col in SUMMED else max(vals)) if vals else math.nan
@@ -316,8 +376,8 @@ def import_dir(folder: Path, path: Path | None = None) -> int:
     path = path or default_path()
     rows = []
     for raw in sorted(folder.glob("ncu_*.csv")):
-        key = raw.stem.removeprefix("ncu_")
-        order = json.loads((folder / f"order_{key}.json").read_text())
+        tag = raw.stem.removeprefix("ncu_")
+        order = json.loads((folder / f"order_{tag}.json").read_text())
         rows += rows_from_ncu(raw.read_text(), order)
     if not rows:
         return 0
@@ -338,20 +398,30 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--problem", required=True)
     c.add_argument("--out", required=True)
     c.add_argument("--variants")
+    c.add_argument("--sizes", help="e.g. batch_size=1 (the others at their defaults); several "
+                   "sets separated by ';': \"batch_size=1;batch_size=4\"")
     pr = sub.add_parser("profile", help="(run by collect, under ncu)")
     pr.add_argument("--problem", required=True)
     pr.add_argument("--order", required=True)
     pr.add_argument("--variants", required=True)
+    pr.add_argument("--sizes")
     i = sub.add_parser("import", help="turn collected ncu CSVs into rows of data/counters.csv")
     i.add_argument("folder")
     args = p.parse_args(argv)
-    if args.command == "collect":
-        names = args.variants.split(",") if args.variants else None
-        print(collect(problems.get(args.problem), Path(args.out), names))
-    elif args.command == "profile":
-        profile(problems.get(args.problem), args.variants.split(","), Path(args.order))
-    else:
-        print(f"{import_dir(Path(args.folder))} counter rows added to {default_path()}")
+    try:   # bad names and sizes: one line naming the parameter, before anything runs
+        if args.command == "import":
+            print(f"{import_dir(Path(args.folder))} counter rows added to {default_path()}")
+            return 0
+        problem = problems.get(args.problem)
+        sizes = size_list(problem, args.sizes)
+        names = [n.strip() for n in args.variants.split(",")] if args.variants else None
+        if args.command == "collect":
+            print(collect(problem, Path(args.out), names, sizes))
+        else:
+            profile(problem, names or [], Path(args.order), sizes)
+    except (ValueError, FileNotFoundError) as e:   # SizeError, an unknown name, no ncu
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

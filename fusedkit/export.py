@@ -16,7 +16,8 @@ its own inputs and times it. :func:`render` writes such a file for one registere
   Hopper extension built the same way for ``compute_90a``/``sm_90a``, with the Python module
   that makes their 16-bit operands (``kernels/common/``: fp16 casts or fp16x3 splits, and the
   weight cache; for a step of several launches, the chain and its Triton combine) embedded as
-  source like a Triton step;
+  source like a Triton step; a CUDA step fed the same way (W transposed once per weight version)
+  embeds its module too, beside the problem's extension;
 - the file imports torch, triton and the standard library only, never fusedkit.
 
 The kernel is built on the first ``forward``, so constructing ModelNew (and importing the file)
@@ -78,10 +79,11 @@ class StepCall:
     """How a variant's build calls its kernel: ``function(x, *weights(model), **options)``.
 
     ``kind`` is "triton" (``filename`` is the step file under ``fusedkit/kernels/<problem>/``),
-    "cuda" (``function`` of the problem's extension) or "hopper" (``function`` of the problem's
-    Hopper extension, called as ``operands(function, x, *weights(model))`` where ``operands`` is
-    a function of ``kernels/common/<filename>``; a tuple of functions for a step of several
-    launches, handed over in order: ``operands(*function, x, *weights(model))``).
+    "cuda" (``function`` of the problem's extension), "cuda_operands" (``function`` of the
+    problem's extension, called as ``operands(function, x, *weights(model))`` where ``operands``
+    is a function of ``kernels/common/<filename>`` that makes the operands the kernel takes, e.g.
+    W transposed) or "hopper" (the same with the problem's Hopper extension; a tuple of functions
+    for a step of several launches, handed over in order: ``operands(*function, x, *weights(model))``).
     """
 
     kind: str
@@ -101,19 +103,22 @@ def _inner_code(factory: Callable) -> object:
 def step_call(problem: Problem | str, slug: str) -> StepCall:
     """What the registered variant ``slug`` calls, read from its ``build`` closure.
 
-    Variants built by :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` / ``hopper_step`` carry the
-    function name, the weights and the options in that closure, so nothing is retyped here
-    (and nothing can drift). Raises ValueError for a baseline or any other kind of build.
+    Variants built by :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` / ``operands_step``
+    (``hopper_step``) carry the function name, the weights and the options in that closure, so
+    nothing is retyped here (and nothing can drift). Raises ValueError for a baseline or any
+    other kind of build.
     """
     problem, v = _variant(problem, slug)
     code = getattr(v.build, "__code__", None)
     kinds = {"triton": _inner_code(base.triton_step), "cuda": _inner_code(base.cuda_step),
-             "hopper": _inner_code(base.hopper_step)}
+             "operands": _inner_code(base.operands_step)}
     kind = next((k for k, c in kinds.items() if code is c), None)
     if kind is None:
         raise ValueError(f"variant={slug!r} of {problem.key} is not built by cuda_step, triton_step "
-                         "or hopper_step; only those can be exported")
+                         "or operands_step; only those can be exported")
     bound = inspect.getclosurevars(v.build).nonlocals
+    if kind == "operands":
+        kind = "hopper" if bound["hopper"] else "cuda_operands"
     call = StepCall(kind, bound["problem_key"], bound["function"], bound["weights"],
                     bound.get("filename", bound.get("operands_file", "")),
                     dict(bound.get("options", {})), bound.get("operands", ""))
@@ -346,6 +351,14 @@ def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
                "below as source, verbatim but for its `load_step` import; each ModelNew compiles "
                "its own copy on its first call, so what the step keeps between calls lives and "
                "dies with the model.")
+    elif call.kind == "cuda_operands":
+        how = (f"The CUDA step is `{call.function}` of problem {problem.key}'s extension: its .cu "
+               "files, binding.cpp and headers are embedded below (local includes inlined) and built "
+               "once per process with torch.utils.cpp_extension.load_inline (ninja, nvcc), linked "
+               f"with cuBLAS. Its operands are made by `{call.operands}` of common/{call.filename}, "
+               "embedded below as source with the modules it loads; each ModelNew runs its own copy, "
+               "so the weight's form it keeps, made once per weight version, lives and dies with "
+               "the model.")
     elif call.kind == "hopper":
         functions = (call.function,) if isinstance(call.function, str) else call.function
         named = " and ".join(f"`{f}`" for f in functions)
@@ -415,8 +428,8 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
     if call.kind == "triton":
         opts = "".join(f", {k}={val!r}" for k, val in call.options.items())
         kernel = f"_TritonStep({call.problem!r}, {call.filename!r}, {call.function!r}{opts})"
-    elif call.kind == "hopper":
-        kernel = f"_HopperStep({call.function!r}, {call.filename!r}, {call.operands!r})"
+    elif call.kind in ("hopper", "cuda_operands"):
+        kernel = f"_OperandsStep({call.function!r}, {call.filename!r}, {call.operands!r})"
     else:
         kernel = f"_CudaStep({call.function!r})"
     init_lines += [f"{body_indent}# The kernel, built on the first forward; what it keeps between calls lives here.",
@@ -532,6 +545,7 @@ def cuda_sources(problem: str, hopper: bool = False) -> tuple[str, str]:
 def _sources_block(problem: Problem, call: StepCall) -> str:
     how = {"cuda": "local includes, inlined", "triton": "the load_step import, which this file provides",
            "hopper": "local includes, inlined, and the load_step import, which this file provides"}
+    how["cuda_operands"] = how["hopper"]
     head = ("# " + "-" * 94 + f"\n# The kernel sources: fusedkit/kernels/{call.problem}/ (and what they use), "
             "verbatim but for\n# " + how[call.kind] + "\n# " + "-" * 94 + "\n")
     python = call.kind != "cuda"
@@ -580,6 +594,7 @@ _IMPORTS = {
     "hopper": "import functools\nimport hashlib\nimport inspect\nimport linecache\nimport os\nimport shutil\n"
               "import subprocess\nimport sys\nimport tempfile\nimport types\n\nimport torch\nfrom torch import nn",
 }
+_IMPORTS["cuda_operands"] = _IMPORTS["hopper"]
 
 _RUNTIME = {
     "triton": '''\
@@ -692,13 +707,13 @@ _CUDA_STEP = '''class _CudaStep:
 
 
 '''
-_HOPPER_STEP = '''\
-class _HopperStep(_TritonStep):
-    """One function of the problem's Hopper extension (built for sm_90a on the first call), or a
-    tuple of them for a step of several launches, fed by its operands function, which makes the
-    16-bit operands from fp32 ones (and chains the launches): a Python module embedded below, run
-    once per ModelNew, so the weight's 16-bit form it keeps (made once per weight version) lives
-    and dies with the model."""
+_OPERANDS_STEP = '''\
+class _OperandsStep(_TritonStep):
+    """One function of the problem's extension (built on the first call), or a tuple of them for
+    a step of several launches, fed by its operands function, which makes the operands the
+    kernel takes from the model's (W transposed, 16-bit copies, fp16x3 splits; and chains the
+    launches): a Python module embedded below, run once per ModelNew, so the weight's form it
+    keeps (made once per weight version) lives and dies with the model."""
 
     def __init__(self, function, operands_file, operands):
         super().__init__("common", operands_file, operands)
@@ -713,5 +728,6 @@ class _HopperStep(_TritonStep):
 
 
 '''
-_RUNTIME["hopper"] = _RUNTIME["triton"] + "\n\n" + _HOPPER_STEP + _RUNTIME["cuda"].replace("${cuda_step}", "")
+_RUNTIME["hopper"] = _RUNTIME["triton"] + "\n\n" + _OPERANDS_STEP + _RUNTIME["cuda"].replace("${cuda_step}", "")
+_RUNTIME["cuda_operands"] = _RUNTIME["hopper"]
 _RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${cuda_step}", _CUDA_STEP)

@@ -19,7 +19,7 @@ step). The cost model, fitted by :func:`calibrate` to :data:`CALIBRATION`::
     estimate    = SAFETY * cpu_seconds            (:data:`COSTS` holds a .. e, d)
 
 ``masked_iterations`` are K-steps whose loads carry masks (K not a multiple of BLOCK_K in
-the step-05 style kernels): each mask is a few more interpreted ops, about four times the
+p12 step 08 style kernels): each mask is a few more interpreted ops, about four times the
 cost of an unmasked step. ``tiles`` are kernel bodies (= programs, except for problem
 12's persistent kernel, whose 3 programs walk all tiles): index set-up and epilogue.
 ``elementwise_elements`` are the padded elements of the loops that are not GEMMs: the
@@ -233,31 +233,31 @@ def _dot_precision(variant: Variant) -> str:
 
 def _p12(variant: Variant, s: Sizes, first_call: bool) -> list[Launch]:
     m, k, n = s["batch_size"], s["in_features"], s["out_features"]
-    if variant.source == "p12/06_triton_fp16x3.py":
-        s06 = _step("p12", "06_triton_fp16x3.py")
-        ka = s06.K_ALIGN
+    if variant.source == "p12/09_triton_fp16x3.py":
+        s09 = _step("p12", "09_triton_fp16x3.py")
+        ka = s09.K_ALIGN
         out = [_split("split_x", m, k, ka),
-               _gemm("fp16x3_linear_leakyrelu", s06._fp16x3_linear_leakyrelu_kernel, m, n,
+               _gemm("fp16x3_linear_leakyrelu", s09._fp16x3_linear_leakyrelu_kernel, m, n,
                      _cdiv(k, ka) * ka, 3, first_call)]
         # W's split is cached per weight tensor: only a call with new weights pays it.
         return [_split("split_w", n, k, ka)] + out if first_call else out
-    if variant.source == "p12/07_triton_persistent_tma.py":
+    if variant.source == "p12/10_triton_persistent_tma.py":
         import torch  # noqa: PLC0415
 
-        s07 = _step("p12", "07_triton_persistent_tma.py")
+        s10 = _step("p12", "10_triton_persistent_tma.py")
         # uses_tma reads strides, alignment and N mod 4 only: stand-ins with the same K and
         # N mod 4 decide it without allocating (M, K) and (N, K).
-        if s07.uses_tma(torch.empty((1, k)), torch.empty((4 + n % 4, k)), _dot_precision(variant)):
-            (bm, bn, bk), runs = _blocks(s07._persistent_kernel)
+        if s10.uses_tma(torch.empty((1, k)), torch.empty((4 + n % 4, k)), _dot_precision(variant)):
+            (bm, bn, bk), runs = _blocks(s10._persistent_kernel)
             tiles = _cdiv(m, bm) * _cdiv(n, bn)
             iters = tiles * _cdiv(k, bk)
-            return [Launch("persistent", programs=min(s07.INTERPRET_PROGRAMS, tiles), tiles=tiles,
+            return [Launch("persistent", programs=min(s10.INTERPRET_PROGRAMS, tiles), tiles=tiles,
                            iterations=iters, flops=iters * 2.0 * bm * bn * bk,
                            runs=runs if first_call else 1, block=(bm, bn, bk))]
-        # Operands TMA cannot read (K or N not a multiple of 4) go to step 05's kernel.
-    if variant.source in ("p12/05_triton_fused.py", "p12/07_triton_persistent_tma.py"):
-        s05 = _step("p12", "05_triton_fused.py")
-        return [_gemm("linear_leakyrelu", s05._linear_leakyrelu_kernel, m, n, k, 1, first_call)]
+        # Operands TMA cannot read (K or N not a multiple of 4) go to step 08's kernel.
+    if variant.source in ("p12/08_triton_fused.py", "p12/10_triton_persistent_tma.py"):
+        s08 = _step("p12", "08_triton_fused.py")
+        return [_gemm("linear_leakyrelu", s08._linear_leakyrelu_kernel, m, n, k, 1, first_call)]
     raise ValueError(f"variant={variant.slug!r} ({variant.source}) has no launch model in "
                      "fusedkit.interpreter_cost; add its kernels there")
 

@@ -133,7 +133,9 @@ COUNTER_VIEW = {"kernel": "kernel", "duration_us": "duration µs", "sm_pct": "SM
                 "tensor_pct": "tensor %", "fma_pct": "FMA %", "dram_pct": "DRAM %",
                 "dram_gb": "DRAM GB", "occupancy_pct": "occupancy %", "registers": "registers",
                 "local_bytes": "local bytes", "l2_hit_pct": "L2 hit %", "grid": "grid",
-                "block": "block", "smem_kb": "smem KB"}
+                "block": "block", "smem_kb": "smem KB", "gld_sectors_per_request": "sectors/request",
+                "l1_hit_pct": "L1 hit %", "l2_l1_gb": "L2→L1 GB", "smem_ld_conflicts": "smem ld conflicts",
+                "smem_st_conflicts": "smem st conflicts"}
 
 
 def short_kernel(name: str, width: int = 56) -> str:
@@ -367,7 +369,11 @@ class RowView:
                       "kernel_us": ("duration_us", present.us, " µs"),
                       "total_us": ("total_us", present.us, " µs"),
                       "share": ("share", present.share, ""),
-                      "dram_gb": ("dram_gb_total", present.gb, " GB")}
+                      "dram_gb": ("dram_gb_total", present.gb, " GB"),
+                      "sectors": ("gld_sectors_per_request", present.ratio, ""),
+                      "l1": ("l1_hit_pct", present.pct, ""), "l2_l1_gb": ("l2_l1_gb", present.gb, " GB"),
+                      "ld_conflicts": ("smem_ld_conflicts", present.count, ""),
+                      "st_conflicts": ("smem_st_conflicts", present.count, "")}
 
     def __init__(self, row: pd.Series | None, missing: list[str] | None = None, name: str = "",
                  problem: Problem | None = None) -> None:

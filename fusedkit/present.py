@@ -75,6 +75,8 @@ gb = _num(".2f")
 """Gigabytes moved, as a profiler counts them: ``1.07``."""
 count = _num(".0f")
 """An integer count (a step number, registers, a launch's grid)."""
+ratio = _num(".1f")
+"""A ratio of two counts (sectors per request): ``4.0``."""
 
 
 def ms_diff(value: Any) -> str:
@@ -111,6 +113,9 @@ COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "occupancy %": pct, "L2 hit %": pct,
     "dram_gb": gb, "DRAM GB": gb,
     "smem_kb": mb, "smem KB": mb, "local_bytes": count, "local bytes": count,
+    "gld_sectors_per_request": ratio, "sectors/request": ratio, "l1_hit_pct": pct, "L1 hit %": pct,
+    "l2_l1_gb": gb, "L2→L1 GB": gb, "smem_ld_conflicts": count, "smem ld conflicts": count,
+    "smem_st_conflicts": count, "smem st conflicts": count,
 }
 
 

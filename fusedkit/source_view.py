@@ -264,7 +264,7 @@ def functions(path: str | Path) -> dict[str, str]:
 # -- which files -----------------------------------------------------------------------------
 
 def source_path(source: str) -> Path:
-    """``"p12/03_cublas_epilogue_vec4.cu"`` or ``"common/torch_cuda.h"`` as a path."""
+    """``"p12/04_cublas_epilogue_vec4.cu"`` or ``"common/torch_cuda.h"`` as a path."""
     folder, _, filename = source.partition("/")
     if folder == "common":
         path = KERNELS / "common" / filename
@@ -476,7 +476,7 @@ def _header_lines(path: Path) -> list[str]:
 
 def show_source(source: str, *, previous: str | None = None, names: Iterable[str] | None = None,
                 fold: Iterable[str] = (), title: str | None = None, header: bool = True) -> CodeView:
-    """The functions that matter in ``source`` (``"p12/04_tiled.cu"``), or only ``names``,
+    """The functions that matter in ``source`` (``"p12/07_tiled.cu"``), or only ``names``,
     marked against ``previous`` (another source, or None for no comparison); the functions in
     ``fold`` are shown folded (a click opens them). A previous file in another language
     (CUDA before a first Triton step) is named but not compared."""
@@ -554,7 +554,7 @@ def show_step(problem_key: str, slug: str, previous: str | None = None, *,
     """The code of one ladder step: its kernel functions, highlighted, with the lines that
     changed against the previous step's file marked.
 
-    ``previous`` is a slug or a source (``"p12/05_triton_fused.py"``); by default the previous
+    ``previous`` is a slug or a source (``"p12/08_triton_fused.py"``); by default the previous
     step's file (:func:`previous_source`). ``names`` picks functions of the step file;
     ``extra`` adds functions of other files, as ``(source, names)`` pairs (the cuBLAS call
     in ``common/torch_cuda.h``, say), shown unmarked after the step's own.

@@ -27,8 +27,10 @@ def test_raw_ncu_output_splits_into_variants_at_the_markers(key):
 # Steps registered before their counters were collected on a GPU (the notebooks say "none
 # recorded"): the list must shrink to nothing as they are collected, and never grow silently.
 # Empty since the H200 runs at 4eba1cf (the Hopper, small-batch, 16-bit and by-batch steps) and
-# at 68accf4 and ecf7419 (p12's steps 13 and 14).
-NOT_YET_COLLECTED: dict[str, set[str]] = {"p12": set(), "p45": set()}
+# at 68accf4 and ecf7419 (p12's steps 15 and 16). p12's SIMT steps 2, 5 and 6 were added after
+# the last GPU session (gpu_session.sh's counters stage collects them).
+NOT_YET_COLLECTED: dict[str, set[str]] = {"p12": {"coalesced", "smem_tiles", "register_tiles"},
+                                          "p45": set()}
 
 
 def test_the_ladders_are_recorded_with_device_and_commit():
@@ -91,3 +93,89 @@ def test_a_file_that_is_not_a_source_page_says_so(tmp_path):
     path.write_text("# a label\na,b\n1,2\n")
     with pytest.raises(records.RecordsError, match="not a kept source page"):
         counters.read_source_page(path)
+
+
+# -- coalescing and shared-memory columns, sizes other than the defaults ------------------------
+
+_CONTEXT = {"run_id": "r1", "timestamp": "2026-12-01T00:00:00Z", "commit": "abc1234",
+            "device": "NVIDIA H200", "driver": "580", "cuda": "13.0", "torch": "2.11", "triton": "3.6"}
+
+
+def _ncu_csv(kernels: list[tuple[str, dict[str, str]]]) -> str:
+    """A raw ncu CSV (header, units row, one row per kernel) as ``ncu --csv --page raw`` writes it."""
+    metrics = [m for ms in counters.METRICS.values() for m in ms]
+    units = {m: ("sector" if "sectors" in m else "request" if "requests" in m else
+                 "%" if m.endswith(".pct") else "nsecond" if m.startswith("gpu__time") else "")
+             for m in metrics}
+    header = ["ID", "Kernel Name", *metrics]
+    lines = [",".join(f'"{h}"' for h in header),
+             ",".join(f'"{u}"' for u in ["", "", *(units[m] for m in metrics)])]
+    for i, (name, values) in enumerate(kernels):
+        lines.append(",".join(f'"{v}"' for v in [str(i), name, *(values.get(m, "1") for m in metrics)]))
+    return "==PROF== Connected\n" + "\n".join(lines) + "\n"
+
+
+def test_coalescing_and_bank_conflict_columns_come_from_their_metrics():
+    sectors, requests = "2,147,483,648", "134217728"   # ncu's thousands separators
+    simt = {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": sectors,
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": requests,
+            "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct": "87.5",
+            "lts__t_sectors_srcunit_tex_op_read.sum": "1000000000",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "0",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "4096"}
+    no_loads = {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "0"}
+    text = _ncu_csv([(counters.MARKER, {}), ("p12_coalesced_kernel", simt),
+                     (counters.MARKER, {}), ("p12_other_kernel", no_loads)])
+    order = {"problem": "p12", "context": _CONTEXT,
+             "runs": [["coalesced", "batch_size=1024,in_features=8192,out_features=8192"],
+                      ["small_batch_stream", "batch_size=4,in_features=8192,out_features=8192"]]}
+    first, second = counters.rows_from_ncu(text, order)
+    assert first["gld_sectors_per_request"] == 16.0         # 2^31 sectors / 2^27 requests
+    assert first["l1_hit_pct"] == 87.5 and first["smem_ld_conflicts"] == 0
+    assert first["smem_st_conflicts"] == 4096
+    assert first["l2_l1_gb"] == pytest.approx(32.0)        # 10^9 sectors of 32 bytes
+    assert first["sizes"].startswith("batch_size=1024") and second["sizes"].startswith("batch_size=4,")
+    assert second["variant"] == "small_batch_stream"
+    assert second["gld_sectors_per_request"] != second["gld_sectors_per_request"]  # NaN: no loads
+
+
+def test_rows_at_other_sizes_are_kept_apart(tmp_path):
+    text = _ncu_csv([(counters.MARKER, {}), ("p12_small_batch_kernel", {}),
+                     (counters.MARKER, {}), ("p12_small_batch_kernel", {})])
+    order = {"problem": "p12", "context": _CONTEXT,
+             "runs": [["small_batch_stream", "batch_size=1,in_features=8192,out_features=8192"],
+                      ["small_batch_stream", "batch_size=4,in_features=8192,out_features=8192"]]}
+    folder = tmp_path / "collected"
+    folder.mkdir()
+    (folder / "ncu_p12-batch_size-1_batch_size-4.csv").write_text(text)
+    (folder / "order_p12-batch_size-1_batch_size-4.json").write_text(json.dumps(order))
+    path = tmp_path / "counters.csv"
+    assert counters.import_dir(folder, path) == 2
+    assert counters.step_counters("p12", "small_batch_stream", path=path).empty   # not at 1024 rows
+    for rows in (1, 4):
+        c = counters.step_counters("p12", "small_batch_stream", {"batch_size": rows}, path=path)
+        assert len(c) == 1 and c["sizes"].iloc[0].startswith(f"batch_size={rows},")
+
+
+def test_sizes_to_profile_at_and_their_file_tag():
+    p12 = problems.get("p12")
+    assert counters.size_list(p12, None) == [p12.defaults]
+    both = counters.size_list(p12, "batch_size=1;batch_size=4")
+    assert [s["batch_size"] for s in both] == [1, 4] and both[0]["in_features"] == 8192
+    assert counters.sizes_tag(p12, [p12.defaults]) == "p12"
+    assert counters.sizes_tag(p12, both) == "p12-batch_size-1_batch_size-4"
+    with pytest.raises(problems.SizeError, match="batch_size=0 is out of range"):
+        counters.size_list(p12, "batch_size=0")
+
+
+@pytest.mark.parametrize("argv,phrase", [
+    (["--sizes", "batch_size=0"], "batch_size=0 is out of range"),
+    (["--sizes", "rows=4"], "'rows' is not a size of p12"),
+    (["--sizes", "batch_size=1,batch_size=2"], "batch_size is given twice"),
+    (["--variants", "fastest"], "variant='fastest' is not a variant of p12"),
+])
+def test_collect_refuses_bad_sizes_and_variants_in_one_line(argv, phrase, tmp_path, capsys):
+    code = counters.main(["collect", "--problem", "p12", "--out", str(tmp_path), *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and phrase in err[0] and err[0].startswith("error:"), err
+    assert not list(tmp_path.iterdir()), "nothing is written before the arguments are checked"

@@ -85,7 +85,7 @@ def test_p12_hopper_probe_logs_are_read_as_they_print():
         steps = log["steps"].set_index("step")
         assert "cublas_fp16_epilogue" in steps.index and (steps["ms"] > 0).all()
         launches = log["launches"]
-        if "wgmma_fp16x3_fused_split" in steps.index:   # logs from step 13 on time the launches
+        if "wgmma_fp16x3_fused_split" in steps.index:   # logs from step 15 on time the launches
             assert list(launches["launch"]) == ["12: x split (Triton)", "12: GEMM", "13: x row scales",
                                                 "13: GEMM, split in smem"]
             assert (launches["ms"] > 0).all() and launches["tflops"].notna().sum() == 2

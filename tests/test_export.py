@@ -45,6 +45,8 @@ EXPORTABLE = [(p.key, s) for p in PROBLEMS for s in export.exportable(p)]
 TRITON = [(k, s) for k, s in EXPORTABLE if problems.get(k).variant(s).triton]
 CUDA = [(k, s) for k, s in EXPORTABLE if not problems.get(k).variant(s).triton]
 HOPPER = [(k, s) for k, s in CUDA if export.step_call(k, s).kind == "hopper"]
+# Steps fed by a Python operands module (fp16 casts, fp16x3 splits, W transposed), embedded as source.
+OPERANDS = [(k, s) for k, s in CUDA if export.step_call(k, s).kind in ("hopper", "cuda_operands")]
 HOPPER_KEYS = sorted({k for k, _ in HOPPER})
 HOPPER_GPU = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 # Unit roundoff of the precisions with one 16-bit product per term (fp16: 11 bits, bf16: 8).
@@ -119,7 +121,8 @@ def test_every_kernel_and_no_baseline_is_exportable():
             call = export.step_call(p, slug)
             v = p.variant(slug)
             hopper = check.needs_hopper(v)
-            assert call.kind == ("triton" if v.triton else "hopper" if hopper else "cuda"), slug
+            plain = "cuda_operands" if call.operands else "cuda"
+            assert call.kind == ("triton" if v.triton else "hopper" if hopper else plain), slug
             assert call.problem == p.key and call.function, slug
             if v.triton:
                 assert v.source == f"{call.problem}/{call.filename}"
@@ -456,17 +459,17 @@ def test_hopper_translation_unit_compiles_to_ptx_for_sm90a_with_every_kernel(key
             assert _load(exported[case])._ARCH == "90a"
 
 
-@pytest.mark.parametrize("case", HOPPER, ids=ids)
-def test_hopper_export_hands_the_kernels_the_variants_operands(case, exported):
-    """The embedded operands module (fp16 casts, or the fp16x3 splits in Triton's interpreter
-    here; for a step of several launches also their chain and the combine) gives each compiled
-    function exactly what fusedkit's own gives it, W made once per weight version. Kernel
-    stand-ins record their arguments and return fixed (M, 3) pairs, which a chain passes on."""
+@pytest.mark.parametrize("case", OPERANDS, ids=ids)
+def test_operands_export_hands_the_kernels_the_variants_operands(case, exported):
+    """The embedded operands module (W transposed, fp16 casts, or the fp16x3 splits in Triton's
+    interpreter here; for a step of several launches also their chain and the combine) gives each
+    compiled function exactly what fusedkit's own gives it, W's form made once per weight version.
+    Kernel stand-ins record their arguments and return fixed (M, 3) pairs, which a chain passes on."""
     from fusedkit.kernels import load_step
 
     p = problems.get(case[0])
     call = export.step_call(p, case[1])
-    step = _load(exported[case])._HopperStep(call.function, call.filename, call.operands)
+    step = _load(exported[case])._OperandsStep(call.function, call.filename, call.operands)
     theirs = getattr(load_step("common", call.filename), call.operands)
     mine = getattr(step.load_step("common", call.filename), call.operands)
     assert mine is not theirs
@@ -486,7 +489,7 @@ def test_hopper_export_hands_the_kernels_the_variants_operands(case, exported):
         return calls, operands(*map(stand_in, returns), x, *bound)
 
     (got, out), (want, out_theirs), (again, _) = run(mine), run(theirs), run(mine)
-    # p12's step 13 falls back to step 12's kernel alone (its last) for an x TMA cannot load as
+    # p12's step 15 falls back to step 14's kernel alone (its last) for an x TMA cannot load as
     # it is, any CPU tensor included; every other step calls each of its kernels once.
     calls = 1 if case[1] == "wgmma_fp16x3_fused_split" else len(step.kernels)
     assert len(got) == len(want) == calls
@@ -495,11 +498,11 @@ def test_hopper_export_hands_the_kernels_the_variants_operands(case, exported):
         for a, b in zip(mine_args, their_args):
             assert (torch.equal(a, b) and a.dtype == b.dtype) if isinstance(b, torch.Tensor) else a == b
     torch.testing.assert_close(out, out_theirs, rtol=0, atol=0)
-    # SMALL's batch differs from every weight's rows: an argument with a weight's rows is W's form.
-    rows = {t.shape[0] for t in bound if isinstance(t, torch.Tensor) and t.dim() == 2}
+    # SMALL's batch differs from every weight's dimensions: a matrix argument whose rows are not
+    # the batch's is W's form (its 16-bit copy or split, or its transpose).
     w_parts = [(k, i) for k, args in enumerate(got) for i, a in enumerate(args)
-               if isinstance(a, torch.Tensor) and a.shape[0] in rows]
-    assert w_parts and all(again[k][i] is got[k][i] for k, i in w_parts), "W's 16-bit form made once"
+               if isinstance(a, torch.Tensor) and a.dim() == 2 and a.shape[0] != len(x)]
+    assert w_parts and all(again[k][i] is got[k][i] for k, i in w_parts), "W's form made once"
 
 
 def _cuda_include() -> Path | None:

@@ -69,7 +69,7 @@ def test_padding_counts_not_useful_flops(slug):
         1.8 * ic.estimate_seconds(P12, slug, P12.sizes(batch_size=bm))
 
 
-def test_launch_geometry_of_step05_at_one_row():
+def test_launch_geometry_of_step08_at_one_row():
     (ln,) = ic.launches(P12, "triton_ieee", P12.sizes(batch_size=1))
     assert (ln.block, ln.programs, ln.iterations, ln.masked) == ((32, 32, 32), 256, 256 * 256, 0)
     assert ln.flops == 256 * 256 * 2 * 32**3
@@ -91,11 +91,11 @@ def test_fp16x3_does_three_dots_and_pays_the_weight_split_once():
     assert p45[:3] == ["split_w1", "split_w2", "split_x"] and p45[-1] == "combine_lse"
 
 
-def test_persistent_walks_tiles_or_falls_back_to_step05():
+def test_persistent_walks_tiles_or_falls_back_to_step08():
     (ln,) = ic.launches(P12, "triton_tf32_persistent", P12.sizes(batch_size=64, in_features=256,
                                                                  out_features=256))
     assert ln.kernel == "persistent" and ln.programs == 3 and ln.tiles == 4 * 16
-    # K=33 breaks TMA's alignment rule: the wrapper calls step 05's kernel instead.
+    # K=33 breaks TMA's alignment rule: the wrapper calls step 08's kernel instead.
     (ln,) = ic.launches(P12, "triton_tf32_persistent", P12.sizes(**SMALL["p12"]))
     assert ln.kernel == "linear_leakyrelu"
 

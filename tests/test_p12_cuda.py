@@ -1,9 +1,14 @@
 """Problem 12's CUDA C++ steps and the build helper.
 
 CPU part (runs anywhere nvcc is): every step compiles to PTX, the vectorized epilogue
-really issues 16-byte accesses, ptxas reports no spills, compiler errors are readable.
+really issues 16-byte accesses, the SIMT steps' loads per FMA fall as the ladder climbs
+(step 02 is step 01's loop with another address, 05 reads two shared floats per FMA, 06 nine
+per eight FMAs, 07 one 16-byte read per 16), ptxas reports no spills and no stack, compiler
+errors are readable.
 GPU part (marked ``gpu``, skipped without a CUDA GPU): every step against a float64 reference
-on fresh random inputs, irregular sizes, misaligned and strided tensors, bad arguments.
+on fresh random inputs, irregular sizes, misaligned and strided tensors, bad arguments; steps
+02, 05 and 06 against step 01 bit for bit (the same sequential sum); the new SIMT steps through
+fusedkit.measure at odd sizes and at KernelBench's.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ STEP = {p.stem.split("_", 1)[1]: p for p in P12_SOURCES}  # "naive" -> .../01_na
 
 def test_ladder_files_are_discovered_in_step_order():
     assert [p.name for p in P12_SOURCES] == [
-        "01_naive.cu", "02_cublas_epilogue.cu", "03_cublas_epilogue_vec4.cu", "04_tiled.cu",
-        "11_small_batch_stream.cu"]  # 08-10 need sm_90a: the Hopper extension builds them
+        "01_naive.cu", "02_coalesced.cu", "03_cublas_epilogue.cu", "04_cublas_epilogue_vec4.cu",
+        "05_smem_tiles.cu", "06_register_tiles.cu", "07_tiled.cu",
+        "17_small_batch_stream.cu"]  # 11-16 need sm_90a: the Hopper extension builds them
     assert build.extension_sources("p12")[-1].name == "binding.cpp"
 
 
@@ -73,6 +79,43 @@ def test_tiled_step_stages_tiles_in_shared_memory_with_16_byte_reads():
     assert build.ptx_instructions(text, LD_V4)  # aligned fast path of the tile loads
 
 
+def _counts(step: str) -> dict[str, int]:
+    """Instructions of a step's PTX that tell its data movement: global and shared loads, FMAs."""
+    text = build.ptx(STEP[step])
+    return {"ld.global": len(build.ptx_instructions(text, r"^\s*ld\.global")),
+            "ld.shared": len(build.ptx_instructions(text, r"^\s*ld\.shared")),
+            "ld.shared.v4": len(build.ptx_instructions(text, r"^\s*ld\.shared\.v4")),
+            "fma": len(build.ptx_instructions(text, r"^\s*fma\.rn\.f32")),
+            "bar": len(build.ptx_instructions(text, r"^\s*(bar|barrier)\.sync"))}
+
+
+@needs_nvcc
+def test_coalesced_step_is_the_naive_loop_with_another_address():
+    """Step 02 changes where W is read (Wt[k, n], lanes along n: one line per warp load), not the
+    loop: the same loads and FMAs as step 01, no shared memory, no barrier."""
+    naive, coalesced = _counts("naive"), _counts("coalesced")
+    assert naive == coalesced, (naive, coalesced)
+    assert coalesced["ld.shared"] == coalesced["bar"] == 0
+    text = build.ptx(STEP["coalesced"])
+    assert ".entry p12_coalesced_kernel" in text and "mul.wide" in text  # k * N in 64 bits
+
+
+@needs_nvcc
+def test_fma_per_shared_load_climbs_along_the_simt_tiles():
+    """The teaching point of steps 05-07, read off the PTX of their inner loops (the only code
+    that reads shared memory or issues FMAs): 05 loads two 4-byte floats per FMA, 06 keeps W's
+    value in a register for 8 FMAs (9 loads per 8), 07 feeds 16 FMAs per 16-byte load."""
+    smem, reg, tiled = _counts("smem_tiles"), _counts("register_tiles"), _counts("tiled")
+    assert smem["fma"] == 32 and smem["ld.shared"] == 2 * smem["fma"] and smem["ld.shared.v4"] == 0
+    assert reg["fma"] == 64 and 8 * reg["ld.shared"] == 9 * reg["fma"] and reg["ld.shared.v4"] == 0
+    assert tiled["ld.shared"] == tiled["ld.shared.v4"] and tiled["fma"] == 16 * tiled["ld.shared"]
+    for c in (smem, reg, tiled):
+        assert c["bar"] == 2, c   # the tile is complete before reads, read before overwritten
+    # Global loads: one float of x and one of W per thread per k-slice (plus the bias), fewer
+    # than in step 01's loop, which loads both operands per FMA.
+    assert smem["ld.global"] == reg["ld.global"] == 3
+
+
 @needs_nvcc
 @pytest.mark.parametrize("src", P12_SOURCES, ids=lambda p: p.stem)
 def test_resource_usage_reports_registers_and_no_spills(src):
@@ -82,10 +125,13 @@ def test_resource_usage_reports_registers_and_no_spills(src):
         assert set(stats) == {"registers", "shared_bytes", "spill_stores", "spill_loads", "stack_bytes"}
         assert 0 < stats["registers"] <= 255, (kernel, stats)
         assert stats["spill_stores"] == stats["spill_loads"] == 0, (kernel, stats)
-    if src == STEP["tiled"]:
+    tiles = {STEP["tiled"]: (128, 2 * 8 * 132 * 4), STEP["register_tiles"]: (32, 64 * 8 * 4 + 64 * 9 * 4),
+             STEP["smem_tiles"]: (64, 32 * 32 * 4 + 32 * 33 * 4)}
+    if src in tiles:   # (register cap from __launch_bounds__, shared bytes of the two tiles)
         (stats,) = usage.values()
-        assert stats["shared_bytes"] > 0
-        assert stats["registers"] <= 128, "__launch_bounds__(256, 2) caps it at 128"
+        cap, smem = tiles[src]
+        assert stats["shared_bytes"] == smem, stats
+        assert stats["registers"] <= cap and stats["stack_bytes"] == 0, stats
     else:
         assert all(s["shared_bytes"] == 0 for s in usage.values())
 
@@ -202,11 +248,15 @@ def test_load_extension_without_gpu_says_what_to_do():
 
 MULT, SLOPE = 2.0, 0.1
 # (M, K, N): batch, in_features, out_features. Irregular on every axis, then the defaults.
-# Step 11 launches a 4-row kernel up to 4 rows (its W ring's tail at K / 4 = 4, 250, 2048) and a
+# Step 17 launches a 4-row kernel up to 4 rows (its W ring's tail at K / 4 = 4, 250, 2048) and a
 # 16-row one above.
+# Steps 05-07 tile 32, 64 and 128 rows and columns and 32 or 8 k: 17x33x65 and 257x129x67 leave a
+# ragged tile on every axis of each.
 SIZES = [(1, 1, 1), (3, 17, 5), (2, 16, 7), (4, 1000, 33), (4, 8192, 8192), (17, 1000, 33),
-         (1000, 8191, 17), (33, 129, 8191), (1024, 8192, 8192)]
-STEPS = ["naive", "cublas_epilogue", "cublas_epilogue_vec4", "tiled", "small_batch"]
+         (17, 33, 65), (257, 129, 67), (1000, 8191, 17), (33, 129, 8191), (1024, 8192, 8192)]
+STEPS = ["naive", "coalesced", "cublas_epilogue", "cublas_epilogue_vec4", "smem_tiles",
+         "register_tiles", "tiled", "small_batch"]
+W_TRANSPOSED = {"coalesced"}  # the steps that take W as wt (K, N), made once per weight version
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +280,12 @@ def reference64(x, w, b, mult=MULT, slope=SLOPE):
     return torch.nn.functional.leaky_relu(y, slope)
 
 
+def call(ext, step, x, w, b, mult=MULT, slope=SLOPE):
+    """One step of the extension on nn.Linear's w (N, K); a step that reads W transposed gets
+    w.T made contiguous, as its registered variant hands it (kernels/common/transposed_weight.py)."""
+    return getattr(ext, step)(x, w.t().contiguous() if step in W_TRANSPOSED else w, b, mult, slope)
+
+
 @gpu_test
 @pytest.mark.parametrize("step", STEPS)
 @pytest.mark.parametrize("M,K,N", SIZES, ids=lambda v: str(v))
@@ -237,12 +293,75 @@ def test_step_matches_float64_reference(ext, step, M, K, N):
     x, w, b, seed = fresh_inputs(M, K, N)
     ref = reference64(x, w, b)
     poison_allocator((M, N))
-    out = getattr(ext, step)(x, w, b, MULT, SLOPE)
+    out = call(ext, step, x, w, b)
     torch.cuda.synchronize()
     assert out.shape == (M, N) and out.dtype == torch.float32
     assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={seed}"
     err = rel_error(out, ref)
     assert err < 1e-5, f"{step} {M}x{K}x{N}: rel. error {err:.2e}; seed={seed}"
+
+
+@gpu_test
+@pytest.mark.parametrize("step", ["coalesced", "smem_tiles", "register_tiles"])
+@pytest.mark.parametrize("M,K,N", [(1, 1, 1), (17, 33, 65), (257, 129, 67), (64, 8192, 512)],
+                         ids=lambda v: str(v))
+def test_simt_steps_equal_step_01_bit_for_bit(ext, step, M, K, N):
+    """Steps 02, 05 and 06 change where the operands come from (W's layout, shared memory, a
+    register), not the arithmetic: every output is the same fmaf chain over k = 0, 1, ... as
+    step 01's (the zeros past K in a ragged tile add nothing), so y is step 01's to the bit."""
+    x, w, b, seed = fresh_inputs(M, K, N)
+    naive = ext.naive(x, w, b, MULT, SLOPE)
+    poison_allocator((M, N))
+    out = call(ext, step, x, w, b)
+    torch.cuda.synchronize()
+    assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={seed}"
+    assert torch.equal(out, naive), (f"{step} {M}x{K}x{N}: max diff {(out - naive).abs().max():.2e} "
+                                     f"from step 01; seed={seed}")
+
+
+@gpu_test
+@pytest.mark.parametrize("slug", ["coalesced", "smem_tiles", "register_tiles"])
+@pytest.mark.parametrize("sizes", [(17, 33, 65), (257, 129, 67), None], ids=str)
+def test_new_simt_steps_pass_the_measuring_harness(slug, sizes):
+    """Through fusedkit.measure, as the ladder runs them (step 02 with its transposed W made at
+    build): fresh inputs per check, poisoned outputs, then timed; fp32-faithful at odd sizes and
+    at KernelBench's."""
+    from fusedkit import problems
+    from fusedkit.measure import measure
+
+    p12 = problems.get("p12")
+    s = p12.defaults if sizes is None else p12.sizes(batch_size=sizes[0], in_features=sizes[1],
+                                                     out_features=sizes[2])
+    m = measure(p12, slug, s, device="cuda", seeds=2, warmup_ms=5, rep_ms=20)
+    print(m.summary())
+    assert m.timed, m.summary()
+    assert m.tier == "fp32-faithful", m.summary()
+
+
+@gpu_test
+def test_coalesced_step_transposes_w_once_per_weight_version():
+    """The registered step's transposed W is made on the first call and reused while the weight
+    is unchanged; an in-place change of the weight (a new version) gives a new one."""
+    from fusedkit import problems
+    from fusedkit.kernels import load_step
+
+    cache = load_step("common", "weight_cache.py")
+    cache.clear()
+    p12 = problems.get("p12")
+    sizes = p12.sizes(batch_size=5, in_features=40, out_features=24)
+    model = p12.make_model(sizes, device="cuda")
+    (x,) = p12.get_inputs(sizes, device="cuda")
+    fn = p12.variant("coalesced").build(model)
+    y1 = fn(x)
+    assert cache.size() == 1
+    fn(x)
+    assert cache.size() == 1, "an unchanged weight was transposed again"
+    with torch.no_grad():
+        model.gemm.weight.mul_(-1.0)
+    y2 = fn(x)
+    ref = reference64(x, model.gemm.weight, model.gemm.bias)
+    assert rel_error(y2, ref) < 1e-5 and not torch.equal(y1, y2), "a changed weight must be re-transposed"
+    assert cache.size() == 1, "the stale transpose is freed"
 
 
 @gpu_test
@@ -323,17 +442,18 @@ def test_epilogue_only_sees_nan_inputs_through(ext):
 
 
 @gpu_test
-@pytest.mark.parametrize("step", ["naive", "tiled"])
+@pytest.mark.parametrize("step", ["naive", "coalesced", "smem_tiles", "register_tiles", "tiled"])
 def test_misaligned_and_strided_inputs(ext, step):
     """x starting 4 bytes past a 16-byte boundary (K % 4 == 0, so only the pointer forbids
-    float4 loads), and a transposed (non-contiguous) w that the binding copies."""
+    float4 loads), and a transposed (non-contiguous) w that the binding copies (for step 02,
+    whose wt is (K, N), the view w.T: strides (1, K))."""
     M, K, N = 130, 260, 132
     x, w, b, seed = fresh_inputs(M, K, N)
     buf = torch.empty(M * K + 1, device="cuda")
     x_mis = buf[1:].view(M, K)
     x_mis.copy_(x)
     assert x_mis.data_ptr() % 16 != 0 and x_mis.is_contiguous()
-    w_t = w.T.contiguous().T  # same values, column-major strides
+    w_t = w.T if step in W_TRANSPOSED else w.T.contiguous().T  # same values, strided
     assert not w_t.is_contiguous()
     out = getattr(ext, step)(x_mis, w_t, b, MULT, SLOPE)
     err = rel_error(out, reference64(x, w, b))
@@ -371,8 +491,9 @@ def test_steps_run_on_the_current_stream(ext):
     ref = reference64(x, w, b)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
+    wt = w.t().contiguous()  # made before: the side stream must not read it half written
     with torch.cuda.stream(side):
-        outs = {s: getattr(ext, s)(x, w, b, MULT, SLOPE) for s in STEPS}
+        outs = {s: getattr(ext, s)(x, wt if s in W_TRANSPOSED else w, b, MULT, SLOPE) for s in STEPS}
     side.synchronize()  # only the side stream: work left on another stream would be unfinished
     for s, out in outs.items():
         assert rel_error(out, ref) < 1e-5, f"{s} on a side stream; seed={seed}"
@@ -382,13 +503,13 @@ def test_steps_run_on_the_current_stream(ext):
 def test_empty_batch_returns_empty(ext):
     x, w, b, _ = fresh_inputs(1, 8, 4)
     for s in STEPS:
-        assert getattr(ext, s)(x[:0], w, b, MULT, SLOPE).shape == (0, 4)
+        assert call(ext, s, x[:0], w, b).shape == (0, 4)
 
 
 @gpu_test
 def test_bad_inputs_name_the_parameter(ext):
     x, w, b, _ = fresh_inputs(4, 8, 6)
-    for s in STEPS:
+    for s in (s for s in STEPS if s not in W_TRANSPOSED):
         fn = getattr(ext, s)
         with pytest.raises(TypeError, match=r"x must be torch\.float32.*Double"):
             fn(x.double(), w, b, MULT, SLOPE)
@@ -406,3 +527,26 @@ def test_bad_inputs_name_the_parameter(ext):
         ext.epilogue_only(torch.randn(6, 4, device="cuda").T, b[:6], MULT, SLOPE, True)
     with pytest.raises(ValueError, match=r"b must have y\.size\(1\) = 6"):
         ext.epilogue_only(torch.randn(4, 6, device="cuda"), b[:5], MULT, SLOPE, False)
+
+
+@gpu_test
+def test_coalesced_step_names_its_transposed_weight_in_errors(ext):
+    x, w, b, _ = fresh_inputs(4, 8, 6)
+    wt = w.t().contiguous()   # (K, N) = (8, 6)
+    with pytest.raises(ValueError, match=r"wt\.size\(0\) must equal x\.size\(1\) \(K = 8\).*transposed, \(K, N\)"):
+        ext.coalesced(x, w, b, MULT, SLOPE)            # w (N, K) given where wt (K, N) is taken
+    with pytest.raises(ValueError, match=r"b must have wt\.size\(1\) = 6"):
+        ext.coalesced(x, wt, b[:5], MULT, SLOPE)
+    with pytest.raises(ValueError, match=r"wt must be a CUDA tensor"):
+        ext.coalesced(x, wt.cpu(), b, MULT, SLOPE)
+
+
+@gpu_test
+@pytest.mark.parametrize("step,rows", [("smem_tiles", 32), ("register_tiles", 64), ("tiled", 128)])
+def test_row_tiles_past_the_grid_limit_are_refused_in_one_line(ext, step, rows):
+    """gridDim.y holds at most 65535 row tiles; one more row is refused before any launch."""
+    M = 65535 * rows + 1
+    x = torch.empty(M, 1, device="cuda")
+    w, b = torch.rand(1, 1, device="cuda"), torch.rand(1, device="cuda")
+    with pytest.raises(ValueError, match=rf"x\.size\(0\) \(M\) = {M} is too large for the {step} kernel"):
+        getattr(ext, step)(x, w, b, MULT, SLOPE)

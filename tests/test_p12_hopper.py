@@ -1,4 +1,4 @@
-"""Problem 12's Hopper steps (08-10, 12 and 13: wgmma fed by TMA) and their build.
+"""Problem 12's Hopper steps (11-16: wgmma fed by TMA) and their build.
 
 CPU part (runs anywhere nvcc 12.x+ is): each step compiles for sm_90a and its PTX shows the
 Hopper machinery (wgmma.mma_async, cp.async.bulk.tensor, mbarrier waits, setmaxnreg where the
@@ -6,9 +6,9 @@ step says so); ptxas reports no spills, no stack and no warning (a serialised wg
 setmaxnreg is a warning); a plain sm_90 build stops with one clear line; the binding passes the
 C++ front end; the variants are well formed and the K padding is exact.
 GPU part (marked ``gpu``): every step and the cuBLAS fp16 bar through fusedkit.measure at the
-default and odd sizes, and against float64 at the error one fp16 product predicts (08-10) or at
-fp32's error (12 and 13, the fp16x3 split: fp32-faithful); step 13 against step 12, its
-fallback to step 12, and its row-scale pass against the Triton split's.
+default and odd sizes, and against float64 at the error one fp16 product predicts (11-13) or at
+fp32's error (14-16, the fp16x3 split: fp32-faithful); step 15 against step 14, its
+fallback to step 14, and its row-scale pass against the Triton split's.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, rel_error
 
 P12 = p12mod.PROBLEM
 HOPPER = build.hopper_sources("p12")
-STEP = {p.stem.split("_", 1)[1]: p for p in HOPPER}  # "wgmma_tma" -> .../08_wgmma_tma.cu
+STEP = {p.stem.split("_", 1)[1]: p for p in HOPPER}  # "wgmma_tma" -> .../11_wgmma_tma.cu
 # What each step's PTX must show: its wgmma shape, and whether it splits warpgroups by role.
 WGMMA_SHAPE = {"wgmma_tma": "m64n128k16", "wgmma_warpspec": "m64n256k16",
                "wgmma_persistent": "m64n256k16", "wgmma_fp16x3": "m64n128k16",
@@ -38,15 +38,15 @@ WARP_SPECIALISED = {"wgmma_tma": False, "wgmma_warpspec": True, "wgmma_persisten
                     "wgmma_fp16x3": True, "wgmma_fp16x3_fused_split": True,
                     "wgmma_fp16x3_multicast": True}
 STEP_VARIANTS = [v for v in p12mod.HOPPER_VARIANTS if not v.baseline]
-FP16_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16"]      # one fp16 product: 08-10
-FP16X3_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16x3"]  # the split: 12-14
+FP16_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16"]      # one fp16 product: 11-13
+FP16X3_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16x3"]  # the split: 14-16
 
 
 # ----------------------------------------------------------------------------- CPU part
 
 
 def test_hopper_steps_build_apart_from_the_others():
-    assert [p.name for p in HOPPER][:1] == ["08_wgmma_tma.cu"]
+    assert [p.name for p in HOPPER][:1] == ["11_wgmma_tma.cu"]
     assert set(STEP) <= set(WGMMA_SHAPE)
     assert not set(HOPPER) & set(build.kernel_sources("p12")), "a step in both extensions"
     assert build.extension_sources("p12", hopper=True)[-1].name == "binding_hopper.cpp"
@@ -117,7 +117,7 @@ def test_ptxas_no_spills_no_stack_no_warnings(src):
 
 @needs_nvcc
 def test_multicast_step_ptx_shows_the_cluster_machinery():
-    """Step 14: W's boxes multicast into both blocks of a cluster; consumers release a stage on
+    """Step 16: W's boxes multicast into both blocks of a cluster; consumers release a stage on
     both blocks' empty barriers (mapa + a remote arrive, CTA-scope release: no cluster-scope
     fence per arrival, no cluster-scope acquire per poll); the cluster meets twice (after
     barrier set-up, before exit)."""
@@ -131,7 +131,7 @@ def test_multicast_step_ptx_shows_the_cluster_machinery():
         "a cluster-scope fence per arrival or poll"
     assert len(build.ptx_instructions(text, r"barrier\.cluster\.arrive")) == 2
     assert len(build.ptx_instructions(text, r"barrier\.cluster\.wait")) == 2
-    # Step 12 has no cluster at all: the multicast is this step's one change.
+    # Step 14 has no cluster at all: the multicast is this step's one change.
     plain = build.ptx(STEP["wgmma_fp16x3"])
     assert not build.ptx_instructions(plain, r"multicast|mapa|barrier\.cluster")
 
@@ -157,20 +157,20 @@ def test_every_hopper_step_has_a_variant_and_the_binding_defines_it():
                                              "wgmma_fp16x3_multicast"]
     (bar,) = [v for v in p12mod.HOPPER_VARIANTS if v.baseline]
     assert bar.slug == "cublas_fp16_epilogue" and bar.precision == "fp16" and bar.needs_gpu
-    # In the ladder, once each, in step order: the bar at step 0, then 08-10 between 07 and 11.
+    # In the ladder, once each, in step order: the bar at step 0, then 11-16 between 10 and 17.
     assert all(P12.variants[v.slug] is v for v in p12mod.HOPPER_VARIANTS)
-    order = [v.slug for v in P12.ladder() if v.number in range(7, 16)]
+    order = [v.slug for v in P12.ladder() if v.number in range(10, 19)]
     assert order == ["triton_tf32_persistent", "wgmma_tma", "wgmma_warpspec", "wgmma_persistent",
-                     "small_batch_stream", "wgmma_fp16x3", "wgmma_fp16x3_fused_split",
-                     "wgmma_fp16x3_multicast", "faithful_by_batch"]
+                     "wgmma_fp16x3", "wgmma_fp16x3_fused_split", "wgmma_fp16x3_multicast",
+                     "small_batch_stream", "faithful_by_batch"]
     numbers = Counter(v.number for v in P12.ladder() if not v.baseline)
-    assert {n for n, c in numbers.items() if c > 1} == {3, 5}, "only steps 3 and 5 are families"
-    assert sorted(numbers) == list(range(1, 16)) and P12.variants["faithful_by_batch"].number == 15
+    assert {n for n, c in numbers.items() if c > 1} == {4, 8}, "only steps 4 and 8 are families"
+    assert sorted(numbers) == list(range(1, 19)) and P12.variants["faithful_by_batch"].number == 18
 
 
 @needs_nvcc
 def test_fused_split_ptx_splits_x_in_shared_memory_before_the_wgmmas():
-    """Step 13's design in its PTX: x's fp32 tile read from shared memory, rounded to fp16 (hi and
+    """Step 15's design in its PTX: x's fp32 tile read from shared memory, rounded to fp16 (hi and
     lo) and written back, then fence.proxy.async (generic writes made visible to wgmma's async
     proxy) and a 128-thread named barrier per consumer (ids 1 and 2, never the block's 0), all
     before the k-tile's first wgmma; x arrives by two TMA loads a stage, as an fp32 tensor map."""
@@ -202,9 +202,9 @@ def test_fused_split_ptx_splits_x_in_shared_memory_before_the_wgmmas():
     assert "CU_TENSOR_MAP_DATA_TYPE_FLOAT32" in hopper
 
 
-def test_fused_x_feeder_passes_x_as_it_is_or_falls_back_to_step_12(monkeypatch):
+def test_fused_x_feeder_passes_x_as_it_is_or_falls_back_to_step_14(monkeypatch):
     """call_fp16x3_fused_x: fp32 x with its row scales and W's cached split go to the fused
-    function; an x the TMA cannot load (here: any CPU tensor) takes step 12's path instead."""
+    function; an x the TMA cannot load (here: any CPU tensor) takes step 14's path instead."""
     split = load_step("common", "fp16x3_split.py")
     seen = []
 
@@ -214,19 +214,19 @@ def test_fused_x_feeder_passes_x_as_it_is_or_falls_back_to_step_12(monkeypatch):
     scales = lambda x: seen.append(("scales", (x,))) or (torch.ones(x.shape[0]), torch.ones(x.shape[0]))  # noqa: E731
     w, b, x = torch.rand(4, 70), torch.rand(4), torch.rand(3, 70)
     assert not split.fused_x_eligible(x)
-    split.call_fp16x3_fused_x(scales, fake("fused"), fake("step12"), x, w, b, 2.0, 0.1)
+    split.call_fp16x3_fused_x(scales, fake("fused"), fake("step14"), x, w, b, 2.0, 0.1)
     ((tag, args),) = seen
-    assert tag == "step12" and args[0].shape == (3, 128) and args[0].dtype == torch.float16
+    assert tag == "step14" and args[0].shape == (3, 128) and args[0].dtype == torch.float16
     seen.clear()
     monkeypatch.setattr(split, "fused_x_eligible", lambda x: True)
-    split.call_fp16x3_fused_x(scales, fake("fused"), fake("step12"), x, w, b, 2.0, 0.1)
+    split.call_fp16x3_fused_x(scales, fake("fused"), fake("step14"), x, w, b, 2.0, 0.1)
     (s_tag, (s_x,)), (tag, args) = seen
     assert (s_tag, tag) == ("scales", "fused") and s_x is x and args[0] is x
     ws = split.split_weight_cached(w)
     assert args[3] is ws.hi and args[4] is ws.lo and args[3].shape == (4, 128)
     assert args[-2:] == (2.0, 0.1)
     with pytest.raises(ValueError, match="70 columns"):
-        split.call_fp16x3_fused_x(scales, fake("fused"), fake("step12"), torch.rand(3, 69), w, b)
+        split.call_fp16x3_fused_x(scales, fake("fused"), fake("step14"), torch.rand(3, 69), w, b)
 
 
 @pytest.mark.parametrize("k,k_padded", [(5, 8), (8, 8), (17, 24)])
@@ -324,7 +324,7 @@ def test_step_matches_the_fp16_product(v, M, K, N):
 @pytest.mark.parametrize("M,K,N", SIZES, ids=str)
 def test_fp16x3_step_is_fp32_accurate(v, M, K, N):
     """Three fp16 products on the split operands, hi*hi summed outside the tensor cores: the
-    error against float64 is fp32's (~2.5e-7 at K = 8192 on the H200 for step 06, the same
+    error against float64 is fp32's (~2.5e-7 at K = 8192 on the H200 for step 09, the same
     math), far below one fp16 product's ~3e-4; rows past M, columns past N never written."""
     x, w, b, seed = fresh_inputs(M, K, N)
     fn = v.build(P12.model_with(P12.sizes(batch_size=M, in_features=K, out_features=N), w, b,
@@ -378,9 +378,9 @@ def test_fp16x3_binding_checks_and_nan_rows(ext):
 
 @gpu_test
 @pytest.mark.parametrize("M,K,N", [(67, 1000, 333), (300, 4104, 1000), (1024, 8192, 8192)], ids=str)
-def test_multicast_step_equals_step_12_bit_for_bit(ext, M, K, N):
-    """Step 14 changes who copies W's boxes, not the arithmetic: the same tiles and the same adds
-    per element, so y is step 12's to the bit, a NaN row included; with 1 and 3 row tiles the
+def test_multicast_step_equals_step_14_bit_for_bit(ext, M, K, N):
+    """Step 16 changes who copies W's boxes, not the arithmetic: the same tiles and the same adds
+    per element, so y is step 14's to the bit, a NaN row included; with 1 and 3 row tiles the
     last pair's second block has no rows and must still feed its partner. Three calls in a row:
     a cluster that left early or a barrier left mid-phase would show on the next launch."""
     split = load_step("common", "fp16x3_split.py")
@@ -401,7 +401,7 @@ def test_multicast_step_equals_step_12_bit_for_bit(ext, M, K, N):
 
 @gpu_test
 def test_fused_split_nan_row_and_binding_checks(ext):
-    """Step 13: a row of x holding NaN gives a NaN row of y and leaves the others as they were;
+    """Step 15: a row of x holding NaN gives a NaN row of y and leaves the others as they were;
     the binding refuses, in one line, an x the TMA cannot load and a W split of the wrong K."""
     from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
 
@@ -434,9 +434,9 @@ def test_fused_split_nan_row_and_binding_checks(ext):
 
 
 @gpu_test
-def test_fused_split_matches_step_12_at_full_size():
+def test_fused_split_matches_step_14_at_full_size():
     """Same split (the scale pass and the in-place conversion reproduce the Triton split), same
-    wgmmas in the same order: step 13's y equals step 12's to fp32-faithful level (bit for bit
+    wgmmas in the same order: step 15's y equals step 14's to fp32-faithful level (bit for bit
     expected); a wrong swizzle slot would be off by O(1)."""
     M, K, N = 1024, 8192, 8192
     x, w, b, seed = fresh_inputs(M, K, N)
@@ -446,15 +446,15 @@ def test_fused_split_matches_step_12_at_full_size():
     out13 = P12.variants["wgmma_fp16x3_fused_split"].build(model)(x)
     torch.cuda.synchronize()
     diff = rel_error(out13, out12.double())
-    print(f"step 13 vs 12: rel. difference {diff:.2e}, bit-identical {torch.equal(out13, out12)}")
-    assert diff < 1e-6, f"step 13 vs step 12: {diff:.2e}; seed={seed}"
+    print(f"step 15 vs 12: rel. difference {diff:.2e}, bit-identical {torch.equal(out13, out12)}")
+    assert diff < 1e-6, f"step 15 vs step 14: {diff:.2e}; seed={seed}"
 
 
 @gpu_test
 @pytest.mark.parametrize("case", ["k_mod_4", "non_contiguous", "offset"])
-def test_fused_split_falls_back_to_step_12(case):
+def test_fused_split_falls_back_to_step_14(case):
     """An x the TMA cannot load as it is (K % 4 != 0, strided rows, a start not 16-byte
-    aligned) goes through step 12's path: the same y, bit for bit."""
+    aligned) goes through step 14's path: the same y, bit for bit."""
     from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
 
     M, K, N = 67, 1002 if case == "k_mod_4" else 1000, 333

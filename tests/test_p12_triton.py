@@ -1,4 +1,4 @@
-"""Problem 12, steps 05 (Triton fused, three dot precisions) and 06 (fp16x3 split GEMM).
+"""Problem 12, steps 08 (Triton fused, three dot precisions) and 06 (fp16x3 split GEMM).
 
 Without a GPU the kernels run in Triton's interpreter on CPU tensors. The interpreter
 ignores ``input_precision`` and computes every dot in fp32 with numpy (and the fp16x3
@@ -26,13 +26,13 @@ pytest.importorskip("triton")
 
 from fusedkit.kernels import load_step  # noqa: E402
 
-k06 = load_step("p12", "06_triton_fp16x3.py")
-wc = load_step("common", "weight_cache.py")  # the weight cache step 06 keeps its splits in
-k05 = load_step("p12", "05_triton_fused.py")
+k09 = load_step("p12", "09_triton_fp16x3.py")
+wc = load_step("common", "weight_cache.py")  # the weight cache step 09 keeps its splits in
+k08 = load_step("p12", "08_triton_fused.py")
 
 GPU = torch.cuda.is_available()
 DEVICE = "cuda" if GPU else "cpu"
-INTERPRET = k05.INTERPRET
+INTERPRET = k08.INTERPRET
 from p12_reference import MULT, SLOPE, reference64, rel_error  # noqa: E402
 from p12_reference import make_inputs as _make_inputs  # noqa: E402
 
@@ -44,11 +44,11 @@ def make_inputs(m: int, n: int, k: int, seed: int, device: str | None = None):
 
 def run_variant(variant: str, x, w, b, mult=MULT, slope=SLOPE) -> torch.Tensor:
     if variant == "fp16x3":
-        return k06.linear_leakyrelu_fp16x3(x, w, b, mult, slope)
-    return k05.linear_leakyrelu(x, w, b, mult, slope, precision=variant)
+        return k09.linear_leakyrelu_fp16x3(x, w, b, mult, slope)
+    return k08.linear_leakyrelu(x, w, b, mult, slope, precision=variant)
 
 
-VARIANTS = (*k05.PRECISIONS, "fp16x3")
+VARIANTS = (*k08.PRECISIONS, "fp16x3")
 # The interpreter computes every variant in fp32, so all meet fp32-level error there; on
 # a GPU the small-shape logic tests allow tf32 its 10-bit mantissa.
 LOGIC_TOL = {v: (3e-3 if (v == "tf32" and not INTERPRET) else 1e-5) for v in VARIANTS}
@@ -113,7 +113,7 @@ def test_split_reconstructs_weight(scale):
     w = w * scale
     # Rows spanning 2**-20 .. 2**20 of each other: per-row scaling keeps each one accurate.
     w[:8] *= torch.logspace(-20, 20, 8, base=2.0, device=DEVICE)[:, None]
-    s = k06.split_fp16x3(w)
+    s = k09.split_fp16x3(w)
     assert s.hi.dtype == s.lo.dtype == torch.float16 and s.inv_scale.dtype == torch.float32
     # Every row's inverse scale is a power of two (mantissa bits zero), so scaling is exact.
     assert ((s.inv_scale.view(torch.int32) & 0x7FFFFF) == 0).all()
@@ -137,13 +137,13 @@ def test_split_reconstructs_weight(scale):
 
 def test_split_pads_columns_with_zeros():
     _, w, _ = make_inputs(1, 10, 70, seed=4)
-    plain, padded = k06.split_fp16x3(w), k06.split_fp16x3(w, pad_cols_to=64)
+    plain, padded = k09.split_fp16x3(w), k09.split_fp16x3(w, pad_cols_to=64)
     assert padded.hi.shape == padded.lo.shape == (10, 128) and padded.hi.is_contiguous()
     assert torch.equal(padded.hi[:, :70], plain.hi) and torch.equal(padded.lo[:, :70], plain.lo)
     assert (padded.hi[:, 70:] == 0).all() and (padded.lo[:, 70:] == 0).all()
     assert torch.equal(padded.inv_scale, plain.inv_scale)
     with pytest.raises(ValueError, match=r"^pad_cols_to=0: must be an int >= 1"):
-        k06.split_fp16x3(w, pad_cols_to=0)
+        k09.split_fp16x3(w, pad_cols_to=0)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf in numpy
@@ -152,7 +152,7 @@ def test_split_zero_row_and_non_finite_rows():
     a[1] = 0.0
     a[2, 5] = float("inf")
     a[3, 7] = float("nan")
-    s = k06.split_fp16x3(a)
+    s = k09.split_fp16x3(a)
     assert torch.isfinite(s.inv_scale[:2]).all() and (s.hi[1] == 0).all() and (s.lo[1] == 0).all()
     assert torch.isnan(s.inv_scale[2:]).all()  # flagged for the wrappers to reject
 
@@ -163,13 +163,13 @@ def test_non_finite_inputs_are_rejected():
     w_bad = w.clone()
     w_bad[2, 3] = float("nan")
     with pytest.raises(ValueError, match=r"weight contains inf or NaN \(first in row 2\)"):
-        k06.linear_leakyrelu_fp16x3(x, w_bad, b, MULT, SLOPE)
+        k09.linear_leakyrelu_fp16x3(x, w_bad, b, MULT, SLOPE)
     x_bad = x.clone()
     x_bad[4, 0] = float("-inf")
     with pytest.raises(ValueError, match=r"x contains inf or NaN \(first in row 4\)"):
-        k06.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE, check_finite=True)
+        k09.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE, check_finite=True)
     # Unchecked (the default: no host sync), the bad row becomes NaN, every other row stays right.
-    y = k06.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE)
+    y = k09.linear_leakyrelu_fp16x3(x_bad, w, b, MULT, SLOPE)
     assert torch.isnan(y[4]).all()
     assert rel_error(y[:4], reference64(x[:4], w, b)) < 1e-5
 
@@ -178,37 +178,37 @@ def test_non_finite_inputs_are_rejected():
 # The weight-split cache
 # ---------------------------------------------------------------------------------------
 def test_weight_cache_hits_and_follows_in_place_changes():
-    k06.clear_weight_cache()
+    k09.clear_weight_cache()
     x, w, b = make_inputs(9, 14, 24, seed=21)
-    y1 = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
-    first = k06.split_weight_cached(w)
-    assert k06.split_weight_cached(w) is first  # unchanged weight: no new split
+    y1 = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    first = k09.split_weight_cached(w)
+    assert k09.split_weight_cached(w) is first  # unchanged weight: no new split
     assert rel_error(y1, reference64(x, w, b)) < 1e-5
 
     with torch.no_grad():
         w.mul_(-3.0)  # in place: bumps w._version, so the next call must re-split
-    y2 = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    y2 = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     assert rel_error(y2, reference64(x, w, b)) < 1e-5
-    assert k06.split_weight_cached(w) is not first
+    assert k09.split_weight_cached(w) is not first
 
     w[3].add_(1.0)  # through a view: views share the version counter
-    y3 = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    y3 = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     assert rel_error(y3, reference64(x, w, b)) < 1e-5
     assert wc.size() == 1, "stale versions of the same weight must be dropped"
 
 
 def test_weight_cache_misses_changes_behind_the_version_counter_until_cleared():
     # Documented limit: w.data has its own version counter, so this change is invisible...
-    k06.clear_weight_cache()
+    k09.clear_weight_cache()
     x, w, b = make_inputs(6, 10, 12, seed=22)
-    k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     new_w = make_inputs(6, 10, 12, seed=23)[1]
     w.data.copy_(new_w)
-    stale = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    stale = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     assert rel_error(stale, reference64(x, w, b)) > 1e-2
     # ... until clear_weight_cache(), which the docstring tells users to call.
-    k06.clear_weight_cache()
-    fresh = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    k09.clear_weight_cache()
+    fresh = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     assert rel_error(fresh, reference64(x, w, b)) < 1e-5
 
 
@@ -218,29 +218,29 @@ def test_fresh_weights_never_hit_a_dead_weights_split():
     # same shape. Only the cache's liveness check keeps it from hitting the dead one's split.
     # Simulated deterministically: two views of one buffer, the data swapped through .data
     # so that the version does not move.
-    k06.clear_weight_cache()
+    k09.clear_weight_cache()
     x, w_a, b = make_inputs(8, 16, 32, seed=50)
     w_b = make_inputs(8, 16, 32, seed=51)[1]
     pool = w_a.clone()
     w1 = pool[:]  # a view: its own Python object, sharing pool's memory and version
-    k06.linear_leakyrelu_fp16x3(x, w1, b, MULT, SLOPE)
+    k09.linear_leakyrelu_fp16x3(x, w1, b, MULT, SLOPE)
     key = wc.weight_key(w1)
     del w1
     gc.collect()
     pool.data.copy_(w_b)  # new contents, version unchanged
     w2 = pool[:]
     assert wc.weight_key(w2) == key  # indistinguishable by address, version and shape
-    y = k06.linear_leakyrelu_fp16x3(x, w2, b, MULT, SLOPE)
+    y = k09.linear_leakyrelu_fp16x3(x, w2, b, MULT, SLOPE)
     assert rel_error(y, reference64(x, w_b, b)) < 1e-5, "hit the split of a dead weight"
 
 
 def test_fresh_weights_each_seed():
     # The checker's pattern: new random weights per seed, old ones freed (on a GPU these
     # reuse the same memory block).
-    k06.clear_weight_cache()
+    k09.clear_weight_cache()
     for seed in range(4):
         x, w, b = make_inputs(8, 16, 32, seed=100 + seed)
-        y = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+        y = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
         assert rel_error(y, reference64(x, w, b)) < 1e-5, f"seed {seed}: stale weight split"
         del x, w, b, y
         gc.collect()
@@ -251,9 +251,9 @@ def test_inference_mode_weights_are_split_every_call():
     x, w, b = make_inputs(4, 8, 16, seed=31)
     with torch.inference_mode():
         wi = w.clone()  # an inference tensor: no version counter to key on
-        y = k06.linear_leakyrelu_fp16x3(x, wi, b, MULT, SLOPE)
+        y = k09.linear_leakyrelu_fp16x3(x, wi, b, MULT, SLOPE)
         wi.mul_(2.0)
-        y2 = k06.linear_leakyrelu_fp16x3(x, wi, b, MULT, SLOPE)
+        y2 = k09.linear_leakyrelu_fp16x3(x, wi, b, MULT, SLOPE)
     assert rel_error(y, reference64(x, w, b)) < 1e-5
     assert rel_error(y2, reference64(x, w * 2.0, b)) < 1e-5
 
@@ -295,7 +295,7 @@ def test_bad_inputs_name_the_parameter(variant, case):
 def test_bad_scalars_name_the_parameter(name, value):
     x, w, b = _good()
     kwargs = {"multiplier": MULT, "negative_slope": SLOPE, name: value}
-    for fn in (k05.linear_leakyrelu, k06.linear_leakyrelu_fp16x3):
+    for fn in (k08.linear_leakyrelu, k09.linear_leakyrelu_fp16x3):
         with pytest.raises(TypeError, match=rf"^{name}=.*must be a Python float or int"):
             fn(x, w, b, **kwargs)
 
@@ -303,7 +303,7 @@ def test_bad_scalars_name_the_parameter(name, value):
 def test_bad_precision_lists_the_allowed_values():
     x, w, b = _good()
     with pytest.raises(ValueError, match=r"precision='fp16': allowed values are \('ieee', 'tf32x3', 'tf32'\)"):
-        k05.linear_leakyrelu(x, w, b, MULT, SLOPE, precision="fp16")
+        k08.linear_leakyrelu(x, w, b, MULT, SLOPE, precision="fp16")
 
 
 # ---------------------------------------------------------------------------------------
@@ -349,16 +349,16 @@ def test_gpu_fp32_faithful_at_default_size(variant):
         ref = reference64(x, w, b)
         err, eager_err = rel_error(y, ref), rel_error(eager, ref)
         assert err <= 2 * eager_err, f"{variant} seed {seed}: {err:.2e} vs eager {eager_err:.2e}"
-        k06.clear_weight_cache()  # free the 256 MB split before the next seed's weight
+        k09.clear_weight_cache()  # free the 256 MB split before the next seed's weight
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
 def test_gpu_weight_cache_follows_in_place_change():
     x, w, b = make_inputs(256, 512, 1024, seed=9)
-    k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     w.mul_(0.5).add_(0.01)
-    y = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    y = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     assert rel_error(y, reference64(x, w, b)) < 5e-6
 
 
@@ -378,12 +378,12 @@ def test_small_batches_autotune_only_the_smallest_row_tiles():
     assert base.small_batch_configs(cfgs[:1], 1, 1, 132) == cfgs[:1]  # never an empty list
 
 
-def test_step_06_prunes_its_autotuning_by_tiles_on_a_gpu():
-    tuner = k06._fp16x3_linear_leakyrelu_kernel
+def test_step_09_prunes_its_autotuning_by_tiles_on_a_gpu():
+    tuner = k09._fp16x3_linear_leakyrelu_kernel
     if INTERPRET:  # one config under the interpreter: nothing to prune
         assert len(tuner.configs) == 1 and tuner.early_config_prune is None
     else:
-        assert tuner.early_config_prune is k06._prune_small_batches
+        assert tuner.early_config_prune is k09._prune_small_batches
 
 
 @pytest.mark.gpu
@@ -391,8 +391,8 @@ def test_step_06_prunes_its_autotuning_by_tiles_on_a_gpu():
 def test_gpu_small_batch_runs_a_64_row_config():
     # 4 rows x 8192 columns: only the 64-row configs are timed, and one of them is chosen.
     x, w, b = make_inputs(4, 8192, 256, seed=0)
-    y = k06.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
+    y = k09.linear_leakyrelu_fp16x3(x, w, b, MULT, SLOPE)
     torch.cuda.synchronize()
     assert rel_error(y, reference64(x, w, b)) < GPU_TOL["fp16x3"]
-    best = k06._fp16x3_linear_leakyrelu_kernel.best_config
+    best = k09._fp16x3_linear_leakyrelu_kernel.best_config
     assert best.kwargs["BLOCK_M"] == 64, best

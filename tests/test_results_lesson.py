@@ -409,7 +409,7 @@ def test_step_shows_code_then_counters_then_check_and_time(capsys, tmp_path, mon
     lesson.step(P12, "tiled", P12.defaults, detect_mode(), results.recorded(P12, path=path),
                 previous="naive")
     out = capsys.readouterr().out
-    order = [out.index(s) for s in ("The code", "p12/04_tiled.cu", "What the hardware did",
+    order = [out.index(s) for s in ("The code", "p12/07_tiled.cu", "What the hardware did",
                                     "none recorded", "Check and time", "no GPU here")]
     assert order == sorted(order)
     assert "+ " in out                        # lines changed against step 1 are marked

@@ -9,7 +9,7 @@ from fusedkit.kernels import KERNELS
 
 
 def test_python_step_shows_its_triton_kernels_and_the_wrappers_that_launch_them():
-    fns = source_view.functions(KERNELS / "p12" / "05_triton_fused.py")
+    fns = source_view.functions(KERNELS / "p12" / "08_triton_fused.py")
     assert {"_linear_leakyrelu_kernel", "linear_leakyrelu"} <= set(fns)
     fns_common = source_view.functions(KERNELS / "common" / "triton_base.py")
     assert {"grouped_tile", "dot_tile"} <= set(fns_common)
@@ -20,7 +20,7 @@ def test_python_step_shows_its_triton_kernels_and_the_wrappers_that_launch_them(
 
 
 def test_cuda_step_is_split_by_brace_matching():
-    fns = source_view.functions(KERNELS / "p12" / "03_cublas_epilogue_vec4.cu")
+    fns = source_view.functions(KERNELS / "p12" / "04_cublas_epilogue_vec4.cu")
     assert list(fns) == ["scale_leaky_relu", "epilogue4", "p12_epilogue_vec4_kernel",
                          "epilogue_vec4_fast_path", "launch_epilogue_vec4"]
     kernel = fns["p12_epilogue_vec4_kernel"]
@@ -44,7 +44,7 @@ def test_every_step_of_every_ladder_renders(key):
 
 
 def test_changed_lines_are_marked_against_the_previous_step():
-    view = source_view.show_step("p12", "triton_fp16x3", previous="p12/05_triton_fused.py")
+    view = source_view.show_step("p12", "triton_fp16x3", previous="p12/08_triton_fused.py")
     caps = {s.function.name: s for s in view.shown}
     kernel = caps["_fp16x3_linear_leakyrelu_kernel"]
     assert kernel.against == "_linear_leakyrelu_kernel" and kernel.added
@@ -54,7 +54,7 @@ def test_changed_lines_are_marked_against_the_previous_step():
 
 
 def test_an_identical_function_is_unchanged_and_folded():
-    path = "p12/05_triton_fused.py"
+    path = "p12/08_triton_fused.py"
     view = source_view.show_source(path, previous=path)
     assert view.shown and all(s.unchanged for s in view.shown)
     assert 'class="fk-code"' not in view.html and "fk-code-folded" in view.html
@@ -72,26 +72,26 @@ def test_html_is_self_contained_and_scrolls_sideways():
 
 
 def test_previous_step_defaults_to_the_nearest_lower_step_with_another_file():
-    assert source_view.previous_source("p12", "cublas_tf32_epilogue_vec4") == "p12/02_cublas_epilogue.cu"
+    assert source_view.previous_source("p12", "cublas_tf32_epilogue_vec4") == "p12/03_cublas_epilogue.cu"
     assert source_view.previous_source("p12", "naive") is None
     assert source_view.previous_source("p45", "triton_fused_lse_fp16x3") == "p45/04_triton_fused_lse.py"
 
 
 def test_unknown_function_names_say_what_the_file_has():
     with pytest.raises(KeyError, match="p12_epilogue_scalar_kernel"):
-        source_view.show_source("p12/02_cublas_epilogue.cu", names=["nope"])
+        source_view.show_source("p12/03_cublas_epilogue.cu", names=["nope"])
 
 
 def test_a_triton_step_shows_the_shared_pieces_it_calls_folded():
     # Steps import shared code only from kernels/common; the code view lists what they call.
-    assert source_view.shared_functions("p12/05_triton_fused.py") == [
+    assert source_view.shared_functions("p12/08_triton_fused.py") == [
         ("common/triton_base.py", ["grouped_tile", "dot_tile"])]
     shared = dict(source_view.shared_functions("p45/05_triton_fp16x3_lse.py"))
     assert "fp16x3_tile" in shared["common/fp16x3_split.py"]
     assert "partial_lse_store" in shared["common/lse.py"]
     view = source_view.show_step("p45", "triton_fused_lse_fp16x3")
     assert "common/lse.py (shared code this step calls, folded" in view.text
-    assert source_view.shared_functions("p12/04_tiled.cu") == []
+    assert source_view.shared_functions("p12/07_tiled.cu") == []
 
 
 def test_an_epilogue_functor_is_shown_whole_and_a_data_struct_is_not(tmp_path):
@@ -107,7 +107,7 @@ def test_an_epilogue_functor_is_shown_whole_and_a_data_struct_is_not(tmp_path):
                    "class HostGuard {\n  public:\n    HostGuard() { on(); }\n};\n")
     parsed = source_view.parse(src)
     assert [(f.name, f.kind, f.line) for f in parsed] == [("Scale", "device", 6)]
-    view = source_view.show_step("p45", "wgmma_fp16x3_lse", previous="p12/12_wgmma_fp16x3.cu")
+    view = source_view.show_step("p45", "wgmma_fp16x3_lse", previous="p12/14_wgmma_fp16x3.cu")
     caps = {s.function.name: s for s in view.shown}
     assert caps["PartialLse"].new and caps["PartialLse"].added
     assert caps["fp16x3_gemm"].against == "p12_wgmma_fp16x3_kernel"

@@ -61,12 +61,19 @@ for stage in ${STAGES:-info tests bench reports}; do
     small)   # Problem 12's faithful steps at a few rows: host time against GPU time per call.
              python3 -m fusedkit.devtools.small_batch_probe ${SMALL_ARGS:-} 2>&1 | tee -a "$OUT/small_batch_probe.txt" ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
-    counters) # Nsight Compute over every step of each ladder: ncu_<p>.csv and order_<p>.json in
-             # $OUT; bring them home with python -m fusedkit.counters import DIR.
-             # COUNTER_VARIANTS_<problem> (comma-separated) profiles only those steps.
+    counters) # Nsight Compute over every step of each ladder: ncu_<tag>.csv and order_<tag>.json in
+             # $OUT (two files per collection); bring them home with python -m fusedkit.counters
+             # import DIR. COUNTER_VARIANTS_<problem> (comma-separated) profiles only those steps.
+             # COUNTER_SIZES_<problem>: collections at other sizes, space-separated, each
+             # SIZES:VARIANTS with SIZES as --sizes takes it ("batch_size=1;batch_size=4" profiles
+             # both in one collection), e.g. COUNTER_SIZES_P12="batch_size=1;batch_size=4:small_batch_stream".
              for p in ${PROBLEMS:-p12 p45}; do
                only=COUNTER_VARIANTS_${p^^}; only=${!only:-}
-               python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" ${only:+--variants "$only"} 2>&1 | grep -v "^==PROF==" | tail -3
+               more=COUNTER_SIZES_${p^^}; more=${!more:-}
+               [ "$only" = none ] || python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" ${only:+--variants "$only"} 2>&1 | grep -v "^==PROF==" | tail -3
+               for spec in $more; do
+                 python3 -m fusedkit.counters collect --problem "$p" --out "$OUT" --sizes "${spec%%:*}" --variants "${spec#*:}" 2>&1 | grep -v "^==PROF==" | tail -3
+               done
              done ;;
     source)  # Per-instruction evidence for one kernel: its SASS with the executed instructions and
              # the sampled warp stalls of each (Nsight Compute's source page), as CSV.

@@ -1,4 +1,4 @@
-"""Probe: do problem 12's Hopper steps (08-10, 12 and 13, wgmma fed by TMA) build, compute the right
+"""Probe: do problem 12's Hopper steps (11-16, wgmma fed by TMA) build, compute the right
 thing, and how close do they come to cuBLAS's fp16 GEMM?  One GPU call prints everything:
 
     python -m fusedkit.devtools.hopper_probe [--rep-ms 200] [--sizes 1024,8192,8192]
@@ -8,12 +8,12 @@ thing, and how close do they come to cuBLAS's fp16 GEMM?  One GPU call prints ev
 3. per step, checks against float64 at small odd sizes and at the full size: the relative
    error against the product of the fp16-rounded inputs (should be ~1e-6: fp32 accumulation
    only) and against the exact product (one fp16 rounding, ~3e-4), and the max abs error;
-   the fp16x3 steps (12, 13, and step 06 in Triton for comparison, full size only) are checked
+   the fp16x3 steps (14-16, and step 09 in Triton for comparison, full size only) are checked
    against float64 alone, at fp32's error (~2.5e-7 relative at K = 8192);
 4. per step that passed, the median time by triton.testing.do_bench, TFLOP/s and % of
-   cuBLAS fp16 (``cublas_fp16_epilogue``, same x cast per call); step 12's time beside step 06's
-   and step 13's beside step 12's;
-5. steps 12 and 13 split into their launches (x split + GEMM, x row scales + GEMM), timed one by one.
+   cuBLAS fp16 (``cublas_fp16_epilogue``, same x cast per call); step 14's time beside step 09's
+   and step 15's beside step 14's;
+5. steps 14 and 15 split into their launches (x split + GEMM, x row scales + GEMM), timed one by one.
 A failure in one step is printed on its line and the table goes on. Needs a CUDA GPU; on another
 GPU than sm_90 the steps report "needs a Hopper (sm_90) GPU".
 """
@@ -113,8 +113,8 @@ def ptxas_rows(problem: str) -> list[str]:
 
 
 def _launches(M: int, K: int, N: int, rep_ms: float) -> list[str]:
-    """Steps 12 and 13 launch by launch (the calls their builds chain): the Triton split of x and
-    step 12's GEMM, then step 13's row-scale pass and its GEMM, which splits x in shared memory."""
+    """Steps 14 and 15 launch by launch (the calls their builds chain): the Triton split of x and
+    step 14's GEMM, then step 15's row-scale pass and its GEMM, which splits x in shared memory."""
     import triton.testing  # noqa: PLC0415 - GPU only
 
     from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
@@ -152,9 +152,9 @@ def read_log(path: str | Path) -> dict[str, Any]:
     """What a log of this probe printed: its first line (``title``: machine, commit, date), the
     ptxas table (``ptxas``: file, kernel, registers, spill_stores, spill_loads, stack_bytes,
     smem_bytes) and the timed steps (``steps``: step, err_fp16, err_f64, max_abs, ms, tflops,
-    pct_cublas: % of the cuBLAS fp16 bar's rate in the same probe) and the launches of steps 12
+    pct_cublas: % of the cuBLAS fp16 bar's rate in the same probe) and the launches of steps 14
     and 13 timed one by one (``launches``: launch, ms, tflops, NaN for a launch that is not a
-    GEMM; empty in logs older than step 13). A step whose line says FAILED is left out."""
+    GEMM; empty in logs older than step 15). A step whose line says FAILED is left out."""
     lines = Path(path).read_text().splitlines()
     ptxas = [m.groups() for line in lines if (m := _PTXAS_LINE.match(line))]
     steps = [m.groups() for line in lines if (m := _STEP_LINE.match(line.strip()))]
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{TOL_EXACT:g} vs float64; fp16x3 steps {TOL_FP32:g} vs float64 (small checks: worst "
           f"err/fp16, or err/f64 for fp16x3)")
     print(header)
-    # The cuBLAS bar comes first; step 06 (Triton fp16x3) last, to compare with step 12.
+    # The cuBLAS bar comes first; step 09 (Triton fp16x3) last, to compare with step 14.
     variants = [*p12mod.HOPPER_VARIANTS, p12mod.PROBLEM.variants["triton_fp16x3"]]
     for v in variants:
         line = f"{v.slug:24s} "
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         def over(e16: float, e64: float, split: bool = split) -> bool:
             return e64 > TOL_FP32 if split else (e16 > TOL_FP16_PRODUCT or e64 > TOL_EXACT)
         try:
-            if v.triton:  # step 06 autotunes per size: full size only, to keep the probe short
+            if v.triton:  # step 09 autotunes per size: full size only, to keep the probe short
                 line += f"{'-':>14s} "
             else:
                 worst = 0.0
@@ -254,13 +254,13 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
     if "wgmma_fp16x3" in results and "triton_fp16x3" in results:
         a, t = results["wgmma_fp16x3"], results["triton_fp16x3"]
-        print(f"\nfp16x3: wgmma (step 12) {a:.4f} ms vs Triton (step 06) {t:.4f} ms: {t / a:.2f}x")
+        print(f"\nfp16x3: wgmma (step 14) {a:.4f} ms vs Triton (step 09) {t:.4f} ms: {t / a:.2f}x")
     if "wgmma_fp16x3" in results and "wgmma_fp16x3_fused_split" in results:
         a, f = results["wgmma_fp16x3"], results["wgmma_fp16x3_fused_split"]
-        print(f"fp16x3: split in smem (step 13) {f:.4f} ms vs step 12 {a:.4f} ms: "
+        print(f"fp16x3: split in smem (step 15) {f:.4f} ms vs step 14 {a:.4f} ms: "
               f"{1e3 * (a - f):+.1f} us saved")
     if "wgmma_fp16x3" in results:
-        print("\nsteps 12 and 13 launch by launch:")
+        print("\nsteps 14 and 15 launch by launch:")
         try:
             for row in _launches(M, K, N, args.rep_ms):
                 print(row)

@@ -1,4 +1,4 @@
-"""Probe: does feeding step 05's tf32 GEMM through Hopper's bulk-copy engine (TMA tensor
+"""Probe: does feeding step 08's tf32 GEMM through Hopper's bulk-copy engine (TMA tensor
 descriptors) close the gap to cuBLAS's TF32 GEMM?  Prints one line per config.
 
     python -m fusedkit.devtools.probe_tma_tf32          (GPU; TRITON_INTERPRET=1 checks the logic on CPU)

@@ -2,10 +2,10 @@
 
     python -m fusedkit.devtools.small_batch_probe [--rows 1,4,16,64] [--calls 200]
 
-Sweeps recorded problem 12's Triton step 6 at 4 rows either at 0.116 ms or spread over
+Sweeps recorded problem 12's Triton step 9 at 4 rows either at 0.116 ms or spread over
 0.14-0.25 ms, run to run, while 16 and 64 rows stayed at 0.116-0.119 ms with the same GPU work
 (one 64-row tile of MMAs per column block). This probe tells the two kinds of time apart, per
-step the by-batch step routes to (6, 11, 12), the by-batch step itself (15) and eager fp32, at
+step the by-batch step routes to (9, 17, 14), the by-batch step itself (18) and eager fp32, at
 each row count, with the inputs and weights the harness would use:
 
 - ``host_ms``: the Python call alone, wall time without a sync (launches queued, not run);
@@ -14,7 +14,7 @@ each row count, with the inputs and weights the harness would use:
 - ``isolated_ms``: events around one call after a sync, median: what a caller that waits for
   each result sees (the launch latency included);
 - ``harness_ms`` (p10-p90): the measuring path's timer, an L2 flush before each call;
-- ``config``: for step 6, the tile the autotuner chose at this size.
+- ``config``: for step 9, the tile the autotuner chose at this size.
 
 A step with ``host_ms`` above ``gpu_b2b_ms`` is host-bound: its harness time then follows the
 host, and jitters with it. Needs a CUDA GPU: without one it says so in one line (exit 2).
@@ -89,7 +89,7 @@ def probe_one(problem: problems.Problem, slug: str, rows: int, calls: int,
     if slug == "triton_fp16x3":
         from fusedkit.kernels import load_step  # noqa: PLC0415 - the step's module, already loaded
 
-        best = getattr(load_step("p12", "06_triton_fp16x3.py")._fp16x3_linear_leakyrelu_kernel,
+        best = getattr(load_step("p12", "09_triton_fp16x3.py")._fp16x3_linear_leakyrelu_kernel,
                        "best_config", None)
         config = "" if best is None else "x".join(str(best.kwargs[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
     return {"rows": rows, "step": slug, "host_ms": statistics.median(host), "gpu_b2b_ms": b2b,

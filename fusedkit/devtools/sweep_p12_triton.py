@@ -1,4 +1,4 @@
-"""Time step 05's Triton kernel at fixed configs, outside the autotuner, on the GPU at hand.
+"""Time step 08's Triton kernel at fixed configs, outside the autotuner, on the GPU at hand.
 
 Explores configs beyond the autotuner's small space before they are added to it:
     python -m fusedkit.devtools.sweep_p12_triton --precision tf32 [--out sweep.csv]
@@ -33,7 +33,7 @@ def main() -> None:
         ref = model.double()(x.double())
     m, k = x.shape
     n = w.shape[0]
-    heuristics = load_step("p12", "05_triton_fused.py")._linear_leakyrelu_kernel.fn
+    heuristics = load_step("p12", "08_triton_fused.py")._linear_leakyrelu_kernel.fn
     rows = []
     space = itertools.product([(128, 256), (256, 128), (128, 128)], [32, 64], [2, 3, 4], [8], [8])
     for (bm, bn), bk, stages, warps, group in space:

@@ -4,7 +4,7 @@ PyTorch computes the GEMM ``acc = x @ W.T`` (cuBLAS on a GPU, TF32 off); the lea
 kernel does everything after it in one pass over ``acc``:
 ``y = LeakyReLU((acc + b) * multiplier, negative_slope)``. Each program owns a 2-D block of
 ``y`` and masks the ragged edges; the loads and stores along a row are contiguous, which is
-what lets Triton issue them as 16-byte vectors (the float4 epilogue of step 3, without the
+what lets Triton issue them as 16-byte vectors (the float4 epilogue of step 4, without the
 hand-written float4).
 """
 

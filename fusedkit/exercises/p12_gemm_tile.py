@@ -3,7 +3,7 @@
 Each program computes a BLOCK_M x BLOCK_N tile of ``x @ W.T`` with a loop over K in chunks
 of BLOCK_K (``tl.dot`` with ``input_precision="ieee"``: fp32 products, so the result is
 fp32-faithful), then applies the epilogue to the tile while it is still in registers and
-stores it once: step 5's kernel without its autotuning and tile ordering. The skeleton
+stores it once: step 8's kernel without its autotuning and tile ordering. The skeleton
 gives the x tile, the loop and the epilogue; the learner loads the W tile (W is (N, K):
 the tile of W.T is read through its strides, no copy) and accumulates the dot product.
 """

@@ -310,25 +310,34 @@ def triton_step(problem_key: str, filename: str, function: str, weights: Weights
 
 
 
-def hopper_step(problem_key: str, function: str | tuple[str, ...], weights: Weights,
-                operands_file: str, operands: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A ``build`` for a step of the problem's Hopper extension (``load_extension(problem_key,
-    hopper=True)``, sm_90a): ``function`` takes 16-bit operands, which ``operands``, a function of
-    ``kernels/common/<operands_file>``, makes from fp32 ones and passes on, called as
-    ``operands(function, x, *weights(model))`` (W's part cached per weight version, x's per call).
-    A step of several launches names a tuple of functions, handed over in that order:
-    ``operands(*function, x, *weights(model))``, which chains them.
-    On a GPU that is not sm_90 the extension refuses to load (fusedkit.check refuses first)."""
+def operands_step(problem_key: str, function: str | tuple[str, ...], weights: Weights,
+                  operands_file: str, operands: str, hopper: bool = False
+                  ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A ``build`` for a step of the problem's CUDA extension whose kernel takes its operands in
+    another form than the model holds them (W transposed, 16-bit copies, fp16x3 splits):
+    ``operands``, a function of ``kernels/common/<operands_file>``, makes them and calls the
+    kernel, as ``operands(function, x, *weights(model))`` (W's form cached per weight version,
+    x's made per call). A step of several launches names a tuple of functions, handed over in
+    that order: ``operands(*function, x, *weights(model))``, which chains them. ``hopper=True``
+    takes them from the problem's Hopper extension (``load_extension(problem_key, hopper=True)``,
+    sm_90a; on a GPU that is not sm_90 it refuses to load, and fusedkit.check refuses first)."""
     def build(model: nn.Module) -> Callable[..., torch.Tensor]:
         from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
         from fusedkit.kernels import load_step  # noqa: PLC0415
 
-        ext = load_extension(problem_key, hopper=True)
+        ext = load_extension(problem_key, hopper=hopper)
         fns = [getattr(ext, f) for f in ((function,) if isinstance(function, str) else function)]
         prepare = getattr(load_step("common", operands_file), operands)
         bound = weights(model)
         return lambda x: prepare(*fns, x, *bound)
     return build
+
+
+def hopper_step(problem_key: str, function: str | tuple[str, ...], weights: Weights,
+                operands_file: str, operands: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A ``build`` for a step of the problem's Hopper extension (sm_90a) fed by 16-bit operands:
+    :func:`operands_step` with ``hopper=True``."""
+    return operands_step(problem_key, function, weights, operands_file, operands, hopper=True)
 
 
 def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]

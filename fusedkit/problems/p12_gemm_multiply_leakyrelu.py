@@ -12,8 +12,7 @@ import torch
 from torch import nn
 
 from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
-                                     cuda_step,
-                                     hopper_step, triton_step)
+                                     cuda_step, hopper_step, operands_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
 
@@ -85,6 +84,12 @@ def _cuda_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tenso
     return cuda_step("p12", function, _weights)
 
 
+def _cuda_step_wt(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+    """A CUDA step that reads W transposed, (K, N), made once per weight version
+    (``kernels/common/transposed_weight.py``)."""
+    return operands_step("p12", function, _weights, "transposed_weight.py", "call_wt")
+
+
 def _triton_step(filename: str, function: str, **options: object
                  ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
     return triton_step("p12", filename, function, _weights, **options)
@@ -120,59 +125,72 @@ _STEPS = [
     Variant(1, "naive", "naive: one thread per output, everything fused",
             "GEMM, bias, multiply and LeakyReLU in one kernel; every thread re-reads a row of x "
             "and of W from memory", _cuda_step("naive"), needs_gpu=True, source="p12/01_naive.cu"),
-    Variant(2, "cublas_epilogue", "cuBLAS GEMM + one fused epilogue kernel",
+    Variant(2, "coalesced", "coalesced: step 1 reading W transposed",
+            "W transposed once per weight version to (K, N), so the 32 lanes of a warp read 32 "
+            "consecutive floats of it (one 128-byte line per load, not 32)",
+            _cuda_step_wt("coalesced"), needs_gpu=True, source="p12/02_coalesced.cu"),
+    Variant(3, "cublas_epilogue", "cuBLAS GEMM + one fused epilogue kernel",
             "cublasSgemm on PyTorch's handle and stream (the proved mapping), then bias, multiply "
             "and LeakyReLU in one elementwise pass", _cuda_step("cublas_epilogue"),
-            needs_gpu=True, source="p12/02_cublas_epilogue.cu"),
-    Variant(3, "cublas_epilogue_vec4", "cuBLAS GEMM + 16-byte vectorized epilogue",
+            needs_gpu=True, source="p12/03_cublas_epilogue.cu"),
+    Variant(4, "cublas_epilogue_vec4", "cuBLAS GEMM + 16-byte vectorized epilogue",
             "the epilogue with float4 loads and stores, scalar fallback when unaligned",
             _cuda_step("cublas_epilogue_vec4"), needs_gpu=True,
-            source="p12/03_cublas_epilogue_vec4.cu"),
-    Variant(3, "cublas_tf32_epilogue_vec4", "cuBLAS GEMM on TF32 tensor cores + float4 epilogue",
-            "step 3 with cuBLAS's TF32 math: eager TF32's GEMM, but one epilogue pass instead of "
+            source="p12/04_cublas_epilogue_vec4.cu"),
+    Variant(4, "cublas_tf32_epilogue_vec4", "cuBLAS GEMM on TF32 tensor cores + float4 epilogue",
+            "step 4 with cuBLAS's TF32 math: eager TF32's GEMM, but one epilogue pass instead of "
             "two; the tf32 bar every Triton kernel below is measured against",
             _cuda_step("cublas_tf32_epilogue_vec4"), precision="tf32", needs_gpu=True,
-            source="p12/03_cublas_epilogue_vec4.cu"),
-    Variant(4, "tiled", "shared-memory tiled SIMT GEMM, epilogue fused into its store",
-            "tiles of x and W staged in shared memory and reused from registers; no extra pass",
-            _cuda_step("tiled"), needs_gpu=True, source="p12/04_tiled.cu"),
-    *[Variant(5, f"triton_{prec}", f"Triton GEMM + fused epilogue, {prec} dots",
+            source="p12/04_cublas_epilogue_vec4.cu"),
+    Variant(5, "smem_tiles", "shared-memory tiles: 32x32 tiles of x and W, one output per thread",
+            "a block loads 32x32 tiles of x and W once, coalesced along K, and its threads read "
+            "them from shared memory (W's rows padded: no bank conflicts)",
+            _cuda_step("smem_tiles"), needs_gpu=True, source="p12/05_smem_tiles.cu"),
+    Variant(6, "register_tiles", "register tiles (1-D): 8 outputs of one column per thread",
+            "64x64 block tiles; a thread keeps W[n, k] in a register for 8 FMAs, one per row of y, "
+            "so one shared load of W feeds 8",
+            _cuda_step("register_tiles"), needs_gpu=True, source="p12/06_register_tiles.cu"),
+    Variant(7, "tiled", "2-D register tiles: 8x8 outputs per thread, epilogue fused into the store",
+            "128x128 block tiles, 8x8 accumulators per thread from float4 shared reads of "
+            "transposed, padded tiles; the next slice's float4 loads in flight",
+            _cuda_step("tiled"), needs_gpu=True, source="p12/07_tiled.cu"),
+    *[Variant(8, f"triton_{prec}", f"Triton GEMM + fused epilogue, {prec} dots",
               "tensor cores through tl.dot with the epilogue applied before the only store",
-              _triton_step("05_triton_fused.py", "linear_leakyrelu", precision=prec),
-              precision={"ieee": "fp32"}.get(prec, prec), source="p12/05_triton_fused.py",
+              _triton_step("08_triton_fused.py", "linear_leakyrelu", precision=prec),
+              precision={"ieee": "fp32"}.get(prec, prec), source="p12/08_triton_fused.py",
               triton=True) for prec in ("ieee", "tf32x3", "tf32")],
-    Variant(6, "triton_fp16x3", "Triton GEMM on fp16 tensor cores, three-term split",
+    Variant(9, "triton_fp16x3", "Triton GEMM on fp16 tensor cores, three-term split",
             "x and W split into fp16 hi + lo; hi*hi accumulated outside the MMA keeps fp32 accuracy",
-            _triton_step("06_triton_fp16x3.py", "linear_leakyrelu_fp16x3"), precision="fp16x3",
-            source="p12/06_triton_fp16x3.py", triton=True),
-    Variant(7, "triton_tf32_persistent", "persistent Triton GEMM fed by TMA, tf32 dots",
+            _triton_step("09_triton_fp16x3.py", "linear_leakyrelu_fp16x3"), precision="fp16x3",
+            source="p12/09_triton_fp16x3.py", triton=True),
+    Variant(10, "triton_tf32_persistent", "persistent Triton GEMM fed by TMA, tf32 dots",
             "one program per SM looping over tiles; operands and output through Hopper's tensor "
             "descriptors (bulk copies), the tile loop flattened into the K loop",
-            _triton_step("07_triton_persistent_tma.py", "linear_leakyrelu_persistent", precision="tf32"),
-            precision="tf32", source="p12/07_triton_persistent_tma.py", triton=True),
-    Variant(11, "small_batch_stream", "small batches: warps stream W once, fp32 FMAs",
+            _triton_step("10_triton_persistent_tma.py", "linear_leakyrelu_persistent", precision="tf32"),
+            precision="tf32", source="p12/10_triton_persistent_tma.py", triton=True),
+    Variant(17, "small_batch_stream", "small batches: warps stream W once, fp32 FMAs",
             "at a few rows the GEMM is a matrix-vector product bound by reading W: each warp "
             "streams 4 rows of W with float4 loads against up to 16 rows of x, epilogue fused",
-            _cuda_step("small_batch"), needs_gpu=True, source="p12/11_small_batch_stream.cu"),
+            _cuda_step("small_batch"), needs_gpu=True, source="p12/17_small_batch_stream.cu"),
 ]
 for _v in _STEPS:
     PROBLEM.add_variant(_v)
 
 
-# -- one fp16 product on Hopper: the wgmma steps (08-10, 12, 13) and the cuBLAS fp16 bar ---------------
+# -- one fp16 product on Hopper: the wgmma steps (11-16) and the cuBLAS fp16 bar -----------------------
 
 
 def _hopper_step(function: str, operands_file: str, operands: str
                  ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
     """A step of p12's Hopper extension fed by ``kernels/common/<operands_file>``: one fp16
     product (``fp16_operands.py``: x cast per call, W once per weight version, K padded to a
-    multiple of 8 for TMA) or the fp16x3 splits (``fp16x3_split.py``, step 06's)."""
+    multiple of 8 for TMA) or the fp16x3 splits (``fp16x3_split.py``, step 09's)."""
     return hopper_step("p12", function, _weights, operands_file, operands)
 
 
 def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
     """cuBLAS's fp16 GEMM (fp16 operands, fp32 accumulation and output, through
-    ``torch.mm(..., out_dtype=torch.float32)``) then step 03's float4 epilogue in place: the bar
+    ``torch.mm(..., out_dtype=torch.float32)``) then step 04's float4 epilogue in place: the bar
     the wgmma steps are measured against. W is cast once at build, x per call. GPU only (the
     CPU build of torch has no fp16 x fp16 -> fp32 mm)."""
     from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
@@ -193,74 +211,74 @@ def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
 # GPU. Also named as a group for python -m fusedkit.devtools.hopper_probe and their tests.
 HOPPER_VARIANTS = (
     Variant(0, "cublas_fp16_epilogue", "cuBLAS fp16 GEMM (fp32 accumulate) + float4 epilogue",
-            "torch.mm on fp16 x and W with an fp32 output, then step 03's epilogue: the fp16 bar "
+            "torch.mm on fp16 x and W with an fp32 output, then step 04's epilogue: the fp16 bar "
             "the wgmma steps are measured against", _cublas_fp16_epilogue, precision="fp16",
             needs_gpu=True, baseline=True),
-    Variant(8, "wgmma_tma", "Hopper wgmma fed by TMA through an mbarrier pipeline",
+    Variant(11, "wgmma_tma", "Hopper wgmma fed by TMA through an mbarrier pipeline",
             "fp16 tensor cores through wgmma m64n128k16 on 128x128 tiles that the TMA engine "
             "copies into 3 shared-memory stages; epilogue from the accumulator registers",
             _hopper_step("wgmma_tma", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/08_wgmma_tma.cu"),
-    Variant(9, "wgmma_warpspec", "warp-specialised wgmma: a TMA producer, two wgmma consumers",
+            needs_gpu=True, source="p12/11_wgmma_tma.cu"),
+    Variant(12, "wgmma_warpspec", "warp-specialised wgmma: a TMA producer, two wgmma consumers",
             "128x256 tiles: one warpgroup only copies (registers given back with setmaxnreg), two "
             "issue wgmma m64n256k16; full/empty mbarriers per stage, 4 stages",
             _hopper_step("wgmma_warpspec", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/09_wgmma_warpspec.cu"),
-    Variant(10, "wgmma_persistent", "persistent warp-specialised wgmma, grouped tile order",
+            needs_gpu=True, source="p12/12_wgmma_warpspec.cu"),
+    Variant(13, "wgmma_persistent", "persistent warp-specialised wgmma, grouped tile order",
             "one block per SM walks the tiles in super-row order (W tiles shared in L2); the "
             "producer loads the next tile while the consumers store the last",
             _hopper_step("wgmma_persistent", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/10_wgmma_persistent.cu"),
-    Variant(12, "wgmma_fp16x3", "fp32-faithful wgmma: three fp16 products on fp16x3 splits",
-            "step 06's split (x per call, W cached) on step 10's persistent kernel with 128x128 "
+            needs_gpu=True, source="p12/13_wgmma_persistent.cu"),
+    Variant(14, "wgmma_fp16x3", "fp32-faithful wgmma: three fp16 products on fp16x3 splits",
+            "step 09's split (x per call, W cached) on step 13's persistent kernel with 128x128 "
             "tiles: per k-tile hi*hi from zero, added with round-to-nearest FADDs outside the "
             "tensor cores while hi*lo + lo*hi run on them",
             _hopper_step("wgmma_fp16x3", "fp16x3_split.py", "call_fp16x3"), precision="fp16x3",
-            needs_gpu=True, source="p12/12_wgmma_fp16x3.cu"),
-    Variant(13, "wgmma_fp16x3_fused_split", "step 12 with the split of x done in shared memory",
+            needs_gpu=True, source="p12/14_wgmma_fp16x3.cu"),
+    Variant(15, "wgmma_fp16x3_fused_split", "step 14 with the split of x done in shared memory",
             "x loaded by TMA as fp32 and split into fp16 hi + lo by the consumer warpgroups in "
-            "place, before their wgmmas; a pass that reads x once finds the row scales (step 12 "
+            "place, before their wgmmas; a pass that reads x once finds the row scales (step 14 "
             "otherwise, when x is not contiguous, 16-byte aligned with K % 4 == 0)",
             _hopper_step(("x_row_scales", "wgmma_fp16x3_fused_split", "wgmma_fp16x3"),
                          "fp16x3_split.py", "call_fp16x3_fused_x"), precision="fp16x3",
-            needs_gpu=True, source="p12/13_wgmma_fp16x3_fused_split.cu"),
-    Variant(14, "wgmma_fp16x3_multicast", "step 12 in clusters of two blocks sharing W (TMA multicast)",
+            needs_gpu=True, source="p12/15_wgmma_fp16x3_fused_split.cu"),
+    Variant(16, "wgmma_fp16x3_multicast", "step 14 in clusters of two blocks sharing W (TMA multicast)",
             "two blocks on adjacent row tiles of one column tile form a cluster; each copies one of "
             "a stage's W boxes (wh or wl) from L2 into both, so a block reads 48 KB a k-tile "
-            "instead of 64 (the counters put step 12's consumers waiting on stages)",
+            "instead of 64 (the counters put step 14's consumers waiting on stages)",
             _hopper_step("wgmma_fp16x3_multicast", "fp16x3_split.py", "call_fp16x3"),
-            precision="fp16x3", needs_gpu=True, source="p12/14_wgmma_fp16x3_multicast.cu"),
+            precision="fp16x3", needs_gpu=True, source="p12/16_wgmma_fp16x3_multicast.cu"),
 )
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
 
 # The fp32-faithful tier at every batch: no one kernel wins everywhere (the batch sweeps in
 # data/), so this step hands each call to the one that won at its size. The bands come from
-# the H200 sweep 20261130T143202Z-212968 (commit 0bbdace), which timed steps 6, 11 and 12 at
-# every point: at 1 row step 11 beat eager (1.30x) while steps 6 and 12 lost (0.82x, 0.64x);
-# from 4 to 64 rows step 6 won (1.13x, 1.86x, 3.06x); from 256 rows step 12 won (4.08x at 256
-# and 1024 against step 6's 3.64x and 3.48x). The edges (2 and 64 rows) are the last measured
+# the H200 sweep 20261130T143202Z-212968 (commit 0bbdace), which timed steps 9, 17 and 14 at
+# every point: at 1 row step 17 beat eager (1.30x) while steps 9 and 14 lost (0.82x, 0.64x);
+# from 4 to 64 rows step 9 won (1.13x, 1.86x, 3.06x); from 256 rows step 14 won (4.08x at 256
+# and 1024 against step 9's 3.64x and 3.48x). The edges (2 and 64 rows) are the last measured
 # points of each band; between them the choice is untested. Later sweeps kept the bands: step
 # 6 with its few-row autotuning (20261130T170637Z-db5da0, commit c4e3105) ran 16 and 64 rows at
 # 0.116-0.119 ms against eager's 0.211 and 0.359, but 4 rows at 0.16-0.22 ms with a wide spread,
 # slower than eager's 0.130, as was every other faithful step there. A probe of host against GPU
-# time (devtools.small_batch_probe) then showed step 6's Python call taking 0.11-0.22 ms of host
-# time per call, as long as its GPU work, while step 11's took 0.01 ms; and step 11 at 4 rows
+# time (devtools.small_batch_probe) then showed step 9's Python call taking 0.11-0.22 ms of host
+# time per call, as long as its GPU work, while step 17's took 0.01 ms; and step 17 at 4 rows
 # losing 0.05 ms to the harness's L2 flush. With x prefetched into L2 (commit 314cb46), sweep
-# 20261130T195444Z-491979 ran step 11 at 1, 2 and 4 rows in 0.084, 0.085 and 0.119 ms against
-# eager's 0.107, 0.121 and 0.131, step 6 at 4 rows in 0.118 (a tie, but with ten times the host
-# time per call), and at 8 rows step 6 beat step 11 (0.116 against 0.186 ms; eager 0.205).
+# 20261130T195444Z-491979 ran step 17 at 1, 2 and 4 rows in 0.084, 0.085 and 0.119 ms against
+# eager's 0.107, 0.121 and 0.131, step 9 at 4 rows in 0.118 (a tie, but with ten times the host
+# time per call), and at 8 rows step 9 beat step 17 (0.116 against 0.186 ms; eager 0.205).
 FAITHFUL_ROUTES = (
-    Route(4, ("small_batch_stream",), "up to 4 rows step 11 beat eager (sweep 491979); at 4 rows "
-          "step 6 tied with it on the GPU but spends ten times its host time per call, which "
+    Route(4, ("small_batch_stream",), "up to 4 rows step 17 beat eager (sweep 491979); at 4 rows "
+          "step 9 tied with it on the GPU but spends ten times its host time per call, which "
           "made it jitter above eager in earlier sweeps (db5da0)"),
-    Route(64, ("triton_fp16x3",), "from 8 to 64 rows step 6 beat eager and steps 11 and 12 "
+    Route(64, ("triton_fp16x3",), "from 8 to 64 rows step 9 beat eager and steps 17 and 14 "
           "(sweeps 212968, db5da0, 491979)"),
     Route(None, ("wgmma_fp16x3", "triton_fp16x3"),
-          "from 256 rows step 12 beat step 6 (sweeps 212968, 7fd5e4); off Hopper, step 6"),
+          "from 256 rows step 14 beat step 9 (sweeps 212968, 7fd5e4); off Hopper, step 9"),
 )
 PROBLEM.add_variant(Variant(
-    15, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 11, 6 and 12 by size",
+    18, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17, 9 and 14 by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
     "stream up to 4 rows, the Triton fp16x3 tiles up to 64, the wgmma fp16x3 kernel above",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,

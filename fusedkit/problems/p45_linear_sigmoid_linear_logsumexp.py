@@ -148,7 +148,7 @@ for _v in _STEPS:
 # GEMM2, the combine): the module the exported KernelBench file runs too (fusedkit.export).
 HOPPER_VARIANTS = (
     Variant(7, "wgmma_fp16x3_lse", "fp32-faithful wgmma: both GEMMs on fp16x3 splits",
-            "step 05's pipeline on p12 step 12's persistent wgmma kernel: GEMM1's epilogue "
+            "step 05's pipeline on p12 step 14's persistent wgmma kernel: GEMM1's epilogue "
             "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
             "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
             hopper_step("p45", ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"), _weights,

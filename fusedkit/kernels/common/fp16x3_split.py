@@ -1,6 +1,6 @@
 """The fp16x3 split (Ootomo and Yokota's idea, with fp16 instead of tf32): a float32 matrix as
 two fp16 matrices, and the GEMM tile that multiplies such splits to fp32 accuracy on fp16
-tensor cores. Used by problem 12's step 06 and problem 45's step 05.
+tensor cores. Used by problem 12's step 09 and problem 45's step 05.
 
     each row r of a matrix A is scaled by a power of two s_r so that max|A[r]| * s_r lies
     in [2**14, 2**15): exact, a power of two only moves the exponent, and the largest
@@ -186,7 +186,7 @@ def call_fp16x3(fn: Callable[..., torch.Tensor], x: torch.Tensor, weight: torch.
                 bias: torch.Tensor, *constants: float) -> torch.Tensor:
     """``fn(xh, xl, x_inv, wh, wl, w_inv, b32, *constants)`` on the splits of x (M, K), made per
     call, and of weight (N, K), from the weight cache, both with K padded to K_ALIGN: how a
-    compiled fp16x3 GEMM (p12's step 12, CUDA) is fed. A row of x holding inf or NaN gives a
+    compiled fp16x3 GEMM (p12's step 14, CUDA) is fed. A row of x holding inf or NaN gives a
     NaN row of y; a weight holding one raises ValueError."""
     if x.dim() != 2 or x.shape[1] != weight.shape[1]:
         raise ValueError(f"x must be 2-D with {weight.shape[1]} columns (weight is (N, K) = "
@@ -198,7 +198,7 @@ def call_fp16x3(fn: Callable[..., torch.Tensor], x: torch.Tensor, weight: torch.
 
 
 def fused_x_eligible(x: torch.Tensor) -> bool:
-    """Whether p12's step 13 can TMA-load x (M, K) as it is: float32 on CUDA, contiguous, 16-byte
+    """Whether p12's step 15 can TMA-load x (M, K) as it is: float32 on CUDA, contiguous, 16-byte
     aligned, K a positive multiple of 4 (TMA's row stride is a multiple of 16 bytes)."""
     return (x.dtype == torch.float32 and x.is_cuda and x.dim() == 2 and x.shape[1] > 0
             and x.shape[1] % 4 == 0 and x.is_contiguous() and x.data_ptr() % 16 == 0)
@@ -208,10 +208,10 @@ def call_fp16x3_fused_x(scales_fn: Callable[..., tuple[torch.Tensor, torch.Tenso
                         fused_fn: Callable[..., torch.Tensor], fallback_fn: Callable[..., torch.Tensor],
                         x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                         *constants: float) -> torch.Tensor:
-    """How p12's step 13 is fed: ``scale, inv = scales_fn(x)`` (x's row scales, one read of x),
+    """How p12's step 15 is fed: ``scale, inv = scales_fn(x)`` (x's row scales, one read of x),
     then ``fused_fn(x, scale, inv, wh, wl, w_inv, b32, *constants)`` with x in float32 as it is
     and weight's split from the weight cache (K padded to K_ALIGN); the GEMM splits x in shared
-    memory. When x does not qualify (:func:`fused_x_eligible`), step 12's path instead:
+    memory. When x does not qualify (:func:`fused_x_eligible`), step 14's path instead:
     ``call_fp16x3(fallback_fn, x, ...)``, the same result. Rows of x holding inf or NaN give NaN
     rows of y; a weight holding one raises ValueError."""
     if x.dim() != 2 or x.shape[1] != weight.shape[1]:

@@ -22,7 +22,7 @@ inline unsigned epilogue_grid_rows(int64_t M, int64_t col_blocks) {
     return static_cast<unsigned>(rows < kMaxGridY ? rows : kMaxGridY);
 }
 
-// Exact grid of the float4 epilogue kernels (p12 step 03, p45 step 03): x has one thread per
+// Exact grid of the float4 epilogue kernels (p12 step 04, p45 step 03): x has one thread per
 // float4 column (cols4 float4s per row, `threads` per block), y one block per tile of
 // rows_per_tile rows, capped at kMaxGridY (the kernels stride over any further tiles).
 struct GridXY {

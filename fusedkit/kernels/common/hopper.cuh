@@ -124,7 +124,7 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorM
 // another). PTX's default semantics, release at CTA scope, as CUTLASS's cluster barriers use: the
 // stage reads it announces are wgmmas already waited for. Release at cluster scope compiles to a
 // fence before every arrival (ERRBAR, CGAERRBAR in SASS), and waiting with acquire at cluster
-// scope to an L1 invalidate after every poll (CCTL.IVALL): in p12's step 14 the two together
+// scope to an L1 invalidate after every poll (CCTL.IVALL): in p12's step 16 the two together
 // held 31% of the warps' stall samples (Nsight Compute's source page, H200).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
     asm volatile(

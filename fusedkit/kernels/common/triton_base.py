@@ -79,7 +79,7 @@ def small_batch_configs(configs: list[triton.Config], m: int, n: int, sms: int
 
     At a few rows the GEMM streams the weights from HBM, and every tile still runs BLOCK_M rows
     of MMAs, nearly all on rows past M: at 4 rows a 128-row tile does twice the wasted tensor
-    work of a 64-row one. Problem 12's sweeps had recorded step 6 at 0.116 ms in some runs and
+    work of a 64-row one. Problem 12's sweeps had recorded step 9 at 0.116 ms in some runs and
     0.2-0.45 ms in others at 4-64 rows, the autotuner free to pick either; with only 128 x 64
     tiles left (commit 96996dc) 4 rows took 0.227 ms. With this choice (c4e3105) 16 and 64 rows
     ran a steady 0.116-0.119 ms; 4 rows still took 0.16-0.22 ms, for a reason not found yet

@@ -1,5 +1,6 @@
-"""What a Triton step derives from a weight (an fp16x3 split, an fp16 copy), kept while the weight
-is alive and unchanged, so that a call pays for it once per weight version, not once per call.
+"""What a step derives from a weight (an fp16x3 split, an fp16 copy, a transposed copy), kept while
+the weight is alive and unchanged, so that a call pays for it once per weight version, not once
+per call.
 
 Loaded like a step (``load_step("common", "weight_cache.py")``): one cache per process, or per
 exported ModelNew, shared by every step that loads it.

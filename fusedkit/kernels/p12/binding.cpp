@@ -21,25 +21,31 @@ using fusedkit::sgemm_x_wT;
 
 // Checked, contiguous operands of y = x @ W.T (+ b) and their sizes.
 struct Linear {
-    torch::Tensor x, w, b;  // x (M, K), w (N, K), b (N,) or undefined
+    torch::Tensor x, w, b;  // x (M, K), w (N, K) or, transposed, (K, N); b (N,) or undefined
     int M, N, K;
 };
 
-Linear check_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor* b) {
+// w is nn.Linear's weight (N, K), or with `transposed` its transpose wt (K, N) (step 02's form).
+Linear check_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor* b,
+                    bool transposed = false) {
+    const char* name = transposed ? "wt" : "w";
     check_cuda_float(x, "x", 2);
-    check_cuda_float(w, "w", 2);
-    check_same_device(w, "w", x);
-    TORCH_CHECK_VALUE(w.size(1) == x.size(1), "w.size(1) must equal x.size(1) (K = ", x.size(1),
-                      "), got w of shape ", w.sizes(), "; w is nn.Linear's weight, (N, K)");
+    check_cuda_float(w, name, 2);
+    check_same_device(w, name, x);
+    const int k_dim = transposed ? 0 : 1;  // where K lies in w
+    const int64_t n = w.size(1 - k_dim);
+    TORCH_CHECK_VALUE(w.size(k_dim) == x.size(1), name, ".size(", k_dim, ") must equal x.size(1) (K = ",
+                      x.size(1), "), got ", name, " of shape ", w.sizes(), "; ", name,
+                      transposed ? " is nn.Linear's weight transposed, (K, N)" : " is nn.Linear's weight, (N, K)");
     TORCH_CHECK_VALUE(x.size(1) >= 1, "x.size(1) (K) must be >= 1, got ", x.size(1));
     check_fits_int32(x.size(0), "x.size(0) (M)");
-    check_fits_int32(w.size(0), "w.size(0) (N)");
+    check_fits_int32(n, transposed ? "wt.size(1) (N)" : "w.size(0) (N)");
     check_fits_int32(x.size(1), "x.size(1) (K)");
     Linear a;
     if (b != nullptr) {
         check_cuda_float(*b, "b", 1);
         check_same_device(*b, "b", x);
-        TORCH_CHECK_VALUE(b->size(0) == w.size(0), "b must have w.size(0) = ", w.size(0),
+        TORCH_CHECK_VALUE(b->size(0) == n, "b must have ", name, ".size(", 1 - k_dim, ") = ", n,
                           " elements, got shape ", b->sizes());
         a.b = b->contiguous();
     }
@@ -47,24 +53,28 @@ Linear check_linear(const torch::Tensor& x, const torch::Tensor& w, const torch:
     a.x = x.contiguous();
     a.w = w.contiguous();
     a.M = static_cast<int>(x.size(0));
-    a.N = static_cast<int>(w.size(0));
+    a.N = static_cast<int>(n);
     a.K = static_cast<int>(x.size(1));
     return a;
 }
 
-enum class Step { kNaive, kCublasEpilogue, kCublasEpilogueVec4, kCublasTf32EpilogueVec4, kTiled,
-                  kSmallBatch };
+enum class Step { kNaive, kCoalesced, kCublasEpilogue, kCublasEpilogueVec4, kCublasTf32EpilogueVec4,
+                  kSmemTiles, kRegisterTiles, kTiled, kSmallBatch };
+
+// Steps whose grid puts one block per `rows_per_block` rows of y on gridDim.y (at most 65535).
+void check_row_blocks(int M, int64_t rows_per_block, const char* kernel) {
+    const int64_t row_blocks = (static_cast<int64_t>(M) + rows_per_block - 1) / rows_per_block;
+    TORCH_CHECK_VALUE(row_blocks <= p12::kMaxGridY, "x.size(0) (M) = ", M, " is too large for the ",
+                      kernel, " kernel: at most ", p12::kMaxGridY * rows_per_block,
+                      " rows (65535 row tiles of ", rows_per_block, ")");
+}
 
 torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w,
                        const torch::Tensor& b, double multiplier, double negative_slope) {
-    const Linear a = check_linear(x, w, &b);
-    if (step == Step::kTiled) {
-        const int64_t row_tiles = (static_cast<int64_t>(a.M) + p12::kTiledBlockM - 1) / p12::kTiledBlockM;
-        TORCH_CHECK_VALUE(row_tiles <= p12::kMaxGridY, "x.size(0) (M) = ", a.M,
-                          " is too large for the tiled kernel: at most ",
-                          p12::kMaxGridY * p12::kTiledBlockM, " rows (65535 row tiles of ",
-                          p12::kTiledBlockM, ")");
-    }
+    const Linear a = check_linear(x, w, &b, step == Step::kCoalesced);
+    if (step == Step::kSmemTiles) check_row_blocks(a.M, p12::kSmemTile, "smem_tiles");
+    if (step == Step::kRegisterTiles) check_row_blocks(a.M, p12::kRegisterTileBlockM, "register_tiles");
+    if (step == Step::kTiled) check_row_blocks(a.M, p12::kTiledBlockM, "tiled");
     if (step == Step::kSmallBatch) {
         const int64_t row_groups = (static_cast<int64_t>(a.M) + p12::kSmallBatchRows - 1) / p12::kSmallBatchRows;
         TORCH_CHECK_VALUE(row_groups <= p12::kMaxGridY, "x.size(0) (M) = ", a.M,
@@ -86,6 +96,10 @@ torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w
             p12::launch_naive(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
             C10_CUDA_KERNEL_LAUNCH_CHECK();
             break;
+        case Step::kCoalesced:
+            p12::launch_coalesced(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
         case Step::kCublasEpilogue:
             sgemm_x_wT(xp, wp, yp, a.M, a.N, a.K);
             p12::launch_epilogue_scalar(yp, bp, a.M, a.N, mult, slope, stream);
@@ -99,6 +113,14 @@ torch::Tensor run_step(Step step, const torch::Tensor& x, const torch::Tensor& w
         case Step::kCublasTf32EpilogueVec4:
             sgemm_x_wT(xp, wp, yp, a.M, a.N, a.K, /*tf32=*/true);
             p12::launch_epilogue_vec4(yp, bp, a.M, a.N, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
+        case Step::kSmemTiles:
+            p12::launch_smem_tiles(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
+            C10_CUDA_KERNEL_LAUNCH_CHECK();
+            break;
+        case Step::kRegisterTiles:
+            p12::launch_register_tiles(xp, wp, bp, yp, a.M, a.N, a.K, mult, slope, stream);
             C10_CUDA_KERNEL_LAUNCH_CHECK();
             break;
         case Step::kTiled:
@@ -118,6 +140,11 @@ torch::Tensor naive(const torch::Tensor& x, const torch::Tensor& w, const torch:
     return run_step(Step::kNaive, x, w, b, multiplier, negative_slope);
 }
 
+torch::Tensor coalesced(const torch::Tensor& x, const torch::Tensor& wt, const torch::Tensor& b,
+                        double multiplier, double negative_slope) {
+    return run_step(Step::kCoalesced, x, wt, b, multiplier, negative_slope);
+}
+
 torch::Tensor cublas_epilogue(const torch::Tensor& x, const torch::Tensor& w,
                               const torch::Tensor& b, double multiplier, double negative_slope) {
     return run_step(Step::kCublasEpilogue, x, w, b, multiplier, negative_slope);
@@ -133,6 +160,16 @@ torch::Tensor cublas_tf32_epilogue_vec4(const torch::Tensor& x, const torch::Ten
                                         const torch::Tensor& b, double multiplier,
                                         double negative_slope) {
     return run_step(Step::kCublasTf32EpilogueVec4, x, w, b, multiplier, negative_slope);
+}
+
+torch::Tensor smem_tiles(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                         double multiplier, double negative_slope) {
+    return run_step(Step::kSmemTiles, x, w, b, multiplier, negative_slope);
+}
+
+torch::Tensor register_tiles(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                             double multiplier, double negative_slope) {
+    return run_step(Step::kRegisterTiles, x, w, b, multiplier, negative_slope);
 }
 
 torch::Tensor tiled(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
@@ -210,16 +247,29 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
               py::arg("negative_slope") = 0.1);
     };
     step_args("naive", &naive, "Step 01: one thread per output, GEMM and epilogue fused.");
+    // Step 02 takes W transposed: its own docstring, not step_doc's w (N, K).
+    m.def("coalesced", &coalesced,
+          "Step 02: step 01 reading W transposed, so that a warp's loads of it are coalesced.\n\n"
+          "Return y (M, N) = LeakyReLU((x @ wt + b) * multiplier, negative_slope).\n\n"
+          "x: CUDA float32 (M, K); wt: (K, N), nn.Linear's weight transposed (w.t().contiguous());\n"
+          "b: (N,); all on one device. Non-contiguous x, wt or b are copied first (costs time).\n"
+          "Runs on the current CUDA stream and returns without synchronising.",
+          py::arg("x"), py::arg("wt"), py::arg("b"), py::arg("multiplier") = 2.0,
+          py::arg("negative_slope") = 0.1);
     step_args("cublas_epilogue", &cublas_epilogue,
-              "Step 02: cublasSgemm (fp32, no TF32), then a scalar epilogue kernel.");
+              "Step 03: cublasSgemm (fp32, no TF32), then a scalar epilogue kernel.");
     step_args("cublas_epilogue_vec4", &cublas_epilogue_vec4,
-              "Step 03: cublasSgemm (fp32, no TF32), then a float4 epilogue kernel.");
+              "Step 04: cublasSgemm (fp32, no TF32), then a float4 epilogue kernel.");
     step_args("cublas_tf32_epilogue_vec4", &cublas_tf32_epilogue_vec4,
-              "Step 03 in TF32: cublasSgemm on TF32 tensor cores, then the float4 epilogue.");
+              "Step 04 in TF32: cublasSgemm on TF32 tensor cores, then the float4 epilogue.");
+    step_args("smem_tiles", &smem_tiles,
+              "Step 05: 32x32 tiles of x and w in shared memory, one output per thread, epilogue fused.");
+    step_args("register_tiles", &register_tiles,
+              "Step 06: 64x64 tiles, 8 outputs of one column per thread from a register-held w value.");
     step_args("tiled", &tiled,
-              "Step 04: shared-memory tiled SIMT SGEMM with the epilogue fused into its store.");
+              "Step 07: shared-memory tiled SIMT SGEMM with the epilogue fused into its store.");
     step_args("small_batch", &small_batch,
-              "Step 11: for a few rows of x: warps stream rows of w once (float4), fp32 FMAs,\n"
+              "Step 17: for a few rows of x: warps stream rows of w once (float4), fp32 FMAs,\n"
               "epilogue fused. Meant for M <= 16; larger M re-reads w once per 16 rows.");
     m.def("epilogue_only", &epilogue_only,
           "In place: y = LeakyReLU((y + b) * multiplier, negative_slope); returns y.\n\n"

@@ -1,6 +1,6 @@
-// PyTorch bindings of problem 12's Hopper steps (08-10, 12, 13): y = LeakyReLU((x @ W.T + b) * multiplier,
-// slope) with fp16 x and W (one fp16 product, fp32 accumulation), fp32 b and y; step 12 takes
-// the fp16x3 splits of x and W instead (three fp16 products, fp32-faithful), step 13 fp32 x, its
+// PyTorch bindings of problem 12's Hopper steps (11-16): y = LeakyReLU((x @ W.T + b) * multiplier,
+// slope) with fp16 x and W (one fp16 product, fp32 accumulation), fp32 b and y; step 14 takes
+// the fp16x3 splits of x and W instead (three fp16 products, fp32-faithful), step 15 fp32 x, its
 // row scales and W's split. Built apart from
 // binding.cpp, for sm_90a only (fusedkit.build, hopper=True). This file (1) checks inputs,
 // (2) allocates the output, (3) launches on PyTorch's current stream; kernels know nothing of torch.
@@ -79,9 +79,9 @@ torch::Tensor wgmma_persistent(const torch::Tensor& x16, const torch::Tensor& w1
                     negative_slope);
 }
 
-// Steps 12 and 14: x and W arrive as their fp16x3 splits (common/fp16x3_split.py): hi and lo
+// Steps 14 and 16: x and W arrive as their fp16x3 splits (common/fp16x3_split.py): hi and lo
 // (R, Kp) fp16 with the same padded Kp, and inv_scale (R,) fp32.
-using Fp16x3Launcher = decltype(&p12::launch_wgmma_fp16x3);  // steps 12 and 14 take the same operands
+using Fp16x3Launcher = decltype(&p12::launch_wgmma_fp16x3);  // steps 14 and 16 take the same operands
 
 torch::Tensor run_fp16x3_step(Fp16x3Launcher launch, const char* name, const torch::Tensor& xh16,
                               const torch::Tensor& xl16, const torch::Tensor& x_inv,
@@ -158,7 +158,7 @@ torch::Tensor wgmma_fp16x3_multicast(const torch::Tensor& xh, const torch::Tenso
                            x_inv, wh, wl, w_inv, b, multiplier, negative_slope);
 }
 
-// Step 13's first launch: the row scales of x (M, K) fp32, as split_fp16x3 computes them.
+// Step 15's first launch: the row scales of x (M, K) fp32, as split_fp16x3 computes them.
 std::tuple<torch::Tensor, torch::Tensor> x_row_scales(const torch::Tensor& x) {
     check_cuda_float(x, "x", 2);
     TORCH_CHECK_VALUE(x.size(1) >= 1, "x.size(1) (K) must be positive, got shape ", x.sizes());
@@ -177,7 +177,7 @@ std::tuple<torch::Tensor, torch::Tensor> x_row_scales(const torch::Tensor& x) {
     return {scale, inv};
 }
 
-// Step 13: x fp32 as it is (no copy: the caller falls back to step 12 when x does not qualify),
+// Step 15: x fp32 as it is (no copy: the caller falls back to step 14 when x does not qualify),
 // its row scales, and W's fp16x3 split with K padded to 64.
 torch::Tensor wgmma_fp16x3_fused_split(const torch::Tensor& x, const torch::Tensor& x_scale,
                                        const torch::Tensor& x_inv, const torch::Tensor& wh16,
@@ -199,10 +199,10 @@ torch::Tensor wgmma_fp16x3_fused_split(const torch::Tensor& x, const torch::Tens
     check_same_device(b, "b", x);
     const int64_t K = x.size(1), Kp = wh16.size(1);
     TORCH_CHECK_VALUE(K >= 4 && K % 4 == 0, "x.size(1) (K) = ", K, " must be a positive multiple "
-                      "of 4: TMA needs 16-byte row strides (use step 12, wgmma_fp16x3)");
+                      "of 4: TMA needs 16-byte row strides (use step 14, wgmma_fp16x3)");
     TORCH_CHECK_VALUE(x.is_contiguous() && reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0,
                       "x must be contiguous and 16-byte aligned for TMA, got strides ", x.strides(),
-                      " (use step 12, wgmma_fp16x3)");
+                      " (use step 14, wgmma_fp16x3)");
     TORCH_CHECK_VALUE(Kp == (K + 63) / 64 * 64, "wh.size(1) must be x.size(1) = ", K, " rounded up "
                       "to 64 (split W with pad_cols_to=64), got wh of shape ", wh16.sizes());
     TORCH_CHECK_VALUE(wl16.sizes() == wh16.sizes(), "wl must have wh's shape ", wh16.sizes(),
@@ -253,13 +253,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
               py::arg("negative_slope") = 0.1);
     };
     step_args("wgmma_tma", &wgmma_tma,
-              "Step 08: wgmma m64n128k16 on 128 x 128 tiles fed by TMA through a 3-stage "
+              "Step 11: wgmma m64n128k16 on 128 x 128 tiles fed by TMA through a 3-stage "
               "mbarrier pipeline, epilogue fused into the store.");
     step_args("wgmma_warpspec", &wgmma_warpspec,
-              "Step 09: 128 x 256 tiles; a producer warpgroup issues TMA into 4 stages, two "
+              "Step 12: 128 x 256 tiles; a producer warpgroup issues TMA into 4 stages, two "
               "consumer warpgroups issue wgmma m64n256k16 (warp specialisation, setmaxnreg).");
     step_args("wgmma_persistent", &wgmma_persistent,
-              "Step 10: step 09 with one persistent block per SM walking the tiles in grouped "
+              "Step 13: step 12 with one persistent block per SM walking the tiles in grouped "
               "order; the next tile's loads overlap the last tile's epilogue.");
     const char* fp16x3_doc =
         "Return y (M, N) float32 = LeakyReLU(((xh + xl/2048) * x_inv[:, None]) @ "
@@ -273,19 +273,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
               py::arg("b"), py::arg("multiplier") = 2.0, py::arg("negative_slope") = 0.1);
     };
     fp16x3_args("wgmma_fp16x3", &wgmma_fp16x3,
-                "Step 12: fp32-faithful y from the fp16x3 splits of x and w (three fp16 wgmma "
-                "products per k-tile, hi*hi added outside the tensor cores), persistent as step 10.");
+                "Step 14: fp32-faithful y from the fp16x3 splits of x and w (three fp16 wgmma "
+                "products per k-tile, hi*hi added outside the tensor cores), persistent as step 13.");
     fp16x3_args("wgmma_fp16x3_multicast", &wgmma_fp16x3_multicast,
-                "Step 14: step 12 in clusters of two blocks that share each stage's W boxes "
+                "Step 16: step 14 in clusters of two blocks that share each stage's W boxes "
                 "(TMA multicast): each block reads 48 KB a k-tile from L2 instead of 64.");
     m.def("x_row_scales", &x_row_scales,
-          "Step 13's first launch: (scale, inv), each (M,) float32, the power-of-two row scales of "
+          "Step 15's first launch: (scale, inv), each (M,) float32, the power-of-two row scales of "
           "x (M, K) float32 that split_fp16x3 uses (inv NaN for a row holding inf or NaN).",
           py::arg("x"));
     m.def("wgmma_fp16x3_fused_split", &wgmma_fp16x3_fused_split,
-          "Step 13: step 12 with x loaded as float32 by TMA and split into fp16 hi + lo in shared "
+          "Step 15: step 14 with x loaded as float32 by TMA and split into fp16 hi + lo in shared "
           "memory by the consumers, scaled by x_scale (from x_row_scales).\n\n"
-          "x: CUDA float32 (M, K), contiguous, 16-byte aligned, K % 4 == 0 (else use step 12); "
+          "x: CUDA float32 (M, K), contiguous, 16-byte aligned, K % 4 == 0 (else use step 14); "
           "x_scale, x_inv (M,); wh, wl: float16 (N, Kp), Kp = K rounded up to 64; w_inv, b (N,).\n"
           "Runs on the current CUDA stream and returns without synchronising.",
           py::arg("x"), py::arg("x_scale"), py::arg("x_inv"), py::arg("wh"), py::arg("wl"),

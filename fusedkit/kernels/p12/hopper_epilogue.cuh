@@ -1,4 +1,4 @@
-// Problem 12's fused epilogue for the wgmma steps (08-10), written once: from the accumulator
+// Problem 12's fused epilogue for the wgmma steps (11-13), written once: from the accumulator
 // registers of one 64 x BN wgmma tile straight to y, y[r, c] = LeakyReLU((acc + b[c]) * multiplier).
 // Device code only; included by the .cu steps after common/hopper.cuh.
 #pragma once

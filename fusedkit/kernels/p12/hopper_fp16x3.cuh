@@ -1,5 +1,5 @@
-// Problem 12's fp16x3 wgmma tile, written once for the steps that feed it differently (12: one
-// block per tile, split operands by TMA; 13: x split in shared memory; 14: two blocks of a cluster
+// Problem 12's fp16x3 wgmma tile, written once for the steps that feed it differently (14: one
+// block per tile, split operands by TMA; 15: x split in shared memory; 16: two blocks of a cluster
 // sharing W's tiles): the stage layout, the tile order, and a consumer warpgroup's whole tile,
 // k-loop and epilogue.
 // The math (common/fp16x3_split.py): x @ W.T = (sum_k xh wh + (xh wl + xl wh) / 2048) * xi[m] * wi[n].
@@ -24,10 +24,10 @@ constexpr int kStages = 3;      // 3 x 64 KB = 192 KB of the 227 KB a block may 
 constexpr int kConsumers = 2;   // consumer warpgroups
 constexpr int kThreads = 128 * (1 + kConsumers);
 // Three 64 x 128 fp32 fragments a consumer thread (sum, cross, chunk: 3 x 64 = 192 registers):
-// 128 * 40 + 256 * 232 = 64512 <= 65536, as in step 09.
+// 128 * 40 + 256 * 232 = 64512 <= 65536, as in step 12.
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
-constexpr int kGroupM = 8;      // grouped tile order, as step 10
+constexpr int kGroupM = 8;      // grouped tile order, as step 13
 
 constexpr int kAcc = BN / 2;    // fp32 accumulators a thread per 64 x 128 fragment
 constexpr uint32_t kTileBytes = 128 * BK * 2;  // 16 KB: one 128 x 64 fp16 box, any of the four
@@ -64,7 +64,7 @@ __device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, in
 // Consumer warpgroup c's share of the tile (mt, nt): its 64 rows over every k-tile of the ring
 // (`it` counts k-tiles across tiles: stage it % kStages, parity (it / kStages) & 1), then the
 // epilogue straight from the registers to y. full[s] is the producer's "stage s has landed";
-// prepare(s) runs once it has, before the stage's wgmmas (step 13 splits x there; 12 and 14
+// prepare(s) runs once it has, before the stage's wgmmas (step 15 splits x there; 14 and 16
 // pass nothing to do); release(s) is called by lane 0 of each warp once its wgmmas no longer
 // read stage s.
 struct NothingToPrepare {
@@ -131,7 +131,7 @@ __device__ __forceinline__ void consume_tile(const Ring& ring, uint64_t* full, u
     if (k_tiles > 0 && lane0) release((it + kStages - 1) % kStages);
 
     // sum + cross / 2048 (exact scaling), then undo the split's power-of-two row
-    // scales (exact multiplies) in step 06's order, then step 10's store.
+    // scales (exact multiplies) in step 09's order, then step 13's store.
     const int tw = threadIdx.x % 128;
     const int r0 = mt * BM + 64 * c + sm90::accumulator_row(tw);
     const int c0 = nt * BN + sm90::accumulator_col(tw);

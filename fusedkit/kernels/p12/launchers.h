@@ -12,8 +12,11 @@
 
 namespace p12 {
 
-// Block tile of step 04 (rows of y, columns of y). The binding needs them to check that
-// the grid fits: ceil(M / kTiledBlockM) blocks go on gridDim.y, which is at most 65535.
+// Block tiles of steps 05, 06 and 07 (rows of y, columns of y). The binding needs them to check
+// that the grid fits: ceil(M / rows per block) blocks go on gridDim.y, which is at most 65535.
+constexpr int kSmemTile = 32;
+constexpr int kRegisterTileBlockM = 64;
+constexpr int kRegisterTileBlockN = 64;
 constexpr int kTiledBlockM = 128;
 constexpr int kTiledBlockN = 128;
 // The epilogue grid (kMaxGridY, kEpilogueTargetBlocks, epilogue_grid_rows) is shared with p45.
@@ -26,15 +29,20 @@ void launch_naive(const float* x, const float* w, const float* b, float* y,
                   int M, int N, int K, float multiplier, float negative_slope,
                   cudaStream_t stream);
 
-// 02: epilogue only, in place on y = x @ W.T (the GEMM ran in cuBLAS before):
+// 02: as 01, with W given transposed, wt (K, N), so that a warp's loads of it are coalesced.
+void launch_coalesced(const float* x, const float* wt, const float* b, float* y,
+                      int M, int N, int K, float multiplier, float negative_slope,
+                      cudaStream_t stream);
+
+// 03: epilogue only, in place on y = x @ W.T (the GEMM ran in cuBLAS before):
 // y[m, n] = LeakyReLU((y[m, n] + b[n]) * multiplier). Scalar 4-byte loads and stores.
 void launch_epilogue_scalar(float* y, const float* b, int M, int N,
                             float multiplier, float negative_slope, cudaStream_t stream);
 
-// 03: the same epilogue with 16-byte float4 loads and stores when N % 4 == 0 and y, b are
+// 04: the same epilogue with 16-byte float4 loads and stores when N % 4 == 0 and y, b are
 // 16-byte aligned; otherwise it launches a scalar fallback (same result, slower).
 // Measured before (H200, M = 1024, N = 8192, epilogue alone, 67 MB moved): one float4 per
-// thread per row, the 02 grid (8 x 256 blocks, 4 rows in turn per thread): 22.3 us =
+// thread per row, the 03 grid (8 x 256 blocks, 4 rows in turn per thread): 22.3 us =
 // 3015 GB/s, 96% of a same-size device-to-device copy (3127 GB/s), 71% of a 2 GiB copy
 // (4248 GB/s). Now: each thread loads its float4 column in 4 rows (and one bias float4) before
 // any store, exact grid of 8 x 256 blocks, 28 registers, 8 blocks per SM. Prediction, not yet
@@ -46,13 +54,25 @@ void launch_epilogue_vec4(float* y, const float* b, int M, int N,
 // True when launch_epilogue_vec4 takes its float4 fast path for these arguments.
 bool epilogue_vec4_fast_path(const float* y, const float* b, int N);
 
-// 04: shared-memory tiled SGEMM (128x128 block tile, 8x8 outputs per thread) with the
+// 05: 32x32 tiles of x and W staged in shared memory, one output per thread, epilogue fused.
+// Any M, N, K >= 1; requires ceil(M / 32) <= 65535.
+void launch_smem_tiles(const float* x, const float* w, const float* b, float* y,
+                       int M, int N, int K, float multiplier, float negative_slope,
+                       cudaStream_t stream);
+
+// 06: 64x64 block tiles, 8 outputs of one column per thread (1-D register tiling), epilogue
+// fused. Any M, N, K >= 1; requires ceil(M / 64) <= 65535.
+void launch_register_tiles(const float* x, const float* w, const float* b, float* y,
+                           int M, int N, int K, float multiplier, float negative_slope,
+                           cudaStream_t stream);
+
+// 07: shared-memory tiled SGEMM (128x128 block tile, 8x8 outputs per thread) with the
 // epilogue fused into its store. Any M, N, K >= 1; requires ceil(M / 128) <= 65535.
 void launch_tiled(const float* x, const float* w, const float* b, float* y,
                   int M, int N, int K, float multiplier, float negative_slope,
                   cudaStream_t stream);
 
-// 11: small batches: each warp streams 4 rows of W once (float4 loads, scalar fallback when
+// 17: small batches: each warp streams 4 rows of W once (float4 loads, scalar fallback when
 // K % 4 != 0 or x, W are not 16-byte aligned) against up to kSmallBatchRows rows of x per
 // launch row; fp32 FMAs, epilogue fused. Any M, N, K >= 1; ceil(M / kSmallBatchRows) <= 65535.
 constexpr int kSmallBatchRows = 16;

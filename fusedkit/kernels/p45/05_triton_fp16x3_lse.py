@@ -3,7 +3,7 @@
 # Roofline: compute-bound; three fp16 passes at 989 TFLOP/s (H200 datasheet): 1.25 ms.
 """Step 05 of problem 45: the step 04 pipeline on fp16 tensor cores ("fp16x3"), fp32-faithful.
 
-The split is problem 12's (step 06; shared in ``common/fp16x3_split.py``): a float32 matrix A becomes
+The split is problem 12's (step 09; shared in ``common/fp16x3_split.py``): a float32 matrix A becomes
 A = (hi + lo / 2048) * inv_scale[row], hi and lo fp16, so that A @ B.T is three fp16 GEMMs,
 hi@hi + (hi@lo + lo@hi) / 2048, each chunk's hi*hi added to the fp32 accumulator outside
 the tensor cores (an opaque ``add.rn.f32``) because their own accumulation truncates.

@@ -1,5 +1,5 @@
 // Computes out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) to fp32 accuracy on wgmma from fp16x3 splits.
-// Changed against 05: both GEMMs on p12 step 12's wgmma kernel; epilogues split h, reduce z from registers.
+// Changed against 05: both GEMMs on p12 step 14's wgmma kernel; epilogues split h, reduce z from registers.
 // Bound: fp16 tensor compute, 3 products of 412 GFLOP; p12's kernel ran 213 TFLOP/s counted once: ~2.0-2.2 ms.
 #include <cmath>
 #include <cstdint>
@@ -16,7 +16,7 @@ namespace sm90 = fusedkit::sm90;
 // Shapes: GEMM1 multiplies xh, xl (M, Kp) by W1's wh, wl (H, Kp); GEMM2 multiplies hh, hl
 // (M, Hp) by W2's wh, wl (N, Hp); all fp16, K-contiguous, Kp and Hp padded to 64 with zeros.
 // The math (common/fp16x3_split.py): A @ B.T = (sum_k ah bh + (ah bl + al bh) / 2048) * ai[m] * bi[n].
-// Tiles, pipeline and registers are p12 step 12's (12_wgmma_fp16x3.cu says why each number).
+// Tiles, pipeline and registers are p12 step 14's (14_wgmma_fp16x3.cu says why each number).
 constexpr int BM = 128;         // rows per tile: consumer c owns rows 64c .. 64c + 63, whole rows
 constexpr int BN = 128;         // columns per tile: the n of one wgmma; one logsumexp tile
 constexpr int BK = 64;          // k per stage: 64 fp16 = 128 bytes, one 128-byte swizzle row
@@ -50,7 +50,7 @@ __device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, in
 }
 
 // ---------------------------------------------------------------------------------------------
-// The mainloop, p12 step 12's: a persistent block walks the (M / 128) x (N / 128) tiles in grouped
+// The mainloop, p12 step 14's: a persistent block walks the (M / 128) x (N / 128) tiles in grouped
 // order; warpgroup 0 copies four fp16 tiles a stage with TMA, warpgroups 1 and 2 each multiply
 // 64 rows by 128 columns. Per k-tile, hi*hi goes into `chunk` from zero and is added to `sum`
 // with round-to-nearest FADDs while hi*lo + lo*hi accumulate in `cross` on the tensor cores.

@@ -1,5 +1,5 @@
 // Computes y = LeakyReLU((x @ W.T + b) * multiplier) from fp16 x, W with Hopper's wgmma fed by TMA.
-// Changed against 04: wgmma m64n128k16 on 128x64 fp16 tiles copied by TMA into a 3-stage mbarrier pipeline.
+// Changed against 07: wgmma m64n128k16 on 128x64 fp16 tiles copied by TMA into a 3-stage mbarrier pipeline.
 // Bound: fp16 tensor compute, floor 139 us; predicted ~300 us (~55% of cuBLAS fp16): one warpgroup waits.
 #include <cstdint>
 #include <cuda_runtime.h>

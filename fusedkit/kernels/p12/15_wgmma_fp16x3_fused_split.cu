@@ -1,5 +1,5 @@
-// Computes y to fp32 accuracy as step 12, with x split into fp16 hi + lo in shared memory, not by a pass.
-// Changed against 12: x TMA-loaded as fp32, converted in place by its consumers; a pass only finds row scales.
+// Computes y to fp32 accuracy as step 14, with x split into fp16 hi + lo in shared memory, not by a pass.
+// Changed against 14: x TMA-loaded as fp32, converted in place by its consumers; a pass only finds row scales.
 // Bound: as 12, same GEMM bytes; the split pass becomes one read of x: predicted ~10 us off ~0.65 ms if the split hides under the MMAs.
 #include <cstdint>
 #include <cuda_fp16.h>
@@ -9,7 +9,7 @@
 #include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
-// Step 12's tile, stages, order, k-loop and epilogue (hopper_fp16x3.cuh); this step's own parts
+// Step 14's tile, stages, order, k-loop and epilogue (hopper_fp16x3.cuh); this step's own parts
 // are the row-scale pass, the fp32 boxes of x in a stage, and the split before the wgmmas.
 namespace fp = p12::fp16x3;
 namespace sm90 = fusedkit::sm90;
@@ -18,9 +18,9 @@ namespace {
 
 // Shapes: x is (M, K) fp32, K-contiguous, K % 4 == 0; wh, wl are (N, Kp) fp16, Kp = K rounded up
 // to 64 by the weight split. x's boxes past K arrive as zeros, so x needs no padding. A stage is
-// step 12's: [x 0-31 -> xh | x 32-63 -> xl | wh | wl], each box 16 KB (128 rows of 128 bytes,
+// step 14's: [x 0-31 -> xh | x 32-63 -> xl | wh | wl], each box 16 KB (128 rows of 128 bytes,
 // 32 fp32 or 64 fp16 a row).
-static_assert(fp::kTileBytes == 128 * 128, "an fp32 box of 32 columns fills a tile of step 12's");
+static_assert(fp::kTileBytes == 128 * 128, "an fp32 box of 32 columns fills a tile of step 14's");
 
 constexpr int kScaleThreads = 256;  // the row-scale pass: one block per row of x
 
@@ -40,7 +40,7 @@ __device__ __forceinline__ void split2(float a, float b, float s, uint32_t& hi, 
 // In place, one 128-byte row r of a stage's x: on entry box h (h = 0, 1) holds x's fp32
 // columns 32h .. 32h + 31 (16-byte chunk j of row r at slot j ^ (r & 7), TMA's 128-byte
 // swizzle); on exit box 0 holds the 64 fp16 hi of the row and box 1 the 64 lo, chunk q at
-// slot q ^ (r & 7): exactly what step 12's TMA wrote from xh and xl. The thread of half h
+// slot q ^ (r & 7): exactly what step 14's TMA wrote from xh and xl. The thread of half h
 // reads box h, its partner (lane ^ 16) box 1 - h; each writes into both boxes.
 __device__ __forceinline__ void split_row_in_place(uint8_t* box0, uint8_t* box1, int r, int h,
                                                    float s) {
@@ -76,7 +76,7 @@ __device__ __forceinline__ void publish_to_wgmma() {
 
 // The row scales of x, as common/fp16x3_split.py computes them: one block per row reduces
 // max |x| (NaN as inf) and writes 2**shift and 2**-shift (NaN for a row with inf or NaN).
-// Reads x once, writes 8 bytes a row instead of step 12's 4 bytes a value of hi and lo.
+// Reads x once, writes 8 bytes a row instead of step 14's 4 bytes a value of hi and lo.
 extern "C" __global__ void __launch_bounds__(kScaleThreads)
 p12_x_row_scales_kernel(const float* __restrict__ x, float* __restrict__ scale,
                         float* __restrict__ inv, int K, int vec4) {
@@ -122,7 +122,7 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
                                     float* __restrict__ y,                       // (M, N)
                                     int M, int N, int Kp, float multiplier, float negative_slope,
                                     int pairs_ok) {
-    // The pipeline of step 12: full[s] = expect_tx + 64 KB, empty[s] = one arrival per consumer warp.
+    // The pipeline of step 14: full[s] = expect_tx + 64 KB, empty[s] = one arrival per consumer warp.
     __shared__ uint64_t full[fp::kStages], empty[fp::kStages];
     extern __shared__ uint8_t smem_raw[];
     const fp::Ring ring(smem_raw);
@@ -180,7 +180,7 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
             const float s_row = x_row < M ? __ldg(x_scale + x_row) : 1.0f;  // zero rows stay zero
             // The split of a k-tile runs while the previous k-tile's cross group is still on the
             // tensor cores (the k-loop's wait<1> left it running); it touches only stage s,
-            // which no wgmma in flight reads. Then step 12's k-tile, unchanged.
+            // which no wgmma in flight reads. Then step 14's k-tile, unchanged.
             const auto split_stage = [&](int s) {
                 split_row_in_place(ring.tile(s, fp::kXh), ring.tile(s, fp::kXl), split_row, split_half,
                                    s_row);

@@ -1,14 +1,14 @@
 # Computes: y = LeakyReLU((x @ W.T + b) * multiplier) to fp32 accuracy on fp16 tensor cores.
 # Changed: x and W split into fp16 hi + lo (W once, cached); three fp16 MMAs per chunk, not tf32x3.
 # Roofline: compute-bound; three fp16 passes at 989 TFLOP/s (H200 datasheet): 0.42 ms.
-"""Step 06 of problem 12: an "fp16x3" GEMM that is fp32-faithful and faster than tf32x3.
+"""Step 09 of problem 12: an "fp16x3" GEMM that is fp32-faithful and faster than tf32x3.
 
 x @ W.T = (xh @ Wh.T + (xh @ Wl.T + xl @ Wh.T) / 2048) / (s_x[m] * s_w[n]), with each
 operand split row by row into fp16 ``hi`` and 2048-scaled ``lo`` (the split, its derivation
 and the GEMM tile that adds each chunk's hi*hi outside the tensor cores are shared with
 problem 45: ``common/fp16x3_split.py``). W's split is cached per weight version; x is split
 on every call. The epilogue undoes the power-of-two row scales (exact multiplies), then
-applies step 05's bias, multiplier and LeakyReLU.
+applies step 08's bias, multiplier and LeakyReLU.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ clear_weight_cache = _split.clear_weight_cache
 # Kernels read module-level JIT functions only, hence the aliases.
 grouped_tile = _base.grouped_tile
 fp16x3_tile = _split.fp16x3_tile
-# Names p12's step 11 (in progress) still reads from this file; new code loads them from common.
+# Names p12's step 17 (in progress) still reads from this file; new code loads them from common.
 _add_rn, _LO_SCALE, _on_device = _split._add_rn, _split.LO_SCALE, _base.on_device
 
 

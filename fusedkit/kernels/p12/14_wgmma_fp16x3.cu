@@ -1,5 +1,5 @@
 // Computes y to fp32 accuracy from fp16x3 splits of x and W (hi + lo / 2048, row scales) on wgmma.
-// Changed against 10: 4 tiles a stage (xh, xl, wh, wl), 128x128; each chunk's hi*hi added outside the MMA.
+// Changed against 13: 4 tiles a stage (xh, xl, wh, wl), 128x128; each chunk's hi*hi added outside the MMA.
 // Bound: fp16 tensor compute, three products: floor 3 x 139 us; predicted ~0.66 ms plus the x split.
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -8,7 +8,7 @@
 #include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
-// The tile, its stages and the consumers' k-loop and epilogue are shared with step 14
+// The tile, its stages and the consumers' k-loop and epilogue are shared with step 16
 // (hopper_fp16x3.cuh); what is this step's own is who loads what: one block per tile, its
 // producer bringing all four 16 KB boxes of a stage.
 namespace fp = p12::fp16x3;

@@ -1,5 +1,5 @@
 // Computes 02's in-place epilogue with 16-byte float4 accesses, four rows per thread.
-// Changed against 02: ld/st.global.v4.f32, 4 rows' loads in flight per thread; scalar fallback when unaligned.
+// Changed against 03: ld/st.global.v4.f32, 4 rows' loads in flight per thread; scalar fallback when unaligned.
 // Bound: memory, as 02 (~2*M*N*4 bytes); the gain is fewer instructions and more bytes in flight.
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -38,7 +38,7 @@ __device__ __forceinline__ float4 epilogue4(float4 v, float4 bias, float multipl
 // float4, and the thread's 4 rows share one bias load. Per tile the thread issues its bias
 // load and its 4 y loads (16 B each, one row of N * 4 bytes apart) back to back, then
 // computes, then stores: 64 B of y in flight per thread, 128 KB per SM at 2048 threads, where
-// 02 and the previous 03 had one load per thread outstanding. A warp's access in one row is
+// 03 and the previous 04 had one load per thread outstanding. A warp's access in one row is
 // 512 contiguous bytes: coalesced.
 extern "C" __global__ void __launch_bounds__(kVec4Threads, kVec4MinBlocksPerSM)
 p12_epilogue_vec4_kernel(float4* __restrict__ y,        // (M, N / 4) float4s, in place
@@ -86,7 +86,7 @@ bool epilogue_vec4_fast_path(const float* y, const float* b, int N) {
 void launch_epilogue_vec4(float* y, const float* b, int M, int N,
                           float multiplier, float negative_slope, cudaStream_t stream) {
     if (!epilogue_vec4_fast_path(y, b, N)) {
-        // Correct for any N and any 4-byte alignment: step 02's scalar kernel.
+        // Correct for any N and any 4-byte alignment: step 03's scalar kernel.
         launch_epilogue_scalar(y, b, M, N, multiplier, negative_slope, stream);
         return;
     }

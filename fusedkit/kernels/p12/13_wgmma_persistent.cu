@@ -1,5 +1,5 @@
 // Computes 08's y with warp-specialised wgmma, one persistent block per SM.
-// Changed against 09: grouped (super-row) tile order; the producer loads the next tile during the epilogue.
+// Changed against 12: grouped (super-row) tile order; the producer loads the next tile during the epilogue.
 // Bound: fp16 tensor compute, floor 139 us; predicted ~200 us (~88% of cuBLAS fp16's 175 us).
 #include <cstdint>
 #include <cuda_runtime.h>
@@ -19,7 +19,7 @@ constexpr int BK = 64;          // k per stage: 64 fp16 = 128 bytes, one 128-byt
 constexpr int kStages = 4;      // 4 x 48 KB = 192 KB of the 227 KB a block may have
 constexpr int kConsumers = 2;   // consumer warpgroups
 constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kProducerRegs = 40;   // 128 * 40 + 256 * 232 = 64512 <= 384 * 168 (see step 09)
+constexpr int kProducerRegs = 40;   // 128 * 40 + 256 * 232 = 64512 <= 384 * 168 (see step 12)
 constexpr int kConsumerRegs = 232;
 // Grouped order: tiles go down kGroupM m-tiles (a super-row of y) before moving one n-tile
 // right, so the blocks working at one time share few W tiles (each W tile is read by all
@@ -52,7 +52,7 @@ p12_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap x_map,  // x (M,
                             float* __restrict__ y,                      // (M, N)
                             int M, int N, int K, float multiplier, float negative_slope,
                             int pairs_ok) {
-    // full[s] / empty[s] as in step 09. The stage ring runs on across tiles: `it`, the count
+    // full[s] / empty[s] as in step 12. The stage ring runs on across tiles: `it`, the count
     // of k-tiles this block has passed through, gives the stage (it % kStages) and the parity
     // of its use ((it / kStages) & 1), the same on both sides.
     __shared__ uint64_t full[kStages], empty[kStages];

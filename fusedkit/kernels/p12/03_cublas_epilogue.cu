@@ -1,5 +1,5 @@
 // Computes y = LeakyReLU((y + b) * multiplier) in place, after cuBLAS wrote y = x @ W.T (binding.cpp).
-// Changed against 01: the GEMM goes to cuBLAS (fp32, no TF32); only this epilogue is ours, 4-byte accesses.
+// Changed against 01-02: the GEMM goes to cuBLAS (fp32, no TF32); only this epilogue is ours, 4-byte accesses.
 // Bound: memory: y read and written once (~2*M*N*4 bytes); y makes one extra trip through HBM.
 #include <cstdint>
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 // Computes y = LeakyReLU((x @ W.T + b) * multiplier): shared-memory tiled SIMT fp32 GEMM, epilogue fused.
-// Changed against 01-03: 128x128 block tiles staged in shared memory, 8x8 accumulators per thread; one pass.
+// Changed against 06: 8x8 outputs a thread on 128x128 tiles (16 FMAs per shared load), transposed padded tiles read as float4, next slice's float4 loads in flight.
 // Bound: FP32 compute (no tensor cores): 32 FLOP per L2 byte per 128x128x8 step keeps HBM out of the way.
 #include <cstdint>
 #include <cuda_runtime.h>

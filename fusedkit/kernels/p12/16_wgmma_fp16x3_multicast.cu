@@ -1,6 +1,6 @@
-// Computes y to fp32 accuracy from fp16x3 splits of x and W, as step 12, in clusters of two blocks.
-// Changed against 12: the two blocks of a cluster (two row tiles, one column tile) share a stage's W boxes: each copies one from L2 into both.
-// Bound: step 12's feed, 64 KB from L2 a k-tile a block (~10 TB/s at the tensor floor), cut to 48 KB; predicted ~0.56 ms (step 12: 0.60).
+// Computes y to fp32 accuracy from fp16x3 splits of x and W, as step 14, in clusters of two blocks.
+// Changed against 14: the two blocks of a cluster (two row tiles, one column tile) share a stage's W boxes: each copies one from L2 into both.
+// Bound: step 14's feed, 64 KB from L2 a k-tile a block (~10 TB/s at the tensor floor), cut to 48 KB; predicted ~0.56 ms (step 14: 0.60).
 #include <cstdint>
 #include <cuda_runtime.h>
 
@@ -8,9 +8,9 @@
 #include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
-// Why: at the tensor cores' rate a block of step 12 finishes a k-tile (3 x 128 x 128 x 64 MACs)
+// Why: at the tensor cores' rate a block of step 14 finishes a k-tile (3 x 128 x 128 x 64 MACs)
 // in about 0.8 us and needs the next 64 KB by then; 132 blocks together ask L2 for ~10 TB/s.
-// Nsight Compute's source page of step 12 put 13% of its warps' stall samples on the consumers'
+// Nsight Compute's source page of step 14 put 13% of its warps' stall samples on the consumers'
 // wait for a stage to land. Two blocks working on the same column tile read the same wh and wl
 // boxes; in a cluster, block 0 copies wh and block 1 copies wl, each multicast into both blocks'
 // stage at the same offset, so each block reads 48 KB a k-tile from L2 instead of 64.
@@ -29,7 +29,7 @@ namespace sm90 = fusedkit::sm90;
 namespace {
 
 constexpr int kCluster = 2;                          // blocks per cluster: row tiles 2p and 2p + 1
-constexpr int kGroupPairs = fp::kGroupM / kCluster;  // step 12's grouped order, in pairs of rows
+constexpr int kGroupPairs = fp::kGroupM / kCluster;  // step 14's grouped order, in pairs of rows
 constexpr uint16_t kBothBlocks = 0b11;               // multicast mask: cluster ranks 0 and 1
 
 }  // namespace

@@ -1,12 +1,12 @@
 # Computes: y = LeakyReLU((x @ W.T + b) * multiplier), one persistent TMA-fed Triton kernel.
 # Changed: one program per SM walks the tiles; TMA loads and stores; next tile loads during the epilogue.
 # Roofline: compute-bound; tf32 0.28 ms (H200 datasheet); the target is eager's cuBLAS TF32 GEMM.
-"""Step 07 of problem 12: a persistent, TMA-fed Triton GEMM with the epilogue fused.
+"""Step 10 of problem 12: a persistent, TMA-fed Triton GEMM with the epilogue fused.
 
-Why: in step 05 every output tile is a new program that starts with an empty pipeline and
+Why: in step 08 every output tile is a new program that starts with an empty pipeline and
 ends with stores while its SM's tensor cores idle; at 1024x8192x8192 that happens 256-512
 times on 132 SMs. Here the grid holds one program per SM and each program walks tiles
-``pid, pid + NUM_SMS, ...`` (grouped as in step 05, so that programs running together
+``pid, pid + NUM_SMS, ...`` (grouped as in step 08, so that programs running together
 share W column-blocks in L2). Two ways to hide the tile boundaries, chosen per config:
 
 * ``FLATTEN`` (``tl.range(..., flatten=True)``): Triton fuses the tile loop and the K loop
@@ -42,16 +42,16 @@ autotuner's configs all use one CTA; only :data:`PROBE_SPACE` tries clusters.
 TMA's rules (16-byte aligned base addresses and row strides, unit stride along K) hold
 for contiguous fp32 inputs with ``K % 4 == 0`` and ``N % 4 == 0``. Inputs that break them
 (K or N not a multiple of 4, a misaligned view, a transposed x or W) are computed by
-step 05's kernel instead, which reads any strides; :func:`uses_tma` says which path a
-call takes. ``precision="ieee"`` also goes to step 05: its FMA dot reading TMA's swizzled
+step 08's kernel instead, which reads any strides; :func:`uses_tma` says which path a
+call takes. ``precision="ieee"`` also goes to step 08: its FMA dot reading TMA's swizzled
 tiles makes ptxas spill 0.4-10 KB per thread for every tile tried (sm_90a, Triton 3.6),
-while step 05's ieee kernel spills nothing; pass ``config=`` to run this kernel in ieee.
+while step 08's ieee kernel spills nothing; pass ``config=`` to run this kernel in ieee.
 
 CPU: under Triton's interpreter (``TRITON_INTERPRET=1``, CPU tensors) the same kernel
 runs: descriptors become masked loads and stores, ``flatten`` / ``warp_specialize`` are
 ignored (one algorithm, no switch needed), and the grid is capped at
 ``INTERPRET_PROGRAMS`` programs so that each walks several tiles (a cluster runs as one
-program). As in step 05 the interpreter computes every dot in fp32 whatever
+program). As in step 08 the interpreter computes every dot in fp32 whatever
 ``precision`` says.
 """
 
@@ -69,9 +69,9 @@ _base = load_step("common", "triton_base.py")
 INTERPRET: bool = _base.INTERPRET  # decided when triton.jit decorates, i.e. at import
 check_inputs = load_step("common", "checks.py").check_linear
 _on_device = _base.on_device
-# Operands TMA cannot read go to step 05 as a whole: its public wrapper, the same math.
-_step05 = load_step("p12", "05_triton_fused.py")
-PRECISIONS: tuple[str, ...] = ("ieee", "tf32x3", "tf32")  # step 05's, which it falls back to
+# Operands TMA cannot read go to step 08 as a whole: its public wrapper, the same math.
+_step08 = load_step("p12", "08_triton_fused.py")
+PRECISIONS: tuple[str, ...] = ("ieee", "tf32x3", "tf32")  # step 08's, which it falls back to
 
 # Under the interpreter the persistent grid has this many programs (the tests' shapes have
 # 1 to 90 tiles): few enough that programs loop over several tiles, exercising the walk.
@@ -89,7 +89,7 @@ def make_config(bm: int, bn: int, bk: int, stages: int, warps: int, split_n: int
     """A config of this kernel: (BLOCK_M, BLOCK_N, BLOCK_K) tile, pipeline stages, warps
     (per partition when warp-specialized), SPLIT_N column slices of y per store (1, 2, or
     4 when not warp-specialized), WARP_SPECIALIZE, GROUP_M row-blocks per group of the tile
-    order (8 as in step 05), and num_ctas CTAs per program (a thread-block cluster, sm_90+:
+    order (8 as in step 08), and num_ctas CTAs per program (a thread-block cluster, sm_90+:
     Triton splits each tile between them). FLATTEN is the opposite of WARP_SPECIALIZE (see
     the module docstring)."""
     allowed = (1, 2) if warp_specialize else (1, 2, 4)
@@ -113,7 +113,7 @@ def make_config(bm: int, bn: int, bk: int, stages: int, warps: int, split_n: int
 # none of these spills registers or makes ptxas serialize the wgmmas (C7515).
 _GPU_SPACE: dict[str, list[ConfigKey]] = {
     "tf32": [
-        (128, 256, 32, 3, 8, 2, False, 8, 1),  # step 05's best tile (0.427 ms there), 208 KB
+        (128, 256, 32, 3, 8, 2, False, 8, 1),  # step 08's best tile (0.427 ms there), 208 KB
         # The two best of PROBE_SPACE's 15 on an H200 (data/logs/probe_p12_tf32_h200_run2.txt):
         # 0.3847 and 0.3860 ms against 0.3896 ms for the line above, eager TF32 0.3720 ms.
         (128, 256, 32, 3, 8, 4, False, 8, 1),  # quarter-tile staging, 176 KB
@@ -125,10 +125,10 @@ _GPU_SPACE: dict[str, list[ConfigKey]] = {
         # data/logs/probe_p12_tf32_h200.txt) two of three returned NaN and the third was slower
         # (0.434 ms). The autotuner checks no results, so a wrong config must never be listed.
     ],
-    # 3 MMAs per chunk: step 05's best tile (1.43 ms) and a lighter one; 224 / 160 KB.
+    # 3 MMAs per chunk: step 08's best tile (1.43 ms) and a lighter one; 224 / 160 KB.
     # (128x256x32 spills 240 bytes, warp-specialized 128x256 spills 600: left out.)
     "tf32x3": [(128, 128, 64, 3, 8, 2, False, 8, 1), (128, 128, 32, 4, 8, 2, False, 8, 1)],
-    "ieee": [],  # computed by step 05 (see the module docstring)
+    "ieee": [],  # computed by step 08 (see the module docstring)
 }
 # Every precision's GPU configs (public: the probe times each, the tests run each in the interpreter).
 GPU_CONFIGS: dict[str, list[triton.Config]] = {p: [make_config(*k) for k in keys]
@@ -181,7 +181,7 @@ def config_key(c: triton.Config) -> ConfigKey:
 
 def configs_for(precision: str) -> list[triton.Config]:
     """The configs the autotuner tries for ``precision`` on a GPU (empty for "ieee",
-    which step 05 computes); under the interpreter, the one small interpreter config."""
+    which step 08 computes); under the interpreter, the one small interpreter config."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r}: allowed values are {PRECISIONS}")
     return list(_CONFIGS) if INTERPRET else list(GPU_CONFIGS[precision])
@@ -206,7 +206,7 @@ else:
 
 @triton.jit
 def _tile_coords(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
-    """Grouped order (step 05's): GROUP_M row-blocks down one column-block, then right."""
+    """Grouped order (step 08's): GROUP_M row-blocks down one column-block, then right."""
     group_id = tile_id // num_pid_in_group
     first_pid_m = group_id * GROUP_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_M)  # the last group may be short
@@ -344,7 +344,7 @@ def _tma_ready(t: torch.Tensor) -> bool:
 def uses_tma(x: torch.Tensor, weight: torch.Tensor, precision: str = "tf32") -> bool:
     """Whether ``linear_leakyrelu_persistent`` runs this step's TMA kernel (True) or step
     05's kernel (False) for these operands. y is allocated (M, N) contiguous, so its row
-    stride needs ``N % 4 == 0``; "ieee" always goes to step 05."""
+    stride needs ``N % 4 == 0``; "ieee" always goes to step 08."""
     return (precision != "ieee" and _tma_ready(x) and _tma_ready(weight)
             and (weight.shape[0] * 4) % _TMA_ALIGN_BYTES == 0)
 
@@ -374,7 +374,7 @@ def linear_leakyrelu_persistent(x: torch.Tensor, weight: torch.Tensor, bias: tor
         negative_slope: LeakyReLU slope for negative values (computed in fp32).
         precision: ``tl.dot`` input precision: "tf32" (default; one tensor-core pass,
             ~1e-3 relative error), "tf32x3" (three passes, about fp32 accuracy) or "ieee"
-            (fp32 FMAs; computed by step 05's kernel unless ``config`` is given).
+            (fp32 FMAs; computed by step 08's kernel unless ``config`` is given).
         config: run exactly this config (from :func:`make_config`) instead of autotuning,
             e.g. to time every config of :func:`configs_for`. It needs TMA-ready operands.
 
@@ -382,7 +382,7 @@ def linear_leakyrelu_persistent(x: torch.Tensor, weight: torch.Tensor, bias: tor
         (M, N) float32, contiguous, on x's device.
 
     Any M, N, K >= 1 works. Operands that break TMA's rules (see :func:`uses_tma`: K or N
-    not a multiple of 4, a misaligned or transposed view) are computed by step 05's kernel
+    not a multiple of 4, a misaligned or transposed view) are computed by step 08's kernel
     (same math, pointer loads). The kernel builds its descriptors in global scratch
     memory, so this function installs a torch-backed allocator with
     ``triton.set_allocator`` (as Triton's tutorials do), replacing any allocator set before
@@ -395,7 +395,7 @@ def linear_leakyrelu_persistent(x: torch.Tensor, weight: torch.Tensor, bias: tor
     m, n, k = check_inputs(x, weight, bias, multiplier, negative_slope)
     tma_ok = uses_tma(x, weight, precision="tf32")  # the operand rules, whatever the precision
     if config is None and not (tma_ok and precision != "ieee"):
-        return _step05.linear_leakyrelu(x, weight, bias, multiplier, negative_slope, precision)
+        return _step08.linear_leakyrelu(x, weight, bias, multiplier, negative_slope, precision)
     if not tma_ok:
         raise ValueError(f"config={config_key(config)} runs the TMA kernel, which needs "
                          f"x.stride()={x.stride()} and weight.stride()={weight.stride()} to be "
