@@ -52,6 +52,7 @@ def run(name, kernel, device, capsys, **kw):
     lines = out.splitlines()
     assert lines == [m.message], f"expected one printed line, got {out!r}"
     assert "Traceback" not in out + err
+    assert m.ok == m.message.startswith("✓"), f"ok={m.ok} for {m.message!r}"   # a ✗ is never ok
     print(m.message)   # shown by pytest -rP
     return m
 
@@ -73,7 +74,7 @@ def test_the_worked_solution_passes(name, device, capsys):
 
 BLANK_HINTS = {
     "p12_epilogue": "the store is still a TODO",
-    "p12_gemm_tile": "nothing was added to acc yet",
+    "p12_gemm_tile": "the accumulator was never updated",
     "p45_online_lse": "the store is still a TODO",
     "p45_sigmoid_gemm": "the store is still a TODO",
 }
@@ -87,6 +88,8 @@ def test_the_blank_skeleton_fails_with_a_hint(name, device, capsys):
     assert m.message.startswith("✗ ") and "Hint: " in m.message
     assert BLANK_HINTS[name] in m.message
     assert "\n" not in m.message
+    # the check's own names for its guards stay out of a learner's line (audit #29)
+    assert "result reuse" not in m.message and "the check found" not in m.message
 
 
 def test_every_exercise_has_a_blank_hint():
@@ -156,6 +159,34 @@ def test_a_slip_gets_its_own_hint(name, slip, old, new, words, device, capsys, r
 
 def test_every_exercise_has_slips():
     assert {s[0] for s in SLIPS} == set(exercises.NAMES)
+
+
+# Numbers wrong while no guard fires (tier "fast" or "kb-pass"): a ✗, so never ok.
+WRONG_NUMBERS = {
+    "p12_epilogue": ("v = (acc + bias[None, :]) * multiplier", "v = (acc + bias[None, :]) * multiplier * 1.001"),
+    "p12_gemm_tile": ("v = (acc + bias[None, :]) * multiplier", "v = (acc + bias[None, :]) * multiplier * 1.001"),
+    "p45_online_lse": ("m + tl.log(s)", "(m + tl.log(s)) * 1.001"),
+    "p45_sigmoid_gemm": ("h = 1.0 / (1.0 + tl.exp(-v))", "h = 1.001 / (1.0 + tl.exp(-v))"),
+}
+
+
+@pytest.mark.parametrize("name", exercises.NAMES)
+def test_wrong_numbers_are_a_failure_not_a_tier(name, capsys):
+    old, new = WRONG_NUMBERS[name]
+    m = run(name, with_slip(name, old, new), "cpu", capsys)
+    assert m.check.ok and m.tier in ("fast", "kb-pass"), m.message
+    assert not m.ok and not m.timed and m.message.startswith("✗ ") and m.fault
+    with pytest.raises(ValueError, match="not recorded"):
+        m.record_fields()
+
+
+@pytest.mark.parametrize("name", exercises.NAMES)
+def test_about_names_both_sizes_the_check_prints(name, capsys):
+    m = run(name, exercises.solution(name), "cpu", capsys)
+    line = exercises.about(name)
+    assert f"{'x'.join(map(str, m.sizes.values()))} and the nearby odd shape " \
+           f"{'x'.join(map(str, m.check.odd_sizes.values()))}" in line
+    assert f"at {'x'.join(map(str, m.sizes.values()))} and {'x'.join(map(str, m.check.odd_sizes.values()))}" in m.message
 
 
 def test_a_compile_error_is_one_line_quoting_the_kernel(capsys):

@@ -31,8 +31,7 @@ from typing import Any
 import torch
 
 from fusedkit.exercises import p12_epilogue, p12_gemm_tile, p45_online_lse, p45_sigmoid_gemm
-from fusedkit.exercises._common import Exercise, KernelError, exec_source, run_check, solution_source
-from fusedkit.measure import Measurement
+from fusedkit.exercises._common import Exercise, ExerciseMeasurement, KernelError, exec_source, run_check
 from fusedkit.problems import Problem, Sizes
 
 EXERCISES: dict[str, Exercise] = {m.EXERCISE.name: m.EXERCISE for m in
@@ -72,9 +71,14 @@ def solution(name: str) -> Any:
 
 def show_solution(name: str) -> None:
     """Print the worked solution's source."""
-    ex = get(name)
-    print(f"# fusedkit/exercises/{name}.py: the worked solution of {name}\n")
-    print(solution_source(ex))
+    get(name).show_solution()
+
+
+def about(name: str) -> str:
+    """One line: what the check of ``name`` runs, at which sizes (from the code); printed too."""
+    line = get(name).about()
+    print(line)
+    return line
 
 
 def builder(name: str, kernel: Any):
@@ -86,7 +90,7 @@ def builder(name: str, kernel: Any):
 def check(problem: Problem | str, name: str, kernel: Any, *, sizes: Sizes | None = None,
           device: str | torch.device | None = None, seeds: int | None = None,
           time_it: bool = True, warmup_ms: float | None = None, rep_ms: float | None = None,
-          show: bool = True) -> Measurement:
+          show: bool = True) -> ExerciseMeasurement:
     """Check, then time, ``kernel`` as exercise ``name`` of ``problem``; print one line.
 
     The checks are the ladder's (:func:`fusedkit.measure.measure`, precision fp32), then one
@@ -96,12 +100,13 @@ def check(problem: Problem | str, name: str, kernel: Any, *, sizes: Sizes | None
     timed calls. Errors in the kernel (compile or run) become that one line, never a
     traceback; wrong arguments to this function raise ValueError.
 
-    Returns the Measurement; ``.message`` is the line printed (``show=False`` prints nothing).
+    Returns the Measurement; ``.message`` is the line printed (``show=False`` prints nothing)
+    and ``.ok`` is False on every ``✗``: a wrong answer is a failure, whatever tier it reached.
     """
     return run_check(get(name), problem, kernel, sizes=sizes, device=device, seeds=seeds,
                      time_it=time_it, warmup_ms=warmup_ms, rep_ms=rep_ms, show=show)
 
 
-__all__ = ["EXERCISES", "Exercise", "KernelError", "NAMES", "builder", "check", "for_problem", "get",
+__all__ = ["EXERCISES", "Exercise", "ExerciseMeasurement", "KernelError", "about", "NAMES", "builder", "check", "for_problem", "get",
            "load_skeleton", "show_solution", "skeleton", "solution", "p12_epilogue", "p12_gemm_tile",
            "p45_online_lse", "p45_sigmoid_gemm"]
