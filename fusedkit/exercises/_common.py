@@ -523,6 +523,14 @@ def verdict(ex: Exercise, m: Measurement, p: Probe | None) -> str:
             f"at {dims(m.sizes)}{odd}")
 
 
+def own_problem(ex: Any, problem: Problem | str) -> Problem:
+    """``problem`` (or its key) as a Problem, if it is exercise ``ex``'s; else ValueError."""
+    problem = get_problem(problem) if isinstance(problem, str) else problem
+    if problem.key != ex.problem_key:
+        raise ValueError(f"exercise {ex.name!r} belongs to problem {ex.problem_key}, not {problem.key}")
+    return problem
+
+
 def _device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -534,9 +542,7 @@ def run_check(ex: Exercise, problem: Problem | str, kernel: Any, *, sizes: Sizes
               time_it: bool = True, warmup_ms: float | None = None, rep_ms: float | None = None,
               show: bool = True) -> ExerciseMeasurement:
     """See :func:`fusedkit.exercises.check`."""
-    problem = get_problem(problem) if isinstance(problem, str) else problem
-    if problem.key != ex.problem_key:
-        raise ValueError(f"exercise {ex.name!r} belongs to problem {ex.problem_key}, not {problem.key}")
+    problem = own_problem(ex, problem)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cpu" and not interpreting():
         raise ValueError("device=cpu: Triton kernels run on the CPU only in its interpreter; set "
