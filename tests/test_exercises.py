@@ -112,7 +112,10 @@ def test_about_names_both_sizes_the_check_prints(name, capsys):
     m = run(name, exercises.solution(name), "cpu", capsys)
     odd = nearby_odd(m.problem, m.sizes)
     assert f"at {dims(m.sizes)} and {dims(odd)}" in m.message
-    line = exercises.about(name)
+    capsys.readouterr()
+    exercises.about(name)
+    line = capsys.readouterr().out.strip()
+    assert line == exercises.get(name).about()
     assert f"at {dims(m.sizes)} and the nearby odd shape {dims(odd)}" in line
     big = m.problem.defaults
     assert f"on a GPU at {dims(big)} and {dims(nearby_odd(m.problem, big))}" in line

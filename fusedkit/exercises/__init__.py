@@ -20,7 +20,7 @@ batches, 05 the precision lab, 06 the results.
 In a notebook::
 
     from fusedkit import exercises
-    exercises.about("p12_epilogue")       # what the check runs, at which sizes
+    exercises.about("p12_epilogue")       # prints what the check runs, at which sizes
     # a cell holding exercises.skeleton("p12_epilogue"), edited: defines epilogue_kernel
     exercises.check(problem, "p12_epilogue", epilogue_kernel)   # prints one line
     exercises.show_solution("p12_epilogue")                     # the worked solution
@@ -108,11 +108,10 @@ def show_solution(name: str) -> None:
     get(name).show_solution()
 
 
-def about(name: str) -> str:
-    """One line: what the check of ``name`` runs, at which sizes (from the code); printed too."""
-    line = get(name).about()
-    print(line)
-    return line
+def about(name: str) -> None:
+    """Print one line: what the check of ``name`` runs, at which sizes (from the code, never
+    typed: the notebook shows this line rather than retyping it)."""
+    print(get(name).about())
 
 
 def given(name: str, device: str | torch.device | None = None) -> None:
