@@ -88,8 +88,8 @@ def models(out: Outcome) -> list[Model]:
               "the fourth, lo·lo, is about 2^-22 of the result, below fp32's own rounding: the split "
               f"drops it; {PRODUCTS} products"),
         Model("three TF32 products (tf32x3) at the datasheet's TF32 rate", eager / (3 * flops / tf32 * 1e3),
-              False, "that is tf32x3; fp16 tensor cores run at twice TF32's rate, and fp16's 11-bit "
-                     "halves split fp32's 24 bits just as well"),
+              False, f"that is tf32x3; fp16 tensor cores run at {fp16 / tf32:.0f}x TF32's rate (datasheet), "
+                     "and fp16's 11-bit halves split fp32's 24 bits just as well"),
         Model("no speed-up", 1.0, False,
               "fp32-faithful is an accuracy tier, not fp32 arithmetic: three fp16 products on tensor "
               "cores reach it"),

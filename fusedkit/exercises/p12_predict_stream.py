@@ -90,9 +90,9 @@ def models(out: Outcome) -> list[Model]:
               "the copy rate already counts bytes read plus bytes written; the stream only reads W, "
               "once: W's bytes over that rate"),
         Model(f"the FLOPs of {ROWS} row at the FP32 rate", f["flops"].value * 1e9 / fp32 * 1e3, False,
-              f"at {ROWS} row each weight does 2 FLOPs for its {FP32_BYTES} bytes, 0.5 FLOP per byte, "
-              f"far below the FP32 ridge point ({spec_ridge:.0f} FLOP per byte): the time is W's bytes "
-              "over memory's rate, not the FLOPs"),
+              f"at {ROWS} row each weight does 2 FLOPs for its {FP32_BYTES} bytes, {2 / FP32_BYTES:g} "
+              f"FLOP per byte, far below the FP32 ridge point ({spec_ridge:.0f} FLOP per byte): the "
+              "time is W's bytes over memory's rate, not the FLOPs"),
         Model("the FLOP time of KernelBench's full batch at the FP32 rate",
               f["default_flops"].value * 1e9 / fp32 * 1e3, False,
               f"that is the full batch; at {ROWS} row the FLOPs shrink with the rows, W's bytes do not"),
