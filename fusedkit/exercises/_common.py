@@ -21,6 +21,7 @@ a nearby odd shape, poisoned outputs, then timing). On top of that, each exercis
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import linecache
@@ -43,6 +44,8 @@ from fusedkit.problems import get as get_problem
 
 PROBE_SEED = 4242
 """Seed of the model and input of the probe call made after the check."""
+REUSE_HINT = "compute every output from the x of this call: check that the accumulator adds each product"
+"""The hint for an output that ignores its input, where an exercise names none."""
 MATCH_REL = 1e-4
 """A kernel output this close (relative, float64) to a mistake's output shows that mistake."""
 CPU_CHECK = dict(seeds=1, warmup_ms=0.0, rep_ms=1.0)
@@ -52,13 +55,24 @@ GPU_CHECK = dict(seeds=3, warmup_ms=25.0, rep_ms=200.0)
 _ANSWER = re.compile(r"^(\s*)# (\d+): ")
 
 
-def skeleton_of(solution: Any) -> str:
+TRITON_IMPORTS = "import triton\nimport triton.language as tl"
+"""The imports a Triton skeleton cell opens with."""
+
+
+def source_of(solution: Any) -> str:
+    """The source of a worked solution: a ``@triton.jit`` kernel (decorator included) or a
+    plain Python function."""
+    return inspect.getsource(getattr(solution, "fn", solution))
+
+
+def skeleton_of(solution: Any, imports: str = TRITON_IMPORTS) -> str:
     """The notebook cell a learner completes, made from the worked ``solution`` (a
-    ``@triton.jit`` kernel): each numbered comment ``# n: ...`` becomes ``# TODO n: ...`` and
-    the code lines under it (the answer) are left out; everything else is kept as it is. One
-    text for both, so the skeleton and the solution cannot drift apart."""
+    ``@triton.jit`` kernel or a plain function): each numbered comment ``# n: ...`` becomes
+    ``# TODO n: ...`` and the code lines under it (the answer) are left out; everything else
+    is kept as it is, after ``imports``. One text for both, so the skeleton and the solution
+    cannot drift apart."""
     out, dropping, indent, answered = [], False, 0, False
-    for line in inspect.getsource(solution.fn).splitlines():
+    for line in source_of(solution).splitlines():
         m = _ANSWER.match(line)
         if m:
             out.append(line.replace(f"# {m[2]}: ", f"# TODO {m[2]}: ", 1))
@@ -74,7 +88,7 @@ def skeleton_of(solution: Any) -> str:
                 continue
             dropping = False
         out.append(line)
-    return "import triton\nimport triton.language as tl\n\n\n" + "\n".join(out) + "\n"
+    return imports + "\n\n\n" + "\n".join(out) + "\n"
 
 
 class KernelError(Exception):
@@ -174,10 +188,11 @@ def guarded(shape: tuple[int, ...], margin: int, device: torch.device,
     return buf[:numel].view(shape), buf[numel:]
 
 
-def padded_copy(t: torch.Tensor, margin: int) -> torch.Tensor:
-    """A contiguous copy of ``t`` followed by ``margin`` zeros in the same buffer (one-off,
-    at build time): a load that forgets its mask reads zeros instead of faulting."""
-    out, _ = guarded(tuple(t.shape), margin, t.device, fill=0.0)
+def padded_copy(t: torch.Tensor, margin: int, fill: float = 0.0) -> torch.Tensor:
+    """A contiguous copy of ``t`` followed by ``margin`` elements of ``fill`` in the same
+    buffer (one-off, at build time): a load that forgets its mask reads zeros (``fill=0``)
+    instead of faulting, or NaN (``fill=nan``), which then shows in the output."""
+    out, _ = guarded(tuple(t.shape), margin, t.device, fill=fill)
     out.copy_(t.detach())
     return out
 
@@ -230,10 +245,24 @@ class Exercise:
     output_name: str
     cpu_sizes: dict[str, int]
     gpu_sizes: dict[str, int] = field(default_factory=dict)   # {} = the problem's defaults
+    notebook: str = ""        # the course notebook it belongs to, "01" ... "06"
 
     @property
     def problem(self) -> Problem:
         return get_problem(self.problem_key)
+
+    def check(self, problem: Problem | str, kernel: Any, **options: Any) -> "ExerciseMeasurement":
+        """See :func:`fusedkit.exercises.check`."""
+        return run_check(self, problem, kernel, **options)
+
+    def show_solution(self) -> None:
+        """Print the worked solution's source."""
+        print_solution(self.name, self.solution)
+
+    def about(self) -> str:
+        """One line: the sizes the check runs at, here and on a GPU (both shapes of each)."""
+        return checked_sizes(self.problem, self.cpu_sizes, self.gpu_sizes,
+                             cpu="in Triton's CPU interpreter")
 
     def builder(self, kernel: Any) -> Callable[[torch.nn.Module], Callable[..., torch.Tensor]]:
         """``build(model) -> fn``: the one-off preparation, then ``fn(x)`` launches ``kernel``
@@ -251,6 +280,41 @@ class Exercise:
         return build
 
 
+# -- float64 models of a p12 tile kernel: the right output and two slips -------------------
+
+def p12_tile_parts(model: torch.nn.Module, x: torch.Tensor, bl: dict) -> dict:
+    """p12's pieces in float64 (x, W, b, the multiplier, the slope) and the K chunk BLOCK_K,
+    what the models below are made of."""
+    w, b = model.gemm.weight.detach().double(), model.gemm.bias.detach().double()
+    return dict(x=x.double(), w=w, b=b, c=float(model.multiplier),
+                s=float(model.leaky_relu.negative_slope), bk=bl["BLOCK_K"])
+
+
+def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
+    """LeakyReLU((acc + b) * multiplier) in float64."""
+    v = (acc + p["b"]) * p["c"]
+    return torch.where(v > 0, v, v * p["s"])
+
+
+def p12_expected(p: dict) -> torch.Tensor:
+    """The right output, in float64."""
+    return p12_epilogue64(p, p["x"] @ p["w"].t())
+
+
+def p12_last_chunk(p: dict) -> torch.Tensor | None:
+    """The output when the accumulator is replaced by each K chunk's product instead of added
+    to: only the last chunk counts (None with a single chunk, where it cannot be told apart)."""
+    k = p["x"].shape[1]
+    last = (k - 1) // p["bk"] * p["bk"]
+    return p12_epilogue64(p, p["x"][:, last:] @ p["w"][:, last:].t()) if last else None
+
+
+def p12_zero_acc(p: dict) -> torch.Tensor:
+    """The output when nothing is added to the accumulator: the epilogue of zeros."""
+    return p12_epilogue64(p, torch.zeros(p["x"].shape[0], p["w"].shape[0], dtype=torch.float64,
+                                         device=p["x"].device))
+
+
 # -- loading the skeleton as the notebook does --------------------------------------------
 
 _counter = itertools.count(1)
@@ -266,12 +330,51 @@ def exec_source(source: str, label: str) -> dict:
     return namespace
 
 
-def solution_source(ex: Exercise) -> str:
-    """The worked solution's source, decorator included."""
-    return inspect.getsource(ex.solution.fn)
+def print_solution(name: str, solution: Any, what: str = "solution") -> None:
+    """Print exercise ``name``'s worked ``solution`` (its source) under a line saying where it lives."""
+    print(f"# fusedkit/exercises/{name}.py: the worked {what} of {name}\n")
+    print(source_of(solution))
+
+
+def checked_sizes(problem: Problem, cpu_sizes: Sizes, gpu_sizes: Sizes | None = None, *,
+                  cpu: str = "on the CPU") -> str:
+    """"Checked at 17x33x65 and the nearby odd shape 15x29x57 in ...; on a GPU at ... and ...":
+    both shapes :func:`fusedkit.measure.measure` checks, computed, never typed."""
+    small = problem.sizes(cpu_sizes)
+    big = problem.sizes(gpu_sizes or problem.defaults)
+    names = " x ".join(d.name for d in problem.dims)
+    return (f"Checked ({names}) at {dims(small)} and the nearby odd shape "
+            f"{dims(nearby_odd(problem, small))} {cpu}; on a GPU at {dims(big)} and "
+            f"{dims(nearby_odd(problem, big))}.")
 
 
 # -- the check and its one line ------------------------------------------------------------
+
+@dataclass
+class ExerciseMeasurement(Measurement):
+    """A :class:`~fusedkit.measure.Measurement` with an exercise's verdict on it: ``message`` is
+    the one line shown, ``fault`` what a ``✗`` found ("" for a ``✓``). A ``✗`` is never ``ok``:
+    a wrong answer is a failure, whatever tier its numbers reached, and it has no record."""
+
+    fault: str = ""
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.check.ok and not self.refused and not self.fault
+
+    @property
+    def failure(self) -> str:
+        return Measurement.failure.fget(self) or self.fault
+
+    @classmethod
+    def graded(cls, m: Measurement, line: str) -> "ExerciseMeasurement":
+        """``m`` with the verdict ``line`` (``✓ ...`` or ``✗ ...``) on it."""
+        out = cls(**{f.name: getattr(m, f.name) for f in dataclasses.fields(m)})
+        out.message = line
+        out.fault = line.removeprefix("✗ ") if line.startswith("✗") else ""
+        return out
+
 
 @dataclass
 class Probe:
@@ -386,9 +489,8 @@ def verdict(ex: Exercise, m: Measurement, p: Probe | None) -> str:
         if klass == RAISED:
             return f"✗ your kernel raised an error: {_raised_detail(failure)}. Hint: {hints['raised']}"
         mistake = matched_mistake(ex, p) if p is not None else None
-        if mistake is not None:
-            found = f" (the check found: {klass})" if klass else ""
-            return f"✗ wrong output{found}: {mistake.seen}. Hint: {mistake.hint}"
+        if mistake is not None:   # what the learner did, not the name of the guard that saw it
+            return f"✗ wrong output: {mistake.seen}. Hint: {mistake.hint}"
         if klass == UNWRITTEN:
             seen, nothing = _unwritten_detail(ex, p or Probe({}), failure)
             return (f"✗ unwritten output: {seen}. Hint: "
@@ -399,6 +501,9 @@ def verdict(ex: Exercise, m: Measurement, p: Probe | None) -> str:
                     f"Hint: {hints['specialised']}")
         if klass in (MUTATION, ALIASING):
             return f"✗ {_first_line(failure)}. Hint: {hints['mutation']}"
+        if klass == REUSE:
+            return (f"✗ the output does not follow x: a second, different input got the first "
+                    f"one's answer. Hint: {hints.get('reuse', REUSE_HINT)}")
         return f"✗ {_first_line(failure)}"
     tier, rel, eager = m.tier, m.check.rel_error, m.check.eager_rel_error
     if tier != "fp32-faithful":
@@ -418,6 +523,14 @@ def verdict(ex: Exercise, m: Measurement, p: Probe | None) -> str:
             f"at {dims(m.sizes)}{odd}")
 
 
+def own_problem(ex: Any, problem: Problem | str) -> Problem:
+    """``problem`` (or its key) as a Problem, if it is exercise ``ex``'s; else ValueError."""
+    problem = get_problem(problem) if isinstance(problem, str) else problem
+    if problem.key != ex.problem_key:
+        raise ValueError(f"exercise {ex.name!r} belongs to problem {ex.problem_key}, not {problem.key}")
+    return problem
+
+
 def _device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -427,11 +540,9 @@ def _device_name(device: torch.device) -> str:
 def run_check(ex: Exercise, problem: Problem | str, kernel: Any, *, sizes: Sizes | None = None,
               device: str | torch.device | None = None, seeds: int | None = None,
               time_it: bool = True, warmup_ms: float | None = None, rep_ms: float | None = None,
-              show: bool = True) -> Measurement:
+              show: bool = True) -> ExerciseMeasurement:
     """See :func:`fusedkit.exercises.check`."""
-    problem = get_problem(problem) if isinstance(problem, str) else problem
-    if problem.key != ex.problem_key:
-        raise ValueError(f"exercise {ex.name!r} belongs to problem {ex.problem_key}, not {problem.key}")
+    problem = own_problem(ex, problem)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cpu" and not interpreting():
         raise ValueError("device=cpu: Triton kernels run on the CPU only in its interpreter; set "
@@ -452,8 +563,7 @@ def run_check(ex: Exercise, problem: Problem | str, kernel: Any, *, sizes: Sizes
         if not m.failure.startswith(RAISED + ":"):
             wrong = not m.ok or m.tier != "fp32-faithful"
             p = probe(ex, kernel, nearby_odd(problem, sizes), device, want_parts=wrong)
-        line = verdict(ex, m, p)
-    m.message = line   # the line shown to the learner
+        graded = ExerciseMeasurement.graded(m, verdict(ex, m, p))
     if show:
-        print(line)
-    return m
+        print(graded.message)
+    return graded

@@ -135,6 +135,7 @@ EXERCISE = Exercise(
     prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
     mistakes=MISTAKES, hints=HINTS, output_name="y",
     cpu_sizes=dict(batch_size=17, in_features=33, out_features=65),
+    notebook="01",
 )
 
 

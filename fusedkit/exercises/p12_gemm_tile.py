@@ -15,7 +15,9 @@ import triton
 import triton.language as tl
 
 from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
-                                        padded_copy, run_kernel, skeleton_of)
+                                        p12_epilogue64, p12_expected, p12_last_chunk,
+                                        p12_tile_parts, p12_zero_acc, padded_copy, run_kernel,
+                                        skeleton_of)
 
 
 @triton.jit
@@ -79,34 +81,7 @@ def launch(kernel, prep: dict, x: torch.Tensor) -> Run:
     return Run(y, y, outside)
 
 
-def parts(model: torch.nn.Module, x: torch.Tensor, bl: dict) -> dict:
-    w, b = model.gemm.weight.detach().double(), model.gemm.bias.detach().double()
-    return dict(x=x.double(), w=w, b=b, c=float(model.multiplier),
-                s=float(model.leaky_relu.negative_slope), bk=bl["BLOCK_K"])
-
-
-def _epilogue(p: dict, acc: torch.Tensor) -> torch.Tensor:
-    v = (acc + p["b"]) * p["c"]
-    return torch.where(v > 0, v, v * p["s"])
-
-
-def expected(p: dict) -> torch.Tensor:
-    return _epilogue(p, p["x"] @ p["w"].t())
-
-
-def _chunk(p: dict, start: int, stop: int | None = None) -> torch.Tensor:
-    return p["x"][:, start:stop] @ p["w"][:, start:stop].t()
-
-
-def _last_chunk(p: dict) -> torch.Tensor | None:
-    k = p["x"].shape[1]
-    last = (k - 1) // p["bk"] * p["bk"]
-    return _epilogue(p, _chunk(p, last)) if last else None
-
-
-def _zero_acc(p: dict) -> torch.Tensor:
-    return _epilogue(p, torch.zeros(p["x"].shape[0], p["w"].shape[0], dtype=torch.float64,
-                                    device=p["x"].device))
+parts, expected = p12_tile_parts, p12_expected
 
 
 def _w_read_as_k_by_n(p: dict) -> torch.Tensor | None:
@@ -114,16 +89,17 @@ def _w_read_as_k_by_n(p: dict) -> torch.Tensor | None:
     (n, k) = p["w"].shape
     if (k - 1) * k + n > n * k:
         return None
-    return _epilogue(p, p["x"] @ p["w"].flatten().as_strided((k, n), (k, 1)))
+    return p12_epilogue64(p, p["x"] @ p["w"].flatten().as_strided((k, n), (k, 1)))
 
 
 MISTAKES = (
-    Mistake("y is the epilogue of a zero accumulator: nothing was added to acc yet",
+    Mistake("the accumulator was never updated: y is the epilogue of acc = 0, the same for "
+            "every x (nothing was added to acc yet)",
             "TODO 1-2: load the W tile, then acc = tl.dot(a, w, acc, input_precision=\"ieee\")",
-            _zero_acc),
+            p12_zero_acc),
     Mistake("y holds only the last K chunk's product: acc was replaced, not added to",
             "TODO 2: pass acc to tl.dot (acc = tl.dot(a, w, acc, ...)) or write acc += tl.dot(a, w, ...)",
-            _last_chunk),
+            p12_last_chunk),
     Mistake("the W tile was read as if W were (K, N): W[cols[j], ks[i]] lies at "
             "w_ptr + cols[j] * stride_wn + ks[i]",
             "TODO 1: multiply the column offsets, not the K offsets, by stride_wn",
@@ -151,6 +127,7 @@ EXERCISE = Exercise(
     prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
     mistakes=MISTAKES, hints=HINTS, output_name="y",
     cpu_sizes=dict(batch_size=17, in_features=33, out_features=65),
+    notebook="01",
 )
 
 

@@ -137,6 +137,7 @@ EXERCISE = Exercise(
     prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
     mistakes=MISTAKES, hints=HINTS, output_name="h",
     cpu_sizes=dict(batch_size=17, input_size=33, hidden_size=65, output_size=19),
+    notebook="03",
 )
 
 
