@@ -50,7 +50,8 @@ def short_sizes(sizes: Sizes | str) -> str:
 
 # -- one step's check and time -------------------------------------------------------------------
 
-STEP_COLUMNS = ("sizes", "tier", "rel. error", "ms", "TFLOP/s", "% of floor", "speedup")
+STEP_COLUMNS = ("sizes", "tier", "rel. error", "ms", "TFLOP/s", "% of floor", "% of measured",
+                "speedup")
 
 
 def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
@@ -78,6 +79,7 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
         rows.append({"source": "recorded: " + run_short_label(r), "sizes": short_sizes(r["sizes"]),
                      "tier": r["tier"], "rel. error": r["rel_error"], "ms": r["median_ms"],
                      "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
+                     "% of measured": r.get("pct_of_measured", math.nan),
                      "speedup": r["speedup"]})
     elif not rows:
         rows.append({"source": "no GPU here and no recorded run of this step yet"})
@@ -117,8 +119,23 @@ def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: s
         row["tier"] = "FAILED: " + m.failure
         return row
     row.update({"ms": m.timing.median_ms, "timer": m.timing.timer, "TFLOP/s": m.tflops,
-                "% of floor": m.pct_of_floor})
+                "% of floor": m.pct_of_floor,
+                "% of measured": live_pct_of_measured(problem, slug, sizes, m.timing.median_ms)})
     return row
+
+
+def live_pct_of_measured(problem: Problem, slug: str, sizes: Sizes, ms: float) -> float:
+    """A live time on this GPU against the floor of the ceilings last measured on a device of
+    the same name (:func:`fusedkit.ceilings.measured_floor`), in percent; NaN when none are
+    recorded for it (``python -m fusedkit ceilings`` measures them)."""
+    from fusedkit import ceilings  # noqa: PLC0415
+
+    if not torch.cuda.is_available() or not ms or not math.isfinite(ms):
+        return math.nan
+    recorded_ceilings = ceilings.newest(torch.cuda.get_device_name())
+    floor = (ceilings.measured_floor(problem, sizes, problem.variant(slug).precision, recorded_ceilings)
+             if not recorded_ceilings.empty else None)
+    return 100.0 * floor.floor_ms / ms if floor is not None else math.nan
 
 
 def kernel_path(source: str) -> Path:
@@ -253,6 +270,7 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
         then_ms = float(then["median_ms"]) if then is not None else math.nan
         rows.append({"step": v.number, "variant": v.slug,
                      "% of floor": value(recorded, v.slug, "pct_of_floor"),
+                     "% of measured": value(recorded, v.slug, "pct_of_measured"),
                      "ms": value(recorded, v.slug), "ms when profiled": then_ms,
                      "kernels ms": c["total_us"] / 1e3, "idle ms": then_ms - c["total_us"] / 1e3,
                      "launches": c["launches"], "main kernel": short_kernel(c["kernel"], 32),
@@ -307,39 +325,106 @@ class _Captioned:
 
 # -- one step, in the order a reader needs it ----------------------------------------------------
 
+PREDICTION_HIT = 1.25
+"""A measurement within this factor of its prediction (either way) counts as predicted."""
+
+
+def prediction_verdict(predicted_ms: float, measured_ms: float, where: str = "") -> str:
+    """One sentence comparing a prediction with a measurement of the same step (both ms):
+    within :data:`PREDICTION_HIT` either way it held; otherwise it names the miss and its
+    direction, for the explanation that must follow it."""
+    if not (math.isfinite(predicted_ms) and predicted_ms > 0):
+        raise ValueError(f"predicted_ms={predicted_ms!r}: a prediction is a time in ms > 0")
+    if not (math.isfinite(measured_ms) and measured_ms > 0):
+        return f"Predicted {present.ms(predicted_ms)} ms; nothing measured yet to hold it against."
+    ratio = measured_ms / predicted_ms
+    told = f"Predicted {present.ms(predicted_ms)} ms, measured {present.ms(measured_ms)} ms{where}"
+    if 1 / PREDICTION_HIT <= ratio <= PREDICTION_HIT:
+        return f"{told}: the prediction held ({present.share(ratio)} of it)."
+    way = (f"{present.speedup(ratio)} slower" if ratio > 1 else f"{present.speedup(1 / ratio)} faster")
+    return f"{told}: **{way} than predicted**, a miss the next cell explains."
+
+
+def _measured(rows: list[dict[str, Any]]) -> tuple[float, str]:
+    """The time a prediction is held against: the live GPU time where one ran, else the
+    recorded one, with where it comes from."""
+    for r in rows:
+        ms = r.get("ms")
+        if ms is not None and not present._missing(ms) and r.get("timer", "cuda-events") == "cuda-events":
+            return float(ms), f" ({r['source']})"
+    return math.nan, ""
+
+
 def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
          recorded: pd.DataFrame, *, previous: str | None = None, code: bool = True,
          names: Iterable[str] | None = None, fold: Iterable[str] = (),
-         extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
-    """Display one ladder step after its prediction (a markdown cell above it): the code that
-    matters (:func:`fusedkit.source_view.show_step`, marked against the previous step), the
-    hardware counters (:func:`show_counters`), then the check and the time (:func:`run_step`,
-    through :func:`fusedkit.measure.measure`) beside the recorded GPU numbers.
+         extra: Sequence[tuple[str, Sequence[str]]] = (),
+         predict: float | Mapping[str, float] | None = None, basis: str = "") -> None:
+    """Display one ladder step after its explanation (a markdown cell above it), in the order
+    a reader needs it: the code that matters (:func:`fusedkit.source_view.show_step`, marked
+    against the previous step), the prediction, the hardware counters (:func:`show_counters`),
+    then the check and the time (:func:`run_step`, through :func:`fusedkit.measure.measure`)
+    beside the recorded GPU numbers, and last the prediction held against the measurement.
 
     ``slugs`` is one variant or several that share one kernel file (shown once); ``previous``,
     ``names``, ``fold`` (functions shown folded) and ``extra`` go to the code view; ``code=False``
-    leaves the code out (a step whose file was shown just above).
+    leaves the code out (a step whose file was shown just above). ``predict`` is the predicted
+    time in ms (one number, or one per slug), computed in the cell from numbers the page has
+    shown; ``basis`` says in a few words how (shown beside it). At KernelBench's sizes the
+    prediction is held against the live time on a GPU, else the recorded one.
     """
     from IPython.display import display  # noqa: PLC0415
 
     from fusedkit import source_view  # noqa: PLC0415
 
     slugs = [slugs] if isinstance(slugs, str) else list(slugs)
+    predicted = _predictions(slugs, predict)
     if code:
         with_source = [s for s in slugs if problem.variant(s).source]
         if with_source:
             display(present.md("**The code**"))
             display(source_view.show_step(problem.key, with_source[0], previous,
                                           names=names, fold=fold, extra=extra))
+    if predicted:
+        told = ", ".join(f"`{s}` {present.ms(ms)} ms" if len(slugs) > 1 else f"{present.ms(ms)} ms"
+                         for s, ms in predicted.items())
+        display(present.md(f"**Prediction:** {told}" + (f" ({basis})" if basis else "") + "."))
     display(present.md("**What the hardware did** (Nsight Compute, at the recorded run's sizes)"))
     display(show_counters(problem, slugs))
     display(present.md("**Check and time**"))
+    rows = {s: step_rows(problem, s, sizes, mode, recorded) for s in slugs}
     if len(slugs) == 1:
-        table = run_step(problem, slugs[0], sizes, mode, recorded)
+        table = _step_frame(rows[slugs[0]])
     else:
-        rows = [dict(r, variant=s) for s in slugs for r in step_rows(problem, s, sizes, mode, recorded)]
-        table = _step_frame(rows, variant=True)
+        table = _step_frame([dict(r, variant=s) for s in slugs for r in rows[s]], variant=True)
     display(present.Scroll(table.style.set_table_styles(present.TABLE_CSS)))
+    if predicted:
+        at_defaults = problem.sizes(sizes) == problem.sizes(problem.defaults)
+        lines = []
+        for s, ms in predicted.items():
+            measured, where = _measured(rows[s] if at_defaults else
+                                        [r for r in rows[s] if str(r.get("source", "")).startswith("live")])
+            verdict = prediction_verdict(ms, measured, where)
+            lines.append(f"`{s}`: {verdict}" if len(slugs) > 1 else verdict)
+        display(present.md("\n\n".join(lines)))
+
+
+def _predictions(slugs: Sequence[str], predict: float | Mapping[str, float] | None) -> dict[str, float]:
+    """``predict`` as one predicted time (ms) per slug; {} for none; one line for a bad value."""
+    if predict is None:
+        return {}
+    if isinstance(predict, Mapping):
+        unknown = [s for s in predict if s not in slugs]
+        if unknown:
+            raise ValueError(f"predict names {', '.join(unknown)}, not among this step's slugs "
+                             f"({', '.join(slugs)})")
+        out = {s: float(v) for s, v in predict.items()}
+    else:
+        out = {s: float(predict) for s in slugs}
+    bad = [f"{s}={v!r}" for s, v in out.items() if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"predict: {', '.join(bad)}; a prediction is a time in ms > 0")
+    return out
 
 
 # -- numbers from the records, in sentences ------------------------------------------------------
@@ -350,6 +435,7 @@ class RowView:
 
     FIELDS = {"ms": ("median_ms", present.ms, " ms"), "us": ("median_ms", None, " µs"),
               "tflops": ("tflops", present.tflops, " TFLOP/s"), "pct": ("pct_of_floor", present.pct, ""),
+              "mpct": ("pct_of_measured", present.pct, ""),
               "err": ("rel_error", present.err, ""), "speedup": ("speedup", present.speedup, ""),
               "gbps": ("gbps", present.gbps, " GB/s"), "mb": ("peak_mem_mb", present.mb, " MB"),
               "tier": ("tier", str, ""), "title": ("title", str, ""), "variant": ("variant", str, ""),

@@ -101,6 +101,7 @@ COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "µs": us, "us": us, "duration_us": us, "duration µs": us,
     "TFLOP/s": tflops, "tflops": tflops,
     "% of floor": pct, "pct_of_floor": pct, "best_pct_of_floor": pct,
+    "% of measured": pct, "pct_of_measured": pct,
     "rel. error": err, "rel_error": err, "max_abs_error": err, "max abs error": err,
     "speedup": speedup, "speed-up": speedup, "speedup vs eager": speedup,
     "speedup_at_largest": speedup,

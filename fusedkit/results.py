@@ -141,9 +141,14 @@ def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H20
     rows may come from several runs; each row's ``speedup`` is against eager *in its own run*
     (``eager_ms``), and ``run_id``, ``commit``, ``timestamp`` and ``device`` say where it comes
     from (:func:`caption` for a table, :func:`run_short_label` for a row). ``as_of``: the
-    records as they stood at that time. Empty (same columns) when nothing is recorded.
+    records as they stood at that time. ``pct_of_measured`` is the row's time against the floor
+    of the ceilings measured on its device (:func:`fusedkit.ceilings.add_pct_of_measured`),
+    beside ``pct_of_floor``, the datasheet's. Empty (same columns) when nothing is recorded.
     """
-    return newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
+    from fusedkit.ceilings import add_pct_of_measured  # noqa: PLC0415 - ceilings reads records too
+
+    rows = newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
+    return add_pct_of_measured(rows, problem, path=path)
 
 
 def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
@@ -323,14 +328,18 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The ladder's rows (a :func:`recorded` frame or one run's rows) as the notebooks show them,
     in step order, components left out; ``recorded`` says where each row was measured
-    (:func:`run_short_label`), as the rows may come from several runs."""
+    (:func:`run_short_label`), as the rows may come from several runs. "% of floor" is against
+    the datasheet's floor, "% of measured" against the ceilings measured on the device."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
     rows = rows.assign(recorded=[run_short_label(r) for _, r in rows.iterrows()] if not rows.empty
                        else pd.Series(dtype=str))
+    if "pct_of_measured" not in rows.columns:
+        rows = rows.assign(pct_of_measured=float("nan"))
     return rows.rename(columns={"median_ms": "ms", "tflops": "TFLOP/s", "pct_of_floor": "% of floor",
-                                "rel_error": "rel. error", "peak_mem_mb": "call memory MB"})[
+                                "pct_of_measured": "% of measured", "rel_error": "rel. error",
+                                "peak_mem_mb": "call memory MB"})[
         ["step", "variant", "tier", "ms", "p10_ms", "p90_ms", "TFLOP/s", "% of floor",
-         "rel. error", "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
+         "% of measured", "rel. error", "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
 
 
 def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:

@@ -420,3 +420,52 @@ def test_short_kernel_names_keep_the_operation():
                                "std::array<char *, 2>>(int, T2, T3)") == "vectorized_elementwise_kernel: Abs"
     assert lesson.short_kernel("p12_tiled_kernel") == "p12_tiled_kernel"
     assert len(lesson.short_kernel("x" * 200)) == 56
+
+
+def test_step_holds_its_prediction_against_the_measurement(capsys, tmp_path, monkeypatch):
+    from fusedkit import counters
+
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    path = tmp_path / "r.csv"
+    _write_run(path, _ctx(), 2.724032, 0.871936)
+    rec = results.recorded(P12, path=path)
+    lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=0.5,
+                basis="three products at the fp16 rate")
+    out = capsys.readouterr().out
+    order = [out.index(s) for s in ("The code", "Prediction:", "What the hardware did",
+                                    "Check and time", "Predicted 0.500 ms, measured 0.872 ms")]
+    assert order == sorted(order)
+    assert "1.74x slower than predicted" in out and "three products at the fp16 rate" in out
+    lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=0.8, code=False)
+    assert "the prediction held (109% of it)" in capsys.readouterr().out
+    for bad in (0.0, -1.0, float("nan"), {"eager": 1.0}):
+        with pytest.raises(ValueError, match="predict"):
+            lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=bad)
+
+
+def test_prediction_verdict_names_the_direction_of_a_miss():
+    assert "held" in lesson.prediction_verdict(1.0, 1.2)
+    assert "2.00x faster than predicted" in lesson.prediction_verdict(1.0, 0.5)
+    assert "nothing measured" in lesson.prediction_verdict(1.0, float("nan"))
+    with pytest.raises(ValueError, match="predicted_ms"):
+        lesson.prediction_verdict(0.0, 1.0)
+
+
+def test_recorded_rows_carry_the_share_of_the_measured_ceiling(tmp_path):
+    from fusedkit import ceilings
+
+    path = tmp_path / "r.csv"
+    ctx = _ctx()
+    _write_run(path, ctx, 2.724032, 0.871936, device_rows=False)
+    rec = results.recorded(P12, path=path)
+    assert rec["pct_of_measured"].isna().all()        # no ceilings recorded on this device
+    gemm = ceilings.gemm_shapes(P12)[0]
+    rows = [_row(ctx, ceilings.COPY, 1.0, "", sizes=f"bytes={2**30}", problem="device", gbps=4000.0),
+            _row(ctx, ceilings.GEMM_PREFIX + "fp16", 1.0, "", problem="device",
+                 sizes=f"m={gemm[0]},n={gemm[1]},k={gemm[2]}", tflops=700.0)]
+    records.append_rows(path, rows)
+    rec = results.recorded(P12, path=path).set_index("variant")
+    floor = ceilings.measured_floor(P12, P12.defaults, "fp16x3", ceilings.of_run(ctx.run_id, path))
+    assert rec.loc["triton_fp16x3", "pct_of_measured"] == pytest.approx(100 * floor.floor_ms / 0.871936)
+    assert math.isnan(rec.loc["eager", "pct_of_measured"])   # fp32: no cuBLAS fp32 rate recorded
+    assert "% of measured" in results.ladder_table(rec.reset_index()).columns
