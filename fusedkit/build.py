@@ -21,6 +21,8 @@ Steps that use Hopper's architecture-specific instructions (wgmma, setmaxnreg: t
 only. They build apart, into the problem's Hopper extension (``binding_hopper.cpp`` and those
 steps, ``load_extension(problem, hopper=True)``), so that a compile error there never takes down
 the other steps; :func:`ptx` and :func:`resource_usage` pick ``sm_90a`` for them by default.
+:func:`load_sources` builds an extension of other sources the same way (a learner's copy of a
+step, a test's probe).
 
 Flags: ``-O3`` and ``-gencode`` for the GPU's own capability (``compute_90a``/``sm_90a`` for the
 Hopper extension). ``--use_fast_math`` is

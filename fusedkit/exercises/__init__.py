@@ -8,6 +8,7 @@ exercise           what the learner writes (2-6 lines in a skeleton)
 ``p12_gemm_tile``  the K loop of one tile of x @ W.T (the epilogue is fused after it)
 ``p45_online_lse`` the online logsumexp merge: a running (max, sum) per row, chunk by chunk
 ``p45_sigmoid_gemm`` GEMM1's tile with its bias and sigmoid fused before the store
+``p12_wgmma_desc`` step 8's wgmma shared-memory descriptor, in Python, built into the CUDA kernel
 =================  =====================================================================
 
 In a notebook::
@@ -30,13 +31,14 @@ from typing import Any
 
 import torch
 
-from fusedkit.exercises import p12_epilogue, p12_gemm_tile, p45_online_lse, p45_sigmoid_gemm
+from fusedkit.exercises import p12_epilogue, p12_gemm_tile, p12_wgmma_desc, p45_online_lse, p45_sigmoid_gemm
 from fusedkit.exercises._common import Exercise, KernelError, exec_source, run_check, solution_source
 from fusedkit.measure import Measurement
 from fusedkit.problems import Problem, Sizes
 
 EXERCISES: dict[str, Exercise] = {m.EXERCISE.name: m.EXERCISE for m in
-                                  (p12_epilogue, p12_gemm_tile, p45_online_lse, p45_sigmoid_gemm)}
+                                  (p12_epilogue, p12_gemm_tile, p45_online_lse, p45_sigmoid_gemm,
+                                   p12_wgmma_desc)}
 NAMES = tuple(EXERCISES)
 
 

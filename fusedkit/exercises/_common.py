@@ -429,6 +429,10 @@ def run_check(ex: Exercise, problem: Problem | str, kernel: Any, *, sizes: Sizes
               time_it: bool = True, warmup_ms: float | None = None, rep_ms: float | None = None,
               show: bool = True) -> Measurement:
     """See :func:`fusedkit.exercises.check`."""
+    own_check = getattr(ex, "check", None)
+    if own_check is not None:   # not a Triton kernel (p12_wgmma_desc): the exercise checks it
+        return own_check(problem, kernel, sizes=sizes, device=device, seeds=seeds, time_it=time_it,
+                         warmup_ms=warmup_ms, rep_ms=rep_ms, show=show)
     problem = get_problem(problem) if isinstance(problem, str) else problem
     if problem.key != ex.problem_key:
         raise ValueError(f"exercise {ex.name!r} belongs to problem {ex.problem_key}, not {problem.key}")
