@@ -1,5 +1,5 @@
 """Exercise p12_wgmma_desc: the learner's descriptor, checked against the mirror on the CPU,
-built into step 8's kernel (PTX for sm_90a here, a measured run on a Hopper GPU).
+built into the wgmma_tma step's kernel (PTX for sm_90a here, a measured run on a Hopper GPU).
 
 CPU: the worked solution passes and its PTX carries the descriptor's constant and mask; each
 typical slip gets a line naming it (never a traceback); the learner's formula, traced into
@@ -79,10 +79,10 @@ def test_the_solution_passes_and_its_kernel_compiles_for_sm90a(capsys):
     r = run(ex.solution, capsys, device="cpu")
     assert r.ok and r.addresses == len(ex.ADDRESSES) > 16384
     assert r.message.startswith(f"✓ right: your descriptor is hopper.cuh's on all {r.addresses:,} addresses, "
-                                "and step 8 built with it compiles for sm_90a (8 wgmma.mma_async")
+                                f"and {ex.step_label()} built with it compiles for sm_90a (8 wgmma.mma_async")
     assert ".target sm_90a" in r.ptx
     consts = {(int(m), int(s), int(c)) for *_, m, _, s, _, c in _DESC_PTX.findall(r.ptx)}
-    assert consts == {(0x3FFF0, 4, hl.sw128_desc(0))}     # as in the ladder's own step 8
+    assert consts == {(0x3FFF0, 4, hl.sw128_desc(0))}     # as in the ladder's own step
     assert "exercise_sw128_desc" in ex.exercise_folder(ex.trace(ex.solution)).read_text()
 
 
@@ -159,7 +159,7 @@ def test_uint64_semantics_that_python_does_not_share_are_refused(capsys):
 def test_a_compile_error_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(ex, "cpp_function", lambda expr: "this is not C++;\n")
     r = run(ex.solution, capsys, device="cpu")
-    assert not r.ok and r.message.startswith("✗ step 8 with your descriptor does not compile for sm_90a: ")
+    assert not r.ok and r.message.startswith(f"✗ {ex.step_label()} with your descriptor does not compile for sm_90a: ")
     assert "error" in r.message and "\n" not in r.message
 
 

@@ -173,7 +173,7 @@ def _moved_into_the_header(tmp_path):
 
     for folder in ("common", "p12"):
         shutil.copytree(KERNELS / folder, tmp_path / folder)
-    step = tmp_path / "p12" / "12_wgmma_fp16x3.cu"
+    step = tmp_path / problems.get("p12").variant("wgmma_fp16x3").source   # whatever its number
     text = step.read_text()
     assert text.count(_RING_INIT) == 1
     step.write_text(text.replace(_RING_INIT, "    fp::init_ring_barriers(full, empty, fp::kConsumers * 4);\n"))
@@ -189,7 +189,8 @@ def test_code_moved_into_a_header_still_pairs_with_its_counterpart(tmp_path):
     assert "init_ring_barriers" in source_view.header_helpers(step)
 
     def gemm(**kw):
-        view = source_view.show_source("p45/07_wgmma_fp16x3_lse.cu", previous=step, **kw)
+        view = source_view.show_source(problems.get("p45").variant("wgmma_fp16x3_lse").source,
+                                       previous=step, **kw)
         return {s.function.name: s for s in view.shown}["fp16x3_gemm"]
     inlined = gemm()
     assert inlined.against == "p12_wgmma_fp16x3_kernel" and not inlined.new

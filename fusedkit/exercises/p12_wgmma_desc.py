@@ -1,5 +1,5 @@
-"""Exercise p12_wgmma_desc: the shared-memory descriptor through which step 8's wgmma reads its
-tiles, written in Python.
+"""Exercise p12_wgmma_desc: the shared-memory descriptor through which the ``wgmma_tma`` step's
+wgmma reads its tiles, written in Python.
 
 wgmma takes its operands A and B from shared memory, where TMA wrote them with 128-byte swizzle,
 through a 64-bit *descriptor* per operand: the tile's start address and two strides, in 16-byte
@@ -13,7 +13,7 @@ field. The check:
    a wrong descriptor is decoded field by field and the usual slips are named (the two strides
    swapped, the start address not shifted by 4, bytes instead of 16-byte units, the wrong
    swizzle mode, no 18-bit mask ...);
-2. step 8's kernel is then built with the learner's own formula: the function is called once
+2. the step's kernel is then built with the learner's own formula: the function is called once
    on a symbolic address that records every operation as C++ (``uint64_t`` arithmetic, checked
    against the Python results on the same addresses), the expression replaces hopper.cuh's
    ``sw128_desc`` in a copy of the step's source, and nvcc compiles it to PTX for sm_90a;
@@ -211,6 +211,11 @@ def step_source() -> Path:
     return build.KERNELS_DIR / get_problem("p12").variant(STEP).source
 
 
+def step_label() -> str:
+    """"step 8": the step as the notebook numbers it (from the registry)."""
+    return f"step {get_problem('p12').variant(STEP).number}"
+
+
 _DESC_CALL = "sm90::sw128_desc("
 
 
@@ -362,7 +367,7 @@ def _step_constants() -> dict[str, int]:
 
 
 def outside_reads(fn: Callable[[int], int]) -> str:
-    """"" when every descriptor step 8 forms with ``fn`` keeps wgmma's reads inside the stage
+    """"" when every descriptor the step forms with ``fn`` keeps wgmma's reads inside the stage
     tiles of the block's shared memory (wherever its 1024-byte aligned base lands in the first
     8 KB), else one line saying where a read would go."""
     c = _step_constants()
@@ -451,8 +456,8 @@ def _fp16_error(problem: Problem, sizes: Sizes, device: torch.device) -> float:
 
 
 def builder(fn: Callable[[int], int]) -> Callable[[torch.nn.Module], Callable[..., torch.Tensor]]:
-    """``build(model) -> fn(x)``: step 8 compiled with the learner's descriptor (a Hopper GPU),
-    fed as the ladder feeds step 8 (x cast to fp16 per call, W once, K padded to 8)."""
+    """``build(model) -> fn(x)``: the step compiled with the learner's descriptor (a Hopper GPU),
+    fed as the ladder feeds it (x cast to fp16 per call, W once, K padded to 8)."""
     from fusedkit.kernels import load_step  # noqa: PLC0415
     from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights  # noqa: PLC0415
 
@@ -475,7 +480,7 @@ def check(problem: Problem | str, fn: Any, *, sizes: Sizes | None = None,
           show: bool = True) -> DescriptorCheck:
     """Check the learner's ``sw128_desc`` (see the module docstring); print one line.
 
-    Without a Hopper GPU: the values and the sm_90a PTX of step 8 built with it. On one
+    Without a Hopper GPU: the values and the sm_90a PTX of the step built with it. On one
     (``device`` defaults to it when torch sees one): also the kernel, measured at the problem's
     sizes (or ``sizes``) with ``seeds`` builds, timed unless ``time_it=False``. Never raises
     for a fault of ``fn``; wrong arguments raise ValueError."""
@@ -511,10 +516,10 @@ def _check(problem: Problem, fn: Any, sizes: Sizes | None, device: torch.device,
         ptx = build.ptx(step, arch="sm_90a") if build.nvcc_available() else ""
     except build.BuildError as e:
         line = next((ln.strip() for ln in str(e).splitlines() if "error" in ln.lower()), str(e).splitlines()[0])
-        return DescriptorCheck(False, f"✗ step 8 with your descriptor does not compile for sm_90a: "
+        return DescriptorCheck(False, f"✗ {step_label()} with your descriptor does not compile for sm_90a: "
                                       f"{line[:200]}. Hint: {HINT_ALL}", n)
     wgmmas = len(build.ptx_instructions(ptx, r"wgmma\.mma_async")) if ptx else 0
-    compiled = (f"step 8 built with it compiles for sm_90a ({wgmmas} wgmma.mma_async in its PTX)"
+    compiled = (f"{step_label()} built with it compiles for sm_90a ({wgmmas} wgmma.mma_async in its PTX)"
                 if ptx else "(nvcc not found: the kernel was not compiled)")
     if not hopper:
         where = ("on a Hopper GPU this check also runs it against float64"
@@ -549,10 +554,10 @@ def _check(problem: Problem, fn: Any, sizes: Sizes | None, device: torch.device,
     if bad is None and right_numbers:
         timing = f", {m.timing.median_ms:.3g} ms per call" if m.timing else ""
         return DescriptorCheck(True, f"✓ right: your descriptor is hopper.cuh's on all {n:,} "
-                                     f"addresses; step 8 built with it ran on {gpu}: {numbers}{timing}",
+                                     f"addresses; {step_label()} built with it ran on {gpu}: {numbers}{timing}",
                                n, ptx, m)
     if bad is None:
-        return DescriptorCheck(False, f"✗ step 8 failed on {gpu} although your descriptor is "
+        return DescriptorCheck(False, f"✗ {step_label()} failed on {gpu} although your descriptor is "
                                       f"hopper.cuh's: {numbers}. Hint: run the check again; if it "
                                       "stays, the step itself changed", n, ptx, m)
     if right_numbers:
@@ -569,7 +574,7 @@ class DescriptorExercise:
 
     name: str = NAME
     problem_key: str = "p12"
-    title: str = "the wgmma shared-memory descriptor of step 8, in Python, built into the kernel"
+    title: str = "the wgmma shared-memory descriptor of the wgmma_tma step, in Python, built into it"
     kernel_name: str = "sw128_desc"
     skeleton: str = SKELETON
     solution: Any = solution
