@@ -21,6 +21,8 @@ Steps that use Hopper's architecture-specific instructions (wgmma, setmaxnreg: t
 only. They build apart, into the problem's Hopper extension (``binding_hopper.cpp`` and those
 steps, ``load_extension(problem, hopper=True)``), so that a compile error there never takes down
 the other steps; :func:`ptx` and :func:`resource_usage` pick ``sm_90a`` for them by default.
+:func:`load_sources` builds an extension of other sources the same way (a learner's copy of a
+step, a test's probe).
 
 Flags: ``-O3`` and ``-gencode`` for the GPU's own capability (``compute_90a``/``sm_90a`` for the
 Hopper extension). ``--use_fast_math`` is
@@ -51,6 +53,7 @@ __all__ = [
     "hopper_sources",
     "kernel_sources",
     "load_extension",
+    "load_sources",
     "nvcc_available",
     "ptx",
     "ptx_instructions",
@@ -541,28 +544,85 @@ def load_extension(problem: str = "p12", verbose: bool = False, hopper: bool = F
     if fast_key in _LOADED_FAST:
         return _LOADED_FAST[fast_key]
     import torch  # noqa: PLC0415 - torch is heavy; only this function needs it
+
+    capability = _require_gpu(f"load_extension({problem!r}" + (", hopper=True)" if hopper else ")"),
+                              hopper)
+    cxx = _pick_cxx()
+    name, folder, sources, cuda_flags = _extension_plan(
+        problem, capability, torch.__version__, torch.version.cuda, cxx, hopper)
+    arch = "sm_90a" if hopper else f"sm_{capability[0]}{capability[1]}"
+    module = _build(name, folder, sources, cuda_flags, cxx, arch, verbose)
+    _LOADED_FAST[fast_key] = module
+    return module
+
+
+def load_sources(name: str, sources: "list[str | os.PathLike[str]]", *, hopper: bool = False,
+                 verbose: bool = False) -> ModuleType:
+    """Build (if needed) and import an extension made of ``sources`` rather than of a
+    problem's steps: a learner's generated kernel, a test's probe. One ``.cpp`` among them
+    defines the module (``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)``).
+
+    The same flags, compiler and cache as :func:`load_extension`: the build folder,
+    ``build/ext/<name>-...-<sha>/``, is keyed on the sources, the headers beside them and in
+    ``kernels/common/``, and the flags, so a changed source is a new build. ``hopper=True``
+    compiles for sm_90a (compute capability 9.x only), else for this GPU's own capability.
+    Raises ValueError for a bad name or a missing source, CudaUnavailableError without a
+    (Hopper) GPU, BuildError with the first compiler errors.
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"name={name!r}: an extension name is a Python identifier")
+    paths = [Path(s).resolve() for s in sources]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing or not paths:
+        raise ValueError(f"sources: {', '.join(missing) or 'none given'} (need existing files)")
+    if not any(p.suffix == ".cpp" for p in paths):
+        raise ValueError(f"sources={[p.name for p in paths]}: one .cpp must define the module")
+    import torch  # noqa: PLC0415 - torch is heavy; only this function needs it
+
+    capability = _require_gpu(f"load_sources({name!r})", hopper)
+    cxx = _pick_cxx()
+    arch = "90a" if hopper else f"{capability[0]}{capability[1]}"
+    cuda_flags = [*NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+    dev_tag = "cu" + torch.version.cuda.replace(".", "")
+    headers = sorted({h for p in paths for h in _headers_beside(p.parent)}
+                     | set(_headers_beside(KERNELS_DIR / "common")))
+    sha = _sha([*paths, *headers], [*CXX_FLAGS, *cuda_flags, *LDFLAGS, torch.__version__,
+                                    dev_tag, cxx])[:12]
+    py_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    folder = build_root() / "ext" / f"{name}-{py_tag}-{torch.__version__}-{dev_tag}-{sha}"
+    return _build(name, folder, paths, cuda_flags, cxx, f"sm_{arch}", verbose)
+
+
+def _require_gpu(what: str, hopper: bool) -> tuple[int, int]:
+    """The GPU's compute capability, or CudaUnavailableError saying why ``what`` cannot build."""
+    import torch  # noqa: PLC0415
     from torch.utils import cpp_extension  # noqa: PLC0415
 
     if not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else "a CUDA build"
         raise CudaUnavailableError(
-            f"load_extension({problem!r}): this step needs a CUDA GPU (torch {torch.__version__}, "
+            f"{what}: this step needs a CUDA GPU (torch {torch.__version__}, "
             f"{build}, sees none); on CPU use ptx() to inspect the kernel")
     if cpp_extension.CUDA_HOME is None:
         raise CudaUnavailableError(
-            f"load_extension({problem!r}): no CUDA toolkit found (nvcc); set CUDA_HOME to the "
+            f"{what}: no CUDA toolkit found (nvcc); set CUDA_HOME to the "
             "toolkit that matches torch's CUDA version")
     capability = torch.cuda.get_device_capability()
     if hopper and capability[0] != 9:
         raise CudaUnavailableError(
-            f"load_extension({problem!r}, hopper=True): these steps need a Hopper (sm_90) GPU "
+            f"{what}: these steps need a Hopper (sm_90) GPU "
             f"(wgmma, TMA); this one, {torch.cuda.get_device_name()}, is sm_{capability[0]}{capability[1]}")
-    cxx = _pick_cxx()
-    name, folder, sources, cuda_flags = _extension_plan(
-        problem, capability, torch.__version__, torch.version.cuda, cxx, hopper)
+    return capability
+
+
+def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], cxx: str,
+           arch: str, verbose: bool) -> ModuleType:
+    """Compile ``sources`` in ``folder`` with torch's cpp_extension and import the module
+    (once per folder and process)."""
+    from torch.utils import cpp_extension  # noqa: PLC0415
+
     key = str(folder)
     if key in _LOADED:
-        _LOADED_FAST[fast_key] = _LOADED[key]
         return _LOADED[key]
     _ensure_ninja_on_path()
     folder.mkdir(parents=True, exist_ok=True)
@@ -587,7 +647,6 @@ def load_extension(problem: str = "p12", verbose: bool = False, hopper: bool = F
         log = text.split(":", 1)[1] if ":" in text else text
         log_path = folder / "build.log"
         log_path.write_text(log)
-        arch = "sm_90a" if hopper else f"sm_{capability[0]}{capability[1]}"
         # `from None`: the message already holds the errors; torch's traceback adds nothing.
         raise BuildError(f"building extension {name!r} for {arch} failed", log, log_path) from None
     finally:
@@ -595,5 +654,5 @@ def load_extension(problem: str = "p12", verbose: bool = False, hopper: bool = F
             os.environ.pop("CXX", None)
         else:
             os.environ["CXX"] = saved_cxx
-    _LOADED[key] = _LOADED_FAST[fast_key] = module
+    _LOADED[key] = module
     return module

@@ -422,6 +422,104 @@ def clock_chart(readings: pd.DataFrame, *, gpu: GpuSpec | None = None, title: st
     where = runs[0] if len(runs) == 1 else f"{len(runs)} runs"
     fig.suptitle(title or f"SM clock and power read beside {where} (datasheet lines: {gpu.name})",
                  fontsize=11)
+# -- Hopper layouts (drawn from fusedkit.hopper_layout) ------------------------------------------
+
+
+def _cell_grid(ax: plt.Axes, rows: int, cols: int) -> None:
+    """Cells (r, c) span [c, c + 1] x [r, r + 1], row 0 at the top."""
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)
+    ax.grid(False)
+    ax.tick_params(length=0)
+
+
+def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
+    """The 128-byte swizzle atom: 8 rows of a K-major fp16 tile, 8 chunks of 16 bytes each, as
+    the kernel means them (left) and as TMA stores them and wgmma reads them (right), each cell
+    labelled and coloured by the logical chunk it holds; logical chunk ``highlight`` (one
+    column, 8 fp16 of k in each of 8 rows) is outlined: it lands in all 8 positions, 32 banks.
+    Drawn from :func:`fusedkit.hopper_layout.swizzle_atom`; the figure is closed (a notebook
+    shows it once, as the value of its cell)."""
+    from matplotlib.patches import Rectangle  # noqa: PLC0415
+
+    from fusedkit import hopper_layout as hl  # noqa: PLC0415
+
+    highlight = hl._check_int("highlight", highlight, 0, hl.CHUNKS)
+    stored = hl.swizzle_atom()
+    logical = np.tile(np.arange(hl.CHUNKS), (hl.ATOM_ROWS, 1))
+    colours = sns.color_palette("husl", hl.CHUNKS)
+    fig, axes = plt.subplots(1, 2, figsize=(8.2, 4.4))
+    panels = ((axes[0], logical, "as the kernel means it",
+               "logical chunk c (fp16 k = 8c .. 8c + 7)"),
+              (axes[1], stored, "as stored: chunk c at position c ^ (r % 8)",
+               "position p in the row (banks 4p .. 4p + 3)"))
+    for ax, grid, title, xlabel in panels:
+        _cell_grid(ax, hl.ATOM_ROWS, hl.CHUNKS)
+        ax.imshow(np.array([[colours[c] for c in row] for row in grid]),
+                  extent=(0, hl.CHUNKS, hl.ATOM_ROWS, 0), interpolation="nearest", alpha=0.55, aspect="auto")
+        for r in range(hl.ATOM_ROWS):
+            for p in range(hl.CHUNKS):
+                c = int(grid[r, p])
+                ax.text(p + 0.5, r + 0.5, str(c), ha="center", va="center", fontsize=11,
+                        fontweight="bold" if c == highlight else "normal")
+                if c == highlight:
+                    ax.add_patch(Rectangle((p + 0.06, r + 0.06), 0.88, 0.88, fill=False, lw=2.2,
+                                           ec="black"))
+        ax.set_xticks(np.arange(hl.CHUNKS) + 0.5, [str(p) for p in range(hl.CHUNKS)])
+        ax.set_yticks(np.arange(hl.ATOM_ROWS) + 0.5, [f"row {r}" for r in range(hl.ATOM_ROWS)])
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.set_title(title, fontsize=10)
+    axes[1].set_yticklabels([f"byte {r * hl.ROW_BYTES}" for r in range(hl.ATOM_ROWS)])
+    fig.suptitle(f"The 128-byte swizzle atom: {hl.ATOM_BYTES} bytes, 8 rows x 8 chunks of "
+                 f"{hl.CHUNK_BYTES} bytes\nchunk {highlight} of rows 0-7 (outlined) lands in all 8 "
+                 f"positions: one column is read from all 32 banks", fontsize=10.5)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def accumulator_fragment_figure(cols: int = 16, n: int = 128) -> plt.Figure:
+    """The fp32 accumulator of wgmma m64nNk16 (``n`` = N columns): which thread of the
+    warpgroup and which of its registers holds each element of the first ``cols`` columns of
+    the 64 x N tile, labelled ``t:i`` (thread t, register d[i]) and coloured by warp, the rows
+    8-15 of each warp (registers d[4j + 2], d[4j + 3]) a shade darker. Four lanes (a quad)
+    share each row of an 8-column slab, two columns each. Drawn from
+    :func:`fusedkit.hopper_layout.accumulator_owner`; the figure is closed (shown once)."""
+    from fusedkit import hopper_layout as hl  # noqa: PLC0415
+
+    n = hl._check_n(n)
+    cols = hl._check_int("cols", cols, 8, n + 1)
+    if cols % 8:
+        raise ValueError(f"cols={cols}: show whole 8-column slabs (a multiple of 8 up to n={n})")
+    warp_colours = sns.color_palette("pastel", 4)
+    dark = sns.color_palette("muted", 4)
+    fig, ax = plt.subplots(figsize=(8.2, 12.5))
+    _cell_grid(ax, hl.FRAGMENT_ROWS, cols)
+    image = np.zeros((hl.FRAGMENT_ROWS, cols, 3))
+    for r in range(hl.FRAGMENT_ROWS):
+        for c in range(cols):
+            t, i = hl.accumulator_owner(r, c, n)
+            w = t // 32
+            image[r, c] = dark[w] if (i // 2) % 2 else warp_colours[w]
+            ax.text(c + 0.5, r + 0.5, f"{t}:{i}", ha="center", va="center", fontsize=6.5)
+    ax.imshow(image, extent=(0, cols, hl.FRAGMENT_ROWS, 0), interpolation="nearest", alpha=0.8, aspect="auto")
+    for c in range(8, cols, 8):                    # 8-column slabs: d[4j .. 4j + 3]
+        ax.axvline(c, color="black", lw=1.6)
+    for r in range(8, hl.FRAGMENT_ROWS, 8):        # 8-row halves; 16 rows a warp
+        ax.axhline(r, color="black", lw=1.6 if r % 16 == 0 else 0.6)
+    ax.set_xticks(np.arange(cols) + 0.5, [str(c) for c in range(cols)], fontsize=7)
+    ax.set_yticks(np.arange(0, hl.FRAGMENT_ROWS, 4) + 0.5,
+                  [str(r) for r in range(0, hl.FRAGMENT_ROWS, 4)], fontsize=7)
+    ax.set_xlabel(f"column of the 64 x {n} tile (the first {cols}; slab j = column // 8)", fontsize=9)
+    ax.set_ylabel("row (warp w holds rows 16w .. 16w + 15)", fontsize=9)
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=warp_colours[w]) for w in range(4)]
+              + [plt.Rectangle((0, 0), 1, 1, color=dark[0])],
+              labels=[f"warp {w}: threads {32 * w}-{32 * w + 31}" for w in range(4)]
+              + ["darker: rows + 8 (d[4j + 2], d[4j + 3])"],
+              loc="upper center", bbox_to_anchor=(0.5, -0.045), ncol=3, fontsize=8, frameon=False)
+    ax.set_title(f"wgmma m64n{n}k16 fp32 accumulator: cell = thread t : register d[i]\n"
+                 "(lanes 4q .. 4q + 3 share one row; each holds 2 adjacent columns per slab)",
+                 fontsize=10)
     fig.tight_layout()
     plt.close(fig)
     return fig

@@ -10,7 +10,10 @@ Each function is compared with its counterpart in the previous step's file (the 
 the same name, else the most similar one), or, when it has none, with the whole previous file;
 added and changed code lines are marked with a green bar, removed ones with a red line saying
 how many (comments are never marked). A function identical to its counterpart
-is folded. The HTML needs no stylesheet (Pygments writes inline styles), so it reads the
+is folded. CUDA code is compared with its headers' helpers inlined: a call to a function of a
+header the file includes with quotes, which the other side never calls, counts as that
+function's body, so code moved into a shared header (or out of one) still pairs with the step
+before and is not marked as new. The HTML needs no stylesheet (Pygments writes inline styles), so it reads the
 same in JupyterLab and in the exported report; every code block is a
 ``<div class="fk-code">`` that scrolls sideways rather than overflow the page. The plain-text
 form marks changed lines with ``+``.
@@ -74,10 +77,14 @@ class Function:
 
 # -- parsing -----------------------------------------------------------------------------------
 
+_RULE = re.compile(r"^\s*(?://|#)\s*[-=]{8,}\s*$")   # a "// -------" section rule
+
+
 def _comment_block_above(lines: list[str], first: int, marker: str) -> int:
-    """Index of the first line of the comment block that ends right above ``lines[first]``."""
+    """Index of the first line of the comment block that ends right above ``lines[first]``
+    (a section rule line, ``// -----``, ends the block: it belongs to no one function)."""
     i = first
-    while i > 0 and lines[i - 1].strip().startswith(marker):
+    while i > 0 and lines[i - 1].strip().startswith(marker) and not _RULE.match(lines[i - 1]):
         i -= 1
     return i
 
@@ -167,10 +174,16 @@ def _cuda_functions(text: str) -> list[Function]:
     code = _mask_comments_and_strings(text)
     lines = text.splitlines()
     out: list[Function] = []
-    i, n, last_end = 0, len(code), 0
+    i, n, last_end, parens = 0, len(code), 0, 0
     while i < n:
         c = code[i]
-        if c in ";}":
+        if c in "()":
+            parens += 1 if c == "(" else -1
+        elif c == "{" and parens > 0:
+            # A braced initialiser in a parameter list (``Prepare prepare = Prepare{}``): no body.
+            i = _matching_brace(code, i) + 1
+            continue
+        elif c in ";}":
             last_end = i + 1
         elif c == "{":
             header = code[last_end:i]
@@ -263,8 +276,13 @@ def functions(path: str | Path) -> dict[str, str]:
 
 # -- which files -----------------------------------------------------------------------------
 
-def source_path(source: str) -> Path:
-    """``"p12/04_cublas_epilogue_vec4.cu"`` or ``"common/torch_cuda.h"`` as a path."""
+def source_path(source: str | Path) -> Path:
+    """``"p12/03_cublas_epilogue_vec4.cu"`` or ``"common/torch_cuda.h"`` as a path (a Path is
+    taken as it is: a copy of a step elsewhere, say)."""
+    if isinstance(source, Path):
+        if not source.is_file():
+            raise FileNotFoundError(f"kernel source {source} does not exist")
+        return source
     folder, _, filename = source.partition("/")
     if folder == "common":
         path = KERNELS / "common" / filename
@@ -293,6 +311,36 @@ def shared_functions(source: str) -> list[tuple[str, list[str]]]:
         if names:
             out.append((f"common/{filename}", names))
     return out
+
+
+_QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
+
+
+def included_headers(path: str | Path) -> list[Path]:
+    """The headers a CUDA/C++ file includes with quotes (``#include "../common/hopper.cuh"``),
+    resolved beside the file that includes them, and the ones those include: each once, in
+    include order. ``<system>`` headers, and names that are no file, are left out."""
+    path = Path(path).resolve()
+    seen, out = {path}, []
+
+    def visit(p: Path) -> None:
+        for name in _QUOTED_INCLUDE.findall(p.read_text()):
+            header = (p.parent / name).resolve()
+            if header not in seen and header.is_file():
+                seen.add(header)
+                out.append(header)
+                visit(header)
+    visit(path)
+    return out
+
+
+def header_helpers(path: str | Path) -> dict[str, Function]:
+    """The functions a CUDA/C++ file can call from the headers it includes with quotes
+    (:func:`included_headers`), name -> Function; empty for a Python file."""
+    path = Path(path)
+    if path.suffix not in CUDA_SUFFIXES:
+        return {}
+    return {f.name: f for h in included_headers(path) for f in parse(h)}
 
 
 def previous_source(problem_key: str, slug: str) -> str | None:
@@ -335,36 +383,134 @@ def _is_code(line: str) -> bool:
     return bool(s) and not s.startswith(("//", "#", "/*", "*"))
 
 
-def compare(fn: Function, previous: Sequence[Function], previous_text: str = "") -> Shown:
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\(")
+INLINE_DEPTH = 3
+"""Helpers called from inlined helpers are inlined too, this many levels deep."""
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str                 # whitespace-normalised
+    origin: int | None        # index in the shown function, None for an inlined helper's line
+    code: bool
+
+
+def _calls(lines: Iterable[str]) -> set[str]:
+    """Names called (``name(`` or ``name<...>(``) in code ``lines``, comments and strings left out."""
+    code = _mask_comments_and_strings("\n".join(lines))
+    return set(_CALL.findall(code))
+
+
+def _body_lines(fn: Function) -> list[str]:
+    """The code lines between a function's outermost braces (its body, without the braces)."""
+    code = _mask_comments_and_strings(fn.source)
+    depth, open_at = 0, -1
+    for i, c in enumerate(code):          # the first brace outside the parameter list
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "{" and depth == 0:
+            open_at = i
+            break
+    close_at = code.rfind("}")
+    if open_at < 0 or close_at <= open_at:
+        return []
+    body = _mask_comments_and_strings(fn.source[open_at + 1:close_at])
+    return [line for line in body.splitlines() if line.strip()]
+
+
+def _reach(fn: Function, helpers: dict[str, Function]) -> set[str]:
+    """The names ``fn`` calls, and those called by the ``helpers`` among them, in turn."""
+    out: set[str] = set()
+    todo = [fn]
+    while todo:
+        for name in _calls(x for x in todo.pop().lines if _is_code(x)):
+            if name not in out and name != fn.name:
+                out.add(name)
+                if name in helpers:
+                    todo.append(helpers[name])
+    return out
+
+
+def _expanded(fn: Function, helpers: dict[str, Function], keep: set[str]) -> list[_Line]:
+    """``fn``'s lines, each line that calls one of ``helpers`` (other than those in ``keep``:
+    the helpers the other side of the comparison reaches too) followed by that helper's body,
+    recursively to :data:`INLINE_DEPTH`."""
+    def inline(lines: list[str], origin: bool, depth: int, seen: frozenset[str]) -> list[_Line]:
+        out = []
+        for i, raw in enumerate(lines):
+            code = _is_code(raw)
+            out.append(_Line(_norm(raw), i if origin else None, code))
+            if not code or depth == 0:
+                continue
+            for name in sorted(_calls([raw])):
+                helper = helpers.get(name)
+                if helper is None or name in keep or name in seen:
+                    continue
+                out += inline(_body_lines(helper), False, depth - 1, seen | {name})
+        return out
+    return inline(fn.lines, True, INLINE_DEPTH, frozenset({fn.name}))
+
+
+def compare(fn: Function, previous: Sequence[Function], previous_text: str = "", *,
+            helpers: dict[str, Function] | None = None,
+            previous_helpers: dict[str, Function] | None = None) -> Shown:
     """Mark ``fn``'s code lines (comments and blank lines are never marked) against the
     previous step: against its counterpart among ``previous`` (the function of the same name,
     else the most similar one when at least :data:`SIMILAR` of the lines match) line by line;
     a function with no counterpart is new, and its lines that appear nowhere in
-    ``previous_text`` (the previous file) are marked."""
+    ``previous_text`` (the previous file) are marked.
+
+    ``helpers`` and ``previous_helpers`` (:func:`callable_helpers` of each file) are inlined
+    where one side calls a helper that the other never reaches (directly or through other
+    helpers): the call then stands for the helper's body, both in the similarity and in the
+    marking, so code moved into (or out of) a header keeps its counterpart and is not marked
+    as changed. Only the shown function's own lines are marked, and only its own removed lines
+    counted."""
     if not previous and not previous_text:
         return Shown(fn)
-    cur = [_norm(x) for x in fn.lines]
+    helpers, previous_helpers = helpers or {}, previous_helpers or {}
+    reach = _reach(fn, helpers)
+
+    def sides(p: Function) -> tuple[list[_Line], list[_Line]]:
+        # Each side inlines the helpers it reaches and the other does not.
+        return (_expanded(p, previous_helpers, reach),
+                _expanded(fn, helpers, _reach(p, previous_helpers)))
+
+    def ratio(old: list[_Line], cur: list[_Line]) -> float:
+        return difflib.SequenceMatcher(None, [x.text for x in old], [x.text for x in cur],
+                                       autojunk=False).ratio()
+
     same = [p for p in previous if p.name == fn.name]
-    best, ratio = (same[0], 1.0) if same else (None, 0.0)
+    best, ratio_best = (same[0], 1.0) if same else (None, 0.0)
     if best is None:
         for p in previous:
-            r = difflib.SequenceMatcher(None, [_norm(x) for x in p.lines], cur, autojunk=False).ratio()
-            if r > ratio:
-                best, ratio = p, r
-    if best is None or ratio < SIMILAR:
+            r = ratio(*sides(p))
+            if r > ratio_best:
+                best, ratio_best = p, r
+    if best is None or ratio_best < SIMILAR:
         seen = {_norm(x) for x in previous_text.splitlines()}
-        added = {j for j, line in enumerate(fn.lines) if _is_code(line) and cur[j] not in seen}
+        added = {j for j, line in enumerate(fn.lines) if _is_code(line) and _norm(line) not in seen}
         return Shown(fn, added=added, new=True, compared=True)
-    old = best.lines
-    sm = difflib.SequenceMatcher(None, [_norm(x) for x in old], cur, autojunk=False)
+    old, cur = sides(best)
+    sm = difflib.SequenceMatcher(None, [x.text for x in old], [x.text for x in cur], autojunk=False)
     shown = Shown(fn, against=best.name, compared=True)
+
+    def own_code(lines: list[_Line]) -> int:
+        return sum(x.code and x.origin is not None for x in lines)
+
+    def shown_line(j: int) -> int:
+        """The line of ``fn`` at or after expanded line ``j`` (its end past the last)."""
+        return next((x.origin for x in cur[j:] if x.origin is not None), len(fn.lines))
+
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag in ("replace", "insert"):
-            shown.added.update(j for j in range(j1, j2) if _is_code(fn.lines[j]))
+            shown.added.update(x.origin for x in cur[j1:j2] if x.code and x.origin is not None)
         if tag in ("delete", "replace"):
-            gone = sum(_is_code(x) for x in old[i1:i2]) - sum(_is_code(x) for x in fn.lines[j1:j2])
+            gone = own_code(old[i1:i2]) - own_code(cur[j1:j2])
             if gone > 0:
-                at = j1 if tag == "delete" else j2
+                at = shown_line(j1 if tag == "delete" else j2)
                 shown.removed[at] = shown.removed.get(at, 0) + gone
     return shown
 
@@ -474,12 +620,14 @@ def _header_lines(path: Path) -> list[str]:
     return out[:3]
 
 
-def show_source(source: str, *, previous: str | None = None, names: Iterable[str] | None = None,
-                fold: Iterable[str] = (), title: str | None = None, header: bool = True) -> CodeView:
-    """The functions that matter in ``source`` (``"p12/07_tiled.cu"``), or only ``names``,
-    marked against ``previous`` (another source, or None for no comparison); the functions in
-    ``fold`` are shown folded (a click opens them). A previous file in another language
-    (CUDA before a first Triton step) is named but not compared."""
+def show_source(source: str | Path, *, previous: str | Path | None = None, names: Iterable[str] | None = None,
+                fold: Iterable[str] = (), title: str | None = None, header: bool = True,
+                inline: bool = True) -> CodeView:
+    """The functions that matter in ``source`` (``"p12/04_tiled.cu"``), or only ``names`` (in
+    that order), marked against ``previous`` (another source, or None for no comparison); the
+    functions in ``fold`` are shown folded (a click opens them). A previous file in another
+    language (CUDA before a first Triton step) is named but not compared. ``inline=False``
+    compares the files' text alone, without their helpers inlined (see :func:`compare`)."""
     path = source_path(source)
     other_language = None
     if previous and (Path(previous).suffix == ".py") != (path.suffix == ".py"):
@@ -491,14 +639,17 @@ def show_source(source: str, *, previous: str | None = None, names: Iterable[str
         if missing:
             raise KeyError(f"{source} has no function {', '.join(missing)}; it has: "
                            f"{', '.join(f.name for f in all_fns)}")
-        fns = [f for f in all_fns if f.name in wanted]
+        fns = [f for n in dict.fromkeys(wanted) for f in all_fns if f.name == n]  # in the order asked
     else:
         fns = [f for f in all_fns if f.kind != "other"] or all_fns
     prev_path = source_path(previous) if previous else None
     prev_fns = parse(prev_path) if prev_path else []
-    prev_text = prev_path.read_text() if prev_path else ""
     prev_name = Path(previous).name if previous else ""
-    shown = [compare(f, prev_fns, prev_text) for f in fns]
+    prev_text = prev_path.read_text() if prev_path else ""
+    helpers = header_helpers(path) if inline and prev_path else {}
+    prev_helpers = header_helpers(prev_path) if inline and prev_path else {}
+    shown = [compare(f, prev_fns, prev_text, helpers=helpers, previous_helpers=prev_helpers)
+             for f in fns]
     fold = set(fold)
 
     head = title or source

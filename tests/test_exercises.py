@@ -44,6 +44,12 @@ DEVICES = [
 ]
 
 
+# The Triton kernels; p12_wgmma_desc, a Python descriptor built into a CUDA kernel, checks
+# itself (tests/test_exercise_wgmma_desc.py) and shares only the blank-skeleton, slip and
+# notebook tests below.
+TRITON_NAMES = [n for n in exercises.NAMES if not hasattr(exercises.get(n), "check")]
+
+
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param
@@ -151,6 +157,7 @@ BLANK_HINTS = {
     "p12_fp16_split": "TODO 1-3 are still to write",
     "p12_predict_stream": "predicted_ms is still None",
     "p12_predict_speedup": "predicted_speedup is still None",
+    "p12_wgmma_desc": "name 'start' is not defined",
 }
 
 
@@ -208,6 +215,9 @@ SLIPS = [
     ("p45_sigmoid_gemm", "no sigmoid", "h = 1.0 / (1.0 + tl.exp(-v))", "h = v", "the sigmoid is missing"),
     ("p45_sigmoid_gemm", "store without the column mask",
      "mask=(rows[:, None] < M) & (cols[None, :] < H))", "mask=(rows[:, None] < M))", "stored outside h"),
+    ("p12_wgmma_desc", "start not shifted", "start = (smem_byte_addr & 0x3FFFF) >> 4",
+     "start = smem_byte_addr & 0x3FFFF", "it was not shifted by 4"),
+    ("p12_wgmma_desc", "64-byte swizzle", "    swizzle = 1\n", "    swizzle = 2\n", "is 2 (64-byte swizzle)"),
 ]
 
 

@@ -161,3 +161,46 @@ def test_stall_chart_draws_a_bar_per_page_and_region():
     assert len(ax.get_legend().get_texts()) == 5  # four reasons and the rest
     with pytest.raises(ValueError, match="no source page"):
         plots.stall_chart({})
+
+
+def _cell_labels(ax) -> dict[tuple[int, int], str]:
+    """The text drawn at the centre of each cell (row, column) of a cell-grid axes."""
+    return {(int(t.get_position()[1]), int(t.get_position()[0])): t.get_text() for t in ax.texts}
+
+
+def test_swizzle_atom_figure_labels_every_cell_from_the_mirror():
+    import matplotlib.pyplot as plt
+
+    from fusedkit import hopper_layout as hl
+
+    fig = plots.swizzle_atom_figure(highlight=5)
+    assert not plt.fignum_exists(fig.number), "closed: a notebook shows it once"
+    logical, stored = fig.axes
+    atom = hl.swizzle_atom()
+    cells = _cell_labels(stored)
+    assert len(cells) == 64
+    assert all(cells[r, p] == str(atom[r, p]) for r in range(8) for p in range(8))
+    assert all(_cell_labels(logical)[r, c] == str(c) for r in range(8) for c in range(8))
+    outlined = sorted((int(b.get_y()), int(b.get_x())) for b in stored.patches)
+    assert outlined == sorted((r, hl.swizzled_chunk(r, 5)) for r in range(8))  # chunk 5's 8 rows
+    assert len({p for _, p in outlined}) == 8                                   # in 8 positions
+    assert fig.get_size_inches()[0] * 100 <= 824
+    with pytest.raises(ValueError, match="highlight=8"):
+        plots.swizzle_atom_figure(highlight=8)
+
+
+def test_accumulator_fragment_figure_labels_thread_and_register_from_the_mirror():
+    from fusedkit import hopper_layout as hl
+
+    fig = plots.accumulator_fragment_figure(cols=16, n=128)
+    (ax,) = [a for a in fig.axes if a.texts]
+    cells = _cell_labels(ax)
+    assert len(cells) == 64 * 16
+    for (r, c), label in cells.items():
+        t, i = hl.accumulator_owner(r, c, 128)
+        assert label == f"{t}:{i}", (r, c)
+    assert cells[0, 0] == "0:0" and cells[0, 2] == "1:0" and cells[8, 0] == "0:2"
+    assert cells[16, 9] == "32:5" and cells[63, 15] == "127:7"
+    assert fig.get_size_inches()[0] * 100 <= 824
+    with pytest.raises(ValueError, match="cols=12"):
+        plots.accumulator_fragment_figure(cols=12)

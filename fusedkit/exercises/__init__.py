@@ -1,22 +1,7 @@
 """Your turn: exercises for every notebook of the course, each checked by the same path as
 the ladder (:func:`fusedkit.measure.measure`), each with a hint that names the fault it found.
 
-=======================  ========  =============================================================
-exercise                 notebook  what the learner writes (a few lines in a skeleton)
-=======================  ========  =============================================================
-``p12_epilogue``         01        bias, x2 and LeakyReLU over the GEMM's output, 2-D blocks, masks
-``p12_gemm_tile``        01        the K loop of one tile of x @ W.T (the epilogue fused after it)
-``p12_coalesced_tile``   01        a tile of W loaded along k, its unit-stride axis; the sum over k
-``p45_online_lse``       03        the online logsumexp merge: a running (max, sum) per row
-``p45_sigmoid_gemm``     03        GEMM1's tile with its bias and sigmoid fused before the store
-``p12_predict_stream``   04        a prediction first: the weight stream's time at 1 row, in ms
-``p12_fp16_split``       05        the fp16 hi/lo split with its power-of-two row scale (PyTorch)
-``p12_predict_speedup``  06        a prediction first: fp32-faithful wgmma's speed-up over eager
-=======================  ========  =============================================================
-
-The notebooks of the course: 01 p12's SIMT ladder, 02 p12's Hopper ladder, 03 p45, 04 small
-batches, 05 the precision lab, 06 the results.
-
+=======================  ========  ======================================================
 In a notebook::
 
     from fusedkit import exercises
@@ -46,19 +31,21 @@ from typing import Any
 import torch
 
 from fusedkit.exercises import (p12_coalesced_tile, p12_epilogue, p12_fp16_split, p12_gemm_tile,
-                                p12_predict_speedup, p12_predict_stream, p45_online_lse,
-                                p45_sigmoid_gemm)
+                                p12_predict_speedup, p12_predict_stream, p12_wgmma_desc,
+                                p45_online_lse, p45_sigmoid_gemm)
 from fusedkit.exercises._common import Exercise, ExerciseMeasurement, KernelError, exec_source
 from fusedkit.exercises._predict import PredictionExercise, PredictionResult
 from fusedkit.exercises.p12_fp16_split import SplitExercise
 from fusedkit.problems import Problem, Sizes
 
-AnyExercise = Exercise | SplitExercise | PredictionExercise
+from fusedkit.exercises.p12_wgmma_desc import DescriptorExercise
+
+AnyExercise = Exercise | SplitExercise | PredictionExercise | DescriptorExercise
 
 EXERCISES: dict[str, AnyExercise] = {m.EXERCISE.name: m.EXERCISE for m in
-                                     (p12_epilogue, p12_gemm_tile, p12_coalesced_tile, p45_online_lse,
-                                      p45_sigmoid_gemm, p12_predict_stream, p12_fp16_split,
-                                      p12_predict_speedup)}
+                                     (p12_epilogue, p12_gemm_tile, p12_coalesced_tile, p12_wgmma_desc,
+                                      p45_online_lse, p45_sigmoid_gemm, p12_predict_stream,
+                                      p12_fp16_split, p12_predict_speedup)}
 NAMES = tuple(EXERCISES)
 COURSE = ("01", "02", "03", "04", "05", "06")
 """The notebooks of the course, by number."""
@@ -164,12 +151,13 @@ def check(problem: Problem | str, name: str, answer: Any, *, sizes: Sizes | None
 
 
 _OPTIONS = {PredictionExercise: {"device"}, SplitExercise: {"sizes", "device", "seeds"}}
+# DescriptorExercise takes every option (its kernel runs through fusedkit.measure on a GPU).
 """The options of check that apply to each kind of exercise (a kernel exercise takes all)."""
 
 
 __all__ = ["COURSE", "EXERCISES", "AnyExercise", "Exercise", "ExerciseMeasurement", "KernelError",
-           "NAMES", "PredictionExercise", "PredictionResult", "SplitExercise", "about", "builder",
+           "DescriptorExercise", "NAMES", "PredictionExercise", "PredictionResult", "SplitExercise", "about", "builder",
            "check", "for_notebook", "for_problem", "get", "given", "load_skeleton", "show_solution",
            "skeleton", "solution", "p12_coalesced_tile", "p12_epilogue", "p12_fp16_split",
-           "p12_gemm_tile", "p12_predict_speedup", "p12_predict_stream", "p45_online_lse",
+           "p12_gemm_tile", "p12_predict_speedup", "p12_predict_stream", "p12_wgmma_desc", "p45_online_lse",
            "p45_sigmoid_gemm"]

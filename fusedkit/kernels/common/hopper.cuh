@@ -20,7 +20,6 @@ namespace fusedkit::sm90 {
 // ---------------------------------------------------------------------------------------------
 // Shared-memory addresses. PTX's shared-memory operands are 32-bit offsets in the shared window,
 // not the 64-bit generic pointers C++ holds.
-
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -32,7 +31,6 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 // a stage used for the r-th time is waited on with parity r & 1. A fresh barrier is in phase 0,
 // and waiting on parity 1 (the phase "before" it) returns at once, which is how a producer
 // passes its first wait on a stage nobody has used yet.
-
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t arrivals) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrivals)
                  : "memory");
@@ -81,7 +79,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 // elements, innermost first: (column, row). Parts of the box outside the tensor are filled with
 // zeros and still counted, so edge tiles need no special case. The tensor map is a kernel
 // parameter declared __grid_constant__: its address is a generic address of parameter space.
-
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar,
                                             int col, int row) {
     asm volatile(
@@ -102,7 +99,6 @@ __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
 // shared-memory offset in every block named in `cta_mask` (bit r = the block of cluster rank r),
 // and counts its bytes on the mbarrier at `bar`'s offset in each of them. A barrier in another
 // block is reached through mapa, the address of the same variable in block `cta`.
-
 __device__ __forceinline__ uint32_t cluster_ctarank() {
     uint32_t rank;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
@@ -143,6 +139,18 @@ __device__ __forceinline__ void cluster_sync() {
 }
 
 // ---------------------------------------------------------------------------------------------
+constexpr uint32_t kSwizzleAtomBytes = 1024;  // 8 rows x 128 bytes
+
+// The 128-byte swizzle (TMA's CU_TENSOR_MAP_SWIZZLE_128B, wgmma's "128B swizzling", CuTe's
+// Swizzle<3, 4, 3>): in a tile of 128-byte rows that starts on a 1024-byte boundary, byte
+// `offset` of the plain row-major tile lands at the returned offset: bits 4-6 (the 16-byte
+// chunk c within its row) are XORed with bits 7-9 (the row r, mod 8), so chunk c of row r sits
+// at chunk position c ^ (r % 8). The 8 chunks of one column (same c, rows r .. r + 7) then lie
+// in 8 different 16-byte slots, i.e. in all 32 banks: reading a column is conflict-free.
+__host__ __device__ __forceinline__ constexpr uint32_t sw128_offset(uint32_t offset) {
+    return offset ^ (((offset >> 7) & 7u) << 4);
+}
+
 // wgmma operand descriptors. A and B live in shared memory as TMA wrote them with 128-byte
 // swizzle: each row of a tile is 64 fp16 (128 bytes, one k-slice of BK = 64), and in row r the
 // 16-byte chunk c sits at chunk position c ^ (r % 8). Eight rows (1024 bytes) form one swizzle
@@ -157,10 +165,8 @@ __device__ __forceinline__ void cluster_sync() {
 // The k-th 16-wide slice of the 64-wide row starts 32 * k bytes in: the hardware applies the
 // swizzle XOR to the address it computes, so advancing the start address by 32 bytes (2 in the
 // >> 4 units) selects the slice, as long as the tile itself is 1024-byte aligned.
-
-constexpr uint32_t kSwizzleAtomBytes = 1024;  // 8 rows x 128 bytes
-
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_byte_addr) {
+// Host and device: fusedkit.hopper_layout mirrors it, and its tests run this one on the host.
+__host__ __device__ __forceinline__ constexpr uint64_t sw128_desc(uint32_t smem_byte_addr) {
     return static_cast<uint64_t>((smem_byte_addr & 0x3FFFF) >> 4)  // start address
            | (static_cast<uint64_t>(16 >> 4) << 16)                 // leading byte offset (unused)
            | (static_cast<uint64_t>(kSwizzleAtomBytes >> 4) << 32)  // stride byte offset
@@ -177,7 +183,6 @@ __device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_byte_addr) {
 //                        accumulators hold the result and the shared tiles may be overwritten.
 // fence_accumulators() is for the compiler, not the hardware: an empty asm that "writes" every
 // accumulator, so that no read of them is moved above the wait and no write below the fence.
-
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -279,11 +284,11 @@ __device__ __forceinline__ void wgmma_m64n256k16_f16(float (&d)[128], uint64_t d
 //   d[4j + 0], d[4j + 1]  at row 16w + l / 4,      columns 8j + 2 (l % 4) + {0, 1}
 //   d[4j + 2], d[4j + 3]  at row 16w + l / 4 + 8,  the same two columns
 // i.e. mma.sync's m16n8 C fragment, stacked over the four warps (16 rows each).
-__device__ __forceinline__ int accumulator_row(int thread_in_warpgroup) {
+__host__ __device__ __forceinline__ constexpr int accumulator_row(int thread_in_warpgroup) {
     return 16 * (thread_in_warpgroup / 32) + (thread_in_warpgroup % 32) / 4;
 }
 
-__device__ __forceinline__ int accumulator_col(int thread_in_warpgroup) {
+__host__ __device__ __forceinline__ constexpr int accumulator_col(int thread_in_warpgroup) {
     return 2 * (thread_in_warpgroup % 4);
 }
 
@@ -291,7 +296,6 @@ __device__ __forceinline__ int accumulator_col(int thread_in_warpgroup) {
 // setmaxnreg: a warpgroup hands registers back to (dec) or takes them from (inc) the SM's pool.
 // It only works when the kernel is compiled with a fixed register budget at entry
 // (__launch_bounds__(threads, 1)) and every warp of the warpgroup executes the same instruction.
-
 template <int kRegs>
 __device__ __forceinline__ void setmaxnreg_dec() {
     static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: 24..256, step 8");
