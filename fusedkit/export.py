@@ -163,7 +163,7 @@ def best_per_tier(problem: Problem | str) -> dict[str, str]:
     """The fastest of our exportable kernels that reaches each tier, each with its recorded
     result (:func:`fusedkit.results.recorded`: its newest clean measurement, speed-up against
     eager in its own run) and chosen by :func:`fusedkit.results.best_by_tier`, the one
-    definition the report index, notebook 04 and the README use too. A variant of a stricter
+    definition the report index, notebook 06 and the README use too. A variant of a stricter
     tier also meets the looser ones, so ``kb-pass`` may name an fp32-faithful kernel when no
     kb-pass one is faster. Keys in :data:`EXPORT_TIERS` order, only tiers with a timed kernel;
     ``{}`` when nothing is recorded."""
