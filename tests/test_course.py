@@ -1,0 +1,107 @@
+"""The course's shape: each notebook one path a learner can follow.
+
+At most 60 cells, about 5,000 words of prose, a contents list that matches the headings, no lab
+history in the lesson body (commit ids, run ids, session command lines stay out of the prose;
+provenance is a caption, history a collapsed "Lab notes" section at the end).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+MAX_CELLS = 60
+MAX_PROSE_WORDS = 5000     # markdown and the sentence templates of lesson.say, Lab notes excluded
+# Notebooks still to be rewritten into the course's shape (strict: a rewritten one leaves the set).
+NOT_YET_REWRITTEN = {"01_p12_simt", "02_p12_hopper", "03_p45", "04_small_batches",
+                     "05_precision_lab", "06_results"}
+
+HASH = re.compile(r"(?<![\w/.#-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,12}(?![\w-])")
+RUN_ID = re.compile(r"\b20\d{6}T\d{6}Z-[0-9a-f]{6}\b|\b(?:sweep|run) [0-9a-f]{6}\b")
+LAB_LOG = re.compile(r"gpu_session\.sh|STAGES=|first version \(|second version \(|"
+                     r"\bcommit [0-9a-f]{7}", re.IGNORECASE)
+LAB_NOTES = re.compile(r"<details>\s*<summary>\s*Lab notes", re.IGNORECASE)
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def _say_templates(code: str) -> list[str]:
+    """The string literals of a cell's lesson.say(...) calls: prose the page shows."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("say", "md") and node.args):
+            out += [n.value for n in ast.walk(node.args[0])
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return out
+
+
+def _prose(path: Path) -> list[str]:
+    """The page's prose: markdown cells (Lab notes left out) and lesson.say templates."""
+    out = []
+    for c in _cells(path):
+        src = _source(c)
+        if c["cell_type"] == "markdown" and not LAB_NOTES.search(src):
+            out.append(src)
+        elif c["cell_type"] == "code":
+            out += _say_templates(src)
+    return out
+
+
+def _words(text: str) -> int:
+    text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)
+    text = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("|"))  # tables
+    return len(re.findall(r"[A-Za-z][\w'’-]*", text))
+
+
+def _params():
+    for p in NOTEBOOKS:
+        marks = [pytest.mark.xfail(strict=False, reason="not yet rewritten into the course's shape")] \
+            if p.stem in NOT_YET_REWRITTEN else []
+        yield pytest.param(p, marks=marks, id=p.stem)
+
+
+@pytest.mark.parametrize("path", list(_params()))
+def test_a_notebook_is_one_path_of_at_most_60_cells_and_5000_words(path):
+    cells = _cells(path)
+    assert len(cells) <= MAX_CELLS, f"{path.name}: {len(cells)} cells, at most {MAX_CELLS}"
+    words = sum(_words(t) for t in _prose(path))
+    assert words <= MAX_PROSE_WORDS, f"{path.name}: {words} words of prose, about {MAX_PROSE_WORDS} at most"
+
+
+@pytest.mark.parametrize("path", list(_params()))
+def test_the_contents_list_matches_the_headings(path):
+    cells = [_source(c) for c in _cells(path) if c["cell_type"] == "markdown"]
+    first = cells[0]
+    assert first.startswith("# ") and "**You will learn**" in first and "**Contents**" in first
+    listed = re.findall(r"^\s*(\d+)\.\s+(.+?)\s*$", first.split("**Contents**", 1)[1], flags=re.MULTILINE)
+    headings = [m for src in cells[1:] for m in re.findall(r"^## (\d+)\. (.+?)\s*$", src, flags=re.MULTILINE)]
+    assert listed == headings, f"{path.name}: contents {listed} against headings {headings}"
+
+
+@pytest.mark.parametrize("path", list(_params()))
+def test_no_lab_history_in_the_lesson_body(path):
+    found = []
+    for text in _prose(path):
+        found += HASH.findall(text) + RUN_ID.findall(text) + LAB_LOG.findall(text)
+    assert not found, f"{path.name}: lab history in the prose (captions and Lab notes hold it): {found}"
+    notes = [i for i, c in enumerate(_cells(path)) if LAB_NOTES.search(_source(c))]
+    assert notes in ([], [len(_cells(path)) - 1]), f"{path.name}: Lab notes must be the last cell, once"
