@@ -422,6 +422,11 @@ def clock_chart(readings: pd.DataFrame, *, gpu: GpuSpec | None = None, title: st
     where = runs[0] if len(runs) == 1 else f"{len(runs)} runs"
     fig.suptitle(title or f"SM clock and power read beside {where} (datasheet lines: {gpu.name})",
                  fontsize=11)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
 # -- Hopper layouts (drawn from fusedkit.hopper_layout) ------------------------------------------
 
 
