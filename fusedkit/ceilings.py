@@ -321,14 +321,50 @@ def for_run(device: str, run_id: str | None, ceilings: pd.DataFrame) -> pd.DataF
     return both.loc[pick].drop(columns="_own").reset_index(drop=True)
 
 
-def _lookup(ceilings: pd.DataFrame, kind: str, operands: str = "",
-            mnk: tuple[int, int, int] | None = None) -> float:
+def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
+         mnk: tuple[int, int, int] | None = None) -> float:
+    """One ceiling's rate from ``ceilings`` (e.g. :func:`newest`): ``kind`` copy, dram_read or
+    l2_read in GB/s, or gemm in TFLOP/s for ``operands`` (fp32, tf32, fp16, bf16) at ``mnk``
+    (M, N, K); NaN where it is not among them. A copy without a size is the largest one."""
     hit = ceilings[(ceilings["kind"] == kind) & (ceilings["operands"] == operands)]
     if mnk is not None:
         hit = hit[(hit["m"] == mnk[0]) & (hit["n"] == mnk[1]) & (hit["k"] == mnk[2])]
     elif kind == "copy":   # the 2 GiB copy (legacy rows: the same size)
         hit = hit.sort_values("bytes").tail(1)
     return float(hit["rate"].iloc[-1]) if len(hit) else math.nan
+
+
+def for_problem(ceilings: pd.DataFrame, problem: Problem, sizes: Sizes | None = None) -> pd.DataFrame:
+    """The ceilings of ``ceilings`` that bear on ``problem`` at ``sizes`` (default: its own):
+    the memory ceilings (copy, DRAM read, L2 read) and cuBLAS at the problem's GEMM shapes
+    (:func:`gemm_shapes`), in that order; rows of other shapes (another problem's, a legacy
+    square matmul) left out."""
+    shapes = gemm_shapes(problem, sizes)
+    mnk = list(zip(ceilings["m"], ceilings["n"], ceilings["k"]))
+    gemm = (ceilings["kind"] == "gemm") & pd.Series([s in shapes for s in mnk], index=ceilings.index)
+    memory = ceilings["kind"].isin(["copy", "dram_read", "l2_read"])
+    order = {"copy": 0, "dram_read": 1, "l2_read": 2, "gemm": 3}
+    out = ceilings[memory | gemm]
+    out = out.assign(_kind=out["kind"].map(order),
+                     _shape=[shapes.index(s) if s in shapes else -1
+                             for s in zip(out["m"], out["n"], out["k"])],
+                     _ops=out["operands"].map({op: i for i, op in enumerate(GEMM_OPERANDS)}))
+    return out.sort_values(["_kind", "_shape", "_ops"], kind="stable") \
+        .drop(columns=["_kind", "_shape", "_ops"]).reset_index(drop=True)
+
+
+def standalone_run(device: str, path: str | Path | None = None) -> str | None:
+    """The run_id of the newest run on ``device`` (its exact name) that recorded the device's
+    ceilings and nothing else (``python -m fusedkit ceilings``): its clock readings are those
+    of the GEMMs and copies alone, at full load one after another. None when there is none."""
+    recs = records.read_records(path or records.default_path())
+    recs = recs[recs["device"] == device]
+    if recs.empty:
+        return None
+    only = recs.groupby("run_id").agg(all_device=("problem", lambda p: bool((p == PROBLEM).all())),
+                                      stamp=("timestamp", "max"))
+    only = only[only["all_device"]].sort_values("stamp")
+    return str(only.index[-1]) if len(only) else None
 
 
 def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
@@ -344,13 +380,13 @@ def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
     sizes = problem.sizes(parse_sizes(sizes) if isinstance(sizes, str) else sizes)
     if ceilings.empty:
         return None
-    copy = _lookup(ceilings, "copy")
+    copy = rate(ceilings, "copy")
     operands, products = PRECISION_CEILING[precision]
     gpu = match_device_name(str(ceilings["device"].iloc[0])) or spec(DEFAULT_GPU)
     rates = {}
     for stage in problem.stages(sizes):
         if stage.kind == "gemm":
-            rates[stage.name] = _lookup(ceilings, "gemm", operands, stage.mnk) / products
+            rates[stage.name] = rate(ceilings, "gemm", operands, stage.mnk) / products
     if not math.isfinite(copy) or not all(math.isfinite(r) for r in rates.values()):
         return None
     return fused_floor_at(problem, sizes, lambda s: rates.get(s.name, gpu.fp32_tflops), copy)

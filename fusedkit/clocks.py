@@ -326,6 +326,13 @@ def read_clocks(path: str | Path | None = None) -> pd.DataFrame:
     return readings_frame(_parse_file(path, path.read_text(encoding="utf-8")))
 
 
+def of_run(run_id: str, clocks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The readings taken beside the run ``run_id`` (from ``clocks``, default
+    :func:`read_clocks`), oldest first; empty (same columns) when none were recorded."""
+    clocks = read_clocks() if clocks is None else clocks
+    return clocks[clocks["run_id"] == run_id].sort_values("timestamp", kind="stable").reset_index(drop=True)
+
+
 # --- summaries ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -255,13 +255,19 @@ def timed_with_counters(problem: Problem, slug: str, *, device: str = "H200",
 
 
 def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
-    """One row per ladder step with recorded counters: its % of floor and time (``recorded``,
-    each step's newest measurement), the time measured when the counters were taken
-    (:func:`timed_with_counters`: the same code), the time its kernels took under the profiler
-    and the difference (the GPU idle between them), beside the counters of its main kernel;
-    one line when no counters are recorded."""
+    """One row per ladder step of ``recorded`` that has recorded counters (every step with
+    counters when ``recorded`` is empty): its % of floor, % of measured ceiling and time
+    (``recorded``, each step's newest measurement), the time measured when the counters were
+    taken (:func:`timed_with_counters`: the same code), the time its kernels took under the
+    profiler and the difference, "recorded − profiled" (the GPU running none of the step's
+    kernels, such as a wait for the host, and any difference of clocks between the timed loop and
+    the profiler's replay of each kernel: it can be negative), beside the counters of its main
+    kernel and the DRAM bytes of the whole call; one line when no counters are recorded."""
+    shown = set(recorded["variant"]) if recorded is not None and not recorded.empty else None
     rows, labels = [], []
     for v in problem.ladder():
+        if shown is not None and v.slug not in shown:
+            continue
         c = counter_summary(problem, v.slug)
         if c is None:
             continue
@@ -272,12 +278,15 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
                      "% of floor": value(recorded, v.slug, "pct_of_floor"),
                      "% of measured": value(recorded, v.slug, "pct_of_measured"),
                      "ms": value(recorded, v.slug), "ms when profiled": then_ms,
-                     "kernels ms": c["total_us"] / 1e3, "idle ms": then_ms - c["total_us"] / 1e3,
+                     "kernels ms": c["total_us"] / 1e3,
+                     RECORDED_MINUS_PROFILED: then_ms - c["total_us"] / 1e3,
                      "launches": c["launches"], "main kernel": short_kernel(c["kernel"], 32),
                      "its share": 100.0 * c["share"], "SM %": c["sm_pct"],
                      "tensor %": c["tensor_pct"], "FMA %": c["fma_pct"], "DRAM %": c["dram_pct"],
                      "occupancy %": c["occupancy_pct"], "registers": c["registers"],
-                     "L2 hit %": c["l2_hit_pct"]})
+                     "L2 hit %": c["l2_hit_pct"], "sectors/request": c["gld_sectors_per_request"],
+                     "L1 hit %": c["l1_hit_pct"], "L2→L1 GB": c["l2_l1_gb"],
+                     "DRAM GB": c["dram_gb_total"]})
     if not rows:
         return present.md("*Hardware counters:* none recorded for this problem yet (they are "
                           "collected on a GPU with `python -m fusedkit.counters collect`).")
@@ -285,17 +294,26 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
     label = "; ".join(dict.fromkeys(labels))
     return _Captioned(f"Each step: its recorded time (ms, newest measurement), the time measured "
                       f"with the code that was profiled (ms when profiled), the time its kernels "
-                      f"took under the profiler (kernels ms), and the rest, when the GPU ran none "
-                      f"of them (idle ms), beside the counters of its main kernel ({label})",
+                      f"took under the profiler (kernels ms), and the difference ("
+                      f"{RECORDED_MINUS_PROFILED}: time the GPU ran none of them, plus any clock "
+                      f"difference between the timed loop and the profiler's replay), beside the "
+                      f"counters of its main kernel and the DRAM bytes of one call ({label})",
                       present.table(df, formats={"its share": present.pct, "launches": present.count,
-                                                 "kernels ms": present.ms, "idle ms": present.ms,
+                                                 "kernels ms": present.ms,
+                                                 RECORDED_MINUS_PROFILED: present.ms_diff,
                                                  "ms when profiled": present.ms}))
 
 
+RECORDED_MINUS_PROFILED = "recorded − profiled ms"
+"""The overview's column: the time measured with the profiled code minus its kernels' time
+under the profiler (:func:`idle_ms`): idle GPU time and clock differences together."""
+
+
 def idle_ms(problem: Problem, slug: str) -> float:
-    """How long, per call, the GPU ran none of ``slug``'s kernels (ms): the time measured with
-    the code that was profiled (:func:`timed_with_counters`) minus the time its kernels took
-    under the profiler; NaN without counters or such a measurement."""
+    """The time measured with the code that was profiled (:func:`timed_with_counters`) minus
+    the time its kernels took under the profiler, ms per call: how long the GPU ran none of
+    ``slug``'s kernels, plus any difference of clocks between the timed loop and the
+    profiler's replay (so it can be negative); NaN without counters or such a measurement."""
     then = timed_with_counters(problem, slug)
     c = counter_summary(problem, slug)
     return float(then["median_ms"]) - c["total_us"] / 1e3 if then is not None else math.nan

@@ -7,6 +7,7 @@ copied out of context still says where it came from.
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Sequence
 
 import matplotlib.pyplot as plt
@@ -182,6 +183,42 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
     ax.set_xlim(0, d[time_col].max() * 1.35)
     ax.set_title(title)
     fig.tight_layout()
+    return fig
+
+
+def ceiling_bars(rows: pd.DataFrame, *, title: str = "") -> plt.Figure:
+    """Two bars per variant, in the order of ``rows`` (a :func:`fusedkit.results.recorded`
+    frame, or a part of one): its share of the datasheet's floor (``pct_of_floor``) and of the
+    floor on the ceilings measured on its device (``pct_of_measured``), each labelled with its
+    value; a line at 100%. The y labels read "step N  variant". The figure is closed before it
+    is returned, so a notebook shows it once, where it is displayed."""
+    if rows.empty:
+        raise ValueError("rows is empty: no variants to plot")
+    missing = [c for c in ("variant", "pct_of_floor", "pct_of_measured") if c not in rows]
+    if missing:
+        raise ValueError(f"rows lacks column(s) {', '.join(missing)}: pass a results.recorded frame")
+    d = rows.reset_index(drop=True)
+    steps = d["step"] if "step" in d else pd.Series([math.nan] * len(d))
+    labels = [f"step {s:.0f}  {v}" if pd.notna(s) else str(v) for s, v in zip(steps, d["variant"])]
+    long = pd.DataFrame({"label": labels * 2,
+                         "share": list(d["pct_of_floor"]) + list(d["pct_of_measured"]),
+                         "of": ["% of the datasheet floor"] * len(d)
+                               + ["% of the measured ceiling"] * len(d)})
+    fig, ax = plt.subplots(figsize=(8.2, 0.42 * len(d) + 1.5))
+    sns.barplot(data=long, y="label", x="share", hue="of", orient="h", ax=ax,
+                palette=["#a1c9f4", "#1f5fa8"])
+    for bars in ax.containers:
+        ax.bar_label(bars, labels=[present.pct(b.get_width()) for b in bars], fontsize=7, padding=2)
+    ax.axvline(100, color="black", lw=1, ls="--")
+    top = np.nanmax(long["share"].to_numpy(dtype=float)) if long["share"].notna().any() else 100.0
+    ax.set_xlim(0, max(110.0, top * 1.12))
+    ax.set_xlabel("share of the floor reached (%, higher is better; 100% = the floor)")
+    ax.set_ylabel("")
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
+              title=None)
+    ax.set_title(title, fontsize=10, pad=22)
+    fig.tight_layout()
+    plt.close(fig)
     return fig
 
 

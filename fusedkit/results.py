@@ -325,6 +325,15 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
                   "device"]].reset_index(drop=True)
 
 
+def of_variants(rows: pd.DataFrame, slugs: Sequence[str]) -> pd.DataFrame:
+    """The rows of ``rows`` (a :func:`recorded` frame, or one run's) whose variant is one of
+    ``slugs``: the part of a ladder one notebook teaches, for its tables and charts. Order and
+    columns kept; a slug with no row is simply absent."""
+    if isinstance(slugs, str):
+        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
+    return rows[rows["variant"].isin(list(slugs))].reset_index(drop=True)
+
+
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The ladder's rows (a :func:`recorded` frame or one run's rows) as the notebooks show them,
     in step order, components left out; ``recorded`` says where each row was measured

@@ -117,7 +117,7 @@ def test_legacy_rows_are_read_as_ceilings(recorded):
     mm = legacy.loc["bf16_matmul"]
     assert (mm["kind"], mm["operands"], mm["m"], mm["n"], mm["k"]) == ("gemm", "bf16", 8192, 8192, 8192)
     # the newest copy on the device is the new run's
-    assert ceilings._lookup(ceilings.newest(H200, recorded), "copy") == 4000.0
+    assert ceilings.rate(ceilings.newest(H200, recorded), "copy") == 4000.0
 
 
 def frame(run_id: str | None, median_ms: float, variant: str = "eager", device: str = H200,
@@ -232,3 +232,35 @@ def test_measured_ceilings_on_the_gpu(tmp_path):
     for p in (P12, P45):
         f = ceilings.measured_floor(p, p.defaults, "fp16", got)
         assert f is not None and f.floor_ms > 0
+
+
+def test_rate_reads_one_ceiling_or_nan(recorded):
+    have = ceilings.newest(H200, recorded)
+    assert ceilings.rate(have, "gemm", "tf32", (1024, 8192, 8192)) == 350.0
+    assert ceilings.rate(have, "gemm", "tf32", (16384, 4096, 2048)) == pytest.approx(315.0)
+    assert ceilings.rate(have, "l2_read") == 9000.0
+    assert math.isnan(ceilings.rate(have, "gemm", "fp16", (64, 8192, 8192)))   # never measured
+
+
+def test_for_problem_keeps_memory_and_the_problems_own_shapes(recorded):
+    have = ceilings.newest(H200, recorded)       # holds p12's shape, p45's two and the legacy 8192^3
+    mine = ceilings.for_problem(have, P12)
+    assert list(mine["kind"]) == ["copy", "dram_read", "l2_read"] + ["gemm"] * 4
+    assert list(mine["operands"].iloc[3:]) == list(ceilings.GEMM_OPERANDS)
+    assert set(zip(mine["m"].iloc[3:], mine["n"].iloc[3:], mine["k"].iloc[3:])) == {(1024, 8192, 8192)}
+    theirs = ceilings.for_problem(have, P45)
+    shapes = list(dict.fromkeys(zip(theirs["m"].iloc[3:], theirs["n"].iloc[3:], theirs["k"].iloc[3:])))
+    assert shapes == ceilings.gemm_shapes(P45) and len(theirs) == 3 + 8
+
+
+def test_standalone_run_is_the_newest_run_of_ceilings_alone(recorded, tmp_path):
+    # Both fixture runs hold ceilings only: the newer one is it.
+    assert ceilings.standalone_run(H200, recorded) == "20261202T000000Z-000002"
+    # A newer run that also timed a ladder step is not a run of ceilings alone.
+    ladder = ctx("20261203T000000Z-000003", "2026-12-03T00:00:00Z")
+    records.append_rows(recorded, [ceiling(ladder, "ceiling_copy", "bytes=2147483648", 4100.0),
+                                   records.make_row(ladder, problem="p12",
+                                                    sizes=problems.fmt_sizes(P12.defaults),
+                                                    variant="eager", timer="cuda-events", median_ms=2.7)])
+    assert ceilings.standalone_run(H200, recorded) == "20261202T000000Z-000002"
+    assert ceilings.standalone_run("NVIDIA B200", recorded) is None

@@ -182,3 +182,14 @@ def test_readme_documents_every_clocks_column_in_order():
     text = (DATA / "README.md").read_text()
     section = text[text.index("## `clocks.csv`"):text.index("## Other files here")]
     assert tuple(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.M)) == clocks.COLUMNS
+
+
+def test_of_run_keeps_one_runs_readings_in_time_order(tmp_path):
+    path = tmp_path / "clocks.csv"
+    clocks.record("20261202T100000Z-aaaaaa", readings(3).iloc[::-1], path)
+    clocks.record("20261202T110000Z-bbbbbb", readings(2), path)
+    kept = clocks.read_clocks(path)
+    one = clocks.of_run("20261202T100000Z-aaaaaa", kept)
+    assert len(one) == 3 and set(one["run_id"]) == {"20261202T100000Z-aaaaaa"}
+    assert one["timestamp"].is_monotonic_increasing
+    assert clocks.of_run("20261202T120000Z-cccccc", kept).empty

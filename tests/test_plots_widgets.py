@@ -204,3 +204,19 @@ def test_accumulator_fragment_figure_labels_thread_and_register_from_the_mirror(
     assert fig.get_size_inches()[0] * 100 <= 824
     with pytest.raises(ValueError, match="cols=12"):
         plots.accumulator_fragment_figure(cols=12)
+
+
+def test_ceiling_bars_draw_both_shares_per_variant_and_close():
+    rows = pd.DataFrame({"step": [0.0, 7.0], "variant": ["eager", "tiled"],
+                         "pct_of_floor": [75.0, 58.4], "pct_of_measured": [99.0, float("nan")]})
+    fig = plots.ceiling_bars(rows, title="t")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["step 0  eager", "step 7  tiled"]
+    shown = {t.get_text() for t in ax.texts}
+    assert {"75%", "58%", "99%"} <= shown            # a missing share is drawn as nothing, said "–"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["% of the datasheet floor", "% of the measured ceiling"]
+    assert fig.get_size_inches()[0] * fig.dpi <= 830
+    assert not matplotlib.pyplot.fignum_exists(fig.number)
+    with pytest.raises(ValueError, match="rows lacks column"):
+        plots.ceiling_bars(rows.drop(columns="pct_of_measured"))

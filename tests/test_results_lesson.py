@@ -388,7 +388,7 @@ def test_counters_pair_with_the_time_of_the_code_that_was_profiled(tmp_path, mon
     shown = lesson.counter_overview(P12, results.recorded(P12)).body.data.set_index("variant")
     assert shown.loc["triton_fp16x3", "ms"] == "0.750"                           # the newest
     assert shown.loc["triton_fp16x3", "ms when profiled"] == "0.900"
-    assert shown.loc["triton_fp16x3", "idle ms"] == "0.200"
+    assert shown.loc["triton_fp16x3", "recorded − profiled ms"] == "+0.200"
 
 
 def test_live_row_checks_then_times():
@@ -469,3 +469,40 @@ def test_recorded_rows_carry_the_share_of_the_measured_ceiling(tmp_path):
     assert rec.loc["triton_fp16x3", "pct_of_measured"] == pytest.approx(100 * floor.floor_ms / 0.871936)
     assert math.isnan(rec.loc["eager", "pct_of_measured"])   # fp32: no cuBLAS fp32 rate recorded
     assert "% of measured" in results.ladder_table(rec.reset_index()).columns
+
+
+def test_of_variants_keeps_the_named_rows_in_order(full_then_partial):
+    path = full_then_partial[0]
+    rec = results.recorded(P12, path=path)
+    part = results.of_variants(rec, ["tiled", "eager", "not_a_step"])
+    assert list(part["variant"]) == [v for v in rec["variant"] if v in ("tiled", "eager")]
+    assert list(part.columns) == list(rec.columns)
+    with pytest.raises(TypeError, match="pass a list"):
+        results.of_variants(rec, "tiled")
+
+
+def test_counter_overview_shows_the_steps_of_the_frame_it_is_given(tmp_path, monkeypatch):
+    """A part of the ladder (results.of_variants) gets the rows of its own steps only; the
+    difference column says what it is: recorded minus profiled, signed."""
+    from fusedkit import counters
+
+    path = tmp_path / "r.csv"
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    run, profile = _ctx(day=1), _ctx(day=2)
+    records.append_rows(path, [_row(run, "eager", 3.0, "reference"), _row(run, "tiled", 3.4),
+                               _row(run, "naive", 270.0)])
+    rows = [dict(vars(profile), problem="p12", sizes=SIZES, variant=v, launch=0, kernel=f"{v}_kernel",
+                 duration_us=us, sm_pct=60.0, tensor_pct=0.0, fma_pct=60.0, dram_pct=3.0,
+                 dram_gb=0.6, occupancy_pct=25.0, registers=127, local_bytes=0, l2_hit_pct=83.0,
+                 grid=512, block=256, smem_kb=8.0)
+            for v, us in (("tiled", 3500.0), ("naive", 270100.0))]
+    pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
+    rec = results.recorded(P12)
+    shown = lesson.counter_overview(P12, results.of_variants(rec, ["eager", "tiled"]))
+    table = shown.body.data.set_index("variant")
+    assert list(table.index) == ["tiled"]                        # naive is not in this part
+    assert table.loc["tiled", "recorded − profiled ms"] == "-0.100"   # 3.4 ms timed, 3.5 profiled
+    assert "clock difference" in shown.caption
+    everything = lesson.counter_overview(P12, rec).body.data
+    assert set(everything["variant"]) == {"tiled", "naive"}
