@@ -544,9 +544,10 @@ def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
     how many ``sweeps`` it was timed, its ``best_p10_ms`` (the lowest p10 of any sweep: the
     closest to its GPU time alone), ``median_ms`` (the median of the sweeps' medians),
     ``lowest_ms`` and ``highest_ms`` (of the sweeps' medians), ``worst_p90_ms`` (the highest
-    p90: its slow calls), and ``wins``, the sweeps whose fastest median among ``among``
-    (default: every variant but eager) at that point was this variant's. Sorted by ``dim``,
-    then in the frame's variant order."""
+    p90: its slow calls), ``wins``, the sweeps whose fastest median among ``among``
+    (default: every variant but eager) at that point was this variant's, and ``wide``, the
+    sweeps in which its spread exceeded :data:`WIDE_SPREAD`. Sorted by ``dim``, then in the
+    frame's variant order."""
     if sweeps.empty:
         raise ValueError("sweeps is empty: no recorded sweep to read a spread from (see every_sweep)")
     among = list(among) if among is not None else [v for v in dict.fromkeys(sweeps["variant"])
@@ -561,8 +562,36 @@ def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
                 highest_ms=("median_ms", "max"), worst_p90_ms=("p90_ms", "max"))
            .reset_index())
     out["wins"] = [int(wins.get((v, b), 0)) for v, b in zip(out["variant"], out[dim])]
+    spread = (sweeps["p90_ms"] - sweeps["p10_ms"]) / sweeps["median_ms"]
+    wide = sweeps[spread > WIDE_SPREAD].groupby(["variant", dim]).size()
+    out["wide"] = [int(wide.get((v, b), 0)) for v, b in zip(out["variant"], out[dim])]
     out = out.assign(_place=out["variant"].map(order)).sort_values([dim, "_place"])
     return out.drop(columns="_place").reset_index(drop=True)
+
+
+def spread_overview(spread: pd.DataFrame, dim: str = "batch_size",
+                    variants: Sequence[str] | None = None) -> pd.DataFrame:
+    """A :func:`sweep_spread` frame as a reader compares it: one row per point (``dim`` and
+    the number of sweeps), one column per variant (``variants``, default all, in that order)
+    reading "median (best p10 to worst p90)" in ms across the sweeps, with ", k wide" where
+    k sweeps spread wider than :data:`WIDE_SPREAD` there; "–" where a variant was not timed."""
+    from fusedkit import present  # noqa: PLC0415
+
+    if spread.empty:
+        raise ValueError("spread is empty: nothing to show (see sweep_spread)")
+    variants = list(variants) if variants is not None else list(dict.fromkeys(spread["variant"]))
+    at = spread.set_index(["variant", dim])
+    rows = []
+    for point in sorted(spread[dim].unique()):
+        row = {dim: int(point), "sweeps": int(spread.loc[spread[dim] == point, "sweeps"].max())}
+        for v in variants:
+            hit = at.loc[(v, point)] if (v, point) in at.index else None
+            row[v] = (present.MISSING if hit is None else
+                      f"{present.ms(hit['median_ms'])} ({present.ms(hit['best_p10_ms'])} to "
+                      f"{present.ms(hit['worst_p90_ms'])})"
+                      + (f", {int(hit['wide'])} wide" if hit["wide"] else ""))
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def route_for(problem: Problem, slug: str, rows: int, timed: Sequence[str]) -> str | None:

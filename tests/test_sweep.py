@@ -343,6 +343,7 @@ def test_sweep_spread_reads_each_point_across_sweeps(tmp_path):
     assert (tri["lowest_ms"], tri["highest_ms"]) == (0.116, 0.29)
     assert tri["median_ms"] == pytest.approx((0.116 + 0.29) / 2)
     assert tri["wins"] == 1 and spread.loc[("wgmma_fp16x3", 16), "wins"] == 1   # one sweep each
+    assert tri["wide"] == 1 and spread.loc[("wgmma_fp16x3", 16), "wide"] == 0     # (0.32 - 0.23) / 0.29
     assert spread.loc[("small_batch_stream", 1), "wins"] == 2 and spread.loc[("eager", 1), "wins"] == 0
     with pytest.raises(ValueError, match="sweeps is empty"):
         results.sweep_spread(every.iloc[0:0])
@@ -436,3 +437,16 @@ def test_floor_chart_crosses_each_ridge_where_ridge_crossing_says():
     assert memory.get_ydata()[0] > w_bytes / (H200.mem_gbps * 1e9) * 1e3   # W, and a little more
     with pytest.raises(ValueError, match="dim='M' is not a size of p12"):
         plots.floor_chart(P12, H200, dim="M")
+
+
+def test_spread_overview_reads_median_and_spread_per_point(tmp_path):
+    path = tmp_path / "r.csv"
+    _two_sweeps(path)
+    spread = results.sweep_spread(results.every_sweep(P12, path=path, having=list(CANDIDATES)))
+    view = results.spread_overview(spread, variants=["triton_fp16x3", "faithful_by_batch"]).set_index("batch_size")
+    assert list(view.columns) == ["sweeps", "triton_fp16x3", "faithful_by_batch"]
+    assert view.loc[16, "triton_fp16x3"] == "0.203 (0.115 to 0.320), 1 wide" and view.loc[16, "sweeps"] == 2
+    assert view.loc[1, "faithful_by_batch"] == "0.081 (0.080 to 0.082)"
+    assert results.spread_overview(spread, variants=["naive"]).set_index("batch_size").loc[1, "naive"] == "–"
+    with pytest.raises(ValueError, match="spread is empty"):
+        results.spread_overview(spread.iloc[0:0])
