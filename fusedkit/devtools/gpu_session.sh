@@ -58,7 +58,7 @@ for stage in ${STAGES:-info tests bench reports}; do
                m=fusedkit.devtools.hopper_probe; [ "$p" = p45 ] && m=fusedkit.devtools.hopper_probe_p45
                python3 -m "$m" --rep-ms 100 2>&1 | tee -a "$OUT/probe.txt"
              done ;;
-    small)   # Problem 12's faithful steps at a few rows: host time against GPU time per call.
+    small)   # The faithful steps at a few rows: host time against GPU time per call (SMALL_ARGS: --problem p45 --rows ...).
              python3 -m fusedkit.devtools.small_batch_probe ${SMALL_ARGS:-} 2>&1 | tee -a "$OUT/small_batch_probe.txt" ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
     counters) # Nsight Compute over every step of each ladder: ncu_<tag>.csv and order_<tag>.json in
