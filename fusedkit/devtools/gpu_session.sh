@@ -77,11 +77,12 @@ for stage in ${STAGES:-info tests bench reports}; do
              done ;;
     source)  # Per-instruction evidence for one kernel: its SASS with the executed instructions and
              # the sampled warp stalls of each (Nsight Compute's source page), as CSV.
-             # SOURCE_PROBLEM, SOURCE_VARIANT and SOURCE_KERNEL (a regex) choose the kernel.
+             # SOURCE_PROBLEM, SOURCE_VARIANT and SOURCE_KERNEL (a regex) choose the kernel;
+             # SOURCE_SIZES (as --sizes takes it, e.g. batch_size=4) profiles it at other sizes.
              p=${SOURCE_PROBLEM:-p45}; v=${SOURCE_VARIANT:-wgmma_fp16x3_lse}; k=${SOURCE_KERNEL:-sigmoid_split}
              ncu --profile-from-start off --clock-control none --section SourceCounters \
                  --section WarpStateStats -k "regex:$k" -c 1 --page source --print-source sass --csv \
-                 python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" \
+                 python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" ${SOURCE_SIZES:+--sizes "$SOURCE_SIZES"} \
                  > "$OUT/source_${p}_${v}.csv" 2> "$OUT/source_${p}_${v}.err"
              echo "source: rc $?, $(wc -l < "$OUT/source_${p}_${v}.csv") lines"; tail -3 "$OUT/source_${p}_${v}.err" ;;
     *)       echo "unknown stage $stage (valid: info probe tests ceilings bench sweep small reports counters source)"; exit 2 ;;
