@@ -388,8 +388,9 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
     ``names``, ``fold`` (functions shown folded) and ``extra`` go to the code view; ``code=False``
     leaves the code out (a step whose file was shown just above). ``predict`` is the predicted
     time in ms (one number, or one per slug), computed in the cell from numbers the page has
-    shown; ``basis`` says in a few words how (shown beside it). At KernelBench's sizes the
-    prediction is held against the live time on a GPU, else the recorded one.
+    shown; ``basis`` says in a few words how (shown beside it). The prediction is held against
+    the live time on a GPU, else the recorded one where ``recorded`` holds the step at ``sizes``.
+    The counters shown are those collected at ``sizes`` where there are any, else at the defaults.
     """
     from IPython.display import display  # noqa: PLC0415
 
@@ -407,8 +408,11 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
         told = ", ".join(f"`{s}` {present.ms(ms)} ms" if len(slugs) > 1 else f"{present.ms(ms)} ms"
                          for s, ms in predicted.items())
         display(present.md(f"**Prediction:** {told}" + (f" ({basis})" if basis else "") + "."))
-    display(present.md("**What the hardware did** (Nsight Compute, at the recorded run's sizes)"))
-    display(show_counters(problem, slugs))
+    # The counters at the step's own sizes where they were collected there, else at the defaults.
+    here = problem.sizes(sizes)
+    profiled = here if any(not counters(problem, s, here).empty for s in slugs) else problem.defaults
+    display(present.md(f"**What the hardware did** (Nsight Compute, at {short_sizes(profiled)})"))
+    display(show_counters(problem, slugs, profiled))
     display(present.md("**Check and time**"))
     rows = {s: step_rows(problem, s, sizes, mode, recorded) for s in slugs}
     if len(slugs) == 1:
@@ -417,11 +421,11 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
         table = _step_frame([dict(r, variant=s) for s in slugs for r in rows[s]], variant=True)
     display(present.Scroll(table.style.set_table_styles(present.TABLE_CSS)))
     if predicted:
-        at_defaults = problem.sizes(sizes) == problem.sizes(problem.defaults)
+        # Held against the live time, else a recorded one at the sizes predicted for.
         lines = []
         for s, ms in predicted.items():
-            measured, where = _measured(rows[s] if at_defaults else
-                                        [r for r in rows[s] if str(r.get("source", "")).startswith("live")])
+            measured, where = _measured([r for r in rows[s] if str(r.get("source", "")).startswith("live")
+                                         or r.get("sizes") == short_sizes(here)])
             verdict = prediction_verdict(ms, measured, where)
             lines.append(f"`{s}`: {verdict}" if len(slugs) > 1 else verdict)
         display(present.md("\n\n".join(lines)))

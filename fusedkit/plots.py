@@ -328,6 +328,157 @@ def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpe
     return fig
 
 
+def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
+                values: Sequence[int] | None = None, precisions: Sequence[str] = ("fp32", "fp16x3"),
+                title: str = "") -> plt.Figure:
+    """The floors of a perfectly fused kernel of ``problem`` against ``dim`` (other sizes at the
+    defaults), log-log: the memory floor (its fewest bytes over ``gpu``'s bandwidth) and one
+    compute floor per precision (its FLOPs at that precision's rate), each in ms, with a dashed
+    line where the precision's ridge point is crossed (:func:`ridge_crossing`): left of it the
+    bytes bind, right of it the arithmetic. ``values`` defaults to the powers of two from 1 to
+    the problem's default (at least 1024). The figure is closed before it is returned."""
+    if dim not in {d.name for d in problem.dims}:
+        raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: "
+                         f"{', '.join(d.name for d in problem.dims)}")
+    top = max(problem.defaults[dim], 1024)
+    values = list(values) if values is not None else [2**i for i in range(int(np.log2(top)) + 1)]
+    if not values or min(values) < 1:
+        raise ValueError(f"values={values!r}: sizes of {dim}, integers >= 1")
+    base = problem.defaults
+    fig, ax = plt.subplots(figsize=(8.2, 4.6))
+    memory = [fused_floor(problem, {**base, dim: v}, gpu, precisions[0]).memory_ms for v in values]
+    ax.plot(values, memory, color="black", marker="o", ms=3, label=f"memory floor ({gpu.mem_gbps:.0f} GB/s)")
+    for prec in precisions:
+        floors = [fused_floor(problem, {**base, dim: v}, gpu, prec) for v in values]
+        colour = _ROOF_COLOURS.get(prec, "grey")
+        ax.plot(values, [f.compute_ms for f in floors], color=colour, marker="o", ms=3,
+                label=f"compute floor, {prec} ({floors[0].peak_tflops:.1f} TFLOP/s)")
+        cross = ridge_crossing(problem, base, dim, gpu, prec)
+        if cross is not None:
+            ax.axvline(cross, color=colour, ls="--", lw=1)
+            ax.annotate(f"{prec} ridge\n{dim} = {cross:.0f}", (cross, 0.98), xycoords=("data", "axes fraction"),
+                        xytext=(3, 0), textcoords="offset points", va="top", fontsize=8, color=colour)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(dim)
+    ax.set_ylabel("floor (ms)")
+    ax.legend(fontsize=8, loc="lower right")
+    src = "measured" if gpu.measured else "datasheet"
+    ax.set_title(title or f"{problem.key}: what binds a fused kernel as {dim} grows ({gpu.name}, {src} rates)",
+                 fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def step_colours(problem: Problem, slugs: Sequence[str] | None = None
+                 ) -> dict[str, tuple[float, float, float]]:
+    """One colour per step: eager grey, the others from one qualitative palette in the order of
+    ``slugs`` (default: the ladder's), so charts drawn with the same ``slugs`` give each step
+    the same colour."""
+    slugs = [s for s in (slugs if slugs is not None else [v.slug for v in problem.ladder()])
+             if s != "eager"]
+    unknown = [s for s in slugs if s not in problem.variants]
+    if unknown:
+        raise ValueError(f"slugs {', '.join(unknown)} are not steps of {problem.key}")
+    palette = sns.color_palette("tab10" if len(slugs) <= 10 else "husl", len(slugs))
+    return {"eager": (0.5, 0.5, 0.5), **dict(zip(slugs, palette))}
+
+
+def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
+                 variants: Sequence[str] | None = None, title: str = "", ax: plt.Axes | None = None
+                 ) -> plt.Figure:
+    """Time against ``dim`` for each of ``variants`` (default: all) in recorded sweeps
+    (:func:`fusedkit.results.every_sweep`), log-log: a line through the newest sweep's medians
+    with its p10-p90 shaded, and each older sweep's median as a hollow marker of the same colour,
+    so a step whose time jumps between sweeps shows as scattered markers around a wide band.
+    Colours from :func:`step_colours` in the order of ``variants``. With ``ax`` it draws there (a panel of a larger figure);
+    otherwise the figure is closed before it is returned."""
+    need = {"variant", dim, "median_ms", "p10_ms", "p90_ms", "run_id", "timestamp"}
+    if sweeps.empty:
+        raise ValueError("sweeps is empty: no recorded sweep to plot (see results.every_sweep)")
+    if not need <= set(sweeps.columns):
+        raise ValueError(f"sweeps lacks columns {sorted(need - set(sweeps.columns))}; "
+                         "build it with results.every_sweep")
+    variants = list(variants) if variants is not None else list(dict.fromkeys(sweeps["variant"]))
+    colours = step_colours(problem, variants)
+    own = ax is None
+    fig, ax = plt.subplots(figsize=(8.2, 4.8)) if own else (ax.figure, ax)
+    newest = sweeps.sort_values("timestamp")["run_id"].iloc[-1]
+    for v in variants:
+        rows = sweeps[sweeps["variant"] == v]
+        if rows.empty:
+            continue
+        colour = colours.get(v, (0.3, 0.3, 0.3))
+        last = rows[rows["run_id"] == newest].sort_values(dim)
+        older = rows[rows["run_id"] != newest]
+        label = f"{problem.variant(v).number}: {v}"
+        if not last.empty:
+            ax.plot(last[dim], last["median_ms"], color=colour, marker="o", ms=4, lw=1.5, label=label)
+            ax.fill_between(last[dim], last["p10_ms"], last["p90_ms"], color=colour, alpha=0.2, lw=0)
+        if not older.empty:
+            ax.scatter(older[dim], older["median_ms"], s=22, facecolors="none", edgecolors=[colour],
+                       lw=1, label=None if not last.empty else label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(dim)
+    ax.set_ylabel("time (ms, lower is better)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title or f"{problem.key}: the newest sweep (line, p10 to p90 shaded) and the older ones (rings)",
+                 fontsize=9)
+    if own:
+        fig.tight_layout()
+        plt.close(fig)
+    return fig
+
+
+ROLE_COLOURS = {"eager": "#7f7f7f", "by-batch": "#000000", "routed": "#dd8452"}
+"""One colour per role in :func:`route_chart`, the same in every panel."""
+
+
+def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = "batch_size",
+                title: str = "") -> plt.Figure:
+    """One panel per (problem, by-batch slug, :func:`fusedkit.results.route_check` frame): time
+    against ``dim``, log-log, of eager, the by-batch step and the step each point routes to,
+    one colour per role in every panel (:data:`ROLE_COLOURS`), the by-batch and routed steps
+    with their p10-p90 as error bars and each routed point labelled with its step number;
+    dashed lines between the bands. The figure is closed before it is returned."""
+    if not panels:
+        raise ValueError("panels is empty: pass (problem, slug, route_check frame) for each panel")
+    fig, axes = plt.subplots(1, len(panels), figsize=(8.2, 4.2), squeeze=False)
+    for ax, (problem, slug, check) in zip(axes[0], panels):
+        if check.empty:
+            ax.text(0.5, 0.5, f"{problem.key}: no sweep timed {slug} and its steps", ha="center",
+                    va="center", transform=ax.transAxes, color="grey", fontsize=8)
+            continue
+        x = check[dim]
+        ax.plot(x, check["eager_ms"], color=ROLE_COLOURS["eager"], marker="s", ms=4, lw=1.2,
+                label="eager fp32")
+        ax.errorbar(x, check["routed_ms"], yerr=[check["routed_ms"] - check["routed_p10_ms"],
+                                                 check["routed_p90_ms"] - check["routed_ms"]],
+                    color=ROLE_COLOURS["routed"], marker="o", ms=5, lw=1.2, capsize=3,
+                    label="the step it routes to")
+        ax.errorbar(x, check["ms"], yerr=[check["ms"] - check["p10_ms"], check["p90_ms"] - check["ms"]],
+                    color=ROLE_COLOURS["by-batch"], marker="x", ms=6, lw=1, ls="--", capsize=3,
+                    label=f"{slug} (step {problem.variant(slug).number})")
+        for b, ms, step in zip(x, check["routed_ms"], check["routed_step"]):
+            ax.annotate(f"{step}", (b, ms), xytext=(4, -10), textcoords="offset points", fontsize=7,
+                        color=ROLE_COLOURS["routed"])
+        for r in problem.variant(slug).routes[:-1]:
+            ax.axvline(r.max_rows + 0.5, color="black", ls=":", lw=0.8)   # up to max_rows: left
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(dim)
+        ax.set_ylabel("time (ms, p10 to p90 as bars)")
+        ax.set_title(f"{problem.key}: step {problem.variant(slug).number} and where it routes", fontsize=9)
+        ax.legend(fontsize=7, loc="upper left")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
 # Nsight Compute's stall reasons (source page column names without "stall_"), in words.
 STALL_REASONS = {
     "long_sb": "long scoreboard (global memory, mbarrier)",

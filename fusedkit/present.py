@@ -117,6 +117,10 @@ COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "gld_sectors_per_request": ratio, "sectors/request": ratio, "l1_hit_pct": pct, "L1 hit %": pct,
     "l2_l1_gb": gb, "L2→L1 GB": gb, "smem_ld_conflicts": count, "smem ld conflicts": count,
     "smem_st_conflicts": count, "smem st conflicts": count,
+    # sweeps across runs and the by-batch checks (fusedkit.results.sweep_spread, route_check)
+    "eager_ms": ms, "routed_ms": ms, "routed_p10_ms": ms, "routed_p90_ms": ms,
+    "routed_speedup": speedup, "routed_step": count, "best_p10_ms": ms, "worst_p90_ms": ms,
+    "lowest_ms": ms, "highest_ms": ms, "sweeps": count, "wins": count,
 }
 
 

@@ -421,16 +421,34 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
     and commit (so :func:`run_label` works on it). Sorted in ladder order, then by ``dim``.
     Empty (same columns) when no sweep matches.
     """
+    df, runs = _sweep_runs(problem, dim, device, path, fixed, having)
+    if runs.empty:
+        return _empty_series(_series_columns(dim), dim)
+    runs = runs.sort_values(["stamp"] if newest else ["variants", "stamp"])
+    return _one_sweep(df, runs.index[-1], problem, dim)
+
+
+def _series_columns(dim: str) -> list[str]:
+    """The columns of a sweep series over ``dim`` (:func:`sweep_series`)."""
+    return ["variant", dim, "median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "step", "tier",
+            "p10_ms", "p90_ms", "sizes", "run_id", "device", "timestamp", "commit"]
+
+
+def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None,
+                fixed: Mapping[str, int] | None, having: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows, runs) of the sweeps of ``problem`` over ``dim``: the clean rows of its ladder
+    variants on a device whose name contains ``device``, with one column per size, narrowed to
+    ``fixed``; and one row per run (index ``run_id``) in which ``dim`` takes several values
+    while every other size keeps one and that timed every slug of ``having``, with its
+    ``points``, newest timestamp (``stamp``) and number of ``variants``."""
     names = [d.name for d in problem.dims]
     if dim not in names:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
-    cols = ["variant", dim, "median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "step", "tier",
-            "p10_ms", "p90_ms", "sizes", "run_id", "device", "timestamp", "commit"]
     df = clean_rows(_read(path))
     df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
             & df["variant"].isin(list(problem.variants))]
     if df.empty:
-        return _empty_series(cols, dim)
+        return df, pd.DataFrame(columns=["points", "stamp", "variants"])
     parsed = pd.DataFrame([parse_sizes(s) for s in df["sizes"]], index=df.index)
     df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
     others = [n for n in names if n != dim]
@@ -447,15 +465,17 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
         ok &= per_run[f"n_{o}"] == 1
     for slug in having:
         ok &= per_run.index.isin(df.loc[df["variant"] == slug, "run_id"])
-    runs = per_run[ok].sort_values(["stamp"] if newest else ["variants", "stamp"])
-    if runs.empty:
-        return _empty_series(cols, dim)
-    run = add_speedup(df[df["run_id"] == runs.index[-1]])
+    return df, per_run[ok]
+
+
+def _one_sweep(df: pd.DataFrame, run_id: str, problem: Problem, dim: str) -> pd.DataFrame:
+    """The rows of one sweep run of ``df`` (:func:`_sweep_runs`) as a sweep series."""
+    run = add_speedup(df[df["run_id"] == run_id])
     run["step"] = run["variant"].map({v.slug: v.number for v in problem.variants.values()})
     run[dim] = run[dim].astype(int)
     place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order: eager first
     run = run.assign(_place=run["variant"].map(place)).sort_values(["_place", dim])
-    return run[cols].reset_index(drop=True)
+    return run[_series_columns(dim)].reset_index(drop=True)
 
 
 def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
@@ -503,6 +523,179 @@ def sweep_summary(series: pd.DataFrame, dim: str, flat: float = 1.25) -> pd.Data
                      f"best_at_{dim}": None if best is None else int(best[dim]),
                      "speedup_at_largest": at["speedup"].get(hi, float("nan"))})
     return pd.DataFrame(rows).set_index("variant")
+
+
+# -- every sweep, its spread, and the steps that route by batch size ------------------------------
+
+WIDE_SPREAD = 0.25
+"""A measurement whose spread, (p90 - p10) / median, exceeds this is not one GPU time: a kernel
+bound by the GPU repeats within a few percent, one whose host work per call is about as long
+as its GPU work lands in two modes (the GPU waiting for the host, or not) and spreads wide."""
+
+
+def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[str] = (),
+                device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
+    """Every recorded sweep of ``problem`` over ``dim`` that timed each slug of ``having``
+    (the runs :func:`sweep_series` chooses from), one after the other, oldest first: one row per
+    sweep, variant and point with its median, p10 and p90 (ms) and its speed-up over eager at
+    that point in that sweep. Columns as :func:`sweep_series`; empty (same columns) when no
+    sweep matches. A step whose kernel changed between sweeps appears as it was in each."""
+    df, runs = _sweep_runs(problem, dim, device, path, None, having)
+    if runs.empty:
+        return _empty_series(_series_columns(dim), dim)
+    sweeps = [_one_sweep(df, run_id, problem, dim) for run_id in runs.sort_values("stamp").index]
+    return pd.concat(sweeps, ignore_index=True)
+
+
+def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
+                 among: Sequence[str] | None = None) -> pd.DataFrame:
+    """Each variant at each point across the sweeps of ``sweeps`` (:func:`every_sweep`): in
+    how many ``sweeps`` it was timed, its ``best_p10_ms`` (the lowest p10 of any sweep: the
+    closest to its GPU time alone), ``median_ms`` (the median of the sweeps' medians),
+    ``lowest_ms`` and ``highest_ms`` (of the sweeps' medians), ``worst_p90_ms`` (the highest
+    p90: its slow calls), ``wins``, the sweeps whose fastest median among ``among``
+    (default: every variant but eager) at that point was this variant's, and ``wide``, the
+    sweeps in which its spread exceeded :data:`WIDE_SPREAD`. Sorted by ``dim``, then in the
+    frame's variant order."""
+    if sweeps.empty:
+        raise ValueError("sweeps is empty: no recorded sweep to read a spread from (see every_sweep)")
+    among = list(among) if among is not None else [v for v in dict.fromkeys(sweeps["variant"])
+                                                   if v != "eager"]
+    contest = sweeps[sweeps["variant"].isin(among)]
+    fastest = contest.loc[contest.groupby(["run_id", dim])["median_ms"].idxmin()]
+    wins = fastest.groupby(["variant", dim]).size()
+    order = {v: i for i, v in enumerate(dict.fromkeys(sweeps["variant"]))}
+    out = (sweeps.groupby(["variant", dim])
+           .agg(sweeps=("run_id", "nunique"), best_p10_ms=("p10_ms", "min"),
+                median_ms=("median_ms", "median"), lowest_ms=("median_ms", "min"),
+                highest_ms=("median_ms", "max"), worst_p90_ms=("p90_ms", "max"))
+           .reset_index())
+    out["wins"] = [int(wins.get((v, b), 0)) for v, b in zip(out["variant"], out[dim])]
+    spread = (sweeps["p90_ms"] - sweeps["p10_ms"]) / sweeps["median_ms"]
+    wide = sweeps[spread > WIDE_SPREAD].groupby(["variant", dim]).size()
+    out["wide"] = [int(wide.get((v, b), 0)) for v, b in zip(out["variant"], out[dim])]
+    out = out.assign(_place=out["variant"].map(order)).sort_values([dim, "_place"])
+    return out.drop(columns="_place").reset_index(drop=True)
+
+
+def spread_overview(spread: pd.DataFrame, dim: str = "batch_size",
+                    variants: Sequence[str] | None = None) -> pd.DataFrame:
+    """A :func:`sweep_spread` frame as a reader compares it: one row per point (``dim`` and
+    the number of sweeps), one column per variant (``variants``, default all, in that order)
+    reading "median (best p10 to worst p90)" in ms across the sweeps, with ", k wide" where
+    k sweeps spread wider than :data:`WIDE_SPREAD` there; "–" where a variant was not timed."""
+    from fusedkit import present  # noqa: PLC0415
+
+    if spread.empty:
+        raise ValueError("spread is empty: nothing to show (see sweep_spread)")
+    variants = list(variants) if variants is not None else list(dict.fromkeys(spread["variant"]))
+    at = spread.set_index(["variant", dim])
+    rows = []
+    for point in sorted(spread[dim].unique()):
+        row = {dim: int(point), "sweeps": int(spread.loc[spread[dim] == point, "sweeps"].max())}
+        for v in variants:
+            hit = at.loc[(v, point)] if (v, point) in at.index else None
+            row[v] = (present.MISSING if hit is None else
+                      f"{present.ms(hit['median_ms'])} ({present.ms(hit['best_p10_ms'])} to "
+                      f"{present.ms(hit['worst_p90_ms'])})"
+                      + (f", {int(hit['wide'])} wide" if hit["wide"] else ""))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def route_for(problem: Problem, slug: str, rows: int, timed: Sequence[str]) -> str | None:
+    """The step the by-batch step ``slug`` sends a batch of ``rows`` rows to (its routes as
+    registered now), on a device that could run the steps in ``timed``: the first slug of the
+    band that holds ``rows`` found among ``timed``. None when none of that band's is there."""
+    v = problem.variant(slug)
+    if not v.routes:
+        raise ValueError(f"slug={slug!r} routes nothing; the by-batch step of {problem.key} is "
+                         f"{', '.join(x.slug for x in problem.ladder() if x.routes) or 'none'}")
+    band = next(r for r in v.routes if r.max_rows is None or rows <= r.max_rows)
+    return next((s for s in band.slugs if s in set(timed)), None)
+
+
+def _route_slugs(problem: Problem, slug: str) -> list[str]:
+    """Every step the routes of ``slug`` name, each once, in route order."""
+    return list(dict.fromkeys(s for r in problem.variant(slug).routes for s in r.slugs))
+
+
+def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+                path: str | Path | None = None) -> pd.DataFrame:
+    """The by-batch step ``slug`` against the step each point routes to (:func:`route_for`),
+    in the newest sweep that timed it, eager and every step its routes name, point by point.
+
+    Columns: ``dim``; ``routed`` (slug) and ``routed_step`` (its number); the by-batch step's
+    ``ms``, ``p10_ms``, ``p90_ms`` and ``speedup`` (over eager, same sweep); the routed step's
+    ``routed_ms``, ``routed_p10_ms``, ``routed_p90_ms``, ``routed_speedup``; ``eager_ms``;
+    ``ratio`` (the by-batch median over the routed one); ``verdict``: "as fast" within
+    :data:`fusedkit.lesson.PREDICTION_HIT` either way, else "1.68x slower" / "2.46x faster";
+    ``wide``: True where either spread exceeds :data:`WIDE_SPREAD`; and the sweep's run_id,
+    device, timestamp and commit (for :func:`caption`). The routes are read as registered now:
+    in the newest sweep they are the code that ran unless they changed after it. Empty when no
+    sweep timed them all.
+    """
+    from fusedkit.lesson import PREDICTION_HIT  # noqa: PLC0415 - lesson imports this module
+
+    candidates = _route_slugs(problem, slug)
+    series = sweep_series(problem, dim, device, path, having=["eager", slug, *candidates], newest=True)
+    cols = [dim, "routed", "routed_step", "ms", "p10_ms", "p90_ms", "speedup", "routed_ms",
+            "routed_p10_ms", "routed_p90_ms", "routed_speedup", "eager_ms", "ratio", "verdict",
+            "wide", "run_id", "device", "timestamp", "commit"]
+    if series.empty:
+        return pd.DataFrame(columns=cols)
+    at = series.set_index(["variant", dim])
+    timed = set(series["variant"])
+    rows = []
+    for point in sorted(series.loc[series["variant"] == slug, dim]):
+        routed = route_for(problem, slug, int(point), timed)
+        own, there, eager = at.loc[(slug, point)], at.loc[(routed, point)], at.loc[("eager", point)]
+        ratio = float(own["median_ms"] / there["median_ms"])
+        verdict = ("as fast" if 1 / PREDICTION_HIT <= ratio <= PREDICTION_HIT else
+                   f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster")
+        spread = lambda r: (r["p90_ms"] - r["p10_ms"]) / r["median_ms"]   # noqa: E731
+        rows.append({dim: int(point), "routed": routed, "routed_step": problem.variant(routed).number,
+                     "ms": own["median_ms"], "p10_ms": own["p10_ms"], "p90_ms": own["p90_ms"],
+                     "speedup": own["speedup"], "routed_ms": there["median_ms"],
+                     "routed_p10_ms": there["p10_ms"], "routed_p90_ms": there["p90_ms"],
+                     "routed_speedup": there["speedup"], "eager_ms": eager["median_ms"],
+                     "ratio": ratio, "verdict": verdict,
+                     "wide": bool(spread(own) > WIDE_SPREAD or spread(there) > WIDE_SPREAD),
+                     "run_id": own["run_id"], "device": own["device"], "timestamp": own["timestamp"],
+                     "commit": own["commit"]})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def route_evidence(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+                   path: str | Path | None = None) -> pd.DataFrame:
+    """What the bands of the by-batch step ``slug`` rest on: at each point of the sweeps that
+    timed eager and every step its routes name (:func:`every_sweep`), the step the point
+    routes to now (``routed``) beside the winner among those steps by three readings of their
+    spread (:func:`sweep_spread`): ``by_gpu_time`` (the lowest best p10: the fastest GPU work),
+    ``by_median`` (the most sweeps won by median; ties to the lower median of medians) and
+    ``by_p90`` (the lowest worst p90: the steadiest), with ``sweeps`` (how many timed the point),
+    ``agree`` (True where the three readings name one step) and ``eager_ms`` (eager's median of
+    medians). Empty when no sweep timed them all."""
+    candidates = _route_slugs(problem, slug)
+    sweeps = every_sweep(problem, dim, having=["eager", *candidates], device=device, path=path)
+    cols = [dim, "sweeps", "routed", "by_gpu_time", "by_median", "by_p90", "agree", "eager_ms"]
+    if sweeps.empty:
+        return pd.DataFrame(columns=cols)
+    spread = sweep_spread(sweeps, dim, among=candidates)
+    rows = []
+    for point, g in spread.groupby(dim):
+        mine = g[g["variant"].isin(candidates)]
+        timed = list(mine["variant"])
+        winners = (mine.loc[mine["best_p10_ms"].idxmin(), "variant"],
+                   mine.sort_values(["wins", "median_ms"], ascending=[False, True])["variant"].iloc[0],
+                   mine.loc[mine["worst_p90_ms"].idxmin(), "variant"])
+        eager = g.loc[g["variant"] == "eager", "median_ms"]
+        rows.append({dim: int(point), "sweeps": int(mine["sweeps"].max()),
+                     "routed": route_for(problem, slug, int(point), timed),
+                     "by_gpu_time": winners[0], "by_median": winners[1], "by_p90": winners[2],
+                     "agree": len(set(winners)) == 1,
+                     "eager_ms": float(eager.iloc[0]) if not eager.empty else float("nan")})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _empty_series(cols: list[str], dim: str) -> pd.DataFrame:

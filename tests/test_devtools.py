@@ -137,7 +137,8 @@ def test_small_batch_probe_without_a_gpu_says_so_in_one_line(capsys):
 
 @pytest.mark.parametrize("args, wrong", [(["--rows", "0,4"], "must be integers >= 1"),
                                          (["--rows", "four"], "expected row counts"),
-                                         (["--calls", "0"], "an integer >= 1")])
+                                         (["--calls", "0"], "an integer >= 1"),
+                                         (["--problem", "p99"], "invalid choice: 'p99'")])
 def test_small_batch_probe_rejects_bad_arguments_in_one_line(args, wrong, capsys):
     from fusedkit.devtools import small_batch_probe
 
@@ -152,6 +153,8 @@ def test_small_batch_probe_times_the_steps_the_by_batch_step_routes_to():
 
     assert small_batch_probe.steps(problems.get("p12")) == [
         "eager", "small_batch_stream", "triton_fp16x3", "wgmma_fp16x3", "faithful_by_batch"]
+    assert small_batch_probe.steps(problems.get("p45")) == [
+        "eager", "cublas_epilogues_vec4", "wgmma_fp16x3_lse", "triton_fused_lse_fp16x3", "faithful_by_batch"]
 
 
 @pytest.mark.gpu

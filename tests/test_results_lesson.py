@@ -506,3 +506,37 @@ def test_counter_overview_shows_the_steps_of_the_frame_it_is_given(tmp_path, mon
     assert "clock difference" in shown.caption
     everything = lesson.counter_overview(P12, rec).body.data
     assert set(everything["variant"]) == {"tiled", "naive"}
+
+
+def test_a_step_at_its_own_sizes_shows_their_counters_and_holds_their_record(capsys, tmp_path, monkeypatch):
+    """A step predicted at 1 row (not KernelBench's 1024) is held against its record at 1 row,
+    beside the counters collected at 1 row; a record at other sizes holds no prediction."""
+    from fusedkit import counters
+
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    one = P12.sizes(batch_size=1)
+    path = tmp_path / "r.csv"
+    ctx = _ctx()
+    records.append_rows(path, [_row(ctx, "eager", 0.106, "reference", sizes=fmt_sizes(one)),
+                               _row(ctx, "small_batch_stream", 0.0774, sizes=fmt_sizes(one))])
+    profile = records.RunContext.collect()
+    rows = [dict(vars(profile), problem="p12", sizes=fmt_sizes(s), variant="small_batch_stream",
+                 launch=0, kernel=k, duration_us=us, sm_pct=12.0, tensor_pct=0.0, fma_pct=7.0,
+                 dram_pct=81.0, dram_gb=0.27, occupancy_pct=23.0, registers=80, local_bytes=0,
+                 l2_hit_pct=1.0, grid=256, block=256, smem_kb=0.0)
+            for s, k, us in ((one, "rows4_kernel_at_one_row", 69.3), (P12.defaults, "at_1024_rows", 17683.9))]
+    pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
+    mode = detect_mode()
+    if mode.gpu:
+        pytest.skip("on a GPU the step runs live")
+    lesson.step(P12, "small_batch_stream", one, mode, results.recorded(P12, one, path=path),
+                predict=0.0628, code=False)
+    out = capsys.readouterr().out
+    assert "Nsight Compute, at 1 × 8192 × 8192" in out and "rows4_kernel_at_one_row" in out
+    assert "at_1024_rows" not in out
+    assert "Predicted 0.063 ms, measured 0.077 ms" in out and "held" in out
+    # the frame holds the step at 1024 rows only: nothing at 1 row to hold the prediction against
+    records.append_rows(path, [_row(ctx, "eager", 2.72, "reference"), _row(ctx, "small_batch_stream", 17.7)])
+    lesson.step(P12, "small_batch_stream", one, mode, results.recorded(P12, path=path), predict=0.0628,
+                code=False)
+    assert "nothing measured yet" in capsys.readouterr().out

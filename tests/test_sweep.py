@@ -283,3 +283,170 @@ def test_sweep_series_prefers_the_fullest_sweep_and_can_ask_for_a_step(tmp_path)
     assert set(results.sweep_series(P12, "batch_size", path=path, having=["eager"],
                                     newest=True)["run_id"]) == {short.run_id}
     assert set(results.sweep_series(P12, "batch_size", path=path, having=["eager"])["run_id"]) == {full.run_id}
+
+
+# --- every sweep, its spread, and the by-batch routes ---------------------------------------
+
+FIX = {"in_features": 8192, "out_features": 8192}
+CANDIDATES = ("small_batch_stream", "triton_fp16x3", "wgmma_fp16x3")   # p12's routes name these
+
+
+def _timed(path, ctx, times):
+    """One sweep: ``times`` maps (variant, rows) to (median, p10, p90) in ms."""
+    rows = [records.make_row(ctx, problem="p12", sizes=fmt_sizes(P12.sizes({"batch_size": b, **FIX})),
+                             variant=v, timer="cuda-events", median_ms=m, p10_ms=lo, p90_ms=hi)
+            for (v, b), (m, lo, hi) in times.items()]
+    records.append_rows(path, rows)
+
+
+def _two_sweeps(path):
+    """An older sweep where step 9 was fast at 16 rows, a newer one where it jumped (host-bound),
+    while the by-batch step (routing 16 rows to step 9) caught its fast mode."""
+    old, new = (_ctx("20260101T000000Z-aaaaaa", "2026-01-01T00:00:00Z"),
+                _ctx("20260102T000000Z-bbbbbb", "2026-01-02T00:00:00Z"))
+    base = {("eager", 1): (0.10, 0.099, 0.101), ("eager", 16): (0.21, 0.20, 0.22),
+            ("eager", 1024): (2.7, 2.69, 2.71),
+            ("small_batch_stream", 1): (0.08, 0.079, 0.081), ("small_batch_stream", 16): (0.32, 0.31, 0.33),
+            ("small_batch_stream", 1024): (18.0, 17.9, 18.1),
+            ("wgmma_fp16x3", 1): (0.16, 0.15, 0.17), ("wgmma_fp16x3", 16): (0.16, 0.15, 0.17),
+            ("wgmma_fp16x3", 1024): (0.65, 0.64, 0.66),
+            ("triton_fp16x3", 1): (0.14, 0.13, 0.15), ("triton_fp16x3", 1024): (0.78, 0.77, 0.79)}
+    _timed(path, old, {**base, ("triton_fp16x3", 16): (0.116, 0.115, 0.117)})
+    _timed(path, new, {**base, ("triton_fp16x3", 16): (0.29, 0.23, 0.32),
+                       ("faithful_by_batch", 1): (0.081, 0.08, 0.082),
+                       ("faithful_by_batch", 16): (0.117, 0.115, 0.25),
+                       ("faithful_by_batch", 1024): (0.66, 0.65, 0.67)})
+    return old, new
+
+
+def test_every_sweep_reads_each_sweep_oldest_first(tmp_path):
+    path = tmp_path / "r.csv"
+    old, new = _two_sweeps(path)
+    every = results.every_sweep(P12, path=path, having=["eager", *CANDIDATES])
+    assert list(dict.fromkeys(every["run_id"])) == [old.run_id, new.run_id]
+    assert list(every.columns) == list(results.sweep_series(P12, "batch_size", path=path).columns)
+    one = every[(every["run_id"] == new.run_id) & (every["variant"] == "triton_fp16x3")
+                & (every["batch_size"] == 16)].iloc[0]
+    assert (one["median_ms"], one["p10_ms"], one["p90_ms"]) == (0.29, 0.23, 0.32)
+    assert one["speedup"] == pytest.approx(0.21 / 0.29)
+    assert set(results.every_sweep(P12, path=path, having=["faithful_by_batch"])["run_id"]) == {new.run_id}
+    assert results.every_sweep(P12, path=path, having=["naive"]).empty
+
+
+def test_sweep_spread_reads_each_point_across_sweeps(tmp_path):
+    path = tmp_path / "r.csv"
+    _two_sweeps(path)
+    every = results.every_sweep(P12, path=path, having=["eager", *CANDIDATES])
+    spread = results.sweep_spread(every, among=CANDIDATES).set_index(["variant", "batch_size"])
+    tri = spread.loc[("triton_fp16x3", 16)]
+    assert tri["sweeps"] == 2 and tri["best_p10_ms"] == 0.115 and tri["worst_p90_ms"] == 0.32
+    assert (tri["lowest_ms"], tri["highest_ms"]) == (0.116, 0.29)
+    assert tri["median_ms"] == pytest.approx((0.116 + 0.29) / 2)
+    assert tri["wins"] == 1 and spread.loc[("wgmma_fp16x3", 16), "wins"] == 1   # one sweep each
+    assert tri["wide"] == 1 and spread.loc[("wgmma_fp16x3", 16), "wide"] == 0     # (0.32 - 0.23) / 0.29
+    assert spread.loc[("small_batch_stream", 1), "wins"] == 2 and spread.loc[("eager", 1), "wins"] == 0
+    with pytest.raises(ValueError, match="sweeps is empty"):
+        results.sweep_spread(every.iloc[0:0])
+
+
+def test_route_for_takes_the_first_step_of_the_band_that_was_timed():
+    slugs = list(CANDIDATES)
+    assert results.route_for(P12, "faithful_by_batch", 1, slugs) == "small_batch_stream"
+    assert results.route_for(P12, "faithful_by_batch", 16, slugs) == "triton_fp16x3"
+    assert results.route_for(P12, "faithful_by_batch", 1024, slugs) == "wgmma_fp16x3"
+    assert results.route_for(P12, "faithful_by_batch", 1024, ["triton_fp16x3"]) == "triton_fp16x3"  # off Hopper
+    assert results.route_for(P12, "faithful_by_batch", 1, ["triton_fp16x3"]) is None
+    with pytest.raises(ValueError, match="routes nothing; the by-batch step of p12 is faithful_by_batch"):
+        results.route_for(P12, "tiled", 1, slugs)
+
+
+def test_route_check_holds_the_by_batch_step_against_the_step_it_routes_to(tmp_path):
+    path = tmp_path / "r.csv"
+    _, new = _two_sweeps(path)
+    check = results.route_check(P12, "faithful_by_batch", path=path).set_index("batch_size")
+    assert list(check.index) == [1, 16, 1024] and set(check["run_id"]) == {new.run_id}
+    assert list(check["routed"]) == ["small_batch_stream", "triton_fp16x3", "wgmma_fp16x3"]
+    assert list(check["routed_step"]) == [17, 9, 14]
+    assert check.loc[1, "verdict"] == "as fast" and not check.loc[1, "wide"]
+    # the routed step in its slow mode, the by-batch step in its fast one: a miss, both ways wide
+    assert check.loc[16, "ratio"] == pytest.approx(0.117 / 0.29)
+    assert check.loc[16, "verdict"] == f"{0.29 / 0.117:.2f}x faster" and check.loc[16, "wide"]
+    assert check.loc[16, "speedup"] == pytest.approx(0.21 / 0.117)
+    assert check.loc[16, "routed_speedup"] == pytest.approx(0.21 / 0.29)
+    assert check.loc[1024, "eager_ms"] == 2.7 and results.caption(check.reset_index()).startswith("NVIDIA H200")
+    assert results.route_check(P12, "faithful_by_batch", path=tmp_path / "none.csv").empty
+
+
+def test_route_evidence_names_the_winner_by_each_reading_of_the_spread(tmp_path):
+    path = tmp_path / "r.csv"
+    _two_sweeps(path)
+    ev = results.route_evidence(P12, "faithful_by_batch", path=path).set_index("batch_size")
+    assert list(ev.index) == [1, 16, 1024] and (ev["sweeps"] == 2).all()
+    assert ev.loc[1].to_dict() == {"sweeps": 2, "routed": "small_batch_stream",
+                                        "by_gpu_time": "small_batch_stream", "by_median": "small_batch_stream",
+                                        "by_p90": "small_batch_stream", "agree": True, "eager_ms": 0.10}
+    # step 9: the lowest p10 at 16 rows; a sweep each by median, step 14's lower median of medians;
+    # step 14 the steadier (lower worst p90)
+    assert (ev.loc[16, "by_gpu_time"], ev.loc[16, "by_median"], ev.loc[16, "by_p90"]) == (
+        "triton_fp16x3", "wgmma_fp16x3", "wgmma_fp16x3")
+    assert not ev.loc[16, "agree"] and ev.loc[16, "routed"] == "triton_fp16x3"
+    assert ev.loc[1024, "agree"] and ev.loc[1024, "by_p90"] == "wgmma_fp16x3"
+
+
+def test_the_route_and_spread_charts_draw_each_role_in_one_colour(tmp_path):
+    path = tmp_path / "r.csv"
+    _two_sweeps(path)
+    check = results.route_check(P12, "faithful_by_batch", path=path)
+    fig = plots.route_chart([(P12, "faithful_by_batch", check), (P12, "faithful_by_batch", check.iloc[0:0])])
+    ax, empty = fig.axes
+    handles, labels = ax.get_legend_handles_labels()
+    lines = {label: (h.lines[0] if hasattr(h, "lines") else h).get_color()   # error bars: a container
+             for h, label in zip(handles, labels)}
+    assert lines == {"eager fp32": plots.ROLE_COLOURS["eager"],
+                     "the step it routes to": plots.ROLE_COLOURS["routed"],
+                     "faithful_by_batch (step 18)": plots.ROLE_COLOURS["by-batch"]}
+    assert [t.get_text() for t in ax.texts] == ["17", "9", "14"]
+    edges = [ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == ":"]
+    assert edges == [r.max_rows + 0.5 for r in P12.variant("faithful_by_batch").routes[:-1]]
+    assert "no sweep timed" in empty.texts[0].get_text()
+    every = results.every_sweep(P12, path=path, having=list(CANDIDATES))
+    fig = plots.spread_chart(every, "batch_size", problem=P12, variants=["eager", *CANDIDATES])
+    colours = plots.step_colours(P12, ["eager", *CANDIDATES])
+    (ax,) = fig.axes
+    assert [ln.get_label() for ln in ax.lines] == ["0: eager", "17: small_batch_stream", "9: triton_fp16x3",
+                                                   "14: wgmma_fp16x3"]
+    assert [tuple(ln.get_color()) for ln in ax.lines] == [colours[v] for v in ("eager", *CANDIDATES)]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    with pytest.raises(ValueError, match="not steps of p12"):
+        plots.step_colours(P12, ["bogus"])
+    with pytest.raises(ValueError, match="panels is empty"):
+        plots.route_chart([])
+
+
+def test_floor_chart_crosses_each_ridge_where_ridge_crossing_says():
+    fig = plots.floor_chart(P12, H200, precisions=("fp32", "fp16x3"))
+    (ax,) = fig.axes
+    dashed = sorted(ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == "--")
+    assert dashed == sorted(plots.ridge_crossing(P12, P12.defaults, "batch_size", H200, p)
+                            for p in ("fp32", "fp16x3"))
+    memory = next(ln for ln in ax.lines if ln.get_label().startswith("memory floor"))
+    assert list(memory.get_xdata()) == [2**i for i in range(11)]
+    w_bytes = 4 * 8192 * 8192
+    assert memory.get_ydata()[0] == pytest.approx(plots.fused_floor(P12, {**P12.defaults, "batch_size": 1},
+                                                                    H200).memory_ms)
+    assert memory.get_ydata()[0] > w_bytes / (H200.mem_gbps * 1e9) * 1e3   # W, and a little more
+    with pytest.raises(ValueError, match="dim='M' is not a size of p12"):
+        plots.floor_chart(P12, H200, dim="M")
+
+
+def test_spread_overview_reads_median_and_spread_per_point(tmp_path):
+    path = tmp_path / "r.csv"
+    _two_sweeps(path)
+    spread = results.sweep_spread(results.every_sweep(P12, path=path, having=list(CANDIDATES)))
+    view = results.spread_overview(spread, variants=["triton_fp16x3", "faithful_by_batch"]).set_index("batch_size")
+    assert list(view.columns) == ["sweeps", "triton_fp16x3", "faithful_by_batch"]
+    assert view.loc[16, "triton_fp16x3"] == "0.203 (0.115 to 0.320), 1 wide" and view.loc[16, "sweeps"] == 2
+    assert view.loc[1, "faithful_by_batch"] == "0.081 (0.080 to 0.082)"
+    assert results.spread_overview(spread, variants=["naive"]).set_index("batch_size").loc[1, "naive"] == "–"
+    with pytest.raises(ValueError, match="spread is empty"):
+        results.spread_overview(spread.iloc[0:0])

@@ -58,7 +58,7 @@ for stage in ${STAGES:-info tests bench reports}; do
                m=fusedkit.devtools.hopper_probe; [ "$p" = p45 ] && m=fusedkit.devtools.hopper_probe_p45
                python3 -m "$m" --rep-ms 100 2>&1 | tee -a "$OUT/probe.txt"
              done ;;
-    small)   # Problem 12's faithful steps at a few rows: host time against GPU time per call.
+    small)   # The faithful steps at a few rows: host time against GPU time per call (SMALL_ARGS: --problem p45 --rows ...).
              python3 -m fusedkit.devtools.small_batch_probe ${SMALL_ARGS:-} 2>&1 | tee -a "$OUT/small_batch_probe.txt" ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
     counters) # Nsight Compute over every step of each ladder: ncu_<tag>.csv and order_<tag>.json in
@@ -77,11 +77,12 @@ for stage in ${STAGES:-info tests bench reports}; do
              done ;;
     source)  # Per-instruction evidence for one kernel: its SASS with the executed instructions and
              # the sampled warp stalls of each (Nsight Compute's source page), as CSV.
-             # SOURCE_PROBLEM, SOURCE_VARIANT and SOURCE_KERNEL (a regex) choose the kernel.
+             # SOURCE_PROBLEM, SOURCE_VARIANT and SOURCE_KERNEL (a regex) choose the kernel;
+             # SOURCE_SIZES (as --sizes takes it, e.g. batch_size=4) profiles it at other sizes.
              p=${SOURCE_PROBLEM:-p45}; v=${SOURCE_VARIANT:-wgmma_fp16x3_lse}; k=${SOURCE_KERNEL:-sigmoid_split}
              ncu --profile-from-start off --clock-control none --section SourceCounters \
                  --section WarpStateStats -k "regex:$k" -c 1 --page source --print-source sass --csv \
-                 python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" \
+                 python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" ${SOURCE_SIZES:+--sizes "$SOURCE_SIZES"} \
                  > "$OUT/source_${p}_${v}.csv" 2> "$OUT/source_${p}_${v}.err"
              echo "source: rc $?, $(wc -l < "$OUT/source_${p}_${v}.csv") lines"; tail -3 "$OUT/source_${p}_${v}.err" ;;
     *)       echo "unknown stage $stage (valid: info probe tests ceilings bench sweep small reports counters source)"; exit 2 ;;

@@ -1,12 +1,13 @@
-"""Probe: at a few rows, is a faithful step of problem 12 waiting on the host or on the GPU?
+"""Probe: at a few rows, is a faithful step waiting on the host or on the GPU?
 
-    python -m fusedkit.devtools.small_batch_probe [--rows 1,4,16,64] [--calls 200]
+    python -m fusedkit.devtools.small_batch_probe [--problem p12] [--rows 1,4,16,64] [--calls 200]
 
 Sweeps recorded problem 12's Triton step 9 at 4 rows either at 0.116 ms or spread over
 0.14-0.25 ms, run to run, while 16 and 64 rows stayed at 0.116-0.119 ms with the same GPU work
 (one 64-row tile of MMAs per column block). This probe tells the two kinds of time apart, per
 step the by-batch step routes to (9, 17, 14), the by-batch step itself (18) and eager fp32, at
-each row count, with the inputs and weights the harness would use:
+each row count, with the inputs and weights the harness would use. ``--problem p45`` probes
+problem 45's by-batch step and the steps it routes to (3, 7, 5) the same way:
 
 - ``host_ms``: the Python call alone, wall time without a sync (launches queued, not run);
 - ``gpu_b2b_ms``: CUDA events around ``--calls`` calls queued back to back, per call: the GPU's
@@ -86,7 +87,7 @@ def probe_one(problem: problems.Problem, slug: str, rows: int, calls: int,
             isolated.append(start.elapsed_time(end))
         harness = bench.time_fn(lambda: fn(x), warmup_ms=50, rep_ms=200, device=device)
     config = ""
-    if slug == "triton_fp16x3":
+    if problem.key == "p12" and slug == "triton_fp16x3":
         from fusedkit.kernels import load_step  # noqa: PLC0415 - the step's module, already loaded
 
         best = getattr(load_step("p12", "09_triton_fp16x3.py")._fp16x3_linear_leakyrelu_kernel,
@@ -100,6 +101,8 @@ def probe_one(problem: problems.Problem, slug: str, rows: int, calls: int,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fusedkit.devtools.small_batch_probe",
                                  description=__doc__.split("\n\n")[0])
+    ap.add_argument("--problem", choices=problems.names(), default="p12",
+                    help="the problem whose by-batch step and its routed steps are probed")
     ap.add_argument("--rows", type=_rows, default=[1, 4, 16, 64], help="row counts, e.g. 1,4,16,64")
     ap.add_argument("--calls", type=positive_int("--calls"), default=200, help="calls per measurement")
     args = ap.parse_args(argv)
@@ -108,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     device = torch.device("cuda")
-    p12 = problems.get("p12")
+    problem = problems.get(args.problem)
     out = []
     for rows in args.rows:
-        for slug in steps(p12):
+        for slug in steps(problem):
             try:
-                out.append(probe_one(p12, slug, rows, args.calls, device))
+                out.append(probe_one(problem, slug, rows, args.calls, device))
             except Exception as e:  # noqa: BLE001 - one step's failure is one line of the table
                 out.append({"rows": rows, "step": slug, "config": f"FAILED: {type(e).__name__}: {e}"[:200]})
             print(pd.DataFrame(out[-1:]).to_string(index=False, header=len(out) == 1,

@@ -252,30 +252,24 @@ HOPPER_VARIANTS = (
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
 
-# The fp32-faithful tier at every batch: no one kernel wins everywhere (the batch sweeps in
-# data/), so this step hands each call to the one that won at its size. The bands come from
-# the H200 sweep 20261130T143202Z-212968 (commit 0bbdace), which timed steps 9, 17 and 14 at
-# every point: at 1 row step 17 beat eager (1.30x) while steps 9 and 14 lost (0.82x, 0.64x);
-# from 4 to 64 rows step 9 won (1.13x, 1.86x, 3.06x); from 256 rows step 14 won (4.08x at 256
-# and 1024 against step 9's 3.64x and 3.48x). The edges (2 and 64 rows) are the last measured
-# points of each band; between them the choice is untested. Later sweeps kept the bands: step
-# 6 with its few-row autotuning (20261130T170637Z-db5da0, commit c4e3105) ran 16 and 64 rows at
-# 0.116-0.119 ms against eager's 0.211 and 0.359, but 4 rows at 0.16-0.22 ms with a wide spread,
-# slower than eager's 0.130, as was every other faithful step there. A probe of host against GPU
-# time (devtools.small_batch_probe) then showed step 9's Python call taking 0.11-0.22 ms of host
-# time per call, as long as its GPU work, while step 17's took 0.01 ms; and step 17 at 4 rows
-# losing 0.05 ms to the harness's L2 flush. With x prefetched into L2 (commit 314cb46), sweep
-# 20261130T195444Z-491979 ran step 17 at 1, 2 and 4 rows in 0.084, 0.085 and 0.119 ms against
-# eager's 0.107, 0.121 and 0.131, step 9 at 4 rows in 0.118 (a tie, but with ten times the host
-# time per call), and at 8 rows step 9 beat step 17 (0.116 against 0.186 ms; eager 0.205).
+# The fp32-faithful tier at every batch: no one kernel wins everywhere, so this step hands each
+# call to the step that won at its size in the recorded H200 batch sweeps. fusedkit.results.
+# route_evidence reads them: at each point, the winner among the steps named here by its GPU
+# time (lowest p10), by its median and by its slow calls (lowest p90). Below about 64 rows a
+# call's host work (Python, several launches) is about as long as its GPU work, so the timings
+# there are bimodal and a band rests on the spread, not on one median. Each edge is the last
+# measured point of its band (4 and 64 rows); between measured points the choice is untested.
 FAITHFUL_ROUTES = (
-    Route(4, ("small_batch_stream",), "up to 4 rows step 17 beat eager (sweep 491979); at 4 rows "
-          "step 9 tied with it on the GPU but spends ten times its host time per call, which "
-          "made it jitter above eager in earlier sweeps (db5da0)"),
-    Route(64, ("triton_fp16x3",), "from 8 to 64 rows step 9 beat eager and steps 17 and 14 "
-          "(sweeps 212968, db5da0, 491979)"),
+    Route(4, ("small_batch_stream",), "1 to 4 rows: the weight stream, bound by W's bytes, its host "
+          "time a small part of its call; in the newest sweep its p90 lay below every other "
+          "faithful step's p10 and below eager's at each of these points"),
+    Route(64, ("triton_fp16x3",), "8 to 64 rows: step 9 has the lowest GPU time (p10), but its host "
+          "time per call is about as long, so its median jumps between sweeps; step 14 is steadier "
+          "(the lower p90 at every point) and by median won as many sweeps at 8 rows and more at "
+          "16: a contested band, kept on GPU time"),
     Route(None, ("wgmma_fp16x3", "triton_fp16x3"),
-          "from 256 rows step 14 beat step 9 (sweeps 212968, 7fd5e4); off Hopper, step 9"),
+          "from 256 rows step 14, the fastest by GPU time, median and p90 at every point; off "
+          "Hopper, step 9"),
 )
 PROBLEM.add_variant(Variant(
     18, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17, 9 and 14 by size",

@@ -159,18 +159,16 @@ for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
 
 
-# The fp32-faithful tier at every batch (see p12's FAITHFUL_ROUTES). From the H200 sweep
-# 20261130T144059Z-9a642e (commit a3c8cc2), which timed steps 3, 5 and 7 at every point: up to
-# 256 rows step 3 (cuBLAS fp32 and our float4 epilogues: few launches from C++) won (1.85x at
-# 16 rows, 2.41x at 64, 1.51x at 256; step 7 1.33x, 0.97x, 1.45x; step 5 below 0.52x); from
-# 1024 rows step 7 won (3.45x at 1024, 3.63x at 4096, 3.53x at 16384; step 5 2.46x, 3.37x,
-# 3.29x). The band edge at 512 lies between measured points.
+# The fp32-faithful tier at every batch (see p12's FAITHFUL_ROUTES): the bands rest on the
+# recorded H200 batch sweeps that timed steps 3, 5 and 7 at every point (fusedkit.results.
+# route_evidence). The edge at 512 rows lies between the measured points 256 and 1024.
 FAITHFUL_ROUTES = (
-    Route(512, ("cublas_epilogues_vec4",), "up to 256 rows step 3 beat eager and steps 5 and 7 "
-          "(sweep 9a642e)"),
-    Route(None, ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3"), "from 1024 rows step 7 beat "
-          "eager and steps 3 and 5 (sweep 9a642e); off Hopper, step 5, which beat step 3 there "
-          "(sweep a7b2af0)"),
+    Route(512, ("cublas_epilogues_vec4",), "16 to 256 rows: step 3 (cuBLAS fp32 and our float4 "
+          "epilogues, launched from C++) had the lowest median and p90 at every point; step 7's "
+          "best calls were faster at 256 rows, but its spread is wide there (host-bound)"),
+    Route(None, ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3"), "from 1024 rows step 7, the "
+          "fastest by GPU time, median and p90 at every point; off Hopper, step 5, which beat "
+          "step 3 from 1024 rows"),
 )
 PROBLEM.add_variant(Variant(
     8, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 3, 7 and 5 by size",
