@@ -310,6 +310,19 @@ def of_run(run_id: str, path: str | Path | None = None, *,
     return _newest_per_key(df[df["run_id"] == run_id])
 
 
+def for_problem(problem: Problem, ceilings: pd.DataFrame, sizes: Sizes | None = None) -> pd.DataFrame:
+    """The ceilings of ``ceilings`` (one row per ceiling, e.g. :func:`newest`) that bound
+    ``problem`` at ``sizes`` (default: its own): the memory ceilings (copy, DRAM and L2 reads)
+    and cuBLAS's GEMM rates at the problem's own GEMM shapes (:func:`gemm_shapes`), not those
+    measured for another problem. Same columns, same order."""
+    shapes = set(gemm_shapes(problem, sizes))
+    mnk = zip(ceilings["m"].fillna(-1).astype(int), ceilings["n"].fillna(-1).astype(int),
+              ceilings["k"].fillna(-1).astype(int))
+    at_shape = pd.Series([t in shapes for t in mnk], index=ceilings.index, dtype=bool)
+    keep = (ceilings["kind"] != "gemm") | at_shape
+    return ceilings[keep].reset_index(drop=True)
+
+
 def for_run(device: str, run_id: str | None, ceilings: pd.DataFrame) -> pd.DataFrame:
     """Each ceiling as the run ``run_id`` measured it, or, where that run did not, the newest
     on ``device``: a run's ratios stay within the run wherever it recorded the ceiling."""

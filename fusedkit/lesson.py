@@ -254,14 +254,20 @@ def timed_with_counters(problem: Problem, slug: str, *, device: str = "H200",
     return hit.iloc[0] if not hit.empty else None
 
 
-def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
-    """One row per ladder step with recorded counters: its % of floor and time (``recorded``,
-    each step's newest measurement), the time measured when the counters were taken
-    (:func:`timed_with_counters`: the same code), the time its kernels took under the profiler
-    and the difference (the GPU idle between them), beside the counters of its main kernel;
-    one line when no counters are recorded."""
+def counter_overview(problem: Problem, recorded: pd.DataFrame,
+                     steps: Iterable[int] | None = None) -> Any:
+    """One row per ladder step with recorded counters (``steps``: only those step numbers): its
+    % of floor and time (``recorded``, each step's newest measurement), the time measured when
+    the counters were taken (:func:`timed_with_counters`: the same code), the time its kernels
+    took under the profiler and the difference, "recorded − profiled": the GPU idle between
+    launches (a host sync, launch gaps) plus any difference of clock between the timed loop and
+    the profiler's replay of one kernel at a time; it is not idle time alone and can be negative.
+    Beside them, the counters of the step's main kernel; one line when no counters are recorded."""
+    wanted = None if steps is None else {int(n) for n in steps}
     rows, labels = [], []
     for v in problem.ladder():
+        if wanted is not None and v.number not in wanted:
+            continue
         c = counter_summary(problem, v.slug)
         if c is None:
             continue
@@ -272,7 +278,8 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
                      "% of floor": value(recorded, v.slug, "pct_of_floor"),
                      "% of measured": value(recorded, v.slug, "pct_of_measured"),
                      "ms": value(recorded, v.slug), "ms when profiled": then_ms,
-                     "kernels ms": c["total_us"] / 1e3, "idle ms": then_ms - c["total_us"] / 1e3,
+                     "kernels ms": c["total_us"] / 1e3,
+                     "recorded − profiled ms": then_ms - c["total_us"] / 1e3,
                      "launches": c["launches"], "main kernel": short_kernel(c["kernel"], 32),
                      "its share": 100.0 * c["share"], "SM %": c["sm_pct"],
                      "tensor %": c["tensor_pct"], "FMA %": c["fma_pct"], "DRAM %": c["dram_pct"],
@@ -285,17 +292,22 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
     label = "; ".join(dict.fromkeys(labels))
     return _Captioned(f"Each step: its recorded time (ms, newest measurement), the time measured "
                       f"with the code that was profiled (ms when profiled), the time its kernels "
-                      f"took under the profiler (kernels ms), and the rest, when the GPU ran none "
-                      f"of them (idle ms), beside the counters of its main kernel ({label})",
+                      f"took under the profiler (kernels ms), and the difference (recorded − "
+                      f"profiled: gaps between launches plus any difference of clock between the "
+                      f"timed loop and the profiler's replay), beside the counters of its main "
+                      f"kernel ({label})",
                       present.table(df, formats={"its share": present.pct, "launches": present.count,
-                                                 "kernels ms": present.ms, "idle ms": present.ms,
+                                                 "kernels ms": present.ms,
+                                                 "recorded − profiled ms": present.ms,
                                                  "ms when profiled": present.ms}))
 
 
 def idle_ms(problem: Problem, slug: str) -> float:
-    """How long, per call, the GPU ran none of ``slug``'s kernels (ms): the time measured with
-    the code that was profiled (:func:`timed_with_counters`) minus the time its kernels took
-    under the profiler; NaN without counters or such a measurement."""
+    """Recorded minus profiled time of ``slug`` per call (ms): the time measured with the code
+    that was profiled (:func:`timed_with_counters`) minus the time its kernels took under the
+    profiler. It holds the time the GPU ran none of the kernels (a host sync, launch gaps) and
+    any difference of clock between the timed loop and the profiler's replay, so it is idle
+    time only where something else proves it; NaN without counters or such a measurement."""
     then = timed_with_counters(problem, slug)
     c = counter_summary(problem, slug)
     return float(then["median_ms"]) - c["total_us"] / 1e3 if then is not None else math.nan

@@ -313,7 +313,8 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
 
     ``regions`` maps a label (e.g. the commit of the page) to
     :func:`fusedkit.counters.source_regions` of that page; bars keep each page's own sample
-    counts, so a shorter bar is a region that held the warps for less of the kernel."""
+    counts, so a shorter bar is a region that held the warps for less of the kernel. The figure
+    is closed before it is returned: ``display(fig)`` shows it once."""
     if not regions:
         raise ValueError("regions is empty: no source page to plot")
     fixed = {"samples", "samples_share", "executed", "executed_share"}
@@ -337,6 +338,7 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
               bbox_to_anchor=(1.01, 0.5))
     ax.set_title(title)
     fig.tight_layout()
+    plt.close(fig)   # shown once, where the notebook displays it
     return fig
 
 
@@ -422,6 +424,11 @@ def clock_chart(readings: pd.DataFrame, *, gpu: GpuSpec | None = None, title: st
     where = runs[0] if len(runs) == 1 else f"{len(runs)} runs"
     fig.suptitle(title or f"SM clock and power read beside {where} (datasheet lines: {gpu.name})",
                  fontsize=11)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
 # -- Hopper layouts (drawn from fusedkit.hopper_layout) ------------------------------------------
 
 

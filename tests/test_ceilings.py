@@ -169,6 +169,19 @@ def test_precision_comes_from_a_column_or_the_notes(recorded):
         pytest.approx(100 * fp32)
 
 
+def test_for_problem_keeps_the_memory_ceilings_and_its_own_gemm_shapes(recorded):
+    newest = ceilings.newest(H200, recorded)
+    mine = ceilings.for_problem(P45, newest)
+    gemms = mine[mine["kind"] == "gemm"]
+    assert {(int(r.m), int(r.n), int(r.k)) for r in gemms.itertuples()} == {(16384, 4096, 2048),
+                                                                           (16384, 1024, 4096)}
+    assert len(gemms) == 8                                       # four operands at two shapes
+    assert {"copy", "l2_read", "dram_read"} <= set(mine["kind"])
+    p12 = ceilings.for_problem(P12, newest)
+    assert set(p12.loc[p12["kind"] == "gemm", "m"]) == {1024.0}  # its own shape: not the square legacy one
+    assert ceilings.for_problem(P12, newest, P12.sizes(batch_size=4)).query("kind == 'gemm'").empty
+
+
 def test_table_compares_with_the_datasheet(recorded):
     t = ceilings.table(ceilings.newest(H200, recorded)).set_index(["ceiling", "shape"])
     assert t.loc[("cuBLAS fp16", "1024 x 8192 x 8192"), "% of datasheet"] == pytest.approx(
