@@ -344,6 +344,20 @@ def _lookup(ceilings: pd.DataFrame, kind: str, operands: str = "",
     return float(hit["rate"].iloc[-1]) if len(hit) else math.nan
 
 
+def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
+         mnk: tuple[int, int, int] | None = None) -> float:
+    """One ceiling's rate from a frame of ceilings (e.g. :func:`newest`): ``kind`` "copy",
+    "dram_read" or "l2_read" (GB/s), or "gemm" with its ``operands`` ("fp32", "tf32", "fp16",
+    "bf16") at ``mnk`` = (M, N, K) (TFLOP/s); NaN where it was not measured."""
+    kinds = {"copy", "dram_read", "l2_read", "gemm"}
+    if kind not in kinds:
+        raise ValueError(f"kind={kind!r} is not a ceiling; valid: {', '.join(sorted(kinds))}")
+    if kind == "gemm" and (operands not in _DTYPES or mnk is None):
+        raise ValueError(f"operands={operands!r}, mnk={mnk!r}: a GEMM ceiling needs operands "
+                         f"({', '.join(_DTYPES)}) and its (M, N, K)")
+    return _lookup(ceilings, kind, operands, mnk) if not ceilings.empty else math.nan
+
+
 def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
                    ceilings: pd.DataFrame) -> Floor | None:
     """The floor of a perfectly fused kernel of ``problem`` at ``sizes`` and ``precision`` on

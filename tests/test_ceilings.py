@@ -182,6 +182,18 @@ def test_for_problem_keeps_the_memory_ceilings_and_its_own_gemm_shapes(recorded)
     assert ceilings.for_problem(P12, newest, P12.sizes(batch_size=4)).query("kind == 'gemm'").empty
 
 
+def test_rate_reads_one_ceiling_or_nan(recorded):
+    newest = ceilings.newest(H200, recorded)
+    assert ceilings.rate(newest, "copy") == 4000.0 and ceilings.rate(newest, "l2_read") == 9000.0
+    assert ceilings.rate(newest, "gemm", "fp16", (16384, 4096, 2048)) == pytest.approx(700.0 * 0.9)
+    assert math.isnan(ceilings.rate(newest, "gemm", "fp16", (1, 2, 3)))
+    assert math.isnan(ceilings.rate(newest.iloc[0:0], "copy"))
+    with pytest.raises(ValueError, match="kind='bandwidth'"):
+        ceilings.rate(newest, "bandwidth")
+    with pytest.raises(ValueError, match="needs operands"):
+        ceilings.rate(newest, "gemm", "fp16")
+
+
 def test_table_compares_with_the_datasheet(recorded):
     t = ceilings.table(ceilings.newest(H200, recorded)).set_index(["ceiling", "shape"])
     assert t.loc[("cuBLAS fp16", "1024 x 8192 x 8192"), "% of datasheet"] == pytest.approx(
