@@ -310,6 +310,27 @@ def of_run(run_id: str, path: str | Path | None = None, *,
     return _newest_per_key(df[df["run_id"] == run_id])
 
 
+def for_problem(problem: Problem, ceilings: pd.DataFrame, sizes: Sizes | None = None) -> pd.DataFrame:
+    """The ceilings of ``ceilings`` (one row per ceiling, e.g. :func:`newest`) that bound
+    ``problem`` at ``sizes`` (default: its own): the memory ceilings (copy, DRAM and L2 reads),
+    then cuBLAS's GEMM rates at the problem's own GEMM shapes (:func:`gemm_shapes`, in order,
+    each in the order of :data:`GEMM_OPERANDS`); rows of other shapes (another problem's, the
+    legacy square matmul) left out. Same columns."""
+    shapes = gemm_shapes(problem, sizes)
+    mnk = list(zip(ceilings["m"], ceilings["n"], ceilings["k"]))
+    gemm = (ceilings["kind"] == "gemm") & pd.Series([t in shapes for t in mnk], index=ceilings.index,
+                                                     dtype=bool)
+    memory = ceilings["kind"].isin(["copy", "dram_read", "l2_read"])
+    order = {"copy": 0, "dram_read": 1, "l2_read": 2, "gemm": 3}
+    out = ceilings[memory | gemm]
+    out = out.assign(_kind=out["kind"].map(order),
+                     _shape=[shapes.index(t) if t in shapes else -1
+                             for t in zip(out["m"], out["n"], out["k"])],
+                     _ops=out["operands"].map({op: i for i, op in enumerate(GEMM_OPERANDS)}))
+    return (out.sort_values(["_kind", "_shape", "_ops"], kind="stable")
+            .drop(columns=["_kind", "_shape", "_ops"]).reset_index(drop=True))
+
+
 def for_run(device: str, run_id: str | None, ceilings: pd.DataFrame) -> pd.DataFrame:
     """Each ceiling as the run ``run_id`` measured it, or, where that run did not, the newest
     on ``device``: a run's ratios stay within the run wherever it recorded the ceiling."""
@@ -332,25 +353,6 @@ def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
     elif kind == "copy":   # the 2 GiB copy (legacy rows: the same size)
         hit = hit.sort_values("bytes").tail(1)
     return float(hit["rate"].iloc[-1]) if len(hit) else math.nan
-
-
-def for_problem(ceilings: pd.DataFrame, problem: Problem, sizes: Sizes | None = None) -> pd.DataFrame:
-    """The ceilings of ``ceilings`` that bear on ``problem`` at ``sizes`` (default: its own):
-    the memory ceilings (copy, DRAM read, L2 read) and cuBLAS at the problem's GEMM shapes
-    (:func:`gemm_shapes`), in that order; rows of other shapes (another problem's, a legacy
-    square matmul) left out."""
-    shapes = gemm_shapes(problem, sizes)
-    mnk = list(zip(ceilings["m"], ceilings["n"], ceilings["k"]))
-    gemm = (ceilings["kind"] == "gemm") & pd.Series([s in shapes for s in mnk], index=ceilings.index)
-    memory = ceilings["kind"].isin(["copy", "dram_read", "l2_read"])
-    order = {"copy": 0, "dram_read": 1, "l2_read": 2, "gemm": 3}
-    out = ceilings[memory | gemm]
-    out = out.assign(_kind=out["kind"].map(order),
-                     _shape=[shapes.index(s) if s in shapes else -1
-                             for s in zip(out["m"], out["n"], out["k"])],
-                     _ops=out["operands"].map({op: i for i, op in enumerate(GEMM_OPERANDS)}))
-    return out.sort_values(["_kind", "_shape", "_ops"], kind="stable") \
-        .drop(columns=["_kind", "_shape", "_ops"]).reset_index(drop=True)
 
 
 def standalone_run(device: str, path: str | Path | None = None) -> str | None:

@@ -35,12 +35,15 @@ import tempfile
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
 from fusedkit import records
+
+if TYPE_CHECKING:
+    from fusedkit.problems import Problem
 
 COLUMNS: tuple[str, ...] = ("run_id", "timestamp", "sm_mhz", "max_sm_mhz", "mem_mhz", "power_w",
                             "power_limit_w", "temperature_c", "util_pct", "event_reasons")
@@ -408,6 +411,60 @@ def run_summaries(clocks: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run_id", "readings", "busy", "sm_median_mhz", "sm_min_mhz",
                                        "sm_max_mhz", "capped_share", "power_median_w",
                                        "power_limit_w", "max_sm_mhz"])
+
+
+def problem_runs(problem: "Problem", records_path: str | Path | None = None) -> pd.DataFrame:
+    """One row per recorded run that measured ``problem`` and has readings (in the clocks file
+    beside the records, :func:`path_for`), oldest first: ``run_id``, ``what`` ("ladder": it
+    timed the problem's variants or components; "ceilings": it measured cuBLAS at the
+    problem's own GEMM shapes), ``device``, ``date`` (of its first record, YYYY-MM-DD), then
+    the summary of its readings (the columns of :func:`run_summaries` after ``run_id``)."""
+    from fusedkit import ceilings  # noqa: PLC0415 - ceilings imports torch
+
+    rpath = Path(records_path) if records_path is not None else records.default_path()
+    rec = records.read_records(rpath)
+    shapes = set(ceilings.gemm_shapes(problem))
+    gemms = ceilings.ceilings_frame(rec)
+    gemms = gemms[gemms["kind"] == "gemm"]
+    at_shape = {r.run_id for r in gemms.itertuples()
+                if (int(r.m), int(r.n), int(r.k)) in shapes}
+    ladder = set(rec.loc[rec["problem"] == problem.key, "run_id"])
+    summaries = run_summaries(read_clocks(path_for(rpath)))
+    cols = ["run_id", "what", "device", "date", *summaries.columns[1:]]
+    rows = []
+    for s in summaries.itertuples(index=False):
+        what = "ladder" if s.run_id in ladder else "ceilings" if s.run_id in at_shape else None
+        if what is None:
+            continue
+        first = rec[rec["run_id"] == s.run_id].sort_values("timestamp").iloc[0]
+        rows.append({"run_id": s.run_id, "what": what, "device": first["device"],
+                     "date": f"{first['timestamp']:%Y-%m-%d}", "_t": first["timestamp"],
+                     **s._asdict()})
+    out = pd.DataFrame(rows, columns=[*cols, "_t"])
+    return out.sort_values("_t", kind="stable").drop(columns="_t")[cols].reset_index(drop=True)
+
+
+def readings_of(problem: "Problem", what: str = "ladder",
+                records_path: str | Path | None = None) -> pd.DataFrame:
+    """The readings of the newest run of :func:`problem_runs` whose ``what`` is ``what``
+    ("ladder" or "ceilings"), in the file's order; empty when there is none. ``attrs["caption"]``
+    says where they come from ("NVIDIA H200, 2026-11-30, 1976 readings every 50 ms"), or that
+    none are recorded."""
+    if what not in ("ladder", "ceilings"):
+        raise ValueError(f"what={what!r}: the runs are 'ladder' or 'ceilings'")
+    rpath = Path(records_path) if records_path is not None else records.default_path()
+    runs = problem_runs(problem, rpath)
+    runs = runs[runs["what"] == what]
+    kept = read_clocks(path_for(rpath))
+    if runs.empty:
+        out = kept.iloc[0:0]
+        out.attrs["caption"] = f"no readings recorded beside a {what} run of {problem.key}"
+        return out
+    newest = runs.iloc[-1]
+    out = kept[kept["run_id"] == newest["run_id"]].reset_index(drop=True)
+    out.attrs["caption"] = (f"{newest['device']}, {newest['date']}, {len(out)} readings every "
+                            f"{INTERVAL_MS} ms")
+    return out
 
 
 # --- bringing readings home ----------------------------------------------------------------

@@ -254,19 +254,22 @@ def timed_with_counters(problem: Problem, slug: str, *, device: str = "H200",
     return hit.iloc[0] if not hit.empty else None
 
 
-def counter_overview(problem: Problem, recorded: pd.DataFrame) -> Any:
+def counter_overview(problem: Problem, recorded: pd.DataFrame,
+                     steps: Iterable[int] | None = None) -> Any:
     """One row per ladder step of ``recorded`` that has recorded counters (every step with
-    counters when ``recorded`` is empty): its % of floor, % of measured ceiling and time
-    (``recorded``, each step's newest measurement), the time measured when the counters were
-    taken (:func:`timed_with_counters`: the same code), the time its kernels took under the
-    profiler and the difference, "recorded − profiled" (the GPU running none of the step's
-    kernels, such as a wait for the host, and any difference of clocks between the timed loop and
-    the profiler's replay of each kernel: it can be negative), beside the counters of its main
-    kernel and the DRAM bytes of the whole call; one line when no counters are recorded."""
+    counters when ``recorded`` is empty; ``steps``: only those step numbers): its % of floor, %
+    of measured ceiling and time (``recorded``, each step's newest measurement), the time
+    measured when the counters were taken (:func:`timed_with_counters`: the same code), the time
+    its kernels took under the profiler and the difference, "recorded − profiled" (the GPU
+    running none of the step's kernels, such as a wait for the host, and any difference of clocks
+    between the timed loop and the profiler's replay of each kernel: it is not idle time alone
+    and can be negative), beside the counters of its main kernel and the DRAM bytes of the whole
+    call; one line when no counters are recorded."""
     shown = set(recorded["variant"]) if recorded is not None and not recorded.empty else None
+    wanted = None if steps is None else {int(n) for n in steps}
     rows, labels = [], []
     for v in problem.ladder():
-        if shown is not None and v.slug not in shown:
+        if (shown is not None and v.slug not in shown) or (wanted is not None and v.number not in wanted):
             continue
         c = counter_summary(problem, v.slug)
         if c is None:

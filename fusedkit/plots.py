@@ -501,7 +501,8 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
 
     ``regions`` maps a label (e.g. the commit of the page) to
     :func:`fusedkit.counters.source_regions` of that page; bars keep each page's own sample
-    counts, so a shorter bar is a region that held the warps for less of the kernel."""
+    counts, so a shorter bar is a region that held the warps for less of the kernel. The figure
+    is closed before it is returned: ``display(fig)`` shows it once."""
     if not regions:
         raise ValueError("regions is empty: no source page to plot")
     fixed = {"samples", "samples_share", "executed", "executed_share"}
@@ -517,14 +518,16 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
     shown = df[top].assign(**{"other reasons": df.drop(columns=top).sum(axis=1)})
     shown = shown.rename(columns=lambda c: STALL_REASONS.get(c, c))
     colours = sns.color_palette("tab10", len(shown.columns))
-    fig, ax = plt.subplots(figsize=(10, 0.5 * len(shown) + 1.8))
+    # 8.2 inches at the notebooks' dpi is about 820 px: the legend goes under the bars, not beside.
+    fig, ax = plt.subplots(figsize=(8.2, 0.5 * len(shown) + 2.6))
     shown.iloc[::-1].plot.barh(stacked=True, ax=ax, color=colours, width=0.7)
     ax.set_xlabel("warp-stall samples (more is longer)")
     ax.set_ylabel("")
-    ax.legend(title="the warp waits for", fontsize=8, title_fontsize=8, loc="center left",
-              bbox_to_anchor=(1.01, 0.5))
+    ax.legend(title="the warp waits for", fontsize=8, title_fontsize=8, loc="upper center",
+              bbox_to_anchor=(0.5, -0.16), ncol=2)
     ax.set_title(title)
     fig.tight_layout()
+    plt.close(fig)   # shown once, where the notebook displays it
     return fig
 
 

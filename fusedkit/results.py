@@ -22,14 +22,16 @@ of several runs. Speed-ups are only ever taken within one run (one ``run_id``).
 
 Views that truly need one run (a comparison of two variants on the same GPU state, a run-to-run
 comparison) read it with :func:`same_run`, :func:`time_ratio`, :func:`latest_run` or
-:func:`per_run`; components and their same-size copies with :func:`components`; sweeps with
-:func:`sweep_series` and :func:`step_sweep`. :func:`caption` says where a table's rows come from.
+:func:`per_run`; components and their same-size copies with :func:`components` (several side by
+side in one run: :func:`same_run_components`); sweeps with :func:`sweep_series` and
+:func:`step_sweep`. :func:`of_steps` keeps the steps one notebook teaches; :func:`caption` says
+where a table's rows come from.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -332,6 +334,38 @@ def of_variants(rows: pd.DataFrame, slugs: Sequence[str]) -> pd.DataFrame:
     if isinstance(slugs, str):
         raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
     return rows[rows["variant"].isin(list(slugs))].reset_index(drop=True)
+
+
+def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
+                        device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
+    """Components (``slugs``, e.g. three versions of one kernel) side by side on the same GPU
+    state: the rows of :func:`components` (each beside its same-size copy) from the newest clean
+    run that timed every one of them, in the order of ``slugs``; empty (same columns) when no
+    run timed them all."""
+    if isinstance(slugs, str):
+        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
+    every = components(problem, sizes, device=device, path=path, every_run=True)
+    timed = set(every["run_id"])
+    for slug in slugs:
+        timed &= set(every.loc[every["variant"] == slug, "run_id"])
+    if not timed:
+        return every.iloc[0:0].reset_index(drop=True)
+    newest = every[every["run_id"].isin(timed)].sort_values("timestamp", kind="stable")["run_id"].iloc[-1]
+    run = every[(every["run_id"] == newest) & every["variant"].isin(list(slugs))]
+    order = {s: i for i, s in enumerate(slugs)}
+    return run.sort_values("variant", key=lambda v: v.map(order)).reset_index(drop=True)
+
+
+def of_steps(rows: pd.DataFrame, steps: Iterable[int], *, leave_out: Sequence[str] = ()) -> pd.DataFrame:
+    """The ladder rows of ``rows`` (a :func:`recorded` frame, or one run's rows) whose step
+    number is in ``steps`` (baselines are step 0), less the variants named in ``leave_out``
+    (one so slow it would flatten a chart): the part of a ladder one notebook teaches.
+    Components (no step) are left out; the order of ``rows`` is kept."""
+    if isinstance(leave_out, str):
+        raise TypeError(f"leave_out={leave_out!r}: pass a list of names, e.g. [{leave_out!r}]")
+    wanted = {float(s) for s in steps}
+    keep = rows["step"].isin(wanted) & ~rows["variant"].isin(list(leave_out))
+    return rows[keep].reset_index(drop=True)
 
 
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:

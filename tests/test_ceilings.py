@@ -169,6 +169,31 @@ def test_precision_comes_from_a_column_or_the_notes(recorded):
         pytest.approx(100 * fp32)
 
 
+def test_for_problem_keeps_the_memory_ceilings_and_its_own_gemm_shapes(recorded):
+    newest = ceilings.newest(H200, recorded)
+    mine = ceilings.for_problem(P45, newest)
+    gemms = mine[mine["kind"] == "gemm"]
+    assert {(int(r.m), int(r.n), int(r.k)) for r in gemms.itertuples()} == {(16384, 4096, 2048),
+                                                                           (16384, 1024, 4096)}
+    assert len(gemms) == 8                                       # four operands at two shapes
+    assert {"copy", "l2_read", "dram_read"} <= set(mine["kind"])
+    p12 = ceilings.for_problem(P12, newest)
+    assert set(p12.loc[p12["kind"] == "gemm", "m"]) == {1024.0}  # its own shape: not the square legacy one
+    assert ceilings.for_problem(P12, newest, P12.sizes(batch_size=4)).query("kind == 'gemm'").empty
+
+
+def test_rate_reads_one_ceiling_or_nan(recorded):
+    newest = ceilings.newest(H200, recorded)
+    assert ceilings.rate(newest, "copy") == 4000.0 and ceilings.rate(newest, "l2_read") == 9000.0
+    assert ceilings.rate(newest, "gemm", "fp16", (16384, 4096, 2048)) == pytest.approx(700.0 * 0.9)
+    assert math.isnan(ceilings.rate(newest, "gemm", "fp16", (1, 2, 3)))
+    assert math.isnan(ceilings.rate(newest.iloc[0:0], "copy"))
+    with pytest.raises(ValueError, match="kind='bandwidth'"):
+        ceilings.rate(newest, "bandwidth")
+    with pytest.raises(ValueError, match="needs operands"):
+        ceilings.rate(newest, "gemm", "fp16")
+
+
 def test_table_compares_with_the_datasheet(recorded):
     t = ceilings.table(ceilings.newest(H200, recorded)).set_index(["ceiling", "shape"])
     assert t.loc[("cuBLAS fp16", "1024 x 8192 x 8192"), "% of datasheet"] == pytest.approx(
@@ -244,11 +269,11 @@ def test_rate_reads_one_ceiling_or_nan(recorded):
 
 def test_for_problem_keeps_memory_and_the_problems_own_shapes(recorded):
     have = ceilings.newest(H200, recorded)       # holds p12's shape, p45's two and the legacy 8192^3
-    mine = ceilings.for_problem(have, P12)
+    mine = ceilings.for_problem(P12, have)
     assert list(mine["kind"]) == ["copy", "dram_read", "l2_read"] + ["gemm"] * 4
     assert list(mine["operands"].iloc[3:]) == list(ceilings.GEMM_OPERANDS)
     assert set(zip(mine["m"].iloc[3:], mine["n"].iloc[3:], mine["k"].iloc[3:])) == {(1024, 8192, 8192)}
-    theirs = ceilings.for_problem(have, P45)
+    theirs = ceilings.for_problem(P45, have)
     shapes = list(dict.fromkeys(zip(theirs["m"].iloc[3:], theirs["n"].iloc[3:], theirs["k"].iloc[3:])))
     assert shapes == ceilings.gemm_shapes(P45) and len(theirs) == 3 + 8
 

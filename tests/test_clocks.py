@@ -158,6 +158,53 @@ def test_sampler_reads_a_background_nvidia_smi_and_stops_it(tmp_path, monkeypatc
     assert said and "SM clock median 1755 MHz" in said[-1] and "100% of them" in said[-1]
 
 
+def test_problem_runs_are_the_runs_with_readings_that_measured_it(tmp_path):
+    from fusedkit import problems
+
+    p45 = problems.get("p45")
+    path = tmp_path / "records.csv"
+
+    def ctx(run_id, stamp):
+        return records.RunContext(run_id=run_id, timestamp=stamp, commit="abc1234", device="NVIDIA H200",
+                                  driver="580.1", cuda="12.8", torch="2.11.0", triton="3.5.0")
+
+    ladder, gemms, other, silent = (ctx("20261202T090000Z-aaaaaa", "2026-12-02T09:00:00Z"),
+                                    ctx("20261203T090000Z-bbbbbb", "2026-12-03T09:00:00Z"),
+                                    ctx("20261204T090000Z-cccccc", "2026-12-04T09:00:00Z"),
+                                    ctx("20261205T090000Z-dddddd", "2026-12-05T09:00:00Z"))
+    rows = [records.make_row(ladder, problem="p45", sizes="batch_size=16384", variant="eager",
+                             timer="cuda-events", median_ms=8.4),
+            records.make_row(gemms, problem="device", sizes="m=16384,n=4096,k=2048",
+                             variant="ceiling_gemm_fp16", timer="cuda-events", median_ms=0.5, tflops=590.0),
+            records.make_row(other, problem="device", sizes="m=1024,n=8192,k=8192",      # p12's shape
+                             variant="ceiling_gemm_fp16", timer="cuda-events", median_ms=0.2, tflops=690.0),
+            records.make_row(silent, problem="p45", sizes="batch_size=16384", variant="eager",
+                             timer="cuda-events", median_ms=8.4)]                       # no readings
+    records.append_rows(path, rows)
+    for c, n in ((ladder, 4), (gemms, 3), (other, 2)):
+        clocks.record(c.run_id, readings(n), clocks.path_for(path))
+    runs = clocks.problem_runs(p45, path)
+    assert list(runs["run_id"]) == [ladder.run_id, gemms.run_id]
+    assert list(runs["what"]) == ["ladder", "ceilings"] and list(runs["readings"]) == [4, 3]
+    assert list(runs["date"]) == ["2026-12-02", "2026-12-03"] and runs["capped_share"].notna().all()
+    bench = clocks.readings_of(p45, "ladder", path)
+    assert len(bench) == 4 and set(bench["run_id"]) == {ladder.run_id}
+    assert bench.attrs["caption"] == "NVIDIA H200, 2026-12-02, 4 readings every 50 ms"
+    assert len(clocks.readings_of(p45, "ceilings", path)) == 3
+    none = clocks.readings_of(problems.get("p12"), "ladder", path)   # p12: only its ceilings
+    assert none.empty and "no readings" in none.attrs["caption"]
+    with pytest.raises(ValueError, match="what='bench'"):
+        clocks.readings_of(p45, "bench", path)
+
+
+def test_the_p45_bench_and_its_ceilings_run_have_readings():
+    from fusedkit import problems
+
+    runs = clocks.problem_runs(problems.get("p45"), DATA / "records.csv")
+    assert {"ladder", "ceilings"} <= set(runs["what"])
+    assert LOG_RUN in set(runs["run_id"])
+
+
 # --- the figure ------------------------------------------------------------------------------
 
 def test_clock_chart_draws_the_recorded_run():

@@ -159,6 +159,7 @@ def test_stall_chart_draws_a_bar_per_page_and_region():
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == ["b39259a: epilogue", "b39259a: k-loop", "315f0f2: epilogue", "315f0f2: k-loop"]
     assert len(ax.get_legend().get_texts()) == 5  # four reasons and the rest
+    assert not matplotlib.pyplot.fignum_exists(fig.number)      # closed: display(fig) shows it once
     with pytest.raises(ValueError, match="no source page"):
         plots.stall_chart({})
 

@@ -199,6 +199,41 @@ def test_components_carry_their_same_run_copy(full_then_partial):
     assert every["pct_of_copy"].iloc[0] == pytest.approx(100 * 3100 / 3000)
 
 
+def test_same_run_components_reads_the_newest_run_that_timed_them_all(tmp_path):
+    path = tmp_path / "r.csv"
+    both, newer_one = _ctx(day=1), _ctx(day=2)
+    rows = [_row(both, "eager", 3.0, "reference")]
+    for ctx, parts in ((both, {"epilogue_vec4": 0.02, "epilogue_scalar": 0.03}),
+                       (newer_one, {"epilogue_vec4": 0.019})):
+        for slug, ms in parts.items():
+            rows += [_row(ctx, slug, ms, "", gbps=1000 / ms),
+                     _row(ctx, f"d2d_copy_for_{slug}", 0.018, "", gbps=3000.0)]
+    records.append_rows(path, rows)
+    side = results.same_run_components(P12, ["epilogue_vec4", "epilogue_scalar"], path=path)
+    assert list(side["variant"]) == ["epilogue_vec4", "epilogue_scalar"]       # in the order asked
+    assert set(side["run_id"]) == {both.run_id}                # not the newer run that timed one
+    assert list(side["median_ms"]) == [0.02, 0.03] and list(side["copy_gbps"]) == [3000.0, 3000.0]
+    alone = results.same_run_components(P12, ["epilogue_vec4"], path=path)
+    assert set(alone["run_id"]) == {newer_one.run_id}
+    assert results.same_run_components(P12, ["epilogue_vec4", "nothing"], path=path).empty
+    with pytest.raises(TypeError, match="a list of names"):
+        results.same_run_components(P12, "epilogue_vec4", path=path)
+
+
+def test_of_steps_keeps_the_steps_a_notebook_teaches(full_then_partial):
+    path, *_ = full_then_partial
+    rec = results.recorded(P12, path=path)
+    steps = {v.slug: v.number for v in P12.variants.values()}
+    kept = results.of_steps(rec, range(0, 8), leave_out=["naive"])
+    assert "naive" in set(rec["variant"]) and "naive" not in set(kept["variant"])
+    assert all(steps[v] < 8 for v in kept["variant"]) and "eager" in set(kept["variant"])
+    assert {v for v in rec["variant"] if steps[v] >= 8} and \
+        not {v for v in kept["variant"] if steps[v] >= 8}          # later steps are left out
+    assert list(kept["variant"]) == [v for v in rec["variant"] if steps[v] < 8 and v != "naive"]
+    with pytest.raises(TypeError, match="a list of names"):
+        results.of_steps(rec, [0], leave_out="naive")
+
+
 def test_per_run_is_one_row_per_run_that_timed_them(full_then_partial):
     path, full, partial, t_full, t_part = full_then_partial
     both = results.per_run(P12, ["eager", "triton_fp16x3"], path=path)
@@ -389,6 +424,11 @@ def test_counters_pair_with_the_time_of_the_code_that_was_profiled(tmp_path, mon
     assert shown.loc["triton_fp16x3", "ms"] == "0.750"                           # the newest
     assert shown.loc["triton_fp16x3", "ms when profiled"] == "0.900"
     assert shown.loc["triton_fp16x3", "recorded − profiled ms"] == "+0.200"
+    step = P12.variant("triton_fp16x3").number
+    only = lesson.counter_overview(P12, results.recorded(P12), steps=[step]).body.data
+    assert list(only["variant"]) == ["triton_fp16x3"]
+    none = lesson.counter_overview(P12, results.recorded(P12), steps=[step + 1])
+    assert "none recorded" in none._repr_markdown_()
 
 
 def test_live_row_checks_then_times():
