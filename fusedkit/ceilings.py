@@ -331,6 +331,34 @@ def _lookup(ceilings: pd.DataFrame, kind: str, operands: str = "",
     return float(hit["rate"].iloc[-1]) if len(hit) else math.nan
 
 
+def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
+         shape: tuple[int, int, int] | None = None) -> float:
+    """One measured ceiling's rate from rows such as :func:`newest`: ``kind`` ``"copy"``,
+    ``"dram_read"`` or ``"l2_read"`` (GB/s), or ``"gemm"`` with ``operands`` (``"fp16"`` ...)
+    and the GEMM's ``shape`` (M, N, K) (TFLOP/s). NaN where it was not recorded."""
+    kinds = {"copy", "dram_read", "l2_read", "gemm"}
+    if kind not in kinds:
+        raise ValueError(f"kind={kind!r} is not a ceiling; valid: {', '.join(sorted(kinds))}")
+    if kind == "gemm" and (operands not in GEMM_OPERANDS or shape is None):
+        raise ValueError(f"kind='gemm' needs operands (one of {', '.join(GEMM_OPERANDS)}) and a "
+                         f"shape (M, N, K); got operands={operands!r}, shape={shape!r}")
+    if ceilings.empty:
+        return math.nan
+    return _lookup(ceilings, kind, operands, tuple(shape) if shape is not None else None)
+
+
+def of_problem(ceilings: pd.DataFrame, problem: Problem, sizes: Sizes | None = None) -> pd.DataFrame:
+    """The ceilings that bear on ``problem`` at ``sizes`` (default: the problem's): the copy and
+    the two reads, and cuBLAS at the problem's own GEMM shapes (:func:`gemm_shapes`), in the
+    order of ``ceilings`` (rows such as :func:`newest`)."""
+    if ceilings.empty:
+        return ceilings
+    shapes = set(gemm_shapes(problem, sizes))
+    mnk = list(zip(ceilings["m"], ceilings["n"], ceilings["k"]))
+    keep = [kind != "gemm" or (m, n, k) in shapes for kind, (m, n, k) in zip(ceilings["kind"], mnk)]
+    return ceilings[keep].reset_index(drop=True)
+
+
 def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
                    ceilings: pd.DataFrame) -> Floor | None:
     """The floor of a perfectly fused kernel of ``problem`` at ``sizes`` and ``precision`` on

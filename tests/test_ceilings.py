@@ -232,3 +232,19 @@ def test_measured_ceilings_on_the_gpu(tmp_path):
     for p in (P12, P45):
         f = ceilings.measured_floor(p, p.defaults, "fp16", got)
         assert f is not None and f.floor_ms > 0
+
+
+def test_one_rate_and_the_ceilings_of_one_problem(recorded):
+    have = ceilings.newest(H200, recorded)
+    assert ceilings.rate(have, "copy") == 4000.0 and ceilings.rate(have, "l2_read") == 9000.0
+    assert ceilings.rate(have, "gemm", "fp16", (1024, 8192, 8192)) == 700.0
+    assert math.isnan(ceilings.rate(have, "gemm", "fp16", (64, 8192, 8192)))   # never measured
+    assert math.isnan(ceilings.rate(have.iloc[0:0], "copy"))
+    with pytest.raises(ValueError, match="kind='l1_read' is not a ceiling"):
+        ceilings.rate(have, "l1_read")
+    with pytest.raises(ValueError, match="needs operands"):
+        ceilings.rate(have, "gemm", "fp16")
+    mine = ceilings.of_problem(have, P12)
+    assert set(mine.loc[mine["kind"] == "gemm", "m"]) == {1024}            # p45's shapes left out
+    assert set(mine["kind"]) == {"copy", "dram_read", "l2_read", "gemm"}
+    assert len(ceilings.of_problem(have, P45).query("kind == 'gemm'")) == 2 * 4

@@ -469,3 +469,19 @@ def test_recorded_rows_carry_the_share_of_the_measured_ceiling(tmp_path):
     assert rec.loc["triton_fp16x3", "pct_of_measured"] == pytest.approx(100 * floor.floor_ms / 0.871936)
     assert math.isnan(rec.loc["eager", "pct_of_measured"])   # fp32: no cuBLAS fp32 rate recorded
     assert "% of measured" in results.ladder_table(rec.reset_index()).columns
+
+
+def test_steps_between_keeps_one_part_of_the_ladder_and_the_baselines_named(full_then_partial):
+    path, *_ = full_then_partial
+    rec = results.recorded(P12, path=path)
+    part = results.steps_between(rec, 2, 9, also=["eager"])
+    steps = {v: P12.variant(v).number for v in part["variant"]}
+    assert set(part["variant"]) == {"eager", "tiled", "triton_tf32", "triton_fp16x3"}  # 1, 14 out
+    assert all(2 <= n <= 9 for v, n in steps.items() if v != "eager")
+    assert list(part["variant"]) == [v for v in rec["variant"] if v in set(part["variant"])]  # order kept
+    assert results.steps_between(rec, 14, 14)["variant"].tolist() == ["wgmma_fp16x3"]
+    assert results.steps_between(rec, 30, 40, also=["nothing recorded"]).empty
+    with pytest.raises(ValueError, match="first=9, last=2"):
+        results.steps_between(rec, 9, 2)
+    with pytest.raises(TypeError, match="pass a list"):
+        results.steps_between(rec, 2, 9, also="eager")
