@@ -347,6 +347,14 @@ def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
     """One ceiling's rate from ``ceilings`` (e.g. :func:`newest`): ``kind`` copy, dram_read or
     l2_read in GB/s, or gemm in TFLOP/s for ``operands`` (fp32, tf32, fp16, bf16) at ``mnk``
     (M, N, K); NaN where it is not among them. A copy without a size is the largest one."""
+    kinds = {"copy", "dram_read", "l2_read", "gemm"}
+    if kind not in kinds:
+        raise ValueError(f"kind={kind!r} is not a ceiling; valid: {', '.join(sorted(kinds))}")
+    if kind == "gemm" and (operands not in GEMM_OPERANDS or mnk is None):
+        raise ValueError(f"kind='gemm' needs operands (one of {', '.join(GEMM_OPERANDS)}) and its "
+                         f"(M, N, K); got operands={operands!r}, mnk={mnk!r}")
+    if ceilings.empty:
+        return math.nan
     hit = ceilings[(ceilings["kind"] == kind) & (ceilings["operands"] == operands)]
     if mnk is not None:
         hit = hit[(hit["m"] == mnk[0]) & (hit["n"] == mnk[1]) & (hit["k"] == mnk[2])]

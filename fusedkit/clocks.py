@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -465,6 +465,36 @@ def readings_of(problem: "Problem", what: str = "ladder",
     out.attrs["caption"] = (f"{newest['device']}, {newest['date']}, {len(out)} readings every "
                             f"{INTERVAL_MS} ms")
     return out
+
+
+def readings_beside(variants: Sequence[str], *, problem: str | None = None, alone: bool = False,
+                    records_path: str | Path | None = None,
+                    clocks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The readings of the newest run that has readings and timed any of ``variants`` (of
+    ``problem``, a records ``problem`` such as ``"p45"`` or ``"device"``, when given): the clock
+    and power beside a given load, e.g. the fp16x3 steps on wgmma. ``alone`` keeps only runs that
+    timed nothing outside ``problem`` (a run of the device's ceilings and nothing else). Read
+    from the records file (``records_path``, default ``data/records.csv``) and the clocks file
+    beside it, or ``clocks`` (:func:`read_clocks`); empty when no run qualifies."""
+    if isinstance(variants, str):
+        raise TypeError(f"variants={variants!r}: pass a list of names, e.g. [{variants!r}]")
+    if alone and problem is None:
+        raise ValueError("alone=True needs problem: the runs that timed nothing outside it")
+    rpath = Path(records_path) if records_path is not None else records.default_path()
+    readings = read_clocks(path_for(rpath)) if clocks is None else clocks
+    rec = records.read_records(rpath) if rpath.exists() else pd.DataFrame(
+        columns=["run_id", "problem", "variant", "timestamp"])
+    rec = rec[rec["run_id"].isin(set(readings["run_id"]))]
+    hit = rec[rec["variant"].isin(list(variants))]
+    if problem is not None:
+        hit = hit[hit["problem"] == problem]
+    runs = set(hit["run_id"])
+    if alone:
+        runs -= set(rec.loc[rec["problem"] != problem, "run_id"])
+    if not runs:
+        return readings.iloc[0:0]
+    newest = rec[rec["run_id"].isin(runs)].sort_values("timestamp", kind="stable")["run_id"].iloc[-1]
+    return readings[readings["run_id"] == newest].reset_index(drop=True)
 
 
 # --- bringing readings home ----------------------------------------------------------------

@@ -46,6 +46,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,28 @@ def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None
     return out
 
 
+def counter_history(problem: Problem | str, variant: str, sizes: str | dict | None = None,
+                    path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """Every recorded collection of one variant's counters, oldest first: one row per
+    collection (one ``run_id``), the main kernel's counters (the launch that took the longest)
+    with ``total_us`` (all launches of the call summed, µs) and the collection's ``run_id``,
+    ``timestamp``, ``commit`` and ``device``. How a step's counters changed as its code did
+    (:func:`step_counters` reads only the newest). Empty (same columns) when none is recorded."""
+    from fusedkit import problems  # noqa: PLC0415
+
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
+    df = read_counters(path)
+    df = df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
+    cols = [*COLUMNS, "total_us"]
+    if df.empty:
+        return df.assign(total_us=pd.Series(dtype=float))[cols]
+    durations = df["duration_us"].fillna(0.0)
+    totals = durations.groupby(df["run_id"]).sum().rename("total_us")
+    main = df.loc[durations.groupby(df["run_id"]).idxmax()].join(totals, on="run_id")
+    return main.sort_values("timestamp", kind="stable")[cols].reset_index(drop=True)
+
+
 # -- one kernel's source page: where its warps wait, instruction by instruction -----------------
 
 STALL_PREFIX = "stall_"
@@ -179,6 +202,67 @@ def source_regions(page: pd.DataFrame, regions: dict[str, int]) -> pd.DataFrame:
     out.insert(3, "executed_share", out["executed"] / max(out["executed"].sum(), 1))
     out.columns = [c.removeprefix(STALL_PREFIX) for c in out.columns]
     return out.rename_axis("region")
+
+
+def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike[str] | None = None,
+                 counters_path: str | os.PathLike[str] | None = None) -> list[pd.DataFrame]:
+    """Every kept source page of one variant (``folder``, default ``data/logs/ncu``, files
+    ``source_<problem>_<variant>_<commit>.csv``), oldest first: the pages of a step before and
+    after a change to its code. Each page (:func:`read_source_page`) carries ``attrs["commit"]``
+    and ``attrs["when"]``: the time of the counters collected at that commit
+    (:func:`counter_history`), else the date its label gives. [] when none is kept."""
+    from fusedkit import problems  # noqa: PLC0415
+
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    folder = Path(folder) if folder is not None else default_path().parent / "logs" / "ncu"
+    collected = counter_history(p, variant, path=counters_path)
+    at_commit = collected.groupby("commit")["timestamp"].max().to_dict() if not collected.empty else {}
+    pages = []
+    for path in sorted(folder.glob(f"source_{p.key}_{variant}_*.csv")):
+        stem, commit = path.stem.removeprefix(f"source_{p.key}_").rsplit("_", 1)
+        if stem != variant:          # another step whose name starts with this one's
+            continue
+        page = read_source_page(path)
+        dated = re.search(r"\d{4}-\d{2}-\d{2}", page.attrs["label"])
+        when = at_commit.get(commit, pd.Timestamp(dated.group(0), tz="UTC") if dated else pd.NaT)
+        page.attrs.update(commit=commit, when=when)
+        pages.append(page)
+    undated = pd.Timestamp.max.tz_localize("UTC")      # a page without a date goes last
+    return sorted(pages, key=lambda pg: undated if pd.isna(pg.attrs["when"]) else pg.attrs["when"])
+
+
+def instructions(page: pd.DataFrame, pattern: str) -> pd.DataFrame:
+    """The instructions of a source page whose SASS matches ``pattern`` (a regular expression,
+    e.g. ``"ERRBAR|MEMBAR|CCTL"``), summed by opcode (the SASS's first word after any ``@P``
+    predicate): ``instructions`` (how many such lines the kernel has), ``executed`` (by warps,
+    in one launch), ``samples`` and ``share`` (of all the page's stall samples, 0..1), most
+    samples first. What the page says one kind of instruction costs."""
+    try:
+        rx = re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"pattern={pattern!r} is not a regular expression: {e}") from None
+    hit = page[page["sass"].map(lambda sass: rx.search(str(sass)) is not None)]
+    opcode = hit["sass"].str.replace(r"^@!?U?P\w*\s+", "", regex=True).str.split().str[0]
+    out = hit.groupby(opcode).agg(instructions=("sass", "size"), executed=("executed", "sum"),
+                                  samples=("samples", "sum"))
+    out["share"] = out["samples"] / max(page["samples"].sum(), 1)
+    return out.rename_axis("opcode").sort_values("samples", ascending=False)
+
+
+def wait_shares(regions: pd.DataFrame, region: str = "k-loop") -> dict[str, float]:
+    """Where the warps of one source page wait, from its :func:`source_regions`: shares (0..1)
+    of all its stall samples that fall in ``region`` (``samples``), and in that region on each
+    of ``selected`` (issuing), ``short_sb`` (waiting on shared memory or a special function),
+    ``long_sb`` (on global memory, or a barrier the TMA completes), ``barrier`` (a warpgroup
+    or wgmma wait); ``membar`` counts memory fences over the whole page."""
+    if region not in regions.index:
+        raise ValueError(f"region={region!r} is not among the page's regions: {', '.join(regions.index)}")
+    total = max(float(regions["samples"].sum()), 1.0)
+    out = {"samples": float(regions.loc[region, "samples"]) / total}
+    for reason in ("selected", "short_sb", "long_sb", "barrier"):
+        out[reason] = float(regions.loc[region, reason]) / total if reason in regions.columns else 0.0
+    out["membar"] = float(regions["membar"].sum()) / total if "membar" in regions.columns else 0.0
+    return out
 
 
 # -- collection on the GPU machine -------------------------------------------------------------

@@ -218,6 +218,54 @@ def ceiling_bars(rows: pd.DataFrame, *, title: str = "") -> plt.Figure:
               title=None)
     ax.set_title(title, fontsize=10, pad=22)
     fig.tight_layout()
+    plt.close(fig)   # shown once, where the notebook displays it
+    return fig
+
+
+def bars_against(df: pd.DataFrame, references: dict[str, float], *, against: dict[str, str],
+                 time_col: str = "median_ms", label_col: str = "variant", title: str = "") -> plt.Figure:
+    """Horizontal bars of time per variant (one row each, coloured by ``tier`` where the frame
+    has it), with a vertical line per reference time (``references``: label -> ms, e.g. cuBLAS
+    fp16's time and three times it), each bar annotated with its ms and its time against the
+    reference ``against`` names for it (variant -> reference label): "1.05x cuBLAS fp16" means
+    1.05 times the reference's time. Variants ``against`` does not name show their ms alone.
+    Optional ``p10_ms`` / ``p90_ms`` draw the spread. The figure is closed (shown once)."""
+    if df.empty:
+        raise ValueError("df is empty: no variants to plot")
+    unknown = sorted(set(against.values()) - set(references))
+    if unknown:
+        raise ValueError(f"against names reference(s) {', '.join(unknown)}; references are: "
+                         f"{', '.join(references)}")
+    bad = [f"{k}={v!r}" for k, v in references.items() if not (np.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"references: {', '.join(bad)}; a reference is a time in ms > 0")
+    d = df.reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(8.2, 0.45 * len(d) + 2.4))
+    hue = "tier" if "tier" in d else None
+    sns.barplot(data=d, y=label_col, x=time_col, hue=hue, dodge=False, ax=ax, orient="h")
+    if {"p10_ms", "p90_ms"} <= set(d.columns):
+        ax.errorbar(d[time_col], range(len(d)), xerr=[d[time_col] - d["p10_ms"], d["p90_ms"] - d[time_col]],
+                    fmt="none", ecolor="black", capsize=3, lw=1)
+    styles = ["--", ":", "-.", (0, (5, 1))]
+    handles, labels = ax.get_legend_handles_labels()
+    for i, (label, ms) in enumerate(references.items()):
+        line = ax.axvline(ms, color="black", ls=styles[i % len(styles)], lw=1.3)
+        handles.append(line)
+        labels.append(f"{label}: {present.ms(ms)} ms")
+    for i, row in d.iterrows():
+        ref = against.get(row[label_col])
+        note = f"  {present.ms(row[time_col])} ms"
+        if ref is not None:
+            note += f", {present.speedup(row[time_col] / references[ref])} {ref}"
+        ax.text(row[time_col], i, note, va="center", fontsize=8)
+    ax.legend(handles, labels, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+              bbox_transform=fig.transFigure, ncol=2, frameon=False)
+    ax.set_xlabel("median time (ms, lower is better)")
+    ax.set_ylabel("")
+    ax.set_xlim(0, max(d[time_col].max(), *references.values()) * 1.8)
+    ax.set_title(title, fontsize=10)
+    legend_in = 0.2 + 0.2 * -(-len(labels) // 2)
+    fig.tight_layout(rect=(0, legend_in / fig.get_size_inches()[1], 1, 1))
     plt.close(fig)
     return fig
 
@@ -518,15 +566,17 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
     shown = df[top].assign(**{"other reasons": df.drop(columns=top).sum(axis=1)})
     shown = shown.rename(columns=lambda c: STALL_REASONS.get(c, c))
     colours = sns.color_palette("tab10", len(shown.columns))
-    # 8.2 inches at the notebooks' dpi is about 820 px: the legend goes under the bars, not beside.
-    fig, ax = plt.subplots(figsize=(8.2, 0.5 * len(shown) + 2.6))
+    fig, ax = plt.subplots(figsize=(8.2, 0.42 * len(shown) + 2.6))   # at most 824 px wide
     shown.iloc[::-1].plot.barh(stacked=True, ax=ax, color=colours, width=0.7)
     ax.set_xlabel("warp-stall samples (more is longer)")
     ax.set_ylabel("")
-    ax.legend(title="the warp waits for", fontsize=8, title_fontsize=8, loc="upper center",
-              bbox_to_anchor=(0.5, -0.16), ncol=2)
-    ax.set_title(title)
-    fig.tight_layout()
+    labels = ax.get_legend_handles_labels()[1]
+    ax.legend(title="the warp waits for", fontsize=8, title_fontsize=8, loc="lower center",
+              bbox_to_anchor=(0.5, 0.0), bbox_transform=fig.transFigure, ncol=3,
+              frameon=False)   # under the bars, inside the figure's width
+    ax.set_title(title, fontsize=10)
+    legend_in = 0.25 + 0.2 * -(-len(labels) // 3)
+    fig.tight_layout(rect=(0, legend_in / fig.get_size_inches()[1], 1, 1))
     plt.close(fig)   # shown once, where the notebook displays it
     return fig
 

@@ -385,6 +385,22 @@ def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
          "% of measured", "rel. error", "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
 
 
+def steps_between(rows: pd.DataFrame, first: int, last: int, *, also: Sequence[str] = ()) -> pd.DataFrame:
+    """The rows of a :func:`recorded` frame (or of one run) whose ladder step number lies in
+    ``first`` .. ``last`` (both included), plus the variants named in ``also`` (a baseline such
+    as the cuBLAS fp16 bar, or eager), in the order of the frame: one part of the ladder, e.g.
+    the Hopper steps 11 to 16 beside the bar they are held against. ``also`` names that are
+    not in ``rows`` are left out (nothing recorded); a range with ``first > last`` is refused."""
+    if first > last:
+        raise ValueError(f"first={first}, last={last}: a range of steps needs first <= last")
+    if isinstance(also, str):
+        raise TypeError(f"also={also!r}: pass a list of names, e.g. [{also!r}]")
+    if rows.empty:
+        return rows
+    keep = rows["step"].between(first, last) | rows["variant"].isin(list(also))
+    return rows[keep].reset_index(drop=True)
+
+
 def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:
     """The row that labels ``run``: the row itself, or the first row of a frame of ONE run."""
     if isinstance(run, pd.Series):

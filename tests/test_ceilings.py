@@ -289,3 +289,19 @@ def test_standalone_run_is_the_newest_run_of_ceilings_alone(recorded, tmp_path):
                                                     variant="eager", timer="cuda-events", median_ms=2.7)])
     assert ceilings.standalone_run(H200, recorded) == "20261202T000000Z-000002"
     assert ceilings.standalone_run("NVIDIA B200", recorded) is None
+
+
+def test_one_rate_and_the_ceilings_of_one_problem(recorded):
+    have = ceilings.newest(H200, recorded)
+    assert ceilings.rate(have, "copy") == 4000.0 and ceilings.rate(have, "l2_read") == 9000.0
+    assert ceilings.rate(have, "gemm", "fp16", (1024, 8192, 8192)) == 700.0
+    assert math.isnan(ceilings.rate(have, "gemm", "fp16", (64, 8192, 8192)))   # never measured
+    assert math.isnan(ceilings.rate(have.iloc[0:0], "copy"))
+    with pytest.raises(ValueError, match="kind='l1_read' is not a ceiling"):
+        ceilings.rate(have, "l1_read")
+    with pytest.raises(ValueError, match="needs operands"):
+        ceilings.rate(have, "gemm", "fp16")
+    mine = ceilings.for_problem(P12, have)
+    assert set(mine.loc[mine["kind"] == "gemm", "m"]) == {1024}            # p45's shapes left out
+    assert set(mine["kind"]) == {"copy", "dram_read", "l2_read", "gemm"}
+    assert len(ceilings.for_problem(P45, have).query("kind == 'gemm'")) == 2 * 4

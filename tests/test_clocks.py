@@ -240,3 +240,21 @@ def test_of_run_keeps_one_runs_readings_in_time_order(tmp_path):
     assert len(one) == 3 and set(one["run_id"]) == {"20261202T100000Z-aaaaaa"}
     assert one["timestamp"].is_monotonic_increasing
     assert clocks.of_run("20261202T120000Z-cccccc", kept).empty
+
+
+def test_readings_beside_a_load_are_those_of_the_newest_run_that_timed_it():
+    # The p45 bench with fp16x3 on wgmma had nvidia-smi read beside it; the ceilings were timed
+    # alone once (2026-12-01) and again beside p12's SIMT ladder a minute later.
+    fp16x3 = clocks.readings_beside(["wgmma_fp16x3_lse", "wgmma_fp16x3"])
+    assert set(fp16x3["run_id"]) == {LOG_RUN}
+    both = clocks.readings_beside(["ceiling_gemm_fp16"], problem="device")
+    alone = clocks.readings_beside(["ceiling_gemm_fp16"], problem="device", alone=True)
+    assert len(set(both["run_id"])) == len(set(alone["run_id"])) == 1
+    assert set(both["run_id"]) != set(alone["run_id"])
+    assert both["timestamp"].min() > alone["timestamp"].max()          # the newer of the two
+    assert clocks.summarize(alone).capped_share > clocks.summarize(both).capped_share
+    assert clocks.readings_beside(["no_such_step"]).empty
+    with pytest.raises(TypeError, match="pass a list"):
+        clocks.readings_beside("wgmma_fp16x3")
+    with pytest.raises(ValueError, match="alone=True needs problem"):
+        clocks.readings_beside(["ceiling_gemm_fp16"], alone=True)

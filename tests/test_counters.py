@@ -27,8 +27,7 @@ def test_raw_ncu_output_splits_into_variants_at_the_markers(key):
 # Steps registered before their counters were collected on a GPU (the notebooks say "none
 # recorded"): the list must shrink to nothing as they are collected, and never grow silently.
 # Empty since the H200 runs at 4eba1cf (the Hopper, small-batch, 16-bit and by-batch steps) and
-# at 68accf4 and ecf7419 (p12's steps 15 and 16). p12's SIMT steps 2, 5 and 6 were added after
-# the last GPU session (gpu_session.sh's counters stage collects them).
+# at 68accf4 and ecf7419 (p12's steps 15 and 16), and at cf6de5a (p12's SIMT steps 2, 5 and 6).
 NOT_YET_COLLECTED: dict[str, set[str]] = {"p12": set(), "p45": set()}
 
 
@@ -178,3 +177,52 @@ def test_collect_refuses_bad_sizes_and_variants_in_one_line(argv, phrase, tmp_pa
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and phrase in err[0] and err[0].startswith("error:"), err
     assert not list(tmp_path.iterdir()), "nothing is written before the arguments are checked"
+
+
+# -- a step's counters and source pages over its history ----------------------------------------
+
+def test_counter_history_is_one_row_per_collection_oldest_first():
+    # p12's step 16 was profiled twice: with its cluster barriers released at cluster scope, then
+    # at CTA scope (commits 68accf4, ecf7419); its main kernel got faster and the tensor pipe busier.
+    h = counters.counter_history("p12", "wgmma_fp16x3_multicast")
+    assert list(h["commit"]) == ["68accf4", "ecf7419"] and h["timestamp"].is_monotonic_increasing
+    assert (h["kernel"] == "p12_wgmma_fp16x3_multicast_kernel").all()
+    assert h["duration_us"].iloc[1] < h["duration_us"].iloc[0] and h["tensor_pct"].iloc[1] > 80
+    assert (h["total_us"] > h["duration_us"]).all()            # the split launch is counted too
+    newest = counters.step_counters("p12", "wgmma_fp16x3_multicast")
+    assert h["total_us"].iloc[-1] == pytest.approx(newest["duration_us"].sum())
+    assert counters.counter_history("p12", "wgmma_fp16x3_multicast", path="/nonexistent.csv").empty
+
+
+def test_source_pages_come_oldest_first_with_their_commit():
+    pages = counters.source_pages("p12", "wgmma_fp16x3_multicast")
+    assert [p.attrs["commit"] for p in pages] == ["68accf4", "ecf7419"]
+    assert pages[0].attrs["when"] < pages[1].attrs["when"]
+    # a step whose name starts with another's is not mixed in
+    assert [p.attrs["commit"] for p in counters.source_pages("p12", "wgmma_fp16x3")] == ["9cb7cc1"]
+    assert counters.source_pages("p12", "tiled") == []
+
+
+def test_the_fences_of_cluster_scope_release_show_on_the_page():
+    fences = r"\b(ERRBAR|CGAERRBAR|MEMBAR\S*|CCTL\S*)"
+    before, after = (counters.instructions(p, fences) for p in counters.source_pages("p12", "wgmma_fp16x3_multicast"))
+    assert "UTMACCTL.PF" not in before.index                     # the pattern, not a substring
+    assert before["share"].sum() > 0.2 > 0.05 > after["share"].sum()
+    assert before.loc["ERRBAR", "executed"] > 100 * after.loc["ERRBAR", "executed"]
+    assert list(before["samples"]) == sorted(before["samples"], reverse=True)
+    with pytest.raises(ValueError, match="not a regular expression"):
+        counters.instructions(pages_first := counters.source_pages("p12", "wgmma_fp16x3")[0], "(")
+    assert pages_first["samples"].sum() > 0
+
+
+def test_wait_shares_are_shares_of_the_whole_page():
+    tiles, k_tiles = 8 * 64, 128                    # p12's fp16x3 steps: 128 x 128 tiles, BK = 64
+    regions = {"k-loop": tiles * k_tiles * 8, "stage release": tiles * (k_tiles - 1) * 8,
+               "epilogue": tiles * 8, "producer": tiles * k_tiles}
+    (page,) = counters.source_pages("p12", "wgmma_fp16x3")
+    w = counters.wait_shares(counters.source_regions(page, regions))
+    assert 0.5 < w["samples"] <= 1
+    assert sum(w[r] for r in ("selected", "short_sb", "long_sb", "barrier")) <= w["samples"]
+    assert all(0 <= v <= 1 for v in w.values())
+    with pytest.raises(ValueError, match="region='main loop' is not among"):
+        counters.wait_shares(counters.source_regions(page, regions), "main loop")

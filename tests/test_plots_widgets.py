@@ -221,3 +221,21 @@ def test_ceiling_bars_draw_both_shares_per_variant_and_close():
     assert not matplotlib.pyplot.fignum_exists(fig.number)
     with pytest.raises(ValueError, match="rows lacks column"):
         plots.ceiling_bars(rows.drop(columns="pct_of_measured"))
+
+
+def test_bars_against_draw_the_references_and_name_each_ratio():
+    df = pd.DataFrame({"variant": ["bar", "one", "three"], "median_ms": [0.2, 0.25, 0.66],
+                       "tier": ["fast", "fast", "fp32-faithful"]})
+    refs = {"cuBLAS fp16": 0.2, "three cuBLAS fp16 GEMMs": 0.6}
+    fig = plots.bars_against(df, refs, against={"one": "cuBLAS fp16", "three": "three cuBLAS fp16 GEMMs"})
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert any("1.25x cuBLAS fp16" in t for t in texts) and any("1.10x three" in t for t in texts)
+    assert any(t.strip() == "0.200 ms" for t in texts)                  # no reference named: ms only
+    assert sorted(round(line.get_xdata()[0], 3) for line in ax.lines if len(set(line.get_xdata())) == 1) == [0.2, 0.6]
+    assert any("three cuBLAS fp16 GEMMs: 0.600 ms" in t.get_text() for t in ax.get_legend().get_texts())
+    assert not matplotlib.pyplot.fignum_exists(fig.number)
+    with pytest.raises(ValueError, match="against names reference"):
+        plots.bars_against(df, refs, against={"one": "cuBLAS bf16"})
+    with pytest.raises(ValueError, match="a reference is a time in ms > 0"):
+        plots.bars_against(df, {"x": float("nan")}, against={})

@@ -580,3 +580,19 @@ def test_a_step_at_its_own_sizes_shows_their_counters_and_holds_their_record(cap
     lesson.step(P12, "small_batch_stream", one, mode, results.recorded(P12, path=path), predict=0.0628,
                 code=False)
     assert "nothing measured yet" in capsys.readouterr().out
+
+
+def test_steps_between_keeps_one_part_of_the_ladder_and_the_baselines_named(full_then_partial):
+    path, *_ = full_then_partial
+    rec = results.recorded(P12, path=path)
+    part = results.steps_between(rec, 2, 9, also=["eager"])
+    steps = {v: P12.variant(v).number for v in part["variant"]}
+    assert set(part["variant"]) == {"eager", "tiled", "triton_tf32", "triton_fp16x3"}  # 1, 14 out
+    assert all(2 <= n <= 9 for v, n in steps.items() if v != "eager")
+    assert list(part["variant"]) == [v for v in rec["variant"] if v in set(part["variant"])]  # order kept
+    assert results.steps_between(rec, 14, 14)["variant"].tolist() == ["wgmma_fp16x3"]
+    assert results.steps_between(rec, 30, 40, also=["nothing recorded"]).empty
+    with pytest.raises(ValueError, match="first=9, last=2"):
+        results.steps_between(rec, 9, 2)
+    with pytest.raises(TypeError, match="pass a list"):
+        results.steps_between(rec, 2, 9, also="eager")

@@ -1,6 +1,6 @@
 // Computes y to fp32 accuracy from fp16x3 splits of x and W (hi + lo / 2048, row scales) on wgmma.
 // Changed against 13: 4 tiles a stage (xh, xl, wh, wl), 128x128; each chunk's hi*hi added outside the MMA.
-// Bound: fp16 tensor compute, three products: floor 3 x 139 us; predicted ~0.66 ms plus the x split.
+// Bound: fp16 tensor compute, three products: floor 3 x 139 us; predicted: three of step 13's products, y stored once, plus the x split.
 #include <cstdint>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
 // Computes y to fp32 accuracy as step 14, with x split into fp16 hi + lo in shared memory, not by a pass.
 // Changed against 14: x TMA-loaded as fp32, converted in place by its consumers; a pass only finds row scales.
-// Bound: as 12, same GEMM bytes; the split pass becomes one read of x: predicted ~10 us off ~0.65 ms if the split hides under the MMAs.
+// Bound: as step 14, same GEMM bytes; the split pass becomes one read of x: a saving only if the split hides under the MMAs.
 #include <cstdint>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 // Computes y to fp32 accuracy from fp16x3 splits of x and W, as step 14, in clusters of two blocks.
 // Changed against 14: the two blocks of a cluster (two row tiles, one column tile) share a stage's W boxes: each copies one from L2 into both.
-// Bound: step 14's feed, 64 KB from L2 a k-tile a block (~10 TB/s at the tensor floor), cut to 48 KB; predicted ~0.56 ms (step 14: 0.60).
+// Bound: step 14's feed, 64 KB from L2 a k-tile a block, cut to 48 KB: faster only if the feed, not the tensor pipe, holds step 14 back.
 #include <cstdint>
 #include <cuda_runtime.h>
 
