@@ -13,6 +13,7 @@ builds a sentence's numbers from the records instead of the prose carrying them.
 from __future__ import annotations
 
 import math
+import re
 import string
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -372,7 +373,8 @@ def _measured(rows: list[dict[str, Any]]) -> tuple[float, str]:
     for r in rows:
         ms = r.get("ms")
         if ms is not None and not present._missing(ms) and r.get("timer", "cuda-events") == "cuda-events":
-            return float(ms), f" ({r['source']})"
+            # The table row above names the run; the sentence keeps the device and date.
+            return float(ms), f" ({re.sub(r', commit [0-9a-f+dirty]+', '', str(r['source']))})"
     return math.nan, ""
 
 
