@@ -9,7 +9,9 @@ returns, so they work the same on the committed records and on a synthetic frame
 - :func:`runs_comparison`: every run's time of every variant, for comparisons across runs,
   commits and devices (times only; ratios stay within a run);
 - :func:`nearest_records`: the recorded rows whose sizes are nearest to some sizes (the
-  live widgets show them beside what ran on the CPU).
+  live widgets show them beside what ran on the CPU);
+- :func:`inventory`: what the records hold per problem, and how many rows are left out of
+  every result (uncommitted code, no GPU timing, export checks).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pandas as pd
 
 from fusedkit import records
 from fusedkit.precision import TIERS
-from fusedkit.results import add_speedup, best_by_tier, newest_clean, run_label
+from fusedkit.results import DIRTY, EXPORT, add_speedup, best_by_tier, clean_rows, newest_clean, run_label
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes
 
 
@@ -47,6 +49,39 @@ def read_all(folder: str | os.PathLike[str] | None = None) -> tuple[pd.DataFrame
         # read_records gives a missing file as an empty frame with the typed columns
         return records.read_records(folder / ".no-records.csv"), skipped
     return pd.concat(frames, ignore_index=True), skipped
+
+
+def inventory(rec: pd.DataFrame) -> pd.DataFrame:
+    """What a records frame holds, one row per problem (``device`` holds the device ceilings):
+    ``rows``; ``clean`` (the rows a result may come from, :func:`fusedkit.results.clean_rows`);
+    the rows left out, by reason: ``uncommitted`` (a ``+dirty`` commit: the code timed cannot be
+    read back), ``not_gpu_timed`` (CPU or wall-clock timings, or no time), ``export_checks``
+    (an exported file timed beside its variant); then, of the clean rows, ``runs``, ``variants``
+    (distinct names), ``devices`` and the dates of the ``first`` and ``last`` (YYYY-MM-DD).
+    A row may be left out for more than one reason. Empty (same columns) for no records."""
+    _check_frame(rec)
+    cols = ["rows", "clean", "uncommitted", "not_gpu_timed", "export_checks", "runs", "variants",
+            "devices", "first", "last"]
+    if rec.empty:
+        return pd.DataFrame(columns=cols).rename_axis("problem")
+    clean = clean_rows(rec)
+    gpu = (rec["timer"] == "cuda-events") & (rec["median_ms"] > 0)
+    out = pd.DataFrame({
+        "rows": rec.groupby("problem").size(),
+        "clean": clean.groupby("problem").size(),
+        "uncommitted": rec[rec["commit"].str.endswith(DIRTY)].groupby("problem").size(),
+        "not_gpu_timed": rec[~gpu].groupby("problem").size(),
+        "export_checks": rec[rec["variant"].str.startswith(EXPORT)].groupby("problem").size(),
+        "runs": clean.groupby("problem")["run_id"].nunique(),
+        "variants": clean.groupby("problem")["variant"].nunique(),
+    }).fillna(0).astype(int)
+    out["devices"] = clean.groupby("problem")["device"].agg(lambda d: ", ".join(sorted(set(d))))
+    stamps = clean.groupby("problem")["timestamp"]
+    out["first"] = stamps.min().dt.strftime("%Y-%m-%d")
+    out["last"] = stamps.max().dt.strftime("%Y-%m-%d")
+    out = out.reindex(columns=cols)
+    out[["devices", "first", "last"]] = out[["devices", "first", "last"]].fillna("")
+    return out.rename_axis("problem")
 
 
 def _key(problem: Problem | str) -> str:

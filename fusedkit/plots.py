@@ -12,6 +12,7 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import Bbox
 import numpy as np
 import pandas as pd
@@ -523,6 +524,151 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: Sequence[str], *,
+                 gap_pt: float = 9.0, fontsize: float = 7) -> None:
+    """Write ``labels`` just right of the points (``x``, ``y``) in data coordinates, moving
+    labels up where needed so that no two sit closer than ``gap_pt`` points vertically (the
+    lowest stays at its point; a moved label keeps a thin line to its point), each on a
+    half-transparent white ground so that points behind it do not garble it. Call it after the
+    axes' scales and limits are set: positions are taken on the drawn axes."""
+    if not (len(x) == len(y) == len(labels)):
+        raise ValueError(f"x, y and labels must have one entry per point; got {len(x)}, {len(y)}, {len(labels)}")
+    if not len(labels):
+        return
+    pts = ax.transData.transform(np.column_stack([np.asarray(x, float), np.asarray(y, float)]))
+    to_pt = 72.0 / ax.figure.dpi
+    placed = -np.inf
+    for i in np.argsort(pts[:, 1]):
+        here = pts[i, 1] * to_pt
+        at = max(here - 3.0, placed + gap_pt)
+        placed = at
+        moved = at - (here - 3.0) > 1.0
+        ax.annotate(labels[i], (x[i], y[i]), xytext=(6, at - here), textcoords="offset points",
+                    fontsize=fontsize, va="bottom", bbox={"fc": "white", "ec": "none", "alpha": 0.75, "pad": 0.4},
+                    arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if moved else None)
+
+
+# -- results at a glance: the best per tier, runs compared, sweeps side by side ----------------
+
+_TIER_COLOURS = {"reference": "#8c8c8c", "fp32-faithful": "#4c72b0", "kb-pass": "#55a868",
+                 "fast": "#dd8452"}
+
+
+def tier_chart(best: pd.DataFrame, *, title: str = "") -> plt.Figure:
+    """One horizontal bar per precision tier and problem (a panel per problem): the speed-up
+    over eager fp32 of the best variant of that tier, labelled with the variant's name and the
+    speed-up. ``best`` holds columns problem, tier, variant and speedup (one row per problem and
+    tier, e.g. from :func:`fusedkit.results.best_by_tier`). Each tier has its own row, so a
+    variant that is the best of two tiers is drawn twice, never one bar hiding another."""
+    from fusedkit.precision import TIERS  # noqa: PLC0415 - precision imports torch
+
+    need = {"problem", "tier", "variant", "speedup"}
+    if best.empty or not need <= set(best.columns):
+        raise ValueError(f"best needs rows with columns {sorted(need)}; got {sorted(best.columns)}"
+                         + (" and no rows" if best.empty else ""))
+    keys = list(dict.fromkeys(best["problem"]))
+    tiers = [t for t in TIERS if t in set(best["tier"])]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8.0, 0.5 + (0.42 * len(tiers) + 0.45) * len(keys)),
+                             sharex=True, squeeze=False)
+    top = float(best["speedup"].max())
+    for ax, key in zip(axes[:, 0], keys):
+        rows = best[best["problem"] == key].set_index("tier").reindex(tiers)
+        ys = np.arange(len(tiers))
+        ax.barh(ys, rows["speedup"].fillna(0), color=[_TIER_COLOURS.get(t, "grey") for t in tiers],
+                height=0.7)
+        for y, (tier, r) in zip(ys, rows.iterrows()):
+            text = "none of ours" if pd.isna(r["speedup"]) else f" {r['variant']}  {present.speedup(r['speedup'])}"
+            ax.text(0 if pd.isna(r["speedup"]) else r["speedup"], y, text, va="center", fontsize=8)
+        ax.set_yticks(ys, tiers)
+        ax.invert_yaxis()
+        ax.set_title(key, fontsize=10, loc="left")
+        ax.axvline(1.0, color="black", lw=0.8)
+        ax.set_xlim(0, top * 1.6)
+    axes[-1, 0].set_xlabel("speed-up over eager fp32 in the variant's own run")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
+    """A dot plot of run-to-run spread, a panel per problem: one row per variant, one dot per
+    run at the run's time against the variant's median over runs (%), the recorded measurement
+    (its newest clean one) in colour, the others grey; the shaded band is eager's own spread,
+    the noise of the reference. ``spread`` is :func:`fusedkit.results.run_spread`'s frame (or
+    several concatenated); the x axis is shared, so spreads compare across problems."""
+    need = {"problem", "variant", "vs_median_pct", "recorded"}
+    if spread.empty or not need <= set(spread.columns):
+        raise ValueError(f"spread needs rows with columns {sorted(need)} (results.run_spread)"
+                         + (": it has no rows" if spread.empty else f"; got {sorted(spread.columns)}"))
+    keys = list(dict.fromkeys(spread["problem"]))
+    counts = [spread.loc[spread["problem"] == k, "variant"].nunique() for k in keys]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8.0, 1.0 + 0.24 * sum(counts) + 0.5 * len(keys)),
+                             sharex=True, squeeze=False, gridspec_kw={"height_ratios": counts})
+    for ax, key in zip(axes[:, 0], keys):
+        d = spread[spread["problem"] == key]
+        names = list(dict.fromkeys(d["variant"]))
+        y = d["variant"].map({v: i for i, v in enumerate(names)})
+        eager = d.loc[d["variant"] == "eager", "vs_median_pct"]
+        if not eager.empty:
+            ax.axvspan(eager.min(), eager.max(), color="#c8c8c8", alpha=0.6, lw=0)
+        old = ~d["recorded"].astype(bool)
+        ax.scatter(d.loc[old, "vs_median_pct"], y[old], s=16, color="#9a9a9a", label="an earlier run", zorder=2)
+        ax.scatter(d.loc[~old, "vs_median_pct"], y[~old], s=30, color="#c44e52", label="the recorded result",
+                   zorder=3)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_title(key, fontsize=10, loc="left")
+        ax.grid(axis="y", lw=0.4)
+    axes[0, 0].legend(loc="lower right", fontsize=8, frameon=True)
+    axes[-1, 0].set_xlabel("time against the variant's median over its runs (%, right: slower); "
+                           "shaded: eager's spread", fontsize=9)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def sweep_panels(series: dict[str, pd.DataFrame], dim: str, *, title: str = "") -> plt.Figure:
+    """Size sweeps side by side, a panel per problem: median time (ms) against ``dim`` on log-log
+    axes, the p10-p90 spread of each point as an error bar (say so in ``title``). ``series`` maps a problem key to its
+    :func:`fusedkit.results.sweep_series` frame. One colour per variant across all panels (a
+    variant two problems share, such as eager, has the same colour in both; no colour means two
+    things), named in one key under the panels."""
+    if not series or any(s.empty for s in series.values()):
+        raise ValueError("series needs one non-empty sweep per problem (results.sweep_series)")
+    need = {"variant", dim, "median_ms", "p10_ms", "p90_ms"}
+    for key, s in series.items():
+        if not need <= set(s.columns):
+            raise ValueError(f"series[{key!r}] lacks columns {sorted(need - set(s.columns))}")
+    variants = list(dict.fromkeys(v for s in series.values() for v in s["variant"]))
+    colours = dict(zip(variants, sns.color_palette("tab10" if len(variants) <= 10 else "husl", len(variants))))
+    fig, axes = plt.subplots(1, len(series), figsize=(8.2, 3.9), squeeze=False)
+    for ax, (key, s) in zip(axes[0], series.items()):
+        for variant, g in s.groupby("variant", sort=False):
+            g = g.sort_values(dim)
+            err = [g["median_ms"] - g["p10_ms"], g["p90_ms"] - g["median_ms"]]
+            ax.errorbar(g[dim], g["median_ms"], yerr=err, color=colours[variant], marker="o", ms=3.5,
+                        lw=1.2, capsize=2, elinewidth=0.9)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel(dim)
+        ax.set_title(key, fontsize=10)
+    axes[0, 0].set_ylabel("median time (ms)")
+    handles = [Line2D([], [], color=colours[v], marker="o", ms=4, label=v) for v in variants]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    rows = -(-len(variants) // 3)
+    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
     plt.close(fig)
     return fig
 

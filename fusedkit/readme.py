@@ -10,6 +10,7 @@ block and fails when the README is stale.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from fusedkit import dashboard, present, problems, records, results
@@ -104,6 +105,18 @@ def current_block(text: str) -> str:
         raise ValueError(f"README has no measured-state block: it needs a line {BEGIN!r} and, "
                          f"after it, a line {END!r}")
     return text[start + len(BEGIN):end].strip("\n") + "\n"
+
+
+_TIER_ROW = re.compile(r"^\| (\w+) \| ([\w-]+) \| `(\w+)`")
+
+
+def listed_best(readme: str | Path = README) -> dict[tuple[str, str], str]:
+    """What the README's measured-state block names as the best of each tier:
+    ``{(problem, tier): variant}``, read from its table (``reference`` is eager). The README is
+    generated (:func:`update`), so this equals :func:`fusedkit.results.best_by_tier` unless it is
+    stale; a notebook can show that the README says what the records say."""
+    block = current_block(Path(readme).read_text(encoding="utf-8"))
+    return {(m[1], m[2]): m[3] for m in (_TIER_ROW.match(ln) for ln in block.splitlines()) if m}
 
 
 def update(readme: str | Path = README, records_path: str | Path | None = None) -> bool:

@@ -36,7 +36,7 @@ from typing import Iterable, Mapping, Sequence
 import pandas as pd
 
 from fusedkit import records
-from fusedkit.precision import KERNEL_TIERS
+from fusedkit.precision import KERNEL_TIERS, PRECISIONS
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 CLEAN_TIMER = "cuda-events"
@@ -151,6 +151,25 @@ def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H20
 
     rows = newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
     return add_pct_of_measured(rows, problem, path=path)
+
+
+def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), sizes: Sizes | None = None, *,
+                          device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
+    """:func:`recorded` with each variant's arithmetic beside it: ``precision`` (the registry's:
+    fp32, tf32x3, fp16x3, tf32, fp16, bf16) and ``problem`` (the key). ``precisions`` keeps only
+    the variants of those precisions (default: every variant; a precision the problem has no
+    variant of gives no rows), e.g. ``("tf32", "fp16",
+    "bf16")`` for the variants that compute one rounded product per term. Ladder order kept."""
+    unknown = [p for p in precisions if p not in PRECISIONS]
+    if isinstance(precisions, str) or unknown:
+        raise ValueError(f"precisions={precisions!r}: pass a list of precisions, e.g. ['fp16']; "
+                         f"valid: {', '.join(PRECISIONS)}")
+    rows = recorded(problem, sizes, device=device, path=path)
+    rows = rows.assign(precision=rows["variant"].map(lambda s: problem.variant(s).precision).astype(str),
+                       problem=problem.key)
+    if precisions:
+        rows = rows[rows["precision"].isin(list(precisions))]
+    return rows.reset_index(drop=True)
 
 
 def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
@@ -294,6 +313,40 @@ def per_run(problem: Problem, variants: Sequence[str], sizes: Sizes | None = Non
         table = table.dropna(how="any")
     table.columns.name = None
     return table.reset_index()[["run_id", "timestamp", "commit", "device", *variants]]
+
+
+def run_spread(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
+               path: str | Path | None = None, min_runs: int = 3) -> pd.DataFrame:
+    """Run to run: every clean measurement (:func:`clean_rows`) of each ladder variant of
+    ``problem`` at ``sizes`` (default: the problem's) timed in at least ``min_runs`` runs on a
+    device whose name contains ``device``, each against the variant's own median over those
+    runs, so that variants of any speed share one scale.
+
+    Columns: problem, device, variant, run_id, timestamp, commit, median_ms, runs (how many
+    runs timed the variant), median_of_runs (ms), vs_median_pct (100 x (median_ms /
+    median_of_runs - 1): above 0 slower than usual), recorded (True for the measurement that is
+    the variant's recorded result, :func:`recorded`). Ladder order, then time. Times only: a
+    ratio of two runs mixes two GPU states, which is why a result's speed-up is never one."""
+    if min_runs < 2:
+        raise ValueError(f"min_runs={min_runs}: a spread needs at least 2 runs")
+    rows = clean_rows(_at(_read(path), problem, sizes, device))
+    rows = rows[rows["variant"].isin(list(problem.variants))]
+    rows = rows.sort_values("timestamp", kind="stable").groupby(["device", "run_id", "variant"]).tail(1)
+    runs = rows.groupby(["device", "variant"])["run_id"].transform("nunique")
+    rows = rows[runs >= min_runs].assign(runs=runs[runs >= min_runs])
+    typical = rows.groupby(["device", "variant"])["median_ms"].transform("median")
+    rows = rows.assign(problem=problem.key, median_of_runs=typical,
+                       vs_median_pct=100.0 * (rows["median_ms"] / typical - 1.0))
+    chosen = recorded(problem, sizes, device=device, path=path)
+    picked = set(zip(chosen["device"], chosen["variant"], chosen["run_id"]))
+    rows = rows.assign(recorded=[k in picked for k in zip(rows["device"], rows["variant"], rows["run_id"])])
+    cols = ["problem", "device", "variant", "run_id", "timestamp", "commit", "median_ms", "runs",
+            "median_of_runs", "vs_median_pct", "recorded"]
+    if rows.empty:
+        return pd.DataFrame({c: pd.Series(dtype=bool if c == "recorded" else float if c in
+                                          ("median_ms", "median_of_runs", "vs_median_pct") else object)
+                             for c in cols})
+    return _ladder_order(rows, problem, "device")[cols].reset_index(drop=True)
 
 
 def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",

@@ -159,3 +159,22 @@ def test_read_all_reads_records_files_and_names_the_others(tmp_path, rec):
     assert len(both) == len(df) and skipped == ["sweep.csv: not a records file (columns bm, bn, median_ms, ...)"]
     empty, _ = dashboard.read_all(tmp_path / "nothing")
     assert empty.empty and list(empty.columns) == list(records.COLUMNS)
+
+
+def test_inventory_counts_what_each_result_leaves_out(tmp_path):
+    r1, dirty, cpu = ctx(1), ctx(2, commit="c000002+dirty"), ctx(3)
+    rows = [row(r1, "eager", 2.0, "reference"), row(r1, "tiled", 3.0, "fp32-faithful"),
+            row(cpu, "tiled", 30.0, "fp32-faithful", timer="cpu-wall"),
+            row(r1, "export:tiled", 3.1, "fp32-faithful"),
+            row(dirty, "eager", 2.1, "reference"),
+            row(r1, "eager", 9.0, "reference", problem="p45",
+                sizes="batch_size=16,input_size=32,hidden_size=64,output_size=8")]
+    path = tmp_path / "records.csv"
+    records.append_rows(path, rows)
+    inv = dashboard.inventory(records.read_records(path))
+    p12 = inv.loc["p12"]
+    assert (p12["rows"], p12["clean"], p12["uncommitted"], p12["not_gpu_timed"], p12["export_checks"]) == (5, 2, 1, 1, 1)
+    assert (p12["runs"], p12["variants"], p12["devices"], p12["first"]) == (1, 2, "NVIDIA H200", "2026-01-01")
+    assert inv.loc["p45", "clean"] == 1 and inv.loc["p45", "uncommitted"] == 0
+    empty = dashboard.inventory(records.read_records(tmp_path / "none.csv"))
+    assert empty.empty and "clean" in empty.columns

@@ -647,7 +647,7 @@ def test_wrong_arguments_raise_one_line_errors():
 
 # Exercises whose cells are not yet in their course notebook. Strict: once a name's cells are
 # in its notebook, this test fails until the name leaves the set.
-AWAITING_NOTEBOOK = {"p12_fp16_split", "p12_predict_speedup"}
+AWAITING_NOTEBOOK: set[str] = set()
 
 
 def _cells(path: Path) -> list[dict]:

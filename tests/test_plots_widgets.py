@@ -239,3 +239,72 @@ def test_bars_against_draw_the_references_and_name_each_ratio():
         plots.bars_against(df, refs, against={"one": "cuBLAS bf16"})
     with pytest.raises(ValueError, match="a reference is a time in ms > 0"):
         plots.bars_against(df, {"x": float("nan")}, against={})
+
+
+def test_tier_chart_gives_each_tier_its_own_bar():
+    best = pd.DataFrame({"problem": ["p12"] * 3 + ["p45"] * 2,
+                         "tier": ["reference", "fp32-faithful", "kb-pass", "reference", "kb-pass"],
+                         "variant": ["eager", "wgmma_fp16x3", "wgmma_fp16x3", "eager", "bf16"],
+                         "speedup": [1.0, 4.2, 4.2, 1.0, 10.3]})
+    fig = plots.tier_chart(best)
+    top = fig.axes[0]
+    ys = sorted(round(b.get_y(), 6) for b in top.patches)
+    assert len(ys) == 3 and len(set(ys)) == 3                      # one row per tier, none hidden
+    assert [t.get_text() for t in top.get_yticklabels()] == ["reference", "fp32-faithful", "kb-pass"]
+    assert sum("wgmma_fp16x3" in t.get_text() for t in top.texts) == 2
+    assert any("none of ours" in t.get_text() for t in fig.axes[1].texts)    # p45 has no faithful row
+    assert fig.get_size_inches()[0] * fig.dpi <= 824
+    with pytest.raises(ValueError, match="columns"):
+        plots.tier_chart(best.drop(columns="speedup"))
+
+
+def test_run_spread_chart_marks_the_recorded_run():
+    spread = pd.DataFrame({"problem": ["p12"] * 5, "variant": ["eager"] * 2 + ["tiled"] * 3,
+                           "vs_median_pct": [-0.1, 0.1, -1.0, 0.0, 20.0],
+                           "recorded": [False, True, False, False, True]})
+    fig = plots.run_spread_chart(spread)
+    ax = fig.axes[0]
+    grey, red = ax.collections[:2]
+    assert len(grey.get_offsets()) == 3 and len(red.get_offsets()) == 2
+    assert sorted(red.get_offsets()[:, 0].tolist()) == [0.1, 20.0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["eager", "tiled"]
+    with pytest.raises(ValueError, match="run_spread"):
+        plots.run_spread_chart(spread.iloc[0:0])
+
+
+def test_sweep_panels_keep_one_colour_per_variant_across_panels():
+    def sweep(variants):
+        return pd.DataFrame([{"variant": v, "batch_size": b, "median_ms": m * b, "p10_ms": 0.9 * m * b,
+                              "p90_ms": 1.2 * m * b} for m, v in enumerate(variants, start=1) for b in (1, 4, 16)])
+    fig = plots.sweep_panels({"p12": sweep(["eager", "a", "by"]), "p45": sweep(["eager", "b", "by"])},
+                             "batch_size")
+    left, right = fig.axes[:2]
+    colour = lambda ax: [tuple(matplotlib.colors.to_rgb(c.lines[0].get_color()))  # noqa: E731
+                         for c in ax.containers]                   # one errorbar per variant
+    assert colour(left)[0] == colour(right)[0] and colour(left)[2] == colour(right)[2]   # eager, by
+    assert colour(left)[1] != colour(right)[1]                       # a and b: two colours
+    assert len(fig.legends[0].get_texts()) == 4
+    assert fig.get_size_inches()[0] * fig.dpi <= 824
+    with pytest.raises(ValueError, match="non-empty"):
+        plots.sweep_panels({"p12": sweep([]).iloc[0:0]}, "batch_size")
+
+
+def test_label_points_keeps_labels_apart():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    x, y = [1.0, 1.1, 10.0], [1e-4, 1.05e-4, 1e-6]
+    ax.scatter(x, y)
+    ax.set_xlim(0.5, 20)
+    ax.set_ylim(1e-7, 1e-3)
+    plots.label_points(ax, x, y, ["a", "b", "c"], gap_pt=9)
+    # each label's height on the page, in points: its point's plus its offset
+    at = {t.get_text(): ax.transData.transform(t.xy)[1] * 72 / fig.dpi + t.xyann[1] for t in ax.texts}
+    assert set(at) == {"a", "b", "c"}
+    assert at["b"] - at["a"] == pytest.approx(9.0)                  # moved up, not on top of a
+    assert at["a"] - at["c"] > 9 and ax.texts[0].xyann[1] == -3.0   # c, far below, stays put
+    with pytest.raises(ValueError, match="one entry per point"):
+        plots.label_points(ax, x, y, ["a"])
+    plt.close(fig)

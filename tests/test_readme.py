@@ -88,3 +88,12 @@ def test_the_command_updates_checks_and_refuses_bad_input(small_records, tmp_pat
     bare.write_text("# no markers\n", encoding="utf-8")
     assert main(["readme", "--readme", str(bare), "--records", str(path)]) == 2
     assert "no measured-state block" in capsys.readouterr().err
+
+
+def test_listed_best_reads_the_tiers_back_from_the_block(small_records):
+    path, doc = small_records
+    readme.update(doc, path)
+    listed = readme.listed_best(doc)
+    assert listed[("p12", "fp32-faithful")] == "wgmma_fp16x3" and listed[("p12", "reference")] == "eager"
+    assert not any(k[0] == "p45" for k in listed)            # "nothing recorded" names no variant
+    assert readme.listed_best()[("p45", "kb-pass")] == "triton_fused_lse_bf16"   # the repository's

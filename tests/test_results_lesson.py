@@ -596,3 +596,44 @@ def test_steps_between_keeps_one_part_of_the_ladder_and_the_baselines_named(full
         results.steps_between(rec, 9, 2)
     with pytest.raises(TypeError, match="pass a list"):
         results.steps_between(rec, 2, 9, also="eager")
+
+
+def test_recorded_by_precision_names_each_variants_arithmetic(full_then_partial):
+    path = full_then_partial[0]
+    rows = results.recorded_by_precision(P12, path=path)
+    assert list(rows["variant"]) == list(results.recorded(P12, path=path)["variant"])
+    assert dict(zip(rows["variant"], rows["precision"]))["triton_tf32"] == "tf32"
+    assert (rows["problem"] == "p12").all()
+    fp16x3 = results.recorded_by_precision(P12, ["fp16x3"], path=path)
+    assert set(fp16x3["variant"]) == {"triton_fp16x3", "wgmma_fp16x3"}
+    assert results.recorded_by_precision(P12, ["bf16"], path=path).empty     # none of p12's is bf16
+    with pytest.raises(ValueError, match="valid: .*fp16x3"):
+        results.recorded_by_precision(P12, ["fp8"], path=path)
+    with pytest.raises(ValueError, match="pass a list"):
+        results.recorded_by_precision(P12, "fp16", path=path)
+
+
+def test_run_spread_is_each_run_against_the_variants_median(tmp_path):
+    path = tmp_path / "r.csv"
+    times = [(2.0, 1.0), (2.02, 1.2), (1.98, 1.1), (2.0, 0.9)]     # (eager, triton_fp16x3) per run
+    runs = []
+    for day, (e, f) in enumerate(times, start=1):
+        ctx = _ctx(day=day)
+        runs.append(ctx)
+        records.append_rows(path, [_row(ctx, "eager", e, "reference"), _row(ctx, "triton_fp16x3", f),
+                                   _row(ctx, "tiled", 3.0)] if day <= 2 else
+                            [_row(ctx, "eager", e, "reference"), _row(ctx, "triton_fp16x3", f)])
+    late = _ctx(day=6, commit="abc1234+dirty")                      # never counted
+    records.append_rows(path, [_row(late, "eager", 9.0, "reference"), _row(late, "triton_fp16x3", 9.0)])
+    spread = results.run_spread(P12, path=path)
+    assert set(spread["variant"]) == {"eager", "triton_fp16x3"}     # tiled: 2 runs < min_runs
+    f = spread[spread["variant"] == "triton_fp16x3"].reset_index(drop=True)
+    assert list(f["run_id"]) == [r.run_id for r in runs] and (f["runs"] == 4).all()
+    assert f["median_of_runs"].iloc[0] == pytest.approx(1.05)
+    assert f["vs_median_pct"].tolist() == pytest.approx([100 * (t / 1.05 - 1) for _, t in times])
+    assert f["recorded"].tolist() == [False, False, False, True]     # the newest clean one
+    assert list(spread["variant"].drop_duplicates()) == ["eager", "triton_fp16x3"]   # ladder order
+    assert set(results.run_spread(P12, path=path, min_runs=2)["variant"]) == {"eager", "triton_fp16x3", "tiled"}
+    assert results.run_spread(P12, path=path, min_runs=5).empty
+    with pytest.raises(ValueError, match="min_runs=1"):
+        results.run_spread(P12, path=path, min_runs=1)
