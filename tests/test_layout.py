@@ -133,7 +133,9 @@ def test_derived_call_verifies_on_any_shape(batch, in_features, out_features, se
     verdict = verify_linear_gemm(derive_linear_gemm(batch, in_features, out_features),
                                  batch, in_features, out_features, seed=seed)
     assert verdict.ok, verdict
-    assert verdict.rel_error < 1e-5 and verdict.max_abs_error < 1e-5
+    # Relative to |y| a sum that nearly cancels can err by more than 1e-5 (1 x 20 x 1, seed 0:
+    # 4.1e-5); the absolute error stays at fp32 rounding of |x| . |W|.
+    assert verdict.max_abs_error < 1e-5
     assert verdict.computes.endswith("correct") and verdict.seed == seed
 
 
