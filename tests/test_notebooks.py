@@ -66,6 +66,23 @@ def test_problem_notebook_runs_with_no_records_at_all(tmp_path, monkeypatch):
     assert "no recorded run" in res.html.read_text()
 
 
+@pytest.mark.slow
+def test_lessons_run_with_records_but_no_counters_beside_them(tmp_path, monkeypatch):
+    # The lent GPU machine's records file lies in a folder of its own: on 2026-12-01 notebook 04
+    # stopped there on a step's missing counters. Records, yes; counters, clocks, logs, none.
+    import shutil
+
+    from fusedkit import records
+
+    kept = tmp_path / "data" / "records.csv"
+    kept.parent.mkdir()
+    shutil.copy(records.default_path(), kept)
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(kept))
+    lessons = [p for p in NOTEBOOKS if COURSE.get(p.name)]
+    for res in report.build_reports(tmp_path / "out", lessons, timeout=300):
+        assert res.ok, f"{res.notebook.name}: {res.error}"
+
+
 def _widget_state(models: dict) -> dict:
     """Stored widget state as nbclient writes it, from ``id -> (model_name, state)``."""
     return {"state": {k: {"model_name": n, "model_module": "@jupyter-widgets/controls",

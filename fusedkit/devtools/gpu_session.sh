@@ -12,6 +12,12 @@ mkdir -p "$OUT"
 # bench and sweep stages read nvidia-smi beside each run into $OUT/clocks.csv (beside the
 # records; fusedkit.clocks): bring it home with python -m fusedkit.clocks import $OUT/clocks.csv.
 [ -f "$OUT/records.csv" ] || cp data/records.csv "$OUT/records.csv" 2>/dev/null || true
+# The counters, clock readings and kept logs are read beside the records file: without them the
+# notebooks executed here showed "no counters recorded" for every step (2026-12-01). The copies
+# come home again harmlessly (imports skip what is already in data/); the link does not come back.
+[ -f "$OUT/counters.csv" ] || cp data/counters.csv "$OUT/counters.csv" 2>/dev/null || true
+[ -f "$OUT/clocks.csv" ] || cp data/clocks.csv "$OUT/clocks.csv" 2>/dev/null || true
+[ -e "$OUT/logs" ] || ln -s "$PWD/data/logs" "$OUT/logs"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD" FUSEDKIT_RECORDS="$OUT/records.csv"
 export TORCH_EXTENSIONS_DIR=/tmp/torch-ext MPLBACKEND=Agg
 if [ -d /tmp/site/nbclient ]; then
@@ -88,5 +94,5 @@ for stage in ${STAGES:-info tests bench reports}; do
     *)       echo "unknown stage $stage (valid: info probe tests ceilings bench sweep small reports counters source)"; exit 2 ;;
   esac
 done
-rm -f "$OUT"/*.lock   # the device tool brings back at most 8 files
+rm -f "$OUT"/*.lock "$OUT/logs"   # the device tool brings back at most 8 files
 echo "=== done $(date -u +%H:%M:%S)"
