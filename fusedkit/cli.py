@@ -469,3 +469,19 @@ def _run(argv: list[str] | None) -> int:
             raise
         print(f"error: {_one_line(str(e)) or type(e).__name__}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as e:
+        # The budget counts the harness's copies, but a machine (or a ulimit) may hold less.
+        if debug or not _out_of_memory(e):
+            raise
+        print(f"error: out of memory ({_one_line(str(e)) or type(e).__name__}); allowed: smaller "
+              "--sizes, or a machine with more free memory; rows measured before are kept",
+              file=sys.stderr)
+        return 2
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    """True for a failed allocation: Python's MemoryError, torch's on a CPU or a GPU."""
+    import torch  # noqa: PLC0415
+
+    return (isinstance(e, (MemoryError, torch.OutOfMemoryError))
+            or "can't allocate memory" in str(e) or "out of memory" in str(e).lower())

@@ -166,8 +166,13 @@ def test_corrupt_records_file_is_found_before_measuring(corrupt, phrase, sweep, 
     OSError(28, "No space left on device"),
     records.RecordsError("/data/records.csv:7: wrong field count: 3 fields"),
     ValueError("first line\n  second line of a library's message"),
+    RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                 "memory: you tried to allocate 4294967296 bytes. Error code 12"),
+    MemoryError("no room"),
 ])
 def test_faults_under_bench_are_one_line(fault, tmp_path, capsys, monkeypatch):
+    """An allocation that fails under a memory limit smaller than the budget was a 31-line
+    RuntimeError traceback."""
     def fails(*args, **kwargs):
         raise fault
     monkeypatch.setattr("fusedkit.runner.run_ladder", fails)
