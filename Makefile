@@ -11,9 +11,10 @@ PY     := $(VENV)/bin/python
 TORCH_SPEC  ?= torch==2.13.0
 TRITON_SPEC ?= triton==3.6.0
 
-.PHONY: env report test test-gpu lab clean
+.PHONY: env git-filter report test test-gpu lab clean
 
-env: $(VENV)/.installed
+# The environment, its `fusedkit` command (.venv/bin/fusedkit) and the notebook filter.
+env: $(VENV)/.installed git-filter
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,15 +24,30 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
+# Jupyter saves outputs, execution counts and widget state into the notebooks; git stores them
+# without (nbstripout as the clean filter of .gitattributes, cell ids kept), so working in
+# JupyterLab leaves `git status` clean. The working files keep their outputs. Outside a git
+# checkout of its own (an unpacked archive) there is nothing to set up.
+NBSTRIPOUT = "$(abspath $(PY))" -m nbstripout --keep-id
+git-filter:
+	@if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ]; then \
+	    git config filter.nbstripout.clean '$(NBSTRIPOUT)' && \
+	    git config filter.nbstripout.smudge cat && \
+	    git config diff.ipynb.textconv '$(NBSTRIPOUT) -t'; \
+	fi
+
 report: env
 	$(PY) -m fusedkit report --out reports
 
 test: env
 	$(PY) -m pytest
 
-# JupyterLab refuses to start as root (containers, CI) unless told --allow-root.
+# JupyterLab refuses to start as root (containers, CI) unless told --allow-root. After each
+# save, a notebook changed only in what the filter strips is refreshed in git's index, so that
+# `git status` stays clean too (fusedkit/notebook_git.py).
+SAVE_HOOK = --ContentsManager.post_save_hook=fusedkit.notebook_git.refresh_index
 lab: env
-	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(SAVE_HOOK) notebooks/
 
 clean:
 	rm -rf reports build .pytest_cache .browser-shots

@@ -15,6 +15,7 @@ such numbers are never mixed with GPU ones.
 from __future__ import annotations
 
 import math
+import numbers
 import random
 import time
 from dataclasses import dataclass
@@ -64,10 +65,15 @@ def _summarize(samples_ms: list[float], timer: str) -> Timing:
                   float(np.percentile(a, 90)), int(a.size), timer)
 
 
-def _check_budgets(warmup_ms: float, rep_ms: float) -> None:
-    if not (math.isfinite(warmup_ms) and math.isfinite(rep_ms)) or warmup_ms < 0 or rep_ms <= 0:
-        raise ValueError(f"warmup_ms={warmup_ms}, rep_ms={rep_ms}: need finite warmup_ms >= 0 "
-                         "and rep_ms > 0")
+def check_budgets(warmup_ms: float, rep_ms: float) -> None:
+    """Refuse timing budgets (ms) that are not numbers, not finite, or out of range: a
+    ValueError (TypeError for a non-number) naming the budget, its value and what is allowed."""
+    for name, value, low in (("warmup_ms", warmup_ms, 0.0), ("rep_ms", rep_ms, None)):
+        allowed = "a finite number >= 0" if low is not None else "a finite number > 0"
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name}={value!r} is not a number; allowed: {allowed}")
+        if not math.isfinite(value) or (value < low if low is not None else value <= 0):
+            raise ValueError(f"{name}={value!r} is out of range; allowed: {allowed}")
 
 
 def _resolve(device: str | torch.device | None) -> torch.device:
@@ -98,7 +104,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
     at random with distinct indices modulo ``keep``, store a copy of their output (taken on
     the caller's stream right after the call) in :attr:`TimedCalls.kept` with their index.
     """
-    _check_budgets(warmup_ms, rep_ms)
+    check_budgets(warmup_ms, rep_ms)
     device = _resolve(device)
     rng = rng or random.Random()
     gpu = device.type == "cuda"

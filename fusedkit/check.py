@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 import secrets
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -64,6 +65,44 @@ SPECIALISED = "shape specialisation"
 FAULT_CLASSES = (RAISED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, REUSE, SPECIALISED)
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
+
+MAX_SEEDS = 1000
+"""The most builds one check makes (each a build and two calls): a typo such as 1000000000
+must be refused, not drawn."""
+
+
+def check_seeds(seeds: object) -> None:
+    """Refuse a seed count that is not an integer from 1 to :data:`MAX_SEEDS`, or a list of
+    explicit seeds that is empty, longer, or not all integers (ValueError or TypeError naming
+    ``seeds``, its value and what is allowed)."""
+    allowed = f"an integer from 1 to {MAX_SEEDS}, or a list of 1 to {MAX_SEEDS} integer seeds"
+    if isinstance(seeds, (bool, str, bytes)):
+        raise TypeError(f"seeds={seeds!r} is not a count or a list of seeds; allowed: {allowed}")
+    if isinstance(seeds, numbers.Integral):
+        if not 1 <= seeds <= MAX_SEEDS:
+            raise ValueError(f"seeds={seeds} is out of range; allowed: {allowed}")
+        return
+    if not isinstance(seeds, Sequence) or not all(
+            isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in seeds):
+        raise TypeError(f"seeds={seeds!r} is not a count or a list of seeds; allowed: {allowed}")
+    if not 1 <= len(seeds) <= MAX_SEEDS:
+        raise ValueError(f"seeds has {len(seeds)} seeds; allowed: {allowed}")
+
+
+def harness_device(device: object) -> torch.device:
+    """``device`` as a torch.device the harness can run on ("cpu", or "cuda[:N]" with that GPU
+    visible), or one ValueError naming it and what is allowed here."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    allowed = "'cpu'" + (f" or 'cuda' (cuda:0 to cuda:{gpus - 1})" if gpus else "")
+    try:
+        dev = torch.device(device)  # type: ignore[arg-type]
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r} is not a device; allowed: {allowed}") from None
+    if dev.type == "cpu" or (dev.type == "cuda" and (dev.index or 0) < gpus):
+        return dev
+    why = ("no CUDA GPU is visible here" if dev.type == "cuda" and not gpus else
+           "that GPU is not visible here" if dev.type == "cuda" else "the harness runs on CPUs and CUDA GPUs")
+    raise ValueError(f"device={device!r}: {why}; allowed: {allowed}")
 
 
 @dataclass
@@ -348,14 +387,13 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     """
     variant = problem.variant(variant) if isinstance(variant, str) else variant
     sizes = problem.sizes(sizes)
-    device = torch.device(device)
+    device = harness_device(device)
+    check_seeds(seeds)
     refusal = device_refusal(problem, variant, sizes, device)
     if refusal:
         raise ValueError(f"variant={variant.slug!r} on {device}: {refusal}")
     problem.check_runnable(sizes, device)
-    if isinstance(seeds, int):
-        if seeds < 1:
-            raise ValueError(f"seeds={seeds}: need at least 1")
+    if isinstance(seeds, numbers.Integral):
         base = secrets.randbelow(2**30)
         seeds = [base + i for i in range(seeds)]
     build = build or variant.build
@@ -393,6 +431,6 @@ def describe(result: CheckResult) -> str:
     return f"[{result.problem} {fmt_sizes(result.sizes)}] {result.summary()}"
 
 
-__all__ = ["ATOL", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES", "check_build", "check_variant",
-           "classify", "device_refusal", "describe", "nearby_odd", "needs_hopper", "rel_error",
-           "tier_bound"]
+__all__ = ["ATOL", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES", "check_build",
+           "check_seeds", "check_variant", "classify", "device_refusal", "describe", "harness_device",
+           "nearby_odd", "needs_hopper", "rel_error", "tier_bound"]

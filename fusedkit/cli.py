@@ -1,20 +1,25 @@
 """``python -m fusedkit``: info, report, bench, ceilings, export and readme from the command line.
 
-Bad input and faults (an unwritable or corrupt records file, Ctrl-C) get one line on
-stderr naming the parameter, the value and what is allowed, and exit status 2; never a
+Bad input and faults (an unwritable or corrupt records file, Ctrl-C, SIGTERM) get one line
+on stderr naming the option, the value and what is allowed, and exit status 2; never a
 traceback from deep inside a kernel (set FUSEDKIT_DEBUG=1 to see one). Everything that
-can be refused is refused before anything is measured.
+can be refused is refused before anything is measured, and a command stopped by a signal
+says what it kept (:mod:`fusedkit.interrupts`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn
 
+from fusedkit import interrupts
+from fusedkit.check import MAX_SEEDS
 from fusedkit.measure import SEEDS
 from fusedkit.problems import Problem, SizeError
 
@@ -53,8 +58,10 @@ def _report(args: argparse.Namespace) -> int:
     notebooks = [Path(p) for p in args.notebooks] or None
     for p in notebooks or []:
         if not p.is_file():
-            raise SizeError(f"notebook={str(p)!r} does not exist")
-    results = build_reports(args.out, notebooks, timeout=args.timeout)
+            raise SizeError(f"notebook={str(p)!r} does not exist; allowed: a notebook file "
+                            "(default: every notebooks/NN_*.ipynb)")
+    with _option("--out", args.out):   # the reports and the index are written there
+        results = build_reports(args.out, notebooks, timeout=args.timeout)
     for r in results:
         status = "ok" if r.ok else f"FAILED: {r.error}"
         print(f"{r.html}  ({r.seconds:.0f} s)  {status}")
@@ -72,7 +79,7 @@ def _bench(args: argparse.Namespace) -> int:
     names = args.variants   # a list of distinct names, or None for all (see _variant_names)
     if names:
         problem.ladder(names)   # validate names before any work
-    base = problems.parse_sizes(args.sizes or "")
+    base = problems.parse_sizes(",".join(args.sizes or []))
     sizes = problem.sizes(base)
     axes = None
     if args.sweep:
@@ -84,11 +91,11 @@ def _bench(args: argparse.Namespace) -> int:
     # A CPU run records to an ignored local file unless told otherwise (data/README.md).
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     path = records.path_for(device, args.records)
-    try:
+    with _option("--records", args.records):
         records.preflight(path)
-    except records.RecordsError as e:
-        raise type(e)(f"--records: {e}" if args.records else str(e)) from None
     _refuse_unrunnable(problem, names, sizes)
+    if axes is None:
+        problem.check_runnable(sizes, device)   # a sweep checks each point (skipping those too big)
     before = _count_rows(path)
     try:
         if axes is not None:
@@ -97,9 +104,10 @@ def _bench(args: argparse.Namespace) -> int:
         # A progress bar is for a person at a terminal; in a log or a pipe it is noise on stderr.
         df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
                         records_path=path, progress=sys.stderr.isatty())
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         # Each row was appended as it was measured, so what finished is on disk: say so.
-        raise _Interrupted(_kept(path, before)) from None
+        how = interrupts.signal_name(e)
+        raise interrupts.Interrupted(_kept(path, before, how), how) from None
     cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps",
                         "pct_of_floor", "pct_of_measured", "pct_of_copy", "rel_error", "speedup")
             if c in df]
@@ -161,11 +169,9 @@ def _ceilings(args: argparse.Namespace) -> int:
         raise ValueError("ceilings are measured on a GPU and no CUDA GPU is visible here; the "
                          "recorded ones are in data/records.csv (fusedkit.ceilings.newest)")
     path = records.path_for(torch.device("cuda"), args.records)
-    try:
+    with _option("--records", args.records):
         records.preflight(path)
-    except records.RecordsError as e:
-        raise type(e)(f"--records: {e}" if args.records else str(e)) from None
-    got = ceilings.record_run([problems.get(k) for k in keys], path)
+        got = ceilings.record_run([problems.get(k) for k in keys], path)
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(ceilings.table(got).to_string(index=False))
     return 0
@@ -182,11 +188,13 @@ def _export(args: argparse.Namespace) -> int:
         if args.output is not None:
             raise ValueError(f"-o={args.output!r} goes with --variant; --all writes one file per "
                              "variant into its folder")
-        paths = export.export_all(problem, args.all, force=args.force)
+        with _option("--all", args.all):
+            paths = export.export_all(problem, args.all, force=args.force)
     else:
         if args.output is None:
             raise ValueError(f"--variant={args.variant!r} needs -o FILE, the solution file to write")
-        paths = [export.export_variant(problem, args.variant, args.output, force=args.force)]
+        with _option("-o", args.output):
+            paths = [export.export_variant(problem, args.variant, args.output, force=args.force)]
     for path in paths:
         print(path)
     return 0
@@ -209,7 +217,8 @@ def _readme(args: argparse.Namespace) -> int:
             return 0
         print(f"{path}: the measured state is stale; run python -m fusedkit readme", file=sys.stderr)
         return 1
-    changed = readme.update(path, args.records)
+    with _option("--readme", args.readme):
+        changed = readme.update(path, args.records)
     print(f"{path}: measured state {'updated' if changed else 'already current'}")
     return 0
 
@@ -245,10 +254,6 @@ def _refuse_unrunnable(problem: Problem, names: list[str] | None, sizes: dict[st
                      f"none is visible; allowed here (--variants): {cpu or 'none'}")
 
 
-class _Interrupted(KeyboardInterrupt):
-    """Ctrl-C during a bench; the message says how many measured rows the records file kept."""
-
-
 def _count_rows(path: Path) -> int | None:
     """Rows in the records file (0 if missing), or None if it cannot be read now."""
     from fusedkit import records  # noqa: PLC0415
@@ -259,20 +264,44 @@ def _count_rows(path: Path) -> int | None:
         return None
 
 
-def _kept(path: Path, before: int | None) -> str:
+def _kept(path: Path, before: int | None, signal_name: str = "SIGINT") -> str:
+    """What a bench stopped by ``signal_name`` says: how many measured rows the records kept."""
+    how = interrupts.stopped_by(signal_name)
     after = _count_rows(path)
     if before is None or after is None:
-        return f"interrupted: rows measured before the interrupt are kept in {path}"
+        return f"{how}: rows measured before the interrupt are kept in {path}"
     n = after - before   # appends are atomic, so the file holds whole rows only
-    return (f"interrupted: {n} row{'' if n == 1 else 's'} measured before the interrupt "
+    return (f"{how}: {n} row{'' if n == 1 else 's'} measured before the interrupt "
             f"{'is' if n == 1 else 'are'} kept in {path}")
+
+
+@contextlib.contextmanager
+def _option(option: str, value: str | None) -> Iterator[None]:
+    """Name ``option`` in a fault about the path it gave: an OSError or a records fault raised
+    inside is raised again as the same kind of error, its one line starting ``--out: `` and
+    naming the path, so that it says which option to change (``value`` None: the default path,
+    named as it is)."""
+    from fusedkit.records import RecordsError  # noqa: PLC0415 - pandas
+
+    try:
+        yield
+    except (OSError, RecordsError) as e:
+        if value is None:
+            raise
+        text = (f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror
+                else _one_line(str(e)))
+        if value not in text:
+            text = f"{value}: {text}"
+        raise type(e)(f"{option}: {text}") from None
 
 
 # --- argument types: each refuses a bad value with one line naming option, value and what is allowed
 
-def positive_int(option: str) -> Callable[[str], int]:
+def positive_int(option: str, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer >= 1 (and <= ``maximum``), else one line naming ``option``."""
+    allowed = f"an integer from 1 to {maximum}" if maximum else "an integer >= 1"
+
     def parse(text: str) -> int:
-        allowed = "an integer >= 1"
         try:
             value = int(text)
         except ValueError:
@@ -280,6 +309,8 @@ def positive_int(option: str) -> Callable[[str], int]:
                                              f"allowed: {allowed}") from None
         if value < 1:
             raise argparse.ArgumentTypeError(f"{option}={value} is too small; allowed: {allowed}")
+        if maximum and value > maximum:
+            raise argparse.ArgumentTypeError(f"{option}={value} is too large; allowed: {allowed}")
         return value
     return parse
 
@@ -299,26 +330,41 @@ def _positive_float(option: str) -> Callable[[str], float]:
     return parse
 
 
-def _variant_names(text: str) -> list[str]:
-    """``--variants``: distinct, non-empty names. An empty list must not mean "all" by accident."""
-    allowed = "comma-separated variant names, each once, e.g. eager,compile (omit --variants for all)"
-    names = [n.strip() for n in text.split(",")]
-    if not any(names):
-        raise argparse.ArgumentTypeError(f"--variants is empty ({text!r} names no variant); "
-                                         f"allowed: {allowed}")
-    if "" in names:
-        raise argparse.ArgumentTypeError(f"--variants={text!r}: name {names.index('') + 1} is "
-                                         f"empty; allowed: {allowed}")
-    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
-    if twice:
-        raise argparse.ArgumentTypeError(f"--variants={text!r} names {twice} twice; allowed: {allowed}")
-    return names
+def _comma_list(option: str, what: str, allowed: str) -> Callable[[str], list[str]]:
+    """An argparse type: a comma-separated list of non-empty items, each once. An empty list
+    must not mean "all" or "the defaults" by accident: it is refused, naming ``option``."""
+    def parse(text: str) -> list[str]:
+        items = [n.strip() for n in text.split(",")]
+        if not any(items):
+            raise argparse.ArgumentTypeError(f"{option} is empty ({text!r} names no {what}); "
+                                             f"allowed: {allowed}")
+        if "" in items:
+            raise argparse.ArgumentTypeError(f"{option}={text!r}: {what} {items.index('') + 1} is "
+                                             f"empty; allowed: {allowed}")
+        twice = next((n for i, n in enumerate(items) if n in items[:i]), None)
+        if twice:
+            raise argparse.ArgumentTypeError(f"{option}={text!r} names {twice} twice; "
+                                             f"allowed: {allowed}")
+        return items
+    return parse
 
 
-def _records_file(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"--records={text!r} is empty; allowed: a CSV file path")
-    return text
+_variant_names = _comma_list("--variants", "name", "comma-separated variant names, each once, e.g. "
+                             "eager,compile (omit --variants for all)")
+_size_items = _comma_list("--sizes", "size", "comma-separated name=value sizes, each once, e.g. "
+                          "batch_size=1024,in_features=8192 (omit --sizes for KernelBench's)")
+
+
+def _path(option: str) -> Callable[[str], str]:
+    """An argparse type for a path: not empty (which would mean the current folder by
+    accident). What the path must be is checked where it is used, and a fault there names
+    ``option`` (:func:`_option`)."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{option}={text!r} is empty; allowed: a path")
+        return text
+    return parse
+
 
 
 def _one_line(message: str) -> str:
@@ -342,20 +388,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="device, versions and the mode the workbook runs in").set_defaults(fn=_info)
     r = sub.add_parser("report", help="execute the notebooks and write HTML reports")
-    r.add_argument("--out", default="reports", help="output folder (default: reports)")
-    r.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell")
+    r.add_argument("--out", type=_path("--out"), default="reports",
+                   help="output folder, created if missing (default: reports)")
+    r.add_argument("--timeout", type=positive_int("--timeout"), default=600,
+                   help="seconds allowed per cell (>= 1; default 600)")
     r.add_argument("notebooks", nargs="*", help="notebooks to run (default: all)")
     r.set_defaults(fn=_report)
     b = sub.add_parser("bench", help="check and time a problem's ladder; append to data/")
     b.add_argument("--problem", required=True, help="p12 or p45")
-    b.add_argument("--sizes", help="e.g. batch_size=1024,in_features=8192 (default: KernelBench's)")
+    b.add_argument("--sizes", type=_size_items,
+                   help="e.g. batch_size=1024,in_features=8192 (default: KernelBench's)")
     b.add_argument("--variants", type=_variant_names,
                    help="comma-separated variant names, each once (default: all)")
-    b.add_argument("--seeds", type=positive_int("--seeds"), default=SEEDS,
-                   help=f"builds checked per variant, each on two inputs (>= 1; default {SEEDS})")
+    b.add_argument("--seeds", type=positive_int("--seeds", MAX_SEEDS), default=SEEDS,
+                   help=f"builds checked per variant, each on two inputs (1 to {MAX_SEEDS}; "
+                        f"default {SEEDS})")
     b.add_argument("--rep-ms", type=_positive_float("--rep-ms"), default=500.0,
                    help="timing budget per variant, ms (> 0)")
-    b.add_argument("--records", type=_records_file,
+    b.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv on a GPU, the ignored "
                         "data/local/records.csv without one)")
     b.add_argument("--sweep", action="append", metavar="DIM=VALUES",
@@ -366,20 +416,23 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("ceilings", help="measure the GPU's own ceilings (copy, L2 and DRAM reads, "
                        "cuBLAS at each problem's GEMM shapes) and record them")
     c.add_argument("--problem", default="all", help="p12, p45 or all (default): whose GEMM shapes")
-    c.add_argument("--records", type=_records_file,
+    c.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv); the clocks go beside it")
     c.set_defaults(fn=_ceilings)
     e = sub.add_parser("export", help="write a kernel as a self-contained KernelBench solution (ModelNew)")
     e.add_argument("--problem", required=True, help="p12 or p45")
     e.add_argument("--variant", help="the variant to export (one of the problem's kernels, no baseline)")
-    e.add_argument("-o", "--output", help="the solution file to write (with --variant)")
-    e.add_argument("--all", metavar="DIR", help="write every kernel of the problem into DIR, one file each")
-    e.add_argument("--force", action="store_true", help="overwrite existing files")
+    e.add_argument("-o", "--output", type=_path("-o"),
+                   help="the solution file to write (with --variant)")
+    e.add_argument("--all", metavar="DIR", type=_path("--all"),
+                   help="write every kernel of the problem into DIR, one file each")
+    e.add_argument("--force", action="store_true",
+                   help="overwrite existing files (never one marked read-only)")
     e.set_defaults(fn=_export)
     m = sub.add_parser("readme", help="regenerate README.md's measured state from data/records.csv")
     m.add_argument("--check", action="store_true",
                    help="only check that the README is current (exit status 1 when stale)")
-    m.add_argument("--records", type=_records_file, help="records CSV (default: data/records.csv)")
+    m.add_argument("--records", type=_path("--records"), help="records CSV (default: data/records.csv)")
     m.add_argument("--readme", default=str(Path(__file__).resolve().parent.parent / "README.md"),
                    help="the README to update (default: the repository's README.md)")
     m.set_defaults(fn=_readme)
@@ -387,7 +440,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; the exit status: 0 done, 1 a report failed, 2 refused or interrupted."""
+    """Run one command; the exit status: 0 done, 1 a report failed, 2 refused or interrupted
+    (Ctrl-C or SIGTERM: :func:`fusedkit.interrupts.raising`)."""
+    debug = bool(os.environ.get("FUSEDKIT_DEBUG"))
+    try:
+        with interrupts.raising():
+            return _run(argv)
+    except KeyboardInterrupt as e:
+        if debug:
+            raise
+        print(_one_line(str(e)) or interrupts.stopped_by(interrupts.signal_name(e)), file=sys.stderr)
+        return interrupts.EXIT_STATUS
+
+
+def _run(argv: list[str] | None) -> int:
+    """Parse ``argv`` and run its command; a refusal is one ``error:`` line and exit status 2."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:   # --help (0), or a usage error already printed as one line (2)
@@ -395,11 +462,6 @@ def main(argv: list[str] | None = None) -> int:
     debug = bool(os.environ.get("FUSEDKIT_DEBUG"))
     try:
         return args.fn(args)
-    except KeyboardInterrupt as e:
-        if debug:
-            raise
-        print(_one_line(str(e)) or "interrupted", file=sys.stderr)
-        return 2
     except (ValueError, TypeError, OSError) as e:
         # Our own errors (SizeError, RecordsError, ...) are one line naming the parameter;
         # OSError covers a missing, read-only or folder path. Print just that, unless asked.
@@ -407,3 +469,19 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {_one_line(str(e)) or type(e).__name__}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as e:
+        # The budget counts the harness's copies, but a machine (or a ulimit) may hold less.
+        if debug or not _out_of_memory(e):
+            raise
+        print(f"error: out of memory ({_one_line(str(e)) or type(e).__name__}); allowed: smaller "
+              "--sizes, or a machine with more free memory; rows measured before are kept",
+              file=sys.stderr)
+        return 2
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    """True for a failed allocation: Python's MemoryError, torch's on a CPU or a GPU."""
+    import torch  # noqa: PLC0415
+
+    return (isinstance(e, (MemoryError, torch.OutOfMemoryError))
+            or "can't allocate memory" in str(e) or "out of memory" in str(e).lower())

@@ -32,6 +32,7 @@ import inspect
 import math
 import os
 import re
+import stat
 import tempfile
 import textwrap
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from torch import nn
 
 from fusedkit import build as fk_build
 from fusedkit.kernels import KERNELS, step_path
+from fusedkit.paths import folder_fault, mode_text, read_only, write_target
 from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant, base
 from fusedkit.problems import get as get_problem
@@ -204,7 +206,7 @@ def export_variant(problem: Problem | str, slug: str, path: str | os.PathLike[st
     exists and ``force`` is False), IsADirectoryError, NotADirectoryError or PermissionError
     (``path`` cannot be written), each with a one-line message.
     """
-    path = Path(path)
+    path = write_target(path)   # through a symbolic link: its target is written, the link stays
     text = render(problem, slug)
     _check_writable(path, force)
     _write(path, text)
@@ -220,7 +222,11 @@ def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise NotADirectoryError(f"folder={str(folder)!r} is a file; allowed: a folder (created if missing)")
-    texts = {folder / file_name(problem, slug): render(problem, slug) for slug in exportable(problem)}
+    texts = {write_target(folder / file_name(problem, slug)): render(problem, slug)
+             for slug in exportable(problem)}
+    fault = folder_fault(folder)   # before mkdir: root could create it in a read-only folder
+    if fault:
+        raise PermissionError(f"folder={str(folder)!r} cannot be written: {fault}")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -289,6 +295,8 @@ def _probe_sizes(problem: Problem) -> dict[str, int]:
 
 
 def _check_writable(path: Path, force: bool) -> None:
+    """Refuse a path that cannot or may not be written; ``force`` overwrites only a writable file
+    (one marked read-only is kept, as it is for root too: :func:`fusedkit.paths.read_only`)."""
     if path.is_dir():
         raise IsADirectoryError(f"path={str(path)!r} is a folder; allowed: a file path")
     if path.exists() and not force:
@@ -297,20 +305,26 @@ def _check_writable(path: Path, force: bool) -> None:
     if not parent.is_dir():
         kind = "is not a folder" if parent.exists() else "does not exist"
         raise NotADirectoryError(f"path={str(path)!r}: its folder {str(parent)!r} {kind}")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise PermissionError(f"path={str(path)!r} cannot be written (permission denied)")
+    if path.exists() and read_only(path):
+        raise PermissionError(f"path={str(path)!r} is read-only (mode {mode_text(path)}) and is kept, "
+                              "--force or not; allowed: a writable file (chmod u+w) or another path")
+    fault = folder_fault(parent)
+    if fault:
+        raise PermissionError(f"path={str(path)!r} cannot be written: {fault}")
 
 
 def _write(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, so a failed write leaves no half file."""
+    """Write through a temporary file in the same folder, so a failed write leaves no half file.
+    A file overwritten keeps its mode; a new one is 0o644."""
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
         raise type(e)(f"path={str(path)!r} cannot be written: {e.strerror or e}") from None
     try:
+        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)

@@ -29,9 +29,10 @@ from typing import Callable, Iterator
 
 import torch
 
-from fusedkit import bench
-from fusedkit.check import (EPS32, SECOND_INPUT, Build, CheckResult, check_variant, device_refusal,
-                            eager32, nearby_odd, one_line, reference64, rel_error)
+from fusedkit import bench, problems
+from fusedkit.check import (EPS32, SECOND_INPUT, Build, CheckResult, check_seeds,
+                            check_variant, device_refusal, eager32, harness_device, nearby_odd,
+                            one_line, reference64, rel_error)
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.roofline import achieved, fused_floor
@@ -146,6 +147,39 @@ class Measurement:
                 f"{self.check.rel_error:.2e}")
 
 
+def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "cpu") -> float:
+    """Bytes :func:`measure` holds at once on ``device`` at its peak, for a candidate that needs
+    no memory of its own beyond its output: what :meth:`Problem.check_runnable` compares with
+    the memory a run may use.
+
+    Counted from the code of :func:`fusedkit.check.check_build` and :func:`_time`, in fp32
+    copies of the inputs (X bytes), the parameters (W) and the output (Y):
+
+    - the model and the harness's hidden deep copy of it: 2 W;
+    - the inputs: two draws and their pristine copies while checking, or the three rotated
+      input sets and the timed buffer while timing: 4 X;
+    - the two checked outputs: 2 Y (4 Y on a GPU, with the copies taken on the caller's stream);
+    - then the larger of two moments. Computing the second float64 reference beside the first
+      (2 Y): the reference's own peak, the larger of its float64 model beside the fp32 copy it
+      converts (3 W) and eager's peak in float64 (``problem.memory_counter(sizes, 8)``, which
+      holds the float64 x and W). Or comparing: the two float64 references (4 Y), the two eager
+      outputs (2 Y) and the float64 temporaries of one error (4 Y).
+
+    The timing holds less (three kept outputs instead of two outputs and a reference), and the
+    nearby odd shape is smaller. What a candidate allocates beyond its output (weight splits, a
+    compiled graph's buffers) is not counted; eager's own intermediates are, in the reference.
+    """
+    sizes = problem.sizes(sizes)
+    with torch.device("meta"):   # shapes only: no memory
+        model = problem.model_factory(**sizes, **problem.constants)
+    w = 4 * sum(t.numel() for t in (*model.parameters(), *model.buffers()))
+    x = 4 * sum(math.prod(shape) for shape in problem.input_shapes(sizes))
+    y = 4 * math.prod(problem.output_shape(sizes))
+    outputs = (4 if torch.device(device).type == "cuda" else 2) * y
+    reference = max(3 * w, problem.memory_counter(sizes, 8))
+    return float(2 * w + 4 * x + outputs + max(2 * y + reference, 4 * y + 2 * y + 4 * y))
+
+
 def interpreter_seconds(problem: Problem, v: Variant, sizes: Sizes, *, seeds: int = SEEDS,
                         time_it: bool = True) -> float:
     """Predicted seconds :func:`measure` spends on a registered Triton variant in the CPU
@@ -198,22 +232,33 @@ def harness_stream(device: torch.device) -> Iterator[None]:
     torch.cuda.current_stream(device).wait_stream(stream)
 
 
-def measure(problem: Problem, what: Variant | str | Build, sizes: Sizes | None = None, *,
+def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | None = None, *,
             device: str | torch.device | None = None, seeds: int = SEEDS,
             warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, gpu: GpuSpec | None = None,
             time_it: bool = True, name: str = "", precision: str = "fp32",
             triton: bool = False) -> Measurement:
-    """Check ``what`` (a variant, its name, or a builder) at ``sizes`` on ``device``, then, if
-    the check found no fault, time it. Returns the :class:`Measurement`; never records.
+    """Check ``what`` (a variant, its name, or a builder) of ``problem`` (a Problem or its name,
+    e.g. "p12") at ``sizes`` on ``device``, then, if the check found no fault, time it.
+    Returns the :class:`Measurement`; never records.
 
-    ``gpu`` is the spec the % of floor is computed on (default: the detected GPU's datasheet;
-    the ladder passes measured ceilings). The refusal of impossible speed always uses the
-    datasheet. Raises ValueError when the variant cannot run here at all (a GPU-only variant
-    on a CPU, sizes over the interpreter's budget): ask :func:`fusedkit.check.device_refusal` first.
+    ``seeds`` builds are checked (1 to :data:`~fusedkit.check.MAX_SEEDS`); ``warmup_ms`` and
+    ``rep_ms`` are the timing budgets in ms. ``gpu`` is the spec the % of floor is computed on
+    (default: the detected GPU's datasheet; the ladder passes measured ceilings). The refusal of
+    impossible speed always uses the datasheet. Every argument is checked before anything runs:
+    a bad one is a ValueError or TypeError naming it, never a failure of the kernel. Raises
+    ValueError too when the variant cannot run here at all (a GPU-only variant on a CPU, sizes
+    over the interpreter's budget): ask :func:`fusedkit.check.device_refusal` first.
     """
+    if isinstance(problem, str):
+        problem = problems.get(problem)
+    elif not isinstance(problem, Problem):
+        raise TypeError(f"problem={problem!r} is not a problem; allowed: a Problem or one of "
+                        f"{', '.join(problems.names())}")
+    check_seeds(seeds)
+    bench.check_budgets(warmup_ms, rep_ms)
     v = candidate(problem, what, name=name, precision=precision, triton=triton)
     sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = harness_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     refusal = device_refusal(problem, v, sizes, device)
     if refusal:
         raise ValueError(f"variant={v.slug!r} on {device}: {refusal}")

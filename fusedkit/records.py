@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from fusedkit.paths import folder_fault, mode_text, read_only, write_target
 from fusedkit.precision import TIERS as PRECISION_TIERS
 
 if TYPE_CHECKING:
@@ -218,11 +219,10 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
     :func:`append_rows`: an exclusive lock, the existing text validated by ``check(path, text)``
     (which raises to refuse it; the file is then left as it is), old + new written to a temporary
     file and renamed over the original. A missing or empty file starts with ``header`` (one line)."""
-    path = Path(path)
+    path = write_target(path)   # through a symbolic link: the target gets the rows, the link stays
     if not lines:
         return
-    if path.exists():
-        _check_writable_file(path)
+    _refuse_unwritable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):
         _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
@@ -239,15 +239,16 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
 def preflight(path: str | os.PathLike[str]) -> None:
     """Refuse now, before anything is measured, a records file that an append would refuse later.
 
-    Checks that ``path`` is not a folder; that its folder exists, or its nearest existing
-    ancestor is a folder, and is writable (an append writes a temporary file beside the
-    records and renames it); that an existing file is writable by its mode bits (root
-    bypasses permissions, and a rename ignores the file's own mode); and that the whole
+    A symbolic link is followed: its target is what an append writes. Checks that the target
+    is not a folder; that its folder exists, or its nearest existing ancestor is a folder, and
+    is writable (an append writes a temporary file beside the records and renames it); that
+    an existing file and its folder are writable by their mode bits (:mod:`fusedkit.paths`:
+    root bypasses permissions, and a rename ignores the file's own mode); and that the whole
     existing file parses, with the same checks as :func:`append_rows`. Creates and changes
     nothing. Raises RecordsError (RecordsNotWritable for permissions) with one line naming
     the path and the fault.
     """
-    path = Path(path)
+    path = write_target(path)
     try:
         _preflight(path)
     except RecordsError:
@@ -259,15 +260,7 @@ def preflight(path: str | os.PathLike[str]) -> None:
 def _preflight(path: Path) -> None:
     if path.is_dir():
         raise RecordsError(f"{path} is a folder; allowed: a records CSV file, existing or new")
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent  # mkdir(parents=True) will create the rest from here
-    if not folder.is_dir():
-        raise RecordsNotWritable(f"{path}: {folder} is a file, not a folder; allowed: a path whose "
-                                 "folders exist or can be created")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise RecordsNotWritable(f"{path}: the folder {folder} is not writable (an append writes a "
-                                 "temporary file there); allowed: a writable folder")
+    _refuse_unwritable(path)
     lock = path.with_name(path.name + ".lock")
     if lock.exists() and not os.access(lock, os.R_OK | os.W_OK):
         raise RecordsNotWritable(f"{path}: its lock file {lock} is not writable; allowed: a lock "
@@ -276,7 +269,6 @@ def _preflight(path: Path) -> None:
         return
     if not path.is_file():
         raise RecordsError(f"{path} is not a regular file; allowed: a records CSV file")
-    _check_writable_file(path)
     data = path.read_bytes()
     if data.strip():
         _parse(path, _decode(path, data))
@@ -461,15 +453,16 @@ def _check_header(path: Path, header: list[str]) -> None:
                        "left as it is: move it aside or convert it (see data/README.md)")
 
 
-def _check_writable_file(path: Path) -> None:
-    """Refuse a records file marked read-only, although the rename of an append would replace it.
-
-    The mode bits decide, not only os.access: root may write anything, yet a file someone
-    made read-only (chmod a-w) is a file they want kept as it is.
-    """
-    mode = path.stat().st_mode
-    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
-        raise RecordsNotWritable(f"{path} is read-only (mode {stat.S_IMODE(mode):#o}) and is left as "
+def _refuse_unwritable(path: Path) -> None:
+    """Refuse a records file, or a folder for it, that is marked read-only, although root could
+    write it and the rename of an append would replace the file whatever its own mode: a file
+    or folder someone made read-only (chmod a-w) is one they want kept as it is."""
+    fault = folder_fault(path.parent)
+    if fault:
+        raise RecordsNotWritable(f"{path}: {fault}, and an append writes a temporary file there; "
+                                 "allowed: a path in a writable folder, existing or created")
+    if path.exists() and read_only(path):
+        raise RecordsNotWritable(f"{path} is read-only (mode {mode_text(path)}) and is left as "
                                  "it is; allowed: a writable records file (chmod u+w) or another path")
 
 

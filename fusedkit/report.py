@@ -6,7 +6,9 @@ inlined as data URIs, each widget drawn as static HTML from its stored state
 offline exactly as it was generated. Each report is written as soon as its notebook
 finishes, so a run that dies half-way keeps what it finished; a notebook that fails
 still gets a report, showing the failing cell and its error, and is marked FAILED in
-``index.html``. The index lists every notebook of the folder, not only those just run:
+``index.html``. Ctrl-C or SIGTERM stops the run instead: the kernel is killed, the
+notebook it was running gets no report (an earlier one is left as it was), and
+:class:`fusedkit.interrupts.Interrupted` says which reports were kept. The index lists every notebook of the folder, not only those just run:
 rebuilding one keeps the others' earlier reports and summaries (from ``index.json``),
 and one never built is marked so. It also carries the headline numbers of
 ``data/records.csv``: the best recorded speed-up of our kernels per precision tier and
@@ -16,13 +18,16 @@ becomes ``.``, the home folder ``~`` (:func:`relative_paths`).
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
 import re
+import signal
 import site
 import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -38,7 +43,8 @@ from nbconvert import HTMLExporter
 from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
 
-from fusedkit import problems
+from fusedkit import interrupts, problems
+from fusedkit.paths import folder_fault, write_target
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
@@ -179,6 +185,7 @@ def notebook_summary(nb: nbformat.NotebookNode) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    path = write_target(path)   # a symbolic link stays and its target is rewritten
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
@@ -194,11 +201,12 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600) -> Report
                             resources={"metadata": {"path": str(path.parent)}},
                             store_widget_state=True)
     cells = [c for c in nb.cells if c.cell_type == "code"]
-    bar = tqdm(total=len(cells), desc=path.stem, unit="cell", leave=False)
+    # disable=None: bars on a terminal only, not in a log or a pipe.
+    bar = tqdm(total=len(cells), desc=path.stem, unit="cell", leave=False, disable=None)
     client.on_cell_executed = lambda **_: bar.update(1)
     t0, error = time.perf_counter(), ""
     try:
-        client.execute()
+        _execute(client)
     except CellExecutionError as e:
         lines = _ANSI.sub("", str(e)).strip().splitlines()
         error = lines[-1] if lines else repr(e)
@@ -220,6 +228,50 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600) -> Report
     _atomic_write(out, relative_paths(body))
     return ReportResult(path, out, _title(nb, path.stem), time.perf_counter() - t0,
                         relative_paths(error), notebook_summary(nb), built_at=_now())
+
+
+def _execute(client: NotebookClient) -> None:
+    """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process.
+
+    In the main thread nbclient takes both signals for itself: it shuts the kernel down, the
+    run goes on, and the notebook is marked failed with an AssertionError. In another thread it
+    installs no handler, so the signal raises KeyboardInterrupt here (the kernel runs in a
+    session of its own and gets no Ctrl-C from the terminal); the kernel is then killed, the
+    worker joined, and the interrupt raised again.
+    """
+    failed: list[BaseException] = []
+    # An Event, not Thread.join: on CPython 3.11 a join cut short by a signal can leave
+    # is_alive() False while the worker still runs.
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            client.execute()
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="notebook", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        deadline = time.monotonic() + 30
+        while not done.is_set() and time.monotonic() < deadline:
+            _kill_kernel(client)   # again, in case the worker was still starting it
+            done.wait(0.1)
+        raise
+    if failed:
+        raise failed[0]
+
+
+def _kill_kernel(client: NotebookClient) -> None:
+    """Kill the kernel's process group, if it has started and still runs."""
+    process = getattr(getattr(client.km, "provisioner", None), "process", None)
+    if process is not None and process.poll() is None:
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)   # the kernel leads a session of its own
 
 
 def _now() -> str:
@@ -439,11 +491,32 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     """Execute ``notebooks`` (default: all) and write their reports and the index, which
     lists every notebook of their folder (:func:`index_entries`), rebuilt or not."""
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(f"{out_dir} is a file; allowed: a folder for the reports, "
+                                 "existing or to be created")
+    fault = folder_fault(out_dir)
+    if fault:
+        raise PermissionError(f"{out_dir} cannot hold the reports: {fault}; allowed: a folder in a "
+                              "writable place")
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = notebooks or notebook_paths()
     headlines = headline_numbers()   # once: the records do not change while notebooks run
     results: list[ReportResult] = []
-    for path in tqdm(paths, desc="notebooks", unit="nb"):
-        results.append(execute_notebook(Path(path), out_dir, timeout=timeout))
+    for path in tqdm(paths, desc="notebooks", unit="nb", disable=None):
+        try:
+            results.append(execute_notebook(Path(path), out_dir, timeout=timeout))
+        except KeyboardInterrupt as e:
+            how = interrupts.signal_name(e)
+            raise interrupts.Interrupted(_kept(results, Path(path), out_dir, how), how) from None
         write_index(results, out_dir, headlines)   # after each, so a crash keeps the finished ones
     return results
+
+
+def _kept(results: list[ReportResult], stopped: Path, out_dir: Path, signal_name: str) -> str:
+    """One line for a run stopped by ``signal_name`` while ``stopped`` ran: what is kept."""
+    head = f"{interrupts.stopped_by(signal_name)} while running {stopped.name}, whose report was not written"
+    if not results:
+        return f"{head}; no report finished before it"
+    names = ", ".join(r.html.name for r in results)
+    return (f"{head}; {len(results)} finished before it and {'is' if len(results) == 1 else 'are'} "
+            f"kept in {out_dir} ({names}), listed in {out_dir / 'index.html'}")

@@ -65,6 +65,8 @@ HOPPER_STEPS = {v.slug for v in p12mod.HOPPER_VARIANTS if not v.baseline}
 def test_hopper_steps_are_refused_on_any_other_gpu_in_one_line(capability, name, monkeypatch):
     """sm_90a code runs on sm_90 only: elsewhere each Hopper step gets one line saying so (the
     runner skips it, measure refuses it) and every other step runs."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
     gpu = torch.device("cuda")

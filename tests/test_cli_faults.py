@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from fusedkit import records
+from fusedkit.check import MAX_SEEDS
 from fusedkit.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,10 +57,12 @@ def valid_records(path: Path) -> bytes:
 # --- argument values -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value,phrase", [("0", "--seeds=0"), ("-1", "--seeds=-1"),
-                                          ("two", "--seeds='two'")])
-def test_seeds_must_be_a_positive_integer(value, phrase, tmp_path, capsys, no_measuring):
+                                          ("two", "--seeds='two'"),
+                                          ("1000000000", "--seeds=1000000000 is too large")])
+def test_seeds_must_be_an_integer_from_1_to_the_maximum(value, phrase, tmp_path, capsys, no_measuring):
+    """A billion seeds was drawn as a list of a billion items and OOM-killed without a word."""
     assert main(["bench", *TINY, "--seeds", value, "--records", str(tmp_path / "r.csv")]) == 2
-    one_line(capsys.readouterr().err, "error: ", phrase, "allowed: an integer >= 1")
+    one_line(capsys.readouterr().err, "error: ", phrase, f"allowed: an integer from 1 to {MAX_SEEDS}")
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-5", "fast"])
@@ -112,19 +115,14 @@ def test_records_naming_a_folder_is_refused(tmp_path, capsys, no_measuring):
 
 
 @pytest.mark.parametrize("how", ["path under a file", "folder not writable"])
-def test_unwritable_records_location_is_refused(how, tmp_path, capsys, monkeypatch, no_measuring):
+def test_unwritable_records_location_is_refused(how, tmp_path, capsys, no_measuring):
     folder = tmp_path / "locked"
     folder.mkdir()
     if how == "path under a file":
         (tmp_path / "afile").write_text("not a folder\n")
         path, phrase = tmp_path / "afile" / "records.csv", "is a file, not a folder"
-    elif os.geteuid() == 0:   # root writes through chmod 0o555: make os.access say what it would
-        path, phrase = folder / "records.csv", "is not writable"
-        real = os.access
-        monkeypatch.setattr(records.os, "access",
-                            lambda p, mode, **kw: False if Path(p) == folder else real(p, mode, **kw))
-    else:
-        path, phrase = folder / "records.csv", "is not writable"
+    else:   # as root too: root could write into it, but its mode says keep it as it is
+        path, phrase = folder / "records.csv", "is not writable (mode 0o555)"
         folder.chmod(0o555)
     try:
         assert main(["bench", *TINY, "--records", str(path)]) == 2
@@ -168,8 +166,13 @@ def test_corrupt_records_file_is_found_before_measuring(corrupt, phrase, sweep, 
     OSError(28, "No space left on device"),
     records.RecordsError("/data/records.csv:7: wrong field count: 3 fields"),
     ValueError("first line\n  second line of a library's message"),
+    RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                 "memory: you tried to allocate 4294967296 bytes. Error code 12"),
+    MemoryError("no room"),
 ])
 def test_faults_under_bench_are_one_line(fault, tmp_path, capsys, monkeypatch):
+    """An allocation that fails under a memory limit smaller than the budget was a 31-line
+    RuntimeError traceback."""
     def fails(*args, **kwargs):
         raise fault
     monkeypatch.setattr("fusedkit.runner.run_ladder", fails)
@@ -205,32 +208,326 @@ def test_interrupt_counts_the_rows_kept(tmp_path, capsys, monkeypatch):
              str(path))
 
 
-def test_sigint_during_a_bench_keeps_measured_rows(tmp_path):
-    """A real Ctrl-C (SIGINT) once the first row is on disk: one line, exit 2, rows kept."""
-    path = tmp_path / "r.csv"
-    argv = [sys.executable, "-m", "fusedkit", "bench", "--problem", "p12",
-            "--sizes", "batch_size=64,in_features=256,out_features=256",
-            "--variants", "eager,addmm_alpha_beta", "--seeds", "50", "--rep-ms", "2000",
-            "--records", str(path)]
-    child = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**os.environ, "FUSEDKIT_DEBUG": ""})
+def fusedkit_child(*args: str, cwd: Path = REPO) -> subprocess.Popen:
+    """``python -m fusedkit ARGS`` in a process of its own, its output captured."""
+    return subprocess.Popen([sys.executable, "-m", "fusedkit", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "FUSEDKIT_DEBUG": "", "PYTHONPATH": str(REPO)})
+
+
+def stop(child: subprocess.Popen, signum: int, timeout: float = 60) -> tuple[str, str]:
+    """Send ``signum`` to ``child`` and collect its output (killing it if it does not end)."""
     try:
-        deadline = time.monotonic() + 60
-        while not (path.exists() and len(records.read_records(path)) >= 1):
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "no row was recorded within 60 s"
-            time.sleep(0.05)
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
+        child.send_signal(signum)
+        return child.communicate(timeout=timeout)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+@pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted: "),
+                                        (signal.SIGTERM, "interrupted by SIGTERM: ")])
+def test_a_signal_during_a_bench_keeps_measured_rows(signum, how, tmp_path):
+    """A real Ctrl-C (SIGINT) or SIGTERM once the first row is on disk: one line, exit 2, rows
+    kept. SIGTERM used to end the bench silently."""
+    path = tmp_path / "r.csv"
+    child = fusedkit_child("bench", "--problem", "p12", "--sizes",
+                           "batch_size=64,in_features=256,out_features=256",
+                           "--variants", "eager,addmm_alpha_beta", "--seeds", "50", "--rep-ms", "2000",
+                           "--records", str(path))
+    deadline = time.monotonic() + 60
+    while not (path.exists() and len(records.read_records(path)) >= 1):
+        if child.poll() is not None or time.monotonic() > deadline:
+            out, err = stop(child, signal.SIGKILL)
+            pytest.fail(f"no row was recorded within 60 s: {err}")
+        time.sleep(0.05)
+    out, err = stop(child, signum, timeout=30)
     assert child.returncode == 2, (out, err)
     kept = records.read_records(path)   # still a valid file
     assert len(kept) >= 1 and kept["variant"].iloc[0] == "eager"
     n = len(kept)
-    one_line(err, "interrupted: ", f"{n} row{'' if n == 1 else 's'} measured", str(path))
+    one_line(err, how, f"{n} row{'' if n == 1 else 's'} measured", str(path))
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler of its own for ``signum`` (Linux: SigCgt)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), 16)
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted while starting"),
+                                        (signal.SIGTERM, "interrupted by SIGTERM while starting")])
+def test_a_signal_while_the_command_starts_is_one_line(signum, how):
+    """Ctrl-C in the first second (while torch is imported) printed a 24-37 line traceback.
+    The handler is the first thing ``python -m fusedkit`` installs: once the child catches
+    SIGTERM (Python itself never does), it is still importing, and a signal is one line."""
+    child = fusedkit_child("info")
+    deadline = time.monotonic() + 20
+    while not catches(child.pid, signal.SIGTERM):
+        if child.poll() is not None or time.monotonic() > deadline:
+            stop(child, signal.SIGKILL)
+            pytest.fail("python -m fusedkit installed no handler for SIGTERM while starting")
+        time.sleep(0.001)
+    out, err = stop(child, signum)
+    assert child.returncode == 2, (out, err)
+    one_line(err, f"{how}: nothing was done")
+    assert out == ""
+
+
+def test_the_console_script_is_the_command_and_starts_guarded(monkeypatch):
+    """``.venv/bin/fusedkit`` (pyproject's console script) runs fusedkit.cli:main, and is
+    recognised as the command, so it gets the start-up handler too; a notebook or a test that
+    imports fusedkit does not."""
+    import tomllib
+
+    from fusedkit import interrupts
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"fusedkit": "fusedkit.cli:main"}
+    monkeypatch.setattr(sys, "argv", ["/somewhere/.venv/bin/fusedkit", "info"])
+    assert interrupts.launched_as_command()
+    monkeypatch.setattr(sys, "argv", ["-m"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-X", "importtime", "-m", "fusedkit", "info"])
+    assert interrupts.launched_as_command()
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "fusedkit.devtools.probe_tma_tf32"])
+    assert not interrupts.launched_as_command()
+    monkeypatch.setattr(sys, "argv", ["/x/ipykernel_launcher.py", "-f", "k.json"])
+    assert not interrupts.launched_as_command()
+
+
+def test_main_restores_the_signal_handlers_it_installs():
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["bench", "--help"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def tiny_notebooks(folder: Path, pid_file: Path) -> list[Path]:
+    """Two notebooks: one quick, one that writes its kernel's pid and then waits a minute."""
+    import nbformat
+
+    folder.mkdir()
+    cells = {"01_quick": ["1 + 1"],
+             "02_slow": [f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))",
+                         "time.sleep(60)"]}
+    paths = []
+    for name, sources in cells.items():
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {name}"),
+                                             *map(nbformat.v4.new_code_cell, sources)])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, folder / f"{name}.ipynb")
+        paths.append(folder / f"{name}.ipynb")
+    return paths
+
+
+def test_ctrl_c_during_a_report_stops_it_and_keeps_what_finished(tmp_path):
+    """Ctrl-C used to mark the running notebook "FAILED: AssertionError:" and go on with the
+    next one. Now: one line, exit 2, the finished report and the index kept, the interrupted
+    notebook without a report, its kernel gone."""
+    quick, slow = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
+    out_dir = tmp_path / "reports"
+    child = fusedkit_child("report", "--out", str(out_dir), str(quick), str(slow))
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "kernel.pid").exists() or not (tmp_path / "kernel.pid").read_text():
+        if child.poll() is not None or time.monotonic() > deadline:
+            out, err = stop(child, signal.SIGKILL)
+            pytest.fail(f"the slow notebook did not start within 120 s: {out} {err}")
+        time.sleep(0.1)
+    t0 = time.monotonic()
+    out, err = stop(child, signal.SIGINT)
+    assert child.returncode == 2, (out, err)
+    assert time.monotonic() - t0 < 30
+    # The kernel's own log lines ([IPKernelApp] ...) are not the command's.
+    mine = "\n".join(ln for ln in err.splitlines() if not ln.startswith("[IPKernelApp]"))
+    one_line(mine, "interrupted while running 02_slow.ipynb, whose report was not written",
+             "1 finished before it", "01_quick.html")
+    assert "FAILED" not in out
+    assert (out_dir / "01_quick.html").is_file() and not (out_dir / "02_slow.html").exists()
+    assert "01_quick" in (out_dir / "index.html").read_text()
+    kernel = int((tmp_path / "kernel.pid").read_text())
+    time.sleep(0.5)
+    assert not Path(f"/proc/{kernel}").exists() or "zombie" in Path(f"/proc/{kernel}/status").read_text()
+
+
+# --- report's options ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,phrases", [
+    (["report", "--timeout", "0"], ["--timeout=0 is too small", "allowed: an integer >= 1"]),
+    (["report", "--timeout", "-5"], ["--timeout=-5 is too small", "allowed: an integer >= 1"]),
+    (["report", "--timeout", "ten"], ["--timeout='ten' is not an integer"]),
+    (["report", "--out", ""], ["--out='' is empty", "allowed: a path"]),
+    (["report", "missing.ipynb"], ["notebook='missing.ipynb' does not exist", "allowed: "]),
+])
+def test_report_options_are_refused_before_any_notebook_runs(argv, phrases, tmp_path, capsys,
+                                                             monkeypatch):
+    """``--out ''`` wrote three files into the current folder; ``--timeout 0`` and ``-5`` were
+    accepted."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    assert main(argv) == 2
+    one_line(capsys.readouterr().err, "error: ", *phrases)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("how,phrase", [("a file", "is a file; allowed: a folder"),
+                                        ("in a read-only folder", "is not writable (mode 0o555)")])
+def test_report_out_that_cannot_hold_reports_names_the_option(how, phrase, tmp_path, capsys,
+                                                              monkeypatch):
+    """``--out`` naming a file said ``error: [Errno 17] File exists: ...``, no option named;
+    a read-only folder was written as root."""
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    if how == "a file":
+        out = tmp_path / "afile"
+        out.write_text("x")
+    else:
+        out = locked / "reports"
+        locked.chmod(0o555)
+    try:
+        assert main(["report", "--out", str(out)]) == 2
+    finally:
+        locked.chmod(0o755)
+    one_line(capsys.readouterr().err, "error: --out: ", str(out), phrase)
+    assert not (locked / "reports").exists()
+
+
+# --- sizes -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value,phrases", [
+    ("", ["--sizes is empty", "omit --sizes for KernelBench's"]),
+    (",", ["--sizes is empty"]),
+    ("batch_size=8,,in_features=8", ["--sizes='batch_size=8,,in_features=8': size 2 is empty"]),
+    ("batch_size=x", ["batch_size='x' is not an integer", "allowed: a whole number"]),
+    ("batch_size", ["size 'batch_size' has no value", "allowed: name=value"]),
+    ("batch_size=0", ["batch_size=0 is out of range", "allowed: an integer from 1 to 65536"]),
+    ("nope=3", ["'nope' is not a size of p12", "valid: batch_size, in_features, out_features"]),
+])
+def test_sizes_are_refused_saying_what_is_allowed(value, phrases, tmp_path, capsys, no_measuring):
+    """``--sizes ''`` silently ran KernelBench's full sizes; size errors did not say what is
+    allowed."""
+    argv = ["bench", "--problem", "p12", "--sizes", value, "--records", str(tmp_path / "r.csv")]
+    assert main(argv) == 2
+    one_line(capsys.readouterr().err, "error: ", *phrases)
+
+
+@pytest.mark.skipif(GPU, reason="the CPU memory budget")
+def test_sizes_whose_harness_copies_do_not_fit_are_refused_with_what_fits(tmp_path, capsys,
+                                                                         no_measuring):
+    """32768 x 32768 x 1 passed as "need 4.0 GiB" (eager alone) while the harness holds about six
+    copies of x; it ended in a 31-line RuntimeError under a memory limit."""
+    argv = ["bench", "--problem", "p12", "--sizes", "batch_size=32768,in_features=32768,out_features=1",
+            "--records", str(tmp_path / "r.csv")]
+    assert main(argv) == 2
+    one_line(capsys.readouterr().err, "error: sizes batch_size=32768,in_features=32768,out_features=1 "
+             "need 24.0 GiB while checked and timed", "allowed: at most 8.0 GiB in a CPU run",
+             "e.g. batch_size<=10921 or in_features<=10920")
+
+
+# --- paths written through links, read-only files and folders, as root too ---------------------
+
+def test_records_through_a_symbolic_link_append_to_its_target(tmp_path, capsys):
+    """The append's rename replaced the link with a file: the target never got the row."""
+    target = tmp_path / "real" / "records.csv"
+    target.parent.mkdir()
+    before = valid_records(target)
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    argv = ["bench", *TINY, "--variants", "eager", "--seeds", "1", "--rep-ms", "2", "--records", str(link)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert link.is_symlink() and link.resolve() == target
+    assert target.read_bytes().startswith(before) and len(records.read_records(target)) == 2
+
+
+def test_a_dangling_records_link_creates_its_target(tmp_path, capsys):
+    target = tmp_path / "real" / "records.csv"
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    argv = ["bench", *TINY, "--variants", "eager", "--seeds", "1", "--rep-ms", "2", "--records", str(link)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert link.is_symlink() and list(records.read_records(target)["variant"]) == ["eager"]
+
+
+def exported(*extra: str) -> int:
+    """``export`` of one kernel with ``extra`` options; its exit status."""
+    return main(["export", "--problem", "p12", "--variant", "triton_fp16x3", *extra])
+
+
+def test_export_force_keeps_a_read_only_file_and_the_mode_of_a_writable_one(tmp_path, capsys):
+    """``export --force`` overwrote a read-only file and reset its mode to 0o644."""
+    out = tmp_path / "solution.py"
+    assert exported("-o", str(out)) == 0
+    text = out.read_text()
+    out.write_text("# mine\n")
+    out.chmod(0o444)
+    capsys.readouterr()
+    assert exported("-o", str(out), "--force") == 2
+    one_line(capsys.readouterr().err, "error: -o: ", str(out), "is read-only (mode 0o444)",
+             "allowed: a writable file")
+    assert out.read_text() == "# mine\n" and (out.stat().st_mode & 0o777) == 0o444
+    out.chmod(0o640)
+    assert exported("-o", str(out), "--force") == 0
+    assert out.read_text() == text and (out.stat().st_mode & 0o777) == 0o640
+
+
+@pytest.mark.parametrize("option,target,argv", [
+    ("-o", "solution.py", ["--variant", "triton_fp16x3", "-o"]),
+    ("--all", "kb", ["--all"]),
+])
+def test_export_into_a_read_only_folder_is_refused_as_root_too(option, target, argv, tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        assert main(["export", "--problem", "p12", *argv, str(locked / target)]) == 2
+        one_line(capsys.readouterr().err, f"error: {option}: ", str(locked / target),
+                 "the folder", "is not writable (mode 0o555)")
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o755)
+
+
+def test_an_exported_file_through_a_link_keeps_the_link(tmp_path, capsys):
+    target = tmp_path / "real.py"
+    link = tmp_path / "solution.py"
+    link.symlink_to(target)
+    assert exported("-o", str(link)) == 0
+    assert link.is_symlink() and "class ModelNew" in target.read_text()
+
+
+@pytest.mark.parametrize("argv,phrase", [
+    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", "{tmp}/no/such/solution.py"],
+     "error: -o: "),
+    (["export", "--problem", "p12", "--all", "{tmp}/afile"], "error: --all: "),
+    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", ""], "error: -o='' is empty"),
+])
+def test_os_errors_name_the_option(argv, phrase, tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    one_line(capsys.readouterr().err, phrase)
+
+
+# --- the README's commands ---------------------------------------------------------------------
+
+def test_the_readme_commands_parse_as_typed():
+    """The README's command-line block, line by line, is what the parser accepts (the README
+    said ``python -m fusedkit``, which fails as typed unless the environment is active: it
+    names the command the set-up installs, .venv/bin/fusedkit)."""
+    import shlex
+
+    from fusedkit.cli import build_parser
+
+    text = (REPO / "README.md").read_text()
+    block = text.split("## Command line", 1)[1].split("```", 2)[1]
+    commands = [ln.split("  #")[0] for ln in block.splitlines() if ln.strip()]
+    assert len(commands) >= 6
+    for line in commands:
+        words = shlex.split(line)
+        assert words[0] == ".venv/bin/fusedkit", line
+        build_parser().parse_args(words[1:])   # a usage error exits
+    assert "source .venv/bin/activate" in text
+    assert "python -m fusedkit" not in block
 
 
 # --- GPU-only variants on a machine without a GPU ---------------------------------------------
@@ -264,6 +561,7 @@ def an_a100(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (80 * 2**30, 80 * 2**30))
 
 
 @pytest.mark.parametrize("names", ["wgmma_tma", "wgmma_persistent,wgmma_fp16x3"])

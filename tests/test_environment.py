@@ -1,9 +1,14 @@
 """Set-up files agree with each other, and the commands the README promises exist."""
 
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+import nbformat
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,3 +41,78 @@ def test_readme_names_the_commands_and_ci_runs_the_test_one():
     makefile = (ROOT / "Makefile").read_text()
     for target in ("report:", "test:", "lab:"):
         assert target in makefile
+
+
+# --- notebooks in git without outputs --------------------------------------------------------
+
+def test_nbstripout_is_a_dependency_and_the_makefile_sets_it_up():
+    py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "nbstripout" in dict(_req(s) for s in py["dependencies"])   # environment.yml: see above
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^env: .*git-filter", makefile, re.M)
+    assert (ROOT / ".gitattributes").read_text().count("*.ipynb filter=nbstripout diff=ipynb") == 1
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def _executed(path: Path) -> None:
+    """What a run in JupyterLab saves: outputs, execution counts and the widgets' state."""
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        cell.execution_count = i + 1
+        cell.outputs = [nbformat.v4.new_output("stream", text=f"output {i}\n")]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {}, "version_major": 2, "version_minor": 0}}
+    nbformat.write(nb, path)
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None, reason="no make or git")
+def test_running_and_saving_a_notebook_leaves_git_clean(tmp_path):
+    """JupyterLab's autosave wrote executed notebooks into the tracked files (+19,309 lines after
+    one session). With the Makefile's filter git sees no change, and the save hook of make lab
+    (fusedkit.notebook_git) keeps git status clean too; a real edit still shows, unstaged."""
+    from fusedkit.notebook_git import refresh_index
+
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    shutil.copy(ROOT / ".gitattributes", repo)
+    path = repo / "notebooks" / "01_demo.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Demo"),
+                                                   nbformat.v4.new_code_cell("print(1)")]), path)
+    subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), f"PY={sys.executable}", "git-filter"],
+                   cwd=repo, check=True)
+    assert "--keep-id" in _git(repo, "config", "filter.nbstripout.clean")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "notebooks without outputs")
+    _executed(path)
+    assert "output 0" in path.read_text()
+    assert _git(repo, "diff") == ""
+    refresh_index(os_path=str(path), model=None, contents_manager=None)
+    assert _git(repo, "status", "--porcelain") == ""
+    assert "output 0" in path.read_text()               # the file keeps its outputs
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source = "# Demo, edited"
+    nbformat.write(nb, path)
+    refresh_index(os_path=str(path))
+    assert _git(repo, "status", "--porcelain") == " M notebooks/01_demo.ipynb\n"
+    assert "edited" in _git(repo, "diff") and _git(repo, "diff", "--cached") == ""
+
+
+def test_make_lab_refreshes_git_after_each_save():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--ContentsManager.post_save_hook=fusedkit.notebook_git.refresh_index" in makefile
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_committed_notebooks_are_what_the_filter_writes(path):
+    """A notebook stored in another layout (key order, missing fields) than the one nbformat
+    and JupyterLab write would show as changed after any save, outputs or not."""
+    out = subprocess.run([sys.executable, "-m", "nbstripout", "--keep-id", "-t", str(path)],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout == path.read_text(encoding="utf-8"), (
+        f"{path.name} is not stored as git's filter writes it; rewrite it with "
+        f"python -m nbstripout --keep-id {path.relative_to(ROOT)}")

@@ -2,7 +2,10 @@
 every class of fault is caught, named in one line, and never timed or recorded as a result."""
 
 import math
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -213,3 +216,118 @@ def test_every_registered_kernel_passes_the_honest_harness(key):
         m = measure.measure(p, v, s, device="cuda", seeds=2, warmup_ms=5, rep_ms=20)
         print(m.summary())
         assert m.timed, m.summary()
+
+
+# --- arguments: each refused before anything runs, never reported as the kernel's failure -----
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Fail the test if measure gets as far as checking or timing anything."""
+    def ran(*args, **kwargs):
+        raise AssertionError("measure started before refusing its arguments")
+    monkeypatch.setattr(measure, "check_variant", ran)
+    monkeypatch.setattr(measure, "_time", ran)
+
+
+@pytest.mark.parametrize("kw,error,phrase", [
+    (dict(rep_ms=0), ValueError, "rep_ms=0 is out of range; allowed: a finite number > 0"),
+    (dict(rep_ms=float("nan")), ValueError, "rep_ms=nan is out of range"),
+    (dict(rep_ms="5"), TypeError, "rep_ms='5' is not a number"),
+    (dict(warmup_ms=-1.0), ValueError, "warmup_ms=-1.0 is out of range; allowed: a finite number >= 0"),
+    (dict(seeds=0), ValueError, "seeds=0 is out of range; allowed: an integer from 1 to 1000"),
+    (dict(seeds=10**9), ValueError, "seeds=1000000000 is out of range"),
+    (dict(seeds=True), TypeError, "seeds=True is not a count"),
+    (dict(device="tpu"), ValueError, "device='tpu' is not a device; allowed: 'cpu'"),
+])
+def test_bad_arguments_are_one_clear_error(kw, error, phrase, nothing_runs):
+    """A bad rep_ms was reported as the kernel's failure ("raised an error while timed")."""
+    with pytest.raises(error) as e:
+        measure.measure(P12, "eager", SMALL, **{**dict(device="cpu"), **kw})
+    assert phrase in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a CUDA GPU")
+def test_cuda_without_a_gpu_is_one_clear_error(nothing_runs):
+    """device="cuda" without a GPU ended in a traceback from deep inside torch."""
+    with pytest.raises(ValueError, match=r"^device='cuda': no CUDA GPU is visible here; allowed: 'cpu'$"):
+        measure.measure(P12, "eager", SMALL, device="cuda")
+
+
+def test_a_problem_is_given_by_name_or_refused_in_one_line():
+    """measure("p12", ...) ended in an AttributeError traceback."""
+    m = measure.measure("p12", "eager", SMALL, device="cpu", **FAST)
+    assert m.ok and m.problem is P12
+    with pytest.raises(ValueError, match="problem='p99' is not known; valid: p12, p45"):
+        measure.measure("p99", "eager", SMALL)
+    with pytest.raises(TypeError, match="problem=None is not a problem; allowed: a Problem or one of p12"):
+        measure.measure(None, "eager", SMALL)
+
+
+# --- the memory the harness holds ------------------------------------------------------------
+
+def test_harness_bytes_counts_every_copy_of_x_w_and_y():
+    """The issue's case: x is 4 GiB, W and y 128 KiB. Four fp32 copies of x (two draws and
+    their pristine copies) plus the float64 reference's own peak (its float64 x, 8 GiB) is
+    six copies of x: 24 GiB, where eager's own peak said 4."""
+    sizes = P12.sizes(batch_size=32768, in_features=32768, out_features=1)
+    x, w, y = 4 * 32768 * 32768, 4 * (32768 + 1), 4 * 32768
+    reference = P12.memory_counter(sizes, 8)
+    assert reference == pytest.approx(2 * x, rel=1e-3)
+    assert measure.harness_bytes(P12, sizes) == 2 * w + 4 * x + 2 * y + 2 * y + reference
+    assert measure.harness_bytes(P12, sizes) / 2**30 == pytest.approx(24.0, abs=0.01)
+    assert P12.memory_counter(sizes, 4) / 2**30 == pytest.approx(4.0, abs=0.01)   # what was counted
+    # On a GPU the outputs are also copied on the caller's stream.
+    assert measure.harness_bytes(P12, sizes, "cuda") == measure.harness_bytes(P12, sizes) + 2 * y
+
+
+def test_the_cpu_budget_refuses_what_the_harness_cannot_hold_and_says_what_fits():
+    big = P12.sizes(batch_size=32768, in_features=32768, out_features=1)
+    with pytest.raises(problems.SizeError) as e:
+        P12.check_runnable(big, "cpu")
+    line = str(e.value)
+    assert "need 24.0 GiB while checked and timed; allowed: at most 8.0 GiB in a CPU run" in line
+    fits = dict(part.split("<=") for part in line.split("e.g. ")[1].split(" or "))
+    assert set(fits) == {"batch_size", "in_features"}   # out_features is 1 already
+    for name, value in fits.items():
+        assert measure.harness_bytes(P12, {**big, name: int(value)}) <= 8 * 2**30
+        assert measure.harness_bytes(P12, {**big, name: int(value) + 1}) > 8 * 2**30
+    for p in (P12, problems.get("p45")):
+        p.check_runnable(p.defaults, "cpu")   # KernelBench's sizes still run on a CPU
+
+
+PEAK_SCRIPT = """
+import sys
+import torch
+from fusedkit import measure, problems
+torch.set_num_threads(1)
+p = problems.get(sys.argv[1])
+sizes = p.sizes({k: int(v) for k, v in (kv.split("=") for kv in sys.argv[2].split(","))})
+measure.measure(p, "eager", {d.name: 8 for d in p.dims}, device="cpu", seeds=1, warmup_ms=1, rep_ms=2)
+def status(key):
+    return next(int(ln.split()[1]) * 1024 for ln in open("/proc/self/status") if ln.startswith(key))
+base = status("VmRSS:")
+open("/proc/self/clear_refs", "w").write("5")   # restart the high-water mark from here
+measure.measure(p, "eager", sizes, device="cpu", seeds=1, warmup_ms=1, rep_ms=2)
+print(status("VmHWM:") - base)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("key,sizes", [
+    ("p12", "batch_size=4096,in_features=8192,out_features=1"),     # x dominates
+    ("p12", "batch_size=1,in_features=8192,out_features=4096"),     # W dominates
+    ("p12", "batch_size=4096,in_features=1,out_features=8192"),     # y dominates
+    ("p45", "batch_size=8192,input_size=1024,hidden_size=2048,output_size=512"),
+])
+def test_harness_bytes_is_what_a_measurement_really_holds(key, sizes):
+    """The count against the peak memory of a real measurement (the big tensors here are 32 MiB
+    or more, so the allocator maps and returns each: the high-water mark sees the tensors). The
+    count may be up to a tenth more (p45's eager peak, its memory_counter, adds up intermediates
+    that eager frees one after another) and a few percent less (the allocator's own pages)."""
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, key, sizes], capture_output=True,
+                         text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0, out.stderr
+    held = int(out.stdout.split()[-1])
+    p = problems.get(key)
+    predicted = measure.harness_bytes(p, p.sizes(problems.parse_sizes(sizes)))
+    assert 0.9 * predicted <= held <= 1.05 * predicted, (held / 2**20, predicted / 2**20)

@@ -164,29 +164,51 @@ class Problem:
     def check_runnable(self, sizes: Sizes, device: str | torch.device) -> None:
         """Refuse sizes too large to run on ``device``, with a one-line reason.
 
-        GPU: every tensor must fit int32 indexing and eager's peak memory must fit the
-        free device memory. CPU: a budget of FLOPs and bytes keeps a run to ~half a minute.
+        Every tensor must fit int32 indexing, and the memory the measuring harness holds at
+        once (:func:`fusedkit.measure.harness_bytes`: the model and its hidden copy, four
+        copies of the inputs, the outputs and the float64 references) must fit 90% of the free
+        device memory on a GPU, :data:`CPU_BYTE_BUDGET` on a CPU; a refusal says which sizes
+        would fit. On a CPU a budget of FLOPs also keeps a run to about half a minute.
         """
+        from fusedkit.measure import harness_bytes  # noqa: PLC0415 - the harness counts its copies
+
         sizes = self.sizes(sizes)
         device = torch.device(device)
         biggest = max(s.bytes_written for s in self.stages(sizes)) / 4
         if biggest > INT32_MAX:
             raise SizeError(f"sizes {fmt_sizes(sizes)} make a tensor of {biggest:.3g} elements; "
                             f"allowed: at most {INT32_MAX} (int32 indexing)")
-        need = self.memory_counter(sizes, 4)
         if device.type == "cuda":
             free, _ = torch.cuda.mem_get_info(device)
-            if need > 0.9 * free:
-                raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.1f} GiB on the GPU; "
-                                f"allowed: at most {0.9 * free / 2**30:.1f} GiB (90% of free memory)")
+            budget, where = 0.9 * free, "on the GPU (90% of its free memory)"
         else:
             flops = sum(s.flops for s in self.stages(sizes))
             if flops > CPU_FLOP_BUDGET:
                 raise SizeError(f"sizes {fmt_sizes(sizes)} need {flops / 1e12:.2f} TFLOP; a CPU run "
                                 f"is allowed at most {CPU_FLOP_BUDGET / 1e12:.0f} TFLOP: lower a dimension")
-            if need > CPU_BYTE_BUDGET:
-                raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.1f} GiB; a CPU run "
-                                f"is allowed at most {CPU_BYTE_BUDGET / 2**30:.0f} GiB")
+            budget, where = CPU_BYTE_BUDGET, "in a CPU run"
+        need = harness_bytes(self, sizes, device)
+        if need > budget:
+            fits = self._largest_fitting(sizes, lambda s: harness_bytes(self, s, device) <= budget)
+            raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.1f} GiB while checked and "
+                            f"timed; allowed: at most {budget / 2**30:.1f} GiB {where}, e.g. "
+                            f"{' or '.join(f'{k}<={v}' for k, v in fits.items()) or 'smaller sizes'}")
+
+    def _largest_fitting(self, sizes: Sizes, fits: Callable[[Sizes], bool]) -> dict[str, int]:
+        """For each dimension, the largest value below its own in ``sizes`` at which ``fits``
+        holds with the others unchanged (a dimension at which nothing fits is left out)."""
+        out = {}
+        for d in self.dims:
+            lo, hi = 0, sizes[d.name] - 1    # fits(lo) or lo == 0; the answer lies in [lo, hi]
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if fits({**sizes, d.name: mid}):
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo:
+                out[d.name] = lo
+        return out
 
     # -- counts ----------------------------------------------------------------------
     def stages(self, sizes: Sizes, element_bytes: int = 4) -> list[Stage]:
@@ -224,13 +246,16 @@ class Problem:
                 p.copy_(value)
         return model
 
+    def input_shapes(self, sizes: Sizes) -> list[tuple[int, ...]]:
+        """The shapes of :meth:`get_inputs`' tensors: x is (first dimension, second)."""
+        sizes = self.sizes(sizes)
+        return [(sizes[self.dims[0].name], sizes[self.dims[1].name])]
+
     def get_inputs(self, sizes: Sizes, *, seed: int = 0,
                    device: str | torch.device = "cpu") -> list[torch.Tensor]:
         """KernelBench's inputs (``torch.rand``, uniform in [0, 1)) drawn under ``seed``."""
-        sizes = self.sizes(sizes)
         g = torch.Generator(device="cpu").manual_seed(seed + 1_000_003)
-        x = torch.rand(sizes[self.dims[0].name], sizes[self.dims[1].name], generator=g)
-        return [x.to(device)]
+        return [torch.rand(*shape, generator=g).to(device) for shape in self.input_shapes(sizes)]
 
     # -- variants ----------------------------------------------------------------------
     def variant(self, slug: str) -> Variant:
@@ -268,13 +293,15 @@ def parse_sizes(text: str) -> dict[str, int]:
         name, sep, value = part.partition("=")
         name = name.strip()
         if not sep:
-            raise SizeError(f"size {part!r} must look like name=value, e.g. batch_size=1024")
+            raise SizeError(f"size {part!r} has no value; allowed: name=value pairs, e.g. "
+                            "batch_size=1024,in_features=8192")
         if name in out:
             raise SizeError(f"{name} is given twice in sizes={text!r}; allowed: each size once")
         try:
             out[name] = int(value)
         except ValueError:
-            raise SizeError(f"{name}={value!r} is not an integer") from None
+            raise SizeError(f"{name}={value!r} is not an integer; allowed: a whole number, e.g. "
+                            f"{name}=1024") from None
     return out
 
 

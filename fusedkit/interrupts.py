@@ -1,0 +1,100 @@
+"""Ctrl-C and SIGTERM on the command line: one line on stderr and exit status 2, from the first
+instant, and nothing already done is lost.
+
+Two phases. While the command starts (Python imports torch, pandas, nbclient: a second or two)
+nothing has been done yet, so a signal ends the process at once with one line
+(:func:`exit_while_starting`, which ``fusedkit/__init__.py`` installs before its first heavy
+import when the process is the command, :func:`launched_as_command`). Once a command runs, a
+signal raises :class:`Interrupted` in the main thread (:func:`raising`), so that the command
+can say what it kept (the rows a bench measured, the reports a report built) before it exits.
+
+Standard library only: this module is imported before torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""The signals a person or a job scheduler sends to stop a command."""
+EXIT_STATUS = 2
+"""The exit status of a command stopped by a signal, as of one refused (see fusedkit.cli)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A command stopped by SIGINT (Ctrl-C) or SIGTERM; ``str()`` says so, and what was kept.
+
+    A KeyboardInterrupt, so that every ``except KeyboardInterrupt`` (and nothing that catches
+    ``Exception``) sees a SIGTERM as it sees a Ctrl-C.
+    """
+
+    def __init__(self, message: str = "", signal_name: str = "SIGINT") -> None:
+        self.signal_name = signal_name
+        super().__init__(message or stopped_by(signal_name))
+
+
+def stopped_by(signal_name: str = "SIGINT") -> str:
+    """"interrupted" for a Ctrl-C, "interrupted by SIGTERM" for another signal: how a message
+    about a stopped command begins."""
+    return "interrupted" if signal_name == "SIGINT" else f"interrupted by {signal_name}"
+
+
+def signal_name(e: BaseException) -> str:
+    """The signal behind a KeyboardInterrupt (SIGINT unless :class:`Interrupted` says otherwise)."""
+    return getattr(e, "signal_name", "SIGINT")
+
+
+def launched_as_command() -> bool:
+    """True when this process is ``python -m fusedkit`` or the ``fusedkit`` command (the
+    console script), and not a notebook, a test or a script that imports fusedkit."""
+    if Path(sys.argv[0]).name == "fusedkit":
+        return True
+    if sys.argv[:1] != ["-m"]:   # runpy sets it so while it imports the package run by -m
+        return False
+    argv = getattr(sys, "orig_argv", [])
+    for i, arg in enumerate(argv[1:], start=1):
+        if arg == "-m":
+            return argv[i + 1:i + 2] == ["fusedkit"]
+        if arg.startswith("-m"):
+            return arg[2:] == "fusedkit"
+    return False
+
+
+def exit_while_starting() -> None:
+    """Until :func:`raising` takes over: a signal writes one line and ends the process with
+    :data:`EXIT_STATUS` (nothing has been done, so there is nothing to keep or clean up)."""
+    def stop(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        os.write(2, f"{stopped_by(name)} while starting: nothing was done\n".encode())
+        os._exit(EXIT_STATUS)
+
+    for s in SIGNALS:
+        signal.signal(s, stop)
+
+
+@contextlib.contextmanager
+def raising() -> Iterator[None]:
+    """Within: SIGINT and SIGTERM raise :class:`Interrupted` in the main thread; after it, the
+    handlers from before. Outside the main thread (where Python delivers no signal) it does
+    nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise Interrupted(signal_name=signal.Signals(signum).name)
+
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    for s in SIGNALS:
+        signal.signal(s, interrupt)
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
