@@ -363,20 +363,6 @@ def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
     return float(hit["rate"].iloc[-1]) if len(hit) else math.nan
 
 
-def standalone_run(device: str, path: str | Path | None = None) -> str | None:
-    """The run_id of the newest run on ``device`` (its exact name) that recorded the device's
-    ceilings and nothing else (``python -m fusedkit ceilings``): its clock readings are those
-    of the GEMMs and copies alone, at full load one after another. None when there is none."""
-    recs = records.read_records(path or records.default_path())
-    recs = recs[recs["device"] == device]
-    if recs.empty:
-        return None
-    only = recs.groupby("run_id").agg(all_device=("problem", lambda p: bool((p == PROBLEM).all())),
-                                      stamp=("timestamp", "max"))
-    only = only[only["all_device"]].sort_values("stamp")
-    return str(only.index[-1]) if len(only) else None
-
-
 def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
                    ceilings: pd.DataFrame) -> Floor | None:
     """The floor of a perfectly fused kernel of ``problem`` at ``sizes`` and ``precision`` on

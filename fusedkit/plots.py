@@ -19,9 +19,8 @@ import pandas as pd
 import seaborn as sns
 
 from fusedkit import present
-
-from fusedkit.hardware import DEFAULT_GPU, GpuSpec, match_device_name, spec
-from fusedkit.problems import Problem, Sizes, parse_sizes
+from fusedkit.hardware import DEFAULT_GPU, GpuSpec, spec
+from fusedkit.problems import Problem, Sizes
 from fusedkit.roofline import fused_floor, ridge_point, stage_floor
 
 sns.set_theme(style="whitegrid", context="notebook")
@@ -297,84 +296,6 @@ def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if above(mid) else (mid, hi)
     return float(hi)
-
-
-def sweep_chart(series: pd.DataFrame, dim: str, *, problem: Problem, gpu: GpuSpec | None = None,
-                sizes: Sizes | None = None, precisions: Sequence[str] = ("fp32", "tf32"),
-                title: str = "") -> plt.Figure:
-    """Two panels side by side for a size sweep: median time (ms) against ``dim`` on log-log
-    axes, and % of the time floor against ``dim``, one line per variant.
-
-    ``series`` is :func:`fusedkit.results.sweep_series`'s frame (columns variant, ``dim``,
-    median_ms, pct_of_floor; optional sizes, device, timestamp, commit). Variants keep
-    ladder order and one colour each, named in one key under both panels.
-    Dashed vertical lines mark where the fused kernel's arithmetic intensity crosses
-    ``gpu``'s ridge point for each of ``precisions`` (below: memory-bound). ``gpu`` defaults
-    to the spec matching the series' device (else the workbook's default GPU); the other
-    sizes come from ``sizes``, else from the series' ``sizes`` column, else the defaults.
-    """
-    need = {"variant", dim, "median_ms", "pct_of_floor"}
-    if series.empty:
-        raise ValueError("series is empty: no recorded sweep to plot (see results.sweep_series)")
-    if not need <= set(series.columns):
-        raise ValueError(f"series lacks columns {sorted(need - set(series.columns))}; "
-                         "build it with results.sweep_series")
-    device = str(series["device"].iloc[0]) if "device" in series else ""
-    gpu = gpu or match_device_name(device) or spec(DEFAULT_GPU)
-    if sizes is None:
-        sizes = parse_sizes(series["sizes"].iloc[0]) if "sizes" in series else problem.defaults
-    sizes = problem.sizes({k: v for k, v in sizes.items() if k != dim})
-
-    place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order; others last
-    variants = sorted(dict.fromkeys(series["variant"]), key=lambda v: (place.get(v, len(place)), v))
-    palette = dict(zip(variants, sns.color_palette("husl" if len(variants) > 10 else "tab10",
-                                                   len(variants))))
-    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(14, 5.8))
-    kw = dict(x=dim, hue="variant", hue_order=variants, palette=palette, marker="o", legend=False)
-    sns.lineplot(data=series, y="median_ms", ax=ax_t, **kw)
-    ax_t.set_xscale("log")
-    ax_t.set_yscale("log")
-    ax_t.set_ylabel("median time (ms, lower is better)")
-    pct = series.dropna(subset=["pct_of_floor"])
-    if pct.empty:   # CPU timings have no GPU floor to compare with
-        ax_p.text(0.5, 0.5, "no % of floor: these timings are not from a GPU",
-                  transform=ax_p.transAxes, ha="center", va="center")
-    else:
-        sns.lineplot(data=pct, y="pct_of_floor", ax=ax_p, **kw)
-    ax_p.set_xscale("log")
-    ax_p.set_ylabel("% of the time floor (higher is better)")
-    for ax in (ax_t, ax_p):
-        ax.set_xlabel(dim)
-
-    # Where the fused kernel stops being memory-bound, per precision.
-    notes = []
-    for p in precisions:
-        cross = ridge_crossing(problem, sizes, dim, gpu, p)
-        if cross is None:
-            notes.append(f"memory-bound at every {dim} ({p} ridge)")
-            continue
-        notes.append(f"memory-bound below {dim} ~ {cross:.0f} ({p} ridge)")
-        for ax in (ax_t, ax_p):
-            ax.axvline(cross, color=_ROOF_COLOURS.get(p, "grey"), ls="--", lw=1.2)
-            ax.annotate(f"{p} ridge\n{dim}={cross:.0f}", (cross, 1.0), xycoords=("data", "axes fraction"),
-                        xytext=(3, -3), textcoords="offset points", va="top", fontsize=8,
-                        color=_ROOF_COLOURS.get(p, "grey"))
-    # One key under both panels: numbers at the line ends collided where lines end close together.
-    handles = [Line2D([], [], color=palette[v], marker="o", label=v) for v in variants]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(variants), 5), fontsize=8,
-               frameon=False)
-    fixed = ", ".join(f"{k}={v}" for k, v in sizes.items() if k != dim)
-    where = device or "unknown device"
-    if {"timestamp", "commit"} <= set(series.columns):
-        stamp = pd.Timestamp(series["timestamp"].iloc[0])
-        where += f", {stamp:%Y-%m-%d %H:%M} UTC, commit {series['commit'].iloc[0]}"
-    src = "measured" if gpu.measured else "datasheet"
-    fig.suptitle(title or f"{problem.key} sweep over {dim} ({fixed}) on {where}\n"
-                 f"fused kernel (roofline of {gpu.name}, {src} ceilings): " + "; ".join(notes),
-                 fontsize=10)
-    rows = -(-len(variants) // 5)   # legend rows under the panels
-    fig.tight_layout(rect=(0, 0.02 + 0.04 * rows, 1, 1))
-    return fig
 
 
 def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",

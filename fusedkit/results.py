@@ -380,15 +380,6 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
                   "device"]].reset_index(drop=True)
 
 
-def of_variants(rows: pd.DataFrame, slugs: Sequence[str]) -> pd.DataFrame:
-    """The rows of ``rows`` (a :func:`recorded` frame, or one run's) whose variant is one of
-    ``slugs``: the part of a ladder one notebook teaches, for its tables and charts. Order and
-    columns kept; a slug with no row is simply absent."""
-    if isinstance(slugs, str):
-        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
-    return rows[rows["variant"].isin(list(slugs))].reset_index(drop=True)
-
-
 def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
                         device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
     """Components (``slugs``, e.g. three versions of one kernel) side by side on the same GPU
@@ -409,15 +400,21 @@ def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | N
     return run.sort_values("variant", key=lambda v: v.map(order)).reset_index(drop=True)
 
 
-def of_steps(rows: pd.DataFrame, steps: Iterable[int], *, leave_out: Sequence[str] = ()) -> pd.DataFrame:
-    """The ladder rows of ``rows`` (a :func:`recorded` frame, or one run's rows) whose step
-    number is in ``steps`` (baselines are step 0), less the variants named in ``leave_out``
-    (one so slow it would flatten a chart): the part of a ladder one notebook teaches.
-    Components (no step) are left out; the order of ``rows`` is kept."""
-    if isinstance(leave_out, str):
-        raise TypeError(f"leave_out={leave_out!r}: pass a list of names, e.g. [{leave_out!r}]")
+def of_steps(rows: pd.DataFrame, steps: Iterable[int] = (), *, also: Sequence[str] = (),
+             leave_out: Sequence[str] = ()) -> pd.DataFrame:
+    """The part of a ladder one notebook teaches: the rows of ``rows`` (a :func:`recorded` frame,
+    or one run's rows) whose step number is in ``steps`` (baselines are step 0), plus the
+    variants named in ``also`` (a baseline held against them, such as the cuBLAS fp16 bar, or
+    named rows alone with no ``steps``), less those in ``leave_out`` (one so slow it would
+    flatten a chart). Names with no row are simply absent; components (no step) are left out
+    unless named; the order and columns of ``rows`` are kept."""
+    for name, value in (("also", also), ("leave_out", leave_out)):
+        if isinstance(value, str):
+            raise TypeError(f"{name}={value!r}: pass a list of names, e.g. [{value!r}]")
+    if rows.empty:
+        return rows.reset_index(drop=True)
     wanted = {float(s) for s in steps}
-    keep = rows["step"].isin(wanted) & ~rows["variant"].isin(list(leave_out))
+    keep = (rows["step"].isin(wanted) | rows["variant"].isin(list(also))) & ~rows["variant"].isin(list(leave_out))
     return rows[keep].reset_index(drop=True)
 
 
@@ -436,22 +433,6 @@ def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
                                 "peak_mem_mb": "call memory MB"})[
         ["step", "variant", "tier", "ms", "p10_ms", "p90_ms", "TFLOP/s", "% of floor",
          "% of measured", "rel. error", "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
-
-
-def steps_between(rows: pd.DataFrame, first: int, last: int, *, also: Sequence[str] = ()) -> pd.DataFrame:
-    """The rows of a :func:`recorded` frame (or of one run) whose ladder step number lies in
-    ``first`` .. ``last`` (both included), plus the variants named in ``also`` (a baseline such
-    as the cuBLAS fp16 bar, or eager), in the order of the frame: one part of the ladder, e.g.
-    the Hopper steps 11 to 16 beside the bar they are held against. ``also`` names that are
-    not in ``rows`` are left out (nothing recorded); a range with ``first > last`` is refused."""
-    if first > last:
-        raise ValueError(f"first={first}, last={last}: a range of steps needs first <= last")
-    if isinstance(also, str):
-        raise TypeError(f"also={also!r}: pass a list of names, e.g. [{also!r}]")
-    if rows.empty:
-        return rows
-    keep = rows["step"].between(first, last) | rows["variant"].isin(list(also))
-    return rows[keep].reset_index(drop=True)
 
 
 def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:

@@ -192,6 +192,12 @@ def test_rate_reads_one_ceiling_or_nan(recorded):
         ceilings.rate(newest, "bandwidth")
     with pytest.raises(ValueError, match="needs operands"):
         ceilings.rate(newest, "gemm", "fp16")
+    # the same reads at other operands and shapes (two merges had written this test twice)
+    have = newest
+    assert ceilings.rate(have, "gemm", "tf32", (1024, 8192, 8192)) == 350.0
+    assert ceilings.rate(have, "gemm", "tf32", (16384, 4096, 2048)) == pytest.approx(315.0)
+    assert ceilings.rate(have, "l2_read") == 9000.0
+    assert math.isnan(ceilings.rate(have, "gemm", "fp16", (64, 8192, 8192)))   # never measured
 
 
 def test_table_compares_with_the_datasheet(recorded):
@@ -259,14 +265,6 @@ def test_measured_ceilings_on_the_gpu(tmp_path):
         assert f is not None and f.floor_ms > 0
 
 
-def test_rate_reads_one_ceiling_or_nan(recorded):
-    have = ceilings.newest(H200, recorded)
-    assert ceilings.rate(have, "gemm", "tf32", (1024, 8192, 8192)) == 350.0
-    assert ceilings.rate(have, "gemm", "tf32", (16384, 4096, 2048)) == pytest.approx(315.0)
-    assert ceilings.rate(have, "l2_read") == 9000.0
-    assert math.isnan(ceilings.rate(have, "gemm", "fp16", (64, 8192, 8192)))   # never measured
-
-
 def test_for_problem_keeps_memory_and_the_problems_own_shapes(recorded):
     have = ceilings.newest(H200, recorded)       # holds p12's shape, p45's two and the legacy 8192^3
     mine = ceilings.for_problem(P12, have)
@@ -276,19 +274,6 @@ def test_for_problem_keeps_memory_and_the_problems_own_shapes(recorded):
     theirs = ceilings.for_problem(P45, have)
     shapes = list(dict.fromkeys(zip(theirs["m"].iloc[3:], theirs["n"].iloc[3:], theirs["k"].iloc[3:])))
     assert shapes == ceilings.gemm_shapes(P45) and len(theirs) == 3 + 8
-
-
-def test_standalone_run_is_the_newest_run_of_ceilings_alone(recorded, tmp_path):
-    # Both fixture runs hold ceilings only: the newer one is it.
-    assert ceilings.standalone_run(H200, recorded) == "20261202T000000Z-000002"
-    # A newer run that also timed a ladder step is not a run of ceilings alone.
-    ladder = ctx("20261203T000000Z-000003", "2026-12-03T00:00:00Z")
-    records.append_rows(recorded, [ceiling(ladder, "ceiling_copy", "bytes=2147483648", 4100.0),
-                                   records.make_row(ladder, problem="p12",
-                                                    sizes=problems.fmt_sizes(P12.defaults),
-                                                    variant="eager", timer="cuda-events", median_ms=2.7)])
-    assert ceilings.standalone_run(H200, recorded) == "20261202T000000Z-000002"
-    assert ceilings.standalone_run("NVIDIA B200", recorded) is None
 
 
 def test_one_rate_and_the_ceilings_of_one_problem(recorded):

@@ -511,18 +511,18 @@ def test_recorded_rows_carry_the_share_of_the_measured_ceiling(tmp_path):
     assert "% of measured" in results.ladder_table(rec.reset_index()).columns
 
 
-def test_of_variants_keeps_the_named_rows_in_order(full_then_partial):
+def test_of_steps_keeps_named_rows_alone_in_order(full_then_partial):
     path = full_then_partial[0]
     rec = results.recorded(P12, path=path)
-    part = results.of_variants(rec, ["tiled", "eager", "not_a_step"])
+    part = results.of_steps(rec, also=["tiled", "eager", "not_a_step"])
     assert list(part["variant"]) == [v for v in rec["variant"] if v in ("tiled", "eager")]
     assert list(part.columns) == list(rec.columns)
     with pytest.raises(TypeError, match="pass a list"):
-        results.of_variants(rec, "tiled")
+        results.of_steps(rec, also="tiled")
 
 
 def test_counter_overview_shows_the_steps_of_the_frame_it_is_given(tmp_path, monkeypatch):
-    """A part of the ladder (results.of_variants) gets the rows of its own steps only; the
+    """A part of the ladder (results.of_steps) gets the rows of its own steps only; the
     difference column says what it is: recorded minus profiled, signed."""
     from fusedkit import counters
 
@@ -539,7 +539,7 @@ def test_counter_overview_shows_the_steps_of_the_frame_it_is_given(tmp_path, mon
             for v, us in (("tiled", 3500.0), ("naive", 270100.0))]
     pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
     rec = results.recorded(P12)
-    shown = lesson.counter_overview(P12, results.of_variants(rec, ["eager", "tiled"]))
+    shown = lesson.counter_overview(P12, results.of_steps(rec, also=["eager", "tiled"]))
     table = shown.body.data.set_index("variant")
     assert list(table.index) == ["tiled"]                        # naive is not in this part
     assert table.loc["tiled", "recorded − profiled ms"] == "-0.100"   # 3.4 ms timed, 3.5 profiled
@@ -582,20 +582,18 @@ def test_a_step_at_its_own_sizes_shows_their_counters_and_holds_their_record(cap
     assert "nothing measured yet" in capsys.readouterr().out
 
 
-def test_steps_between_keeps_one_part_of_the_ladder_and_the_baselines_named(full_then_partial):
+def test_of_steps_keeps_one_part_of_the_ladder_and_the_baselines_named(full_then_partial):
     path, *_ = full_then_partial
     rec = results.recorded(P12, path=path)
-    part = results.steps_between(rec, 2, 9, also=["eager"])
+    part = results.of_steps(rec, range(2, 10), also=["eager"])
     steps = {v: P12.variant(v).number for v in part["variant"]}
     assert set(part["variant"]) == {"eager", "tiled", "triton_tf32", "triton_fp16x3"}  # 1, 14 out
     assert all(2 <= n <= 9 for v, n in steps.items() if v != "eager")
     assert list(part["variant"]) == [v for v in rec["variant"] if v in set(part["variant"])]  # order kept
-    assert results.steps_between(rec, 14, 14)["variant"].tolist() == ["wgmma_fp16x3"]
-    assert results.steps_between(rec, 30, 40, also=["nothing recorded"]).empty
-    with pytest.raises(ValueError, match="first=9, last=2"):
-        results.steps_between(rec, 9, 2)
+    assert results.of_steps(rec, [14])["variant"].tolist() == ["wgmma_fp16x3"]
+    assert results.of_steps(rec, range(30, 41), also=["nothing recorded"]).empty
     with pytest.raises(TypeError, match="pass a list"):
-        results.steps_between(rec, 2, 9, also="eager")
+        results.of_steps(rec, range(2, 10), also="eager")
 
 
 def test_recorded_by_precision_names_each_variants_arithmetic(full_then_partial):

@@ -223,26 +223,6 @@ def test_ridge_crossing_splits_memory_from_compute_bound():
                                 "tf32") is None
 
 
-def test_sweep_chart_has_two_log_panels_and_ridge_lines(tmp_path):
-    path = tmp_path / "r.csv"
-    _write(path, _ctx("20260102T000000Z-bbbbbb", "2026-01-02T00:00:00Z"),
-           [{"batch_size": b, "in_features": 8192, "out_features": 8192} for b in (1, 16, 128, 1024)])
-    s = results.sweep_series(P12, "batch_size", path=path)
-    fig = plots.sweep_chart(s, "batch_size", problem=P12)
-    assert len(fig.axes) == 2
-    ax_t, ax_p = fig.axes
-    assert ax_t.get_xscale() == ax_t.get_yscale() == "log" and ax_p.get_xscale() == "log"
-    dashed = [ln for ln in ax_t.lines if ln.get_linestyle() == "--"]
-    want = {plots.ridge_crossing(P12, {"in_features": 8192, "out_features": 8192}, "batch_size",
-                                 H200, p) for p in ("fp32", "tf32")}
-    assert {ln.get_xdata()[0] for ln in dashed} == want and len(want) == 2
-    title = fig._suptitle.get_text()
-    assert "H200" in title and "memory-bound below batch_size ~ " in title and "tf32" in title
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["eager", "triton_tf32"]
-    with pytest.raises(ValueError, match="series is empty"):
-        plots.sweep_chart(s.iloc[0:0], "batch_size", problem=P12)
-
-
 def test_sweep_summary_reads_flat_range_best_floor_and_speedup():
     rows = []
     # "a" costs the same up to 64, then grows; "b" has a noisy slow point at 4 and grows at 256.
