@@ -13,7 +13,6 @@ builds a sentence's numbers from the records instead of the prose carrying them.
 from __future__ import annotations
 
 import math
-import re
 import string
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from fusedkit.kernels import step_path
 from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
 from fusedkit.problems import Problem, Sizes, parse_sizes
-from fusedkit.results import run_short_label
+from fusedkit.results import caption, run_short_label
 
 
 def header(source: str) -> str:
@@ -77,7 +76,8 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
     hit = recorded[recorded["variant"] == slug] if not recorded.empty else recorded
     if not hit.empty:
         r = hit.iloc[0]
-        rows.append({"source": "recorded: " + run_short_label(r), "sizes": short_sizes(r["sizes"]),
+        rows.append({"source": "recorded: " + run_short_label(r), "where": "recorded: " + caption(r),
+                     "sizes": short_sizes(r["sizes"]),
                      "tier": r["tier"], "rel. error": r["rel_error"], "ms": r["median_ms"],
                      "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
                      "% of measured": r.get("pct_of_measured", math.nan),
@@ -374,7 +374,7 @@ def _measured(rows: list[dict[str, Any]]) -> tuple[float, str]:
         ms = r.get("ms")
         if ms is not None and not present._missing(ms) and r.get("timer", "cuda-events") == "cuda-events":
             # The table row above names the run; the sentence keeps the device and date.
-            return float(ms), f" ({re.sub(r', commit [0-9a-f+dirty]+', '', str(r['source']))})"
+            return float(ms), f" ({r.get('where', r['source'])})"
     return math.nan, ""
 
 
