@@ -470,14 +470,19 @@ def run_short_label(run: pd.DataFrame | pd.Series) -> str:
 def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:
     """The device ceilings measured beside ``rows``: ``copy_gbps`` (a large device-to-device
     copy, GB/s) and ``bf16_tflops`` (a bf16 matmul, TFLOP/s), each from the newest of the
-    rows' runs that measured it (for the rows of one run: that run's). ``{}`` for no rows."""
+    rows' runs that measured it (for the rows of one run: that run's). Read through
+    :func:`fusedkit.ceilings.ceilings_frame`, which knows both the ``ceiling_*`` rows and the
+    older ``d2d_copy`` / ``bf16_matmul`` ones. ``{}`` for no rows."""
+    from fusedkit.ceilings import ceilings_frame  # noqa: PLC0415 - ceilings reads records too
+
     if rows.empty:
         return {}
-    df = clean_rows(_read(path))
-    same = df[df["run_id"].isin(set(rows["run_id"]))].sort_values("timestamp", kind="stable")
+    have = ceilings_frame(clean_rows(_read(path)))
+    have = have[have["run_id"].isin(set(rows["run_id"]))].sort_values("timestamp", kind="stable")
     out = {}
-    for variant, col, key in (("d2d_copy", "gbps", "copy_gbps"), ("bf16_matmul", "tflops", "bf16_tflops")):
-        hit = same.loc[same["variant"] == variant, col].dropna()
+    for key, pick in (("copy_gbps", have["kind"] == "copy"),
+                      ("bf16_tflops", (have["kind"] == "gemm") & (have["operands"] == "bf16"))):
+        hit = have.loc[pick, "rate"].dropna()
         if not hit.empty:
             out[key] = float(hit.iloc[-1])
     return out
