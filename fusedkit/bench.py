@@ -24,6 +24,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from fusedkit.interrupts import checkpoint
+
 # Bound once, here: nothing a candidate kernel patches afterwards reaches the clock.
 _perf_counter = time.perf_counter
 _CudaEvent = torch.cuda.Event
@@ -114,6 +116,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
     counter = [0]
 
     def one() -> float | tuple:
+        checkpoint()   # outside the timed span: a run asked to stop stops between calls
         i = counter[0]
         counter[0] += 1
         if prepare is not None:

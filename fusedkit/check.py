@@ -42,6 +42,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from fusedkit.interrupts import checkpoint
 from fusedkit.precision import TIERS
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.baselines import tf32_matmul
@@ -66,6 +67,8 @@ FAULT_CLASSES = (RAISED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, REUSE
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
 
+SEEDS = 3
+"""Builds checked unless a caller says otherwise: each on two inputs, plus the nearby odd shape."""
 MAX_SEEDS = 1000
 """The most builds one check makes (each a build and two calls): a typo such as 1000000000
 must be refused, not drawn."""
@@ -223,9 +226,11 @@ def needs_hopper(variant: Variant) -> bool:
     return variant.source.endswith(".cu") and build.needs_hopper(KERNELS / variant.source)
 
 
-def device_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.device) -> str:
+def device_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.device, *,
+                   seeds: int = SEEDS, time_it: bool = True) -> str:
     """Why ``variant`` cannot run at ``sizes`` on ``device`` ("" when it can), in one line: a GPU
-    step on a CPU, a Hopper (sm_90a) step on any other GPU, a Triton step over the interpreter's
+    step on a CPU, a Hopper (sm_90a) step on any other GPU, a Triton step whose whole
+    measurement (``seeds`` builds checked, and timed with ``time_it``) is over the interpreter's
     budget on a CPU."""
     hopper = needs_hopper(variant)
     if device.type == "cuda":
@@ -243,7 +248,7 @@ def device_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: tor
         # Predicted from the padded tiles the kernels really compute, not from useful FLOPs.
         from fusedkit import interpreter_cost  # noqa: PLC0415 - imports the Triton steps
 
-        return interpreter_cost.refusal(problem, variant, sizes)
+        return interpreter_cost.refusal(problem, variant, sizes, seeds=seeds, time_it=time_it)
     return ""
 
 
@@ -313,6 +318,7 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
         return [f"{RAISED}: building it raised {one_line(e)}"], []
     outs: list[tuple[torch.Tensor, torch.Tensor]] = []
     for k, inputs in enumerate(draws):
+        checkpoint()   # a run asked to stop stops between calls (fusedkit.interrupts)
         poison_allocator(expect, device)
         try:
             with torch.no_grad():
@@ -358,6 +364,7 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
         return failures, []
 
     # References only now, from copies the candidate never held.
+    checkpoint()
     refs = [reference64(hidden, o) for o in originals]
     eagers = [eager32(hidden, o) for o in originals]
     compared = []
@@ -377,7 +384,7 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
 
 
 def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
-                  device: str | torch.device = "cpu", seeds: int | Sequence[int] = 3,
+                  device: str | torch.device = "cpu", seeds: int | Sequence[int] = SEEDS,
                   build: Build | None = None, odd_shape: bool = True) -> CheckResult:
     """Check ``variant`` on ``seeds`` fresh builds (weights drawn under each seed), each called
     on two independent inputs, then once more at :func:`nearby_odd` sizes.
@@ -389,7 +396,8 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     sizes = problem.sizes(sizes)
     device = harness_device(device)
     check_seeds(seeds)
-    refusal = device_refusal(problem, variant, sizes, device)
+    count = seeds if isinstance(seeds, numbers.Integral) else len(seeds)
+    refusal = device_refusal(problem, variant, sizes, device, seeds=count, time_it=False)
     if refusal:
         raise ValueError(f"variant={variant.slug!r} on {device}: {refusal}")
     problem.check_runnable(sizes, device)
@@ -400,6 +408,7 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     res = CheckResult(problem.key, variant.slug, sizes, list(seeds))
     compared: list[_Compared] = []
     for seed in seeds:
+        checkpoint()
         failures, got = check_build(problem, build, sizes, seed, device)
         res.calls += 2
         if failures:

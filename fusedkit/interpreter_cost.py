@@ -92,8 +92,14 @@ from typing import Iterable, NamedTuple, Sequence
 from fusedkit.mode import ensure_triton_mode
 from fusedkit.problems import Problem, Sizes, Variant, get, parse_sizes
 
-# Seconds one call may take in the interpreter before a caller should refuse to run it.
-INTERPRETER_SECONDS_BUDGET = 10.0
+# Seconds one whole measurement of a variant (its checks, and its timing when asked for) may
+# take in the interpreter before a caller refuses it: the same whole-run estimate that the
+# explorer and the ladder announce before they start (run_seconds), so that a size refused
+# here is never announced with another figure there.
+RUN_SECONDS_BUDGET = 60.0
+TIMING_REPEATS = 5
+"""Repeat calls :func:`fusedkit.bench.time_calls` makes after a first one in the interpreter,
+where one call costs more than the whole timing budget."""
 # Estimates are CPU seconds times this: wall time on 2 cores shared with another busy process.
 SAFETY = 1.5
 
@@ -344,48 +350,66 @@ def estimate_seconds(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     return SAFETY * cpu_seconds(problem, variant, sizes, first_call=first_call)
 
 
-def _dominant(problem: Problem, variant: Variant, sizes: Sizes, first_call: bool) -> str:
-    """', <dim> dominates (<dim> <= V fits)': the dimension whose halving saves the most."""
-    base = estimate_seconds(problem, variant, sizes, first_call=first_call)
+def run_seconds(problem: Problem, variant: Variant | str, sizes: Sizes, *,
+                seeds: int, time_it: bool) -> float:
+    """Predicted seconds a whole measurement of a Triton ``variant`` takes in the CPU
+    interpreter, as :func:`fusedkit.measure.measure` runs it: each of ``seeds`` builds makes two
+    calls (the first one splits new weights), the same once at the nearby odd shape, and (with
+    ``time_it``) a timing of a first call plus :data:`TIMING_REPEATS` repeats."""
+    from fusedkit.check import nearby_odd  # noqa: PLC0415 - check imports this module lazily
+
+    variant = _resolve(problem, variant)
+    sizes = problem.sizes(sizes)
+
+    def pair(s: Sizes) -> float:
+        return (estimate_seconds(problem, variant, s, first_call=True)
+                + estimate_seconds(problem, variant, s))
+    total = seeds * pair(sizes) + pair(nearby_odd(problem, sizes))
+    if time_it:
+        total += pair(sizes) + TIMING_REPEATS * estimate_seconds(problem, variant, sizes)
+    return total
+
+
+def _dominant(problem: Problem, variant: Variant, sizes: Sizes, seconds) -> str:
+    """', <dim> dominates (<dim> <= V fits)': the dimension whose halving saves the most;
+    ``seconds(sizes)`` is the whole-run estimate being refused."""
+    base = seconds(sizes)
     saved = {}
     for dim in sizes:
         if sizes[dim] > 1:
-            smaller = dict(sizes, **{dim: sizes[dim] // 2})
-            saved[dim] = base - estimate_seconds(problem, variant, smaller, first_call=first_call)
+            saved[dim] = base - seconds(dict(sizes, **{dim: sizes[dim] // 2}))
     if not saved or max(saved.values()) <= 0:
         return ""
     dim = max(saved, key=saved.get)
     lo, hi = 1, sizes[dim]  # largest value of dim that fits the budget, by bisection
-    if estimate_seconds(problem, variant, dict(sizes, **{dim: 1}), first_call=first_call) \
-            > INTERPRETER_SECONDS_BUDGET:
+    if seconds(dict(sizes, **{dim: 1})) > RUN_SECONDS_BUDGET:
         return f", {dim} dominates"
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = estimate_seconds(problem, variant, dict(sizes, **{dim: mid}),
-                                first_call=first_call) <= INTERPRETER_SECONDS_BUDGET
+        fits = seconds(dict(sizes, **{dim: mid})) <= RUN_SECONDS_BUDGET
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return f", {dim} dominates ({dim} <= {lo} fits)"
 
 
 def refusal(problem: Problem, variant: Variant | str, sizes: Sizes, *,
-            first_call: bool = True) -> str:
-    """Why one call of a Triton ``variant`` at ``sizes`` is too slow for the interpreter
-    ("" when its estimate is within :data:`INTERPRETER_SECONDS_BUDGET`).
-
-    ``first_call`` defaults to True because checks build new weights for every seed, so
-    each call pays the fp16x3 weight split.
-    """
+            seeds: int, time_it: bool) -> str:
+    """Why a whole measurement of a Triton ``variant`` at ``sizes`` (``seeds`` builds checked,
+    timed too with ``time_it``) is too slow for the interpreter: "" when its estimate,
+    :func:`run_seconds`, is within :data:`RUN_SECONDS_BUDGET`."""
     variant = _resolve(problem, variant)
     sizes = problem.sizes(sizes)
-    est = estimate_seconds(problem, variant, sizes, first_call=first_call)
-    if est <= INTERPRETER_SECONDS_BUDGET:
+
+    def seconds(s: Sizes) -> float:
+        return run_seconds(problem, variant, s, seeds=seeds, time_it=time_it)
+    est = seconds(sizes)
+    if est <= RUN_SECONDS_BUDGET:
         return ""
-    runs = launches(problem, variant, sizes, first_call=first_call)
+    runs = launches(problem, variant, sizes, first_call=True)
     steps = sum(ln.iterations for ln in runs)
-    tiles = sum(ln.tiles for ln in runs)
-    return (f"would take about {est:.0f} s in Triton's CPU interpreter ({steps:,} loop steps "
-            f"over {tiles:,} padded tiles); allowed: {INTERPRETER_SECONDS_BUDGET:.0f} s; "
-            f"pick smaller sizes{_dominant(problem, variant, sizes, first_call)}")
+    what = "checked and timed" if time_it else "checked"
+    return (f"would take about {est:.0f} s in Triton's CPU interpreter, {what} ({steps:,} loop "
+            f"steps a call over {sum(ln.tiles for ln in runs):,} padded tiles); allowed: "
+            f"{RUN_SECONDS_BUDGET:.0f} s; pick smaller sizes{_dominant(problem, variant, sizes, seconds)}")
 
 
 class CalibrationPoint(NamedTuple):

@@ -98,3 +98,71 @@ def raising() -> Iterator[None]:
     finally:
         for s, handler in before.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+
+
+# -- stopping a run that works in a thread of its own (the explorer's Run button) -------------
+
+_run = threading.local()   # the stop event of the run this thread works for, if any
+_ACTIVE: set[threading.Event] = set()   # every such run now working, in any thread
+
+
+@contextlib.contextmanager
+def stoppable(stop: threading.Event) -> Iterator[None]:
+    """Within, in this thread: :func:`checkpoint` raises :class:`Interrupted` once ``stop`` is
+    set (by a Cancel button, or by the kernel's interrupt through :func:`route_kernel_interrupt`)."""
+    before = getattr(_run, "stop", None)
+    _run.stop = stop
+    _ACTIVE.add(stop)
+    try:
+        yield
+    finally:
+        _ACTIVE.discard(stop)
+        _run.stop = before
+
+
+def checkpoint() -> None:
+    """Raise :class:`Interrupted` if the run this thread works for was asked to stop. The
+    measuring path calls it between kernel calls, so a run stops after the call now running."""
+    stop = getattr(_run, "stop", None)
+    if stop is not None and stop.is_set():
+        raise Interrupted()
+
+
+_routed = False
+
+
+def route_kernel_interrupt() -> bool:
+    """Let the notebook toolbar's interrupt stop the runs working in threads (True when done).
+
+    A run in a thread leaves the kernel idle, and an idle ipykernel ignores SIGINT: it sets
+    SIG_IGN at start-up, and around each message it handles it installs Python's default
+    handler, then restores the one it saved before (``Kernel.saved_sigint_handler``). Making
+    that saved handler ours (once, from the main thread, inside a message handler such as a
+    button's callback) puts ours in place between messages: it sets every active run's stop
+    event, and does nothing when none is running, as SIG_IGN did. A cell that executes still
+    gets its KeyboardInterrupt as before. False (and nothing changed) outside a kernel.
+    """
+    global _routed
+    if _routed:
+        return True
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        from IPython import get_ipython  # noqa: PLC0415 - only inside a notebook
+    except ImportError:
+        return False
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None or not hasattr(kernel, "saved_sigint_handler"):
+        return False
+    previous = kernel.saved_sigint_handler
+
+    def stop_runs(signum: int, frame: object) -> None:
+        if _ACTIVE:
+            for stop in list(_ACTIVE):
+                stop.set()
+        elif callable(previous):
+            previous(signum, frame)
+
+    kernel.saved_sigint_handler = stop_runs
+    _routed = True
+    return True

@@ -30,10 +30,11 @@ from typing import Callable, Iterator
 import torch
 
 from fusedkit import bench, problems
-from fusedkit.check import (EPS32, SECOND_INPUT, Build, CheckResult, check_seeds,
-                            check_variant, device_refusal, eager32, harness_device, nearby_odd,
+from fusedkit.check import (EPS32, SECOND_INPUT, SEEDS, Build, CheckResult, check_seeds,
+                            check_variant, device_refusal, eager32, harness_device,
                             one_line, reference64, rel_error)
 from fusedkit.hardware import GpuSpec, detect_gpu
+from fusedkit.interrupts import checkpoint
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.roofline import achieved, fused_floor
 
@@ -47,8 +48,8 @@ TIMED_ERROR_FACTOR = 4.0
 HIDDEN_WORK_FACTOR, HIDDEN_WORK_MS = 2.0, 0.05
 """Device-wide wall time above this factor of what the events (or the host) saw, and by more
 than this many ms per call, means work the events did not see."""
-SEEDS, WARMUP_MS, REP_MS = 3, 100.0, 500.0
-"""Default builds checked, and timing budgets: the same for every caller unless told."""
+WARMUP_MS, REP_MS = 100.0, 500.0
+"""Default timing budgets (and check.SEEDS builds checked): the same for every caller unless told."""
 
 # Refusals found while timing; each reason starts with one of these.
 HIDDEN_WORK = "work outside the caller's stream"
@@ -183,17 +184,11 @@ def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "
 def interpreter_seconds(problem: Problem, v: Variant, sizes: Sizes, *, seeds: int = SEEDS,
                         time_it: bool = True) -> float:
     """Predicted seconds :func:`measure` spends on a registered Triton variant in the CPU
-    interpreter: each build's two calls (the first one splits new weights), the same at the
-    nearby odd shape, and a timing of a first call plus six repeats."""
-    from fusedkit import interpreter_cost as ic  # noqa: PLC0415 - imports the Triton steps
+    interpreter (:func:`fusedkit.interpreter_cost.run_seconds`): the figure a refusal of the
+    same measurement compares with the interpreter's budget."""
+    from fusedkit import interpreter_cost  # noqa: PLC0415 - imports the Triton steps
 
-    def pair(s: Sizes) -> float:
-        return (ic.estimate_seconds(problem, v, s, first_call=True)
-                + ic.estimate_seconds(problem, v, s))
-    total = seeds * pair(sizes) + pair(nearby_odd(problem, sizes))
-    if time_it:
-        total += pair(sizes) + 5 * ic.estimate_seconds(problem, v, sizes)
-    return total
+    return interpreter_cost.run_seconds(problem, v, sizes, seeds=seeds, time_it=time_it)
 
 
 def candidate(problem: Problem, what: Variant | str | Build, *, name: str = "",
@@ -259,7 +254,7 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
     v = candidate(problem, what, name=name, precision=precision, triton=triton)
     sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
     device = harness_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    refusal = device_refusal(problem, v, sizes, device)
+    refusal = device_refusal(problem, v, sizes, device, seeds=seeds, time_it=time_it)
     if refusal:
         raise ValueError(f"variant={v.slug!r} on {device}: {refusal}")
     datasheet = detect_gpu().spec
@@ -314,6 +309,7 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
                              device=device, keep=VERIFIED_CALLS, rng=random.Random())
     m.timing = timed.timing
     for i, out in timed.kept:
+        checkpoint()
         source = sets[i % INPUT_SETS]
         ref, eager = reference64(hidden, source), eager32(hidden, source)
         rel = rel_error(out, ref) if torch.isfinite(out).all() else math.inf

@@ -28,11 +28,12 @@ from fusedkit.results import add_speedup
 
 
 def runnable(problem: Problem, names: Sequence[str] | None, sizes: Sizes,
-             device: torch.device) -> tuple[list[Variant], list[str]]:
-    """Variants that can run on ``device``, and one note per variant left out (and why)."""
+             device: torch.device, seeds: int = SEEDS) -> tuple[list[Variant], list[str]]:
+    """Variants that can run on ``device`` (each measured on ``seeds`` builds), and one note per
+    variant left out (and why)."""
     chosen, skipped = [], []
     for v in problem.ladder(names):
-        reason = device_refusal(problem, v, sizes, device)
+        reason = device_refusal(problem, v, sizes, device, seeds=seeds)
         if reason:
             skipped.append(f"{v.slug}: {reason}")
         else:
@@ -79,7 +80,7 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     sizes = problem.sizes(sizes)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     problem.check_runnable(sizes, device)
-    chosen, skipped = runnable(problem, variants, sizes, device)
+    chosen, skipped = runnable(problem, variants, sizes, device, seeds)
     for note in skipped:
         tqdm.write(f"skipped {note}")
     if ctx is not None and not isinstance(ctx, records.RunContext):

@@ -10,9 +10,12 @@ under the inputs, and ``picker.sizes`` keeps the last valid sizes. The explorer
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import os
+import threading
+import time
 from datetime import datetime, timezone
 
 import ipywidgets as w
@@ -21,20 +24,62 @@ import pandas as pd
 import torch
 
 from fusedkit import records
-from fusedkit.check import device_refusal, one_line
+from fusedkit.check import SEEDS, device_refusal, one_line
 from fusedkit.dashboard import nearest_records
 from fusedkit.hardware import detect_gpu
 from fusedkit.mode import Mode
 from fusedkit.plots import variant_bars
 from fusedkit.present import format_frame
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
-from fusedkit.measure import interpreter_seconds, measure
+from fusedkit.interpreter_cost import RUN_SECONDS_BUDGET
+from fusedkit.interrupts import route_kernel_interrupt, stoppable
+from fusedkit.measure import REP_MS, WARMUP_MS, interpreter_seconds, measure
 from fusedkit.results import add_speedup
 from fusedkit.roofline import fused_floor, table
 
-# PyTorch variants are checked live on the CPU up to this much arithmetic (a check evaluates
-# the model three times per seed: float64 reference, eager, variant), so Run answers in seconds.
-CPU_LIVE_FLOP_BUDGET = 20e9
+
+
+def _step_order(problem: Problem) -> list:
+    """The ladder's variants, the references first, then by step number (stable)."""
+    return sorted(problem.variants.values(), key=lambda v: (not v.baseline, v.number))
+
+
+def _cpu_evaluations(seeds: int) -> int:
+    """Model evaluations a CPU check makes: per build and at the nearby odd shape, two calls,
+    each beside its float64 reference and eager's output."""
+    return 2 * 3 * (seeds + 1)
+
+
+@functools.cache
+def _cpu_flops_per_s(dtype: torch.dtype) -> float:
+    """This CPU's GEMM rate in ``dtype``, measured once at 1024 x 1024 x 1024 (best of three
+    after a warm-up: smaller products run several times slower and would say too little)."""
+    a = torch.randn(1024, 1024, dtype=dtype)
+    a @ a
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t0)
+    return 2 * 1024**3 / max(best, 1e-9)
+
+
+def _run_seconds(problem: Problem, v, sizes: Sizes, gpu: bool, seeds: int) -> float:
+    """Predicted seconds the explorer spends on one variant: on a GPU its timing budgets plus
+    its checks; on a CPU, Triton's interpreter model, or the check's evaluations (a third of
+    them the float64 references, the rest eager and the variant in fp32) at this CPU's
+    measured GEMM rates."""
+    if gpu:
+        return (WARMUP_MS + REP_MS) / 1e3 + 0.5
+    if v.triton:
+        return interpreter_seconds(problem, v, sizes, seeds=seeds, time_it=False)
+    per_eval = problem.flops(sizes) * (1 / _cpu_flops_per_s(torch.float64)
+                                       + 2 / _cpu_flops_per_s(torch.float32)) / 3
+    return _cpu_evaluations(seeds) * per_eval
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s >= 1.5 else "a second or less"
 
 # Layouts that fit a 1280-pixel page (and a narrower notebook): fixed widths never exceed
 # their column, rows wrap, and the output area scrolls a wide table instead of the page.
@@ -118,35 +163,48 @@ class LadderExplorer:
 
     CPU: the roofline and each variant's predicted floor on the GPU the notebooks plan for
     are recomputed for the sizes; Triton variants are checked in Triton's interpreter when
-    the sizes are small enough; CUDA variants are reported as needing a GPU; and the
+    the whole check fits its budget; CUDA variants are reported as needing a GPU; and the
     recorded GPU measurements at the nearest sizes (from ``recorded_path``, default the
     records file) are shown, labelled with device, date, commit and their sizes.
 
-    :meth:`run` is what the button calls; tests call it (or ``button.click()``) directly.
-    The last result is kept on :attr:`result`. A mistake (bad sizes, nothing selected) is
-    explained in :attr:`message`; an exception during a run becomes one line in the output.
+    The Run button starts :meth:`start`: the run works in a thread of its own, so the kernel
+    stays free to hear the Cancel button (or the toolbar's interrupt, routed by
+    :func:`fusedkit.interrupts.route_kernel_interrupt`); Run is disabled until it ends, and
+    the status beside the bar ends as done, failed or interrupted. Before it starts, the
+    message gives one estimate of the whole run, the figure a refusal of it would quote.
+    :meth:`run` does the same in the caller's thread (scripts and tests); the last result is
+    kept on :attr:`result`. A mistake (bad sizes, sizes that do not fit, nothing selected) is
+    explained in :attr:`message`; nothing here raises.
     """
 
     SEEDS_CPU = 2   # builds checked per variant on a CPU (each on two inputs, plus an odd shape)
+    SEEDS_GPU = SEEDS
 
     def __init__(self, problem: Problem, mode: Mode, recorded_path: str | os.PathLike[str] | None = None) -> None:
         self.problem, self.mode = problem, mode
         self.recorded_path = recorded_path
         self.picker = SizePicker(problem)
         self.result = pd.DataFrame()
+        self.status = "idle"           # idle, running, done, failed or interrupted
         self._device = "cuda" if mode.gpu else "cpu"   # where live checks run
-        ladder = list(problem.variants.values())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        ladder = _step_order(problem)
         precisions = list(dict.fromkeys(v.precision for v in ladder))
         self.precision = w.Dropdown(options=["all", *precisions], value="all", description="precision")
         self.variants = w.SelectMultiple(options=self._options("all"), value=(),
-                                         description="variants", rows=min(len(ladder), 10),
-                                         layout=_fixed("520px"))
+                                         description="variants", rows=len(ladder),
+                                         layout=_fixed("640px"))
         self.precision.observe(self._filter, names="value")
         self.button = w.Button(description="Run", icon="play", button_style="primary",
                                tooltip="check (and on a GPU, time) the chosen variants")
-        self.button.on_click(lambda _: self.run())
+        self.button.on_click(lambda _: self.start())
+        self.cancel = w.Button(description="Cancel", icon="stop", disabled=True,
+                               tooltip="stop the run after the kernel call now running")
+        self.cancel.on_click(lambda _: self.request_stop())
         self.progress = w.IntProgress(value=0, min=0, max=1, description="idle",
-                                      layout=_fixed("520px"))
+                                      style={"description_width": "initial"},
+                                      layout=_fixed("420px"))
         self.message = w.HTML()
         self.output = w.Output(layout=w.Layout(max_width="100%", overflow="auto"))
         where = (f"live on {mode.device}: checked and timed, not recorded" if mode.gpu else
@@ -156,17 +214,20 @@ class LadderExplorer:
             self.picker.widget,
             w.HTML(f"<b>Variants</b> ({where}); ctrl- or shift-click to choose several"),
             w.HBox([self.precision], layout=w.Layout(**_ROW)), self.variants,
-            w.HBox([self.button, self.progress], layout=w.Layout(**_ROW)), self.message, self.output,
+            w.HBox([self.button, self.cancel, self.progress], layout=w.Layout(**_ROW)),
+            self.message, self.output,
         ], layout=w.Layout(max_width="100%"))
 
     # -- choices -------------------------------------------------------------------------
     def _options(self, precision: str) -> list[tuple[str, str]]:
-        """(label, slug) of the ladder's variants of ``precision`` ("all": every one)."""
+        """(label, slug) of the ladder's variants of ``precision`` ("all": every one), in step
+        order, the references first."""
         out = []
-        for v in self.problem.variants.values():
+        for v in _step_order(self.problem):
             if precision in ("all", v.precision):
                 kind = "CUDA, GPU only" if v.needs_gpu else ("Triton" if v.triton else "PyTorch")
-                out.append((f"{v.number}. {v.slug} ({v.precision}, {kind})", v.slug))
+                step = "reference" if v.baseline else f"step {v.number}"
+                out.append((f"{step}: {v.slug} ({v.precision}, {kind})", v.slug))
         return out
 
     def _filter(self, _change: object = None) -> None:
@@ -208,52 +269,174 @@ class LadderExplorer:
                                  "data": {"image/png": base64.b64encode(buf.getvalue()).decode(),
                                           "text/plain": "<bar chart>"}},)
 
+    # -- the estimate, the same figure a refusal quotes ------------------------------------
+    def estimate(self, sizes: Sizes, chosen: list[str]) -> tuple[float, dict[str, str]]:
+        """Predicted seconds of the whole run of ``chosen`` at ``sizes``, and, per variant this
+        run leaves out, why (a GPU step on a CPU, a check over the interpreter's budget)."""
+        device = torch.device(self._device)
+        total, left_out = 0.0, {}
+        for slug in self._with_baseline(chosen):
+            v = self.problem.variant(slug)
+            reason = device_refusal(self.problem, v, sizes, device, seeds=self._seeds,
+                                    time_it=self.mode.gpu)
+            seconds = 0.0
+            if not reason:
+                seconds = _run_seconds(self.problem, v, sizes, self.mode.gpu, self._seeds)
+                if not self.mode.gpu and not v.triton and seconds > RUN_SECONDS_BUDGET:
+                    reason = (f"would take about {seconds:.0f} s checked on this CPU "
+                              f"({_cpu_evaluations(self._seeds)} evaluations); allowed: "
+                              f"{RUN_SECONDS_BUDGET:.0f} s; pick smaller sizes")
+            if reason:
+                left_out[slug] = reason
+            else:
+                total += seconds
+        return total, left_out
+
+    @property
+    def _seeds(self) -> int:
+        return self.SEEDS_GPU if self.mode.gpu else self.SEEDS_CPU
+
+    def _with_baseline(self, chosen: list[str]) -> list[str]:
+        """On a GPU, eager is measured too: the speed-ups need it."""
+        return ["eager", *chosen] if self.mode.gpu and "eager" not in chosen else list(chosen)
+
     # -- the run -------------------------------------------------------------------------
-    def run(self) -> pd.DataFrame:
-        """Check (on a GPU: and time) the chosen variants at the chosen sizes; show and
-        return one row per variant (also kept on :attr:`result`). Invalid choices give an
-        empty frame and a message; nothing here raises."""
-        self.output.outputs = ()
-        self.result = pd.DataFrame()
+    def _plan(self) -> tuple[Sizes, list[str], float, dict[str, str]] | None:
+        """The sizes, the chosen variants, the estimate and the variants left out; or None after
+        saying what is wrong (bad sizes, sizes that do not fit, nothing selected)."""
         if self.picker.error:
             self._say(f"{self.picker.error}. Fix the sizes above, then press Run again.")
-            return self.result
+            return None
         chosen = list(self.variants.value)
         if not chosen:
             self._say("no variant is selected: choose one or more in the list (ctrl- or "
                       "shift-click for several; the precision menu filters the list).")
-            return self.result
+            return None
         sizes = self.picker.sizes
-        self._say(f"running {len(chosen)} variant(s) of {self.problem.key} at {fmt_sizes(sizes)}", ok=True)
         try:
-            self.result = self._run_live(sizes, chosen) if self.mode.gpu else self._run_cpu(sizes, chosen)
+            self.problem.check_runnable(sizes, self._device)   # memory for every harness copy
+        except SizeError as e:
+            self._say(f"{e}. Pick smaller sizes, then press Run again.")
+            return None
+        total, left_out = self.estimate(sizes, chosen)
+        return sizes, chosen, total, left_out
+
+    def start(self) -> None:
+        """What the Run button does: check the choices, then run in a thread of its own (one
+        run at a time); Cancel or the kernel's interrupt stops it between kernel calls."""
+        if self._thread is not None and self._thread.is_alive():
+            self._say("a run is already working: wait for it, or press Cancel.")
+            return
+        plan = self._plan()
+        if plan is None:
+            return
+        route_kernel_interrupt()   # in the main thread, inside the click's message handler
+        self._begin(plan)
+        self._thread = threading.Thread(target=self._execute, args=plan, daemon=True,
+                                        name=f"fusedkit explorer {self.problem.key}")
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> pd.DataFrame:
+        """Wait for a run begun by :meth:`start` (or the Run button) to end; its result."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.result
+
+    def request_stop(self) -> None:
+        """What Cancel does: the run stops after the kernel call now running."""
+        if self.status == "running":
+            self._stop.set()
+            self.progress.description = "cancelling"
+            self._say("cancelling: the run stops after the kernel call now running.")
+
+    def run(self) -> pd.DataFrame:
+        """Check (on a GPU: and time) the chosen variants at the chosen sizes, in this thread;
+        show and return one row per variant (also kept on :attr:`result`). Invalid choices give
+        an empty frame and a message; nothing here raises."""
+        plan = self._plan()
+        if plan is None:
+            self.output.outputs, self.result = (), pd.DataFrame()
+            return self.result
+        self._begin(plan)
+        self._execute(*plan)
+        return self.result
+
+    def _begin(self, plan: tuple[Sizes, list[str], float, dict[str, str]]) -> None:
+        sizes, chosen, total, left_out = plan
+        self.output.outputs, self.result = (), pd.DataFrame()
+        self._stop.clear()
+        self.status = "running"
+        self.button.disabled, self.cancel.disabled = True, False
+        self.progress.description, self.progress.bar_style = "running", ""
+        runs = len(self._with_baseline(chosen)) - len(left_out)
+        skipped = f"; {len(left_out)} left out (see the table)" if left_out else ""
+        self._say(f"running {runs} variant(s) of {self.problem.key} at {fmt_sizes(sizes)}: "
+                  f"about {_seconds(total)} in all (estimated){skipped}", ok=True)
+
+    def _execute(self, sizes: Sizes, chosen: list[str], total: float,
+                 left_out: dict[str, str]) -> None:
+        t0 = time.perf_counter()
+        self._rows: list[dict] = []
+        try:
+            with stoppable(self._stop):
+                self.result = (self._run_live(sizes, chosen, left_out) if self.mode.gpu
+                               else self._run_cpu(sizes, chosen, left_out))
+            failed = [r["variant"] for r in self._rows
+                      if any(str(r.get(c, "")).startswith(("FAILED", "ERROR"))
+                             for c in ("tier", "live here"))]
+            took = f"{time.perf_counter() - t0:.0f} s (estimated {_seconds(total)})"
+            if failed:
+                self._end("failed", f"failed: {', '.join(failed)} (see the table); took {took}")
+            else:
+                self._end("done", f"done: {len(self._rows)} variant(s) in {took}")
+        except KeyboardInterrupt:   # Cancel, or the kernel's interrupt (interrupts.Interrupted)
+            finished = len(self._rows)
+            self.result = pd.DataFrame(self._rows)
+            if finished:
+                self._show_table(f"{finished} variant(s) finished before the interrupt",
+                                 self.result.set_index("variant"))
+            self._end("interrupted", f"interrupted: nothing recorded ({finished} variant(s) had "
+                                     "finished; their rows are below)" if finished else
+                                     "interrupted: nothing recorded")
         except Exception as e:  # noqa: BLE001 - a widget callback must never show a traceback
             self._show_line(f"run failed: {one_line(e)}")
-            self._say("the run failed; see the line below.")
-        finally:
-            self.progress.description = "done"
-        return self.result
+            self._end("failed", "failed: the run stopped; see the line below.")
+
+    def _end(self, status: str, text: str) -> None:
+        self.status = status
+        self.progress.description = status
+        self.progress.bar_style = {"done": "success", "failed": "danger"}.get(status, "warning")
+        self.button.disabled, self.cancel.disabled = False, True
+        if status == "done":
+            self._say(text, ok=True)
+        else:
+            colour = "#b00" if status == "failed" else "#a60"
+            self.message.value = f"<span style='color:{colour}'>⚠ {html.escape(text)}</span>"
 
     def _start(self, total: int) -> None:
         self.progress.max, self.progress.value = max(total, 1), 0
 
     def _step(self, slug: str) -> None:
-        self.progress.description = slug[:16]
+        self.progress.description = slug
 
-    def _run_live(self, sizes: Sizes, chosen: list[str]) -> pd.DataFrame:
+    def _run_live(self, sizes: Sizes, chosen: list[str], left_out: dict[str, str]) -> pd.DataFrame:
         """GPU mode: measure every chosen variant plus eager; table and bar chart."""
         problem, device = self.problem, self._device
-        problem.check_runnable(sizes, device)
-        slugs = chosen if "eager" in chosen else ["eager", *chosen]   # speed-ups need eager
+        slugs = self._with_baseline(chosen)   # speed-ups need eager
         gpu = detect_gpu().spec
         self._start(len(slugs))
-        rows = []
+        rows = self._rows
         for slug in slugs:
             self._step(slug)
             v = problem.variant(slug)
             row: dict = {"variant": slug, "precision": v.precision}
+            if slug in left_out:
+                row["tier"] = f"not run: {left_out[slug]}"
+                rows.append(row)
+                self.progress.value += 1
+                continue
             try:
-                m = measure(problem, v, sizes, device=device, gpu=gpu)
+                m = measure(problem, v, sizes, device=device, gpu=gpu, seeds=self._seeds)
                 if not m.ok:
                     row["tier"] = "FAILED: " + m.failure
                 else:
@@ -275,7 +458,7 @@ class LadderExplorer:
             self._show_figure(variant_bars(timed, title=title))
         return df
 
-    def _run_cpu(self, sizes: Sizes, chosen: list[str]) -> pd.DataFrame:
+    def _run_cpu(self, sizes: Sizes, chosen: list[str], left_out: dict[str, str]) -> pd.DataFrame:
         """CPU mode: roofline and floors, interpreter checks where affordable, nearest records."""
         problem = self.problem
         detected = detect_gpu()
@@ -285,23 +468,15 @@ class LadderExplorer:
         self._show_table(f"roofline on {gpu.name} ({precision})", table(problem, sizes, gpu, precision).round(4))
         self._start(len(chosen))
         device = torch.device(self._device)
-        rows = []
+        rows = self._rows
         for slug in chosen:
             self._step(slug)
             v = problem.variant(slug)
             row = {"variant": slug, "precision": v.precision,
                    "floor_ms": fused_floor(problem, sizes, gpu, v.precision).floor_ms}
-            reason = device_refusal(problem, v, sizes, device)
-            if not reason and not v.triton and problem.flops(sizes) > CPU_LIVE_FLOP_BUDGET:
-                reason = (f"a CPU check at these sizes ({problem.flops(sizes) / 1e9:.1f} GFLOP, six "
-                          f"evaluations) would take minutes; it runs live up to "
-                          f"{CPU_LIVE_FLOP_BUDGET / 1e9:.0f} GFLOP: pick smaller sizes")
-            if reason:
-                row["live here"] = reason
+            if slug in left_out:
+                row["live here"] = left_out[slug]
             else:
-                if v.triton:
-                    est = interpreter_seconds(problem, v, sizes, seeds=self.SEEDS_CPU, time_it=False)
-                    self._show_line(f"{slug}: about {est:.0f} s in Triton's CPU interpreter (estimated)")
                 try:
                     m = measure(problem, v, sizes, device=device, seeds=self.SEEDS_CPU, time_it=False)
                     where = ("checked in Triton's CPU interpreter (precision flags ignored: logic, "

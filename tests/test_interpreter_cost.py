@@ -6,6 +6,7 @@ Runs only where Triton's CPU interpreter is the mode (no GPU): the model describ
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pytest
 import torch
@@ -43,13 +44,13 @@ def test_every_problem_has_triton_variants():
 def test_small_odd_sizes_are_allowed(problem, variant):
     sizes = problem.sizes(**SMALL[problem.key])
     assert 0 < ic.estimate_seconds(problem, variant, sizes) < 2.0
-    assert ic.refusal(problem, variant, sizes) == ""
+    assert ic.refusal(problem, variant, sizes, seeds=3, time_it=True) == ""
 
 
 @pytest.mark.parametrize("problem,variant", ALL_TRITON, ids=IDS)
 def test_default_sizes_are_refused(problem, variant):
-    reason = ic.refusal(problem, variant, problem.defaults)
-    assert "would take about" in reason and f"allowed: {ic.INTERPRETER_SECONDS_BUDGET:.0f} s" in reason
+    reason = ic.refusal(problem, variant, problem.defaults, seeds=3, time_it=True)
+    assert "would take about" in reason and f"allowed: {ic.RUN_SECONDS_BUDGET:.0f} s" in reason
     assert "pick smaller sizes" in reason and "\n" not in reason
 
 
@@ -59,8 +60,8 @@ def test_padding_counts_not_useful_flops(slug):
     # work is that of batch_size=16, though the useful FLOPs are 16 times fewer.
     one = P12.sizes(batch_size=1)
     assert P12.flops(one) <= 2e8   # what the old budget of useful FLOPs allowed
-    assert ic.estimate_seconds(P12, slug, one) > ic.INTERPRETER_SECONDS_BUDGET
-    assert ic.refusal(P12, slug, one)
+    assert ic.run_seconds(P12, slug, one, seeds=1, time_it=False) > ic.RUN_SECONDS_BUDGET
+    assert ic.refusal(P12, slug, one, seeds=1, time_it=False)
     sixteen = P12.sizes(batch_size=16)
     assert ic.estimate_seconds(P12, slug, one) == pytest.approx(ic.estimate_seconds(P12, slug, sixteen))
     # One more row than a tile holds: a second row of tiles, twice the work.
@@ -118,7 +119,9 @@ def test_block_sizes_kept_here_match_the_step_files():
     assert m and tuple(map(int, m.groups())) == ic.COMBINE_BLOCK
 
 
-@pytest.mark.parametrize("call", [ic.estimate_seconds, ic.refusal, ic.launches])
+@pytest.mark.parametrize("call", [ic.estimate_seconds, ic.launches,
+                                  partial(ic.refusal, seeds=1, time_it=False),
+                                  partial(ic.run_seconds, seeds=1, time_it=False)])
 def test_non_triton_variant_is_a_value_error(call):
     with pytest.raises(ValueError, match="'eager'.*not a Triton kernel"):
         call(P12, P12.variants["eager"], P12.sizes(**SMALL["p12"]))
@@ -128,12 +131,26 @@ def test_non_triton_variant_is_a_value_error(call):
 
 def test_refusal_names_the_dominant_dimension_and_a_size_that_fits():
     sizes = P12.sizes(batch_size=1)
-    reason = ic.refusal(P12, "triton_ieee", sizes)
+    reason = ic.refusal(P12, "triton_ieee", sizes, seeds=2, time_it=False)
     m = re.search(r"(\w+) dominates \(\1 <= (\d+) fits\)", reason)
     assert m, reason
     smaller = dict(sizes, **{m.group(1): int(m.group(2))})
-    assert ic.estimate_seconds(P12, "triton_ieee", smaller, first_call=True) <= ic.INTERPRETER_SECONDS_BUDGET
-    assert ic.refusal(P12, "triton_ieee", smaller) == ""
+    assert ic.run_seconds(P12, "triton_ieee", smaller, seeds=2, time_it=False) <= ic.RUN_SECONDS_BUDGET
+    assert ic.refusal(P12, "triton_ieee", smaller, seeds=2, time_it=False) == ""
+    # one value more no longer fits: the size named is the largest that does
+    larger = dict(sizes, **{m.group(1): int(m.group(2)) + 1})
+    assert ic.run_seconds(P12, "triton_ieee", larger, seeds=2, time_it=False) > ic.RUN_SECONDS_BUDGET
+
+
+def test_a_refusal_quotes_the_whole_run_it_refuses():
+    # The explorer announces run_seconds before it starts; a refusal of the same run must
+    # name the same figure (it once quoted one call: 23 s refused, then 61 s announced).
+    sizes = P12.sizes(batch_size=1)
+    for seeds, time_it in ((2, False), (3, True)):
+        est = ic.run_seconds(P12, "triton_ieee", sizes, seeds=seeds, time_it=time_it)
+        assert f"about {est:.0f} s" in ic.refusal(P12, "triton_ieee", sizes, seeds=seeds, time_it=time_it)
+    one_call = ic.estimate_seconds(P12, "triton_ieee", sizes, first_call=True)
+    assert ic.run_seconds(P12, "triton_ieee", sizes, seeds=2, time_it=False) > 5 * one_call
 
 
 def test_calibration_reproduces_the_constants_and_the_measurements():
