@@ -13,8 +13,16 @@ TRITON_SPEC ?= triton==3.6.0
 
 .PHONY: env git-filter report test test-gpu lab clean
 
-# The environment, its `fusedkit` command (.venv/bin/fusedkit) and the notebook filter.
-env: $(VENV)/.installed git-filter
+# The environment, its `fusedkit` command (.venv/bin/fusedkit), the notebook filter, and
+# JupyterLab's setting that saves widget state into a notebook when it is saved (without it a
+# reopened notebook shows "Error displaying widget: model not found"; the filter strips the
+# state again before git sees it). overrides.json is JupyterLab's file of default settings.
+LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
+env: $(VENV)/.installed git-filter $(LAB_OVERRIDES)
+
+$(LAB_OVERRIDES): $(VENV)/.installed
+	mkdir -p $(dir $@)
+	echo '{"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": true}}' > $@
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

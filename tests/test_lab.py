@@ -1,0 +1,249 @@
+"""Interactive use in a real JupyterLab, driven through headless Chromium by Playwright, as a
+reader would: open a problem notebook, run all, change a size in the explorer, press Run and
+read the verdict, cancel a long run (the Cancel button, then the toolbar's interrupt), save,
+shut the kernel down, reopen, and find the widgets drawn from their saved state.
+
+JupyterLab serves a fresh clone of this repository (its committed notebooks) with the git
+filter ``make env`` sets up and ``make lab``'s save hook, so the test can end as a person's
+session should: ``git status`` clean. The clone keeps the developer's own notebooks out of it.
+JupyterLab's settings come from the environment (``make env`` writes the widget-state
+setting into its overrides.json) plus one of this test's own: every cell rendered, not only
+those on screen, so that the page can be read whole.
+
+Skips, with the reason, where no Chromium or no Playwright can be had; ``.ci/run`` installs
+Chromium, and the test extras bring Playwright, so CI runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))
+                 if p), None)
+NOTEBOOK = "notebooks/03_p45.ipynb"
+SHOTS = ROOT / ".browser-shots"    # gitignored; the failure's and the reopened page's screenshots
+OVERRIDES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+SAVE_STATE = "@jupyter-widgets/jupyterlab-manager:plugin"
+
+playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed "
+                                 "(pip install playwright; the test extras bring it)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (Debian: apt-get install "
+                       "chromium); .ci/run installs it so CI never skips"),
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to clone the repository"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a fresh clone; yields (base url, token, clone)."""
+    if json.loads(OVERRIDES.read_text() if OVERRIDES.exists() else "{}").get(
+            SAVE_STATE, {}).get("saveState") is not True:
+        pytest.fail(f"{OVERRIDES} does not turn on saving widget state: run make env")
+    tmp = tmp_path_factory.mktemp("lab")
+    clone = tmp / "clone"
+    _git(tmp, "clone", "--quiet", str(ROOT), str(clone))
+    venv = VENV_BIN.parent
+    subprocess.run(["make", "-s", "git-filter", f"VENV={venv}"], cwd=clone, check=True)
+    settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    news = tmp / "settings" / "@jupyterlab" / "apputils-extension"   # no "news?" toast over the page
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    port, token = _free_port(), "fusedkit-test"
+    env = dict(os.environ, PYTHONPATH=str(clone), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
+               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    log = open(tmp / "lab.log", "w")
+    cmd = [str(VENV_BIN / "jupyter"), "lab", "--no-browser", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={clone}",
+           "--ContentsManager.post_save_hook=fusedkit.notebook_git.refresh_index"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    server = subprocess.Popen(cmd, cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None:
+                    pytest.fail(f"JupyterLab exited: {(tmp / 'lab.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not answer within a minute")
+        yield base, token, clone
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def _kernels(base: str, token: str) -> list[dict]:
+    with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=10) as r:
+        return json.load(r)
+
+
+def _shut_down_kernels(base: str, token: str) -> None:
+    for k in _kernels(base, token):
+        req = urllib.request.Request(f"{base}/api/kernels/{k['id']}?token={token}", method="DELETE")
+        urllib.request.urlopen(req, timeout=30)
+
+
+def _open(page, base: str, token: str) -> None:
+    """Open the notebook; answer JupyterLab's kernel dialog (shown when the kernel specs load
+    after the notebook) with its preselected Python 3, as a reader would."""
+    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    try:
+        page.locator(".jp-Dialog button", has_text="Select").first.click(timeout=15_000)
+    except playwright.TimeoutError:
+        pass   # the kernel started without asking
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+
+
+def _wait_idle(page, timeout_s: float) -> None:
+    """Until every code cell has run (no "[*]" or "[ ]" prompt left) and the kernel is idle."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pending = page.evaluate("""() => Array.from(document.querySelectorAll(
+            '.jp-CodeCell .jp-InputPrompt')).filter(p => /\\[[ *]\\]/.test(p.textContent)).length""")
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count()
+        if pending == 0 and idle:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the notebook was still running after {timeout_s:.0f} s")
+
+
+def _message(explorer) -> str:
+    return explorer.locator(".widget-html-content").all_inner_texts()
+
+
+def _wait_for_message(explorer, text: str, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        seen = " | ".join(_message(explorer))
+        if text in seen:
+            return seen
+        time.sleep(0.25)
+    raise AssertionError(f"no {text!r} in the explorer within {timeout_s:.0f} s; it shows: "
+                         f"{' | '.join(_message(explorer))}")
+
+
+def _set_size(explorer, name: str, value: int) -> None:
+    box = explorer.locator(f".widget-inline-hbox:has(label:text-is('{name}')) input").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def _choose(explorer, wanted) -> None:
+    """Choose the variants whose labels ``wanted`` accepts, as a reader does: a click on the
+    first, ctrl-clicks on the others."""
+    options = explorer.locator("select[multiple] option")
+    labels = [" ".join(t.split()) for t in options.all_inner_texts()]   # ipywidgets writes nbsp
+    picked = [i for i, label in enumerate(labels) if wanted(label)]
+    assert picked, labels
+    for n, i in enumerate(picked):
+        options.nth(i).click(modifiers=["Control"] if n else [])
+    chosen = explorer.locator("select[multiple]").evaluate(
+        "s => Array.from(s.selectedOptions).length")
+    assert chosen == len(picked), (chosen, [labels[i] for i in picked])
+
+
+def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
+    base, token, clone = lab
+    SHOTS.mkdir(exist_ok=True)
+    sync = playwright.sync_playwright
+    with sync() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            _open(page, base, token)
+            # Run all, from the menu.
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            t0 = time.monotonic()
+            _wait_idle(page, float(os.environ.get('LAB_RUN_ALL_S', 600)))
+            ran_s = time.monotonic() - t0
+            outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+            assert "Traceback" not in outputs and "Error displaying widget" not in outputs
+            explorer = page.locator(".jp-OutputArea-output:has(button:has-text('Cancel'))").last
+            _wait_for_message(explorer, "done:", 10)
+
+            # A size changed, Run pressed: a verdict for the new sizes.
+            _set_size(explorer, "batch_size", 23)
+            _choose(explorer, lambda label: ": eager (" in label or ": triton_fused_lse_ieee (" in label)
+            run = explorer.locator("button.widget-button", has_text="Run")
+            cancel = explorer.locator("button.widget-button", has_text="Cancel")
+            run.click()
+            _wait_for_message(explorer, "done: 2 variant(s)", 120)   # the two chosen, nothing more
+            shown = " ".join(" ".join(explorer.locator(".jp-OutputArea-output").all_inner_texts()).split())
+            assert "Roofline at batch_size=23," in shown and "checked in Triton's CPU interpreter" in shown, shown[-3000:]
+
+            # A long run, cancelled with the button, then with the toolbar's interrupt.
+            for size in (200, 240):
+                _set_size(explorer, "batch_size", size)
+                _choose(explorer, lambda label: "Triton" in label)
+                run.click()
+                _wait_for_message(explorer, "running", 30)
+                assert run.is_disabled() and cancel.is_enabled()
+                time.sleep(1)
+                if size == 200:
+                    cancel.click()
+                else:
+                    page.locator("[data-jp-item-name='interrupt'] button, "
+                                 "[data-jp-item-name='interrupt'] jp-button").first.click()
+                shown = _wait_for_message(explorer, "interrupted: nothing recorded", 120)
+                assert "done:" not in shown
+                assert run.is_enabled() and cancel.is_disabled()
+
+            # Save, shut the kernel down, reopen: the widgets are drawn from the saved state.
+            page.keyboard.press("Control+s")
+            page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+            time.sleep(1)
+            _shut_down_kernels(base, token)
+            saved = json.loads((clone / NOTEBOOK).read_text())
+            assert saved["metadata"].get("widgets"), "the widget state was not saved"
+            page.reload()
+            _open(page, base, token)
+            page.wait_for_function("() => document.body.innerText.includes("
+                                   "'interrupted: nothing recorded')", timeout=60_000)
+            assert "Error displaying widget" not in page.inner_text("body")
+            page.screenshot(path=str(SHOTS / "lab-reopened.png"))
+        except BaseException:
+            page.screenshot(path=str(SHOTS / "lab-failure.png"))   # for a human to look at
+            raise
+        finally:
+            browser.close()
+    # The session wrote outputs and widget state into the notebook; git sees none of it.
+    assert _git(clone, "status", "--porcelain") == ""
+    assert "outputs" in (clone / NOTEBOOK).read_text() and ran_s > 0
