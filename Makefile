@@ -36,7 +36,10 @@ $(VENV)/.installed: pyproject.toml
 # without (nbstripout as the clean filter of .gitattributes, cell ids kept), so working in
 # JupyterLab leaves `git status` clean. The working files keep their outputs. Outside a git
 # checkout of its own (an unpacked archive) there is nothing to set up.
-NBSTRIPOUT = "$(abspath $(PY))" -m nbstripout --keep-id
+# language_info is what the kernel says of itself (its Python's version, lexer names): written
+# by JupyterLab on every save, it differs from machine to machine, so it is stripped too.
+NBSTRIPOUT_ARGS = --keep-id --extra-keys metadata.language_info
+NBSTRIPOUT = "$(abspath $(PY))" -m nbstripout $(NBSTRIPOUT_ARGS)
 git-filter:
 	@if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ]; then \
 	    git config filter.nbstripout.clean '$(NBSTRIPOUT)' && \

@@ -1,5 +1,6 @@
 """Set-up files agree with each other, and the commands the README promises exist."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -12,6 +13,10 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# The filter's arguments, as the Makefile gives them (one place: NBSTRIPOUT_ARGS).
+STRIP_ARGS = re.search(r"^NBSTRIPOUT_ARGS = (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
 
 
 def _req(spec: str) -> tuple[str, str]:
@@ -85,7 +90,7 @@ def test_running_and_saving_a_notebook_leaves_git_clean(tmp_path):
                                                    nbformat.v4.new_code_cell("print(1)")]), path)
     subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), f"PY={sys.executable}", "git-filter"],
                    cwd=repo, check=True)
-    assert "--keep-id" in _git(repo, "config", "filter.nbstripout.clean")
+    assert " ".join(STRIP_ARGS) in _git(repo, "config", "filter.nbstripout.clean")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "notebooks without outputs")
     _executed(path)
@@ -111,8 +116,16 @@ def test_make_lab_refreshes_git_after_each_save():
 def test_committed_notebooks_are_what_the_filter_writes(path):
     """A notebook stored in another layout (key order, missing fields) than the one nbformat
     and JupyterLab write would show as changed after any save, outputs or not."""
-    out = subprocess.run([sys.executable, "-m", "nbstripout", "--keep-id", "-t", str(path)],
+    out = subprocess.run([sys.executable, "-m", "nbstripout", *STRIP_ARGS, "-t", str(path)],
                          capture_output=True, text=True, check=True)
     assert out.stdout == path.read_text(encoding="utf-8"), (
         f"{path.name} is not stored as git's filter writes it; rewrite it with "
-        f"python -m nbstripout --keep-id {path.relative_to(ROOT)}")
+        f"python -m nbstripout {' '.join(STRIP_ARGS)} {path.relative_to(ROOT)}")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_committed_notebooks_name_the_kernel_as_jupyterlab_does(path):
+    """JupyterLab writes the running kernel's spec on every save: a committed display name other
+    than ipykernel's own would show as a change after any save."""
+    spec = json.loads(path.read_text(encoding="utf-8"))["metadata"]["kernelspec"]
+    assert spec == {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
