@@ -25,7 +25,7 @@ from fusedkit.check import device_refusal
 from fusedkit.kernels import step_path
 from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
-from fusedkit.problems import Problem, Sizes, parse_sizes
+from fusedkit.problems import Problem, Sizes, parse_sizes, presets
 from fusedkit.results import caption, run_short_label
 
 
@@ -36,9 +36,9 @@ def header(source: str) -> str:
 
 
 def small_sizes(problem: Problem) -> Sizes:
-    """Odd, small sizes for checks in Triton's CPU interpreter (seconds, not hours)."""
-    odd = [17, 33, 65, 19]
-    return problem.sizes({d.name: odd[i % len(odd)] for i, d in enumerate(problem.dims)})
+    """Odd, small sizes for checks in Triton's CPU interpreter (seconds, not hours): the
+    problem's "small, odd" preset (:mod:`fusedkit.problems.presets`)."""
+    return presets.sizes(problem, presets.SMALL)
 
 
 def short_sizes(sizes: Sizes | str) -> str:
