@@ -26,7 +26,7 @@ from fusedkit.hardware import GpuSpec
 from fusedkit.kernels import step_path
 from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
-from fusedkit.problems import Problem, Sizes, parse_sizes, presets
+from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes, presets
 from fusedkit.results import caption, run_short_label
 from fusedkit.roofline import ridge_point
 
@@ -41,6 +41,23 @@ def small_sizes(problem: Problem) -> Sizes:
     """Odd, small sizes for checks in Triton's CPU interpreter (seconds, not hours): the
     problem's "small, odd" preset (:mod:`fusedkit.problems.presets`)."""
     return presets.sizes(problem, presets.SMALL)
+
+
+def lab_sizes(problem: Problem, sizes: Sizes, rows: int, device: str = "cpu") -> tuple[Sizes, str]:
+    """``sizes`` cut to at most ``rows`` rows of the batch, for a measurement that needs only a few
+    (errors are per element); where even those cannot run on ``device``
+    (:meth:`~fusedkit.problems.Problem.check_runnable`: memory, or a CPU's FLOP budget), KernelBench's
+    other dimensions at those rows. Returns the sizes and one line saying why they are not
+    ``sizes`` ("" when they are), so that a notebook runs at any size its picker accepts."""
+    batch = problem.dims[0].name
+    capped = problem.sizes(sizes, **{batch: min(problem.sizes(sizes)[batch], rows)})
+    try:
+        problem.check_runnable(capped, device)
+    except SizeError as e:
+        fallback = problem.sizes(**{batch: min(rows, problem.defaults[batch])})
+        return fallback, f"{e}\n-> measured at {fmt_sizes(fallback)} instead (KernelBench's other sizes)"
+    cut = capped != problem.sizes(sizes)
+    return capped, f"measured at {fmt_sizes(capped)}: at most {rows} rows of the batch" if cut else ""
 
 
 def ridge_side(intensity: float, gpu: GpuSpec, precisions: Sequence[str] = ("fp32", "tf32", "bf16")

@@ -661,3 +661,14 @@ def test_ridge_side_is_computed_from_the_sizes(sizes, side, bound):
     else:
         arith, data = got_bound.removeprefix("the arithmetic sets the floor in ").split(", the bytes in ")
         assert set(arith.split(" and ")) == compute and set(data.split(" and ")) == every - compute
+
+
+def test_lab_sizes_cut_the_batch_and_fall_back_to_kernelbench_where_nothing_fits():
+    p45 = get("p45")
+    assert lesson.lab_sizes(p45, p45.sizes(batch_size=17), 128) == (p45.sizes(batch_size=17), "")
+    cut, why = lesson.lab_sizes(p45, p45.defaults, 128)
+    assert cut == p45.sizes(batch_size=128) and "at most 128 rows" in why
+    huge = p45.sizes(input_size=65536, hidden_size=65536)            # a size the picker accepts
+    got, why = lesson.lab_sizes(p45, huge, 128)
+    assert got == p45.sizes(batch_size=128) and "KernelBench's other sizes" in why and "allowed" in why
+    p45.check_runnable(got, "cpu")                                    # what it gives does run
