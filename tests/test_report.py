@@ -287,3 +287,23 @@ def test_a_notebook_runs_at_the_injected_sizes_and_its_report_and_index_say_so(t
     assert res.ok and res.sizes == {} and "Run at sizes other than" not in res.html.read_text()
     (entry,) = json.loads((tmp_path / "out" / "index.json").read_text())["notebooks"]
     assert entry["sizes"] == {}
+
+
+def test_an_earlier_build_keeps_the_sizes_it_ran_at_in_the_index(tmp_path):
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    first, second = (_with_parameters(nbs / f"0{i}_x{i}.ipynb") for i in (1, 2))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "01_x1.html").write_text("<html></html>")
+    sized = {"p12": {"batch_size": 17, "in_features": 33, "out_features": 65}}
+    (out / "index.json").write_text(json.dumps({"notebooks": [
+        {"notebook": first.name, "html": "01_x1.html", "title": "X1", "summary": "s", "status": "built",
+         "built": "2026-12-02 10:00 UTC", "seconds": 3.0, "error": "", "sizes": sized}]}))
+    rebuilt = report.ReportResult(second, out / "02_x2.html", "X2", 1.0, "", "t")
+    report.write_index([rebuilt], out, headlines=[])
+    listed = {n["notebook"]: n for n in json.loads((out / "index.json").read_text())["notebooks"]}
+    assert listed[first.name]["status"] == "kept" and listed[first.name]["sizes"] == sized
+    assert listed[second.name]["sizes"] == {}
+    page = (out / "index.html").read_text()
+    assert page.count("p12 at batch_size=17,in_features=33,out_features=65 (the small, odd preset)") == 1
