@@ -53,18 +53,28 @@ def _info(_: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from fusedkit.report import build_reports  # noqa: PLC0415
+    from fusedkit.report import ParametersError, build_reports, sizes_line  # noqa: PLC0415
 
     notebooks = [Path(p) for p in args.notebooks] or None
     for p in notebooks or []:
         if not p.is_file():
             raise SizeError(f"notebook={str(p)!r} does not exist; allowed: a notebook file "
                             "(default: every notebooks/NN_*.ipynb)")
+    sizes: dict[str, dict[str, int]] = {}
+    for key, values in args.sizes or []:
+        if key in sizes:
+            raise SizeError(f"--sizes names {key} twice; allowed: each problem once, e.g. "
+                            f"--sizes {key}:batch_size=64,... (one --sizes per problem)")
+        sizes[key] = values
     with _option("--out", args.out):   # the reports and the index are written there
-        results = build_reports(args.out, notebooks, timeout=args.timeout)
+        try:
+            results = build_reports(args.out, notebooks, timeout=args.timeout, sizes=sizes)
+        except ParametersError as e:
+            raise ParametersError(f"--sizes: {e}") from None
     for r in results:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        print(f"{r.html}  ({r.seconds:.0f} s)  {status}")
+        where = f"  {sizes_line(r.sizes)}" if r.sizes else ""
+        print(f"{r.html}  ({r.seconds:.0f} s)  {status}{where}")
     print(f"index: {Path(args.out) / 'index.html'}")
     return 0 if all(r.ok for r in results) else 1
 
@@ -355,6 +365,53 @@ _size_items = _comma_list("--sizes", "size", "comma-separated name=value sizes, 
                           "batch_size=1024,in_features=8192 (omit --sizes for KernelBench's)")
 
 
+_PROBLEM_SIZES = ("PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: {presets}), e.g. "
+                  "p12:batch_size=64,in_features=128 or p45:small")
+
+
+def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
+    """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC being a preset's name, or
+    NAME=VALUE sizes, or both (the preset first, then overrides). Returns the problem's key and
+    all its sizes, validated by the problem's own rules (:meth:`Problem.sizes`); any fault is one
+    line naming ``--sizes``, the value and what is allowed."""
+    from fusedkit import problems  # noqa: PLC0415
+    from fusedkit.problems import presets  # noqa: PLC0415
+
+    allowed = _PROBLEM_SIZES.format(presets=", ".join(presets.names()))
+    option = f"--sizes={text!r}"
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"--sizes is empty ({text!r} names no problem); "
+                                         f"allowed: {allowed}")
+    name, sep, spec = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{option} names no problem before a colon; allowed: {allowed}")
+    try:
+        problem = problems.get(name.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{option}: problem {name.strip()!r} is not known; allowed: "
+                                         f"{' or '.join(problems.names())} before the colon") from None
+    items = [i.strip() for i in spec.split(",")]
+    if not any(items):
+        raise argparse.ArgumentTypeError(f"{option} names no sizes for {problem.key}; allowed: {allowed}")
+    if "" in items:
+        raise argparse.ArgumentTypeError(f"{option}: item {items.index('') + 1} is empty; "
+                                         f"allowed: {allowed}")
+    base: dict[str, int] = {}
+    if "=" not in items[0] and items[0] not in problem.defaults:   # a bare dim: "has no value"
+        try:
+            base = presets.sizes(problem, presets.lookup(items[0]))
+        except SizeError:
+            raise argparse.ArgumentTypeError(
+                f"{option}: {items[0]!r} is neither a preset nor NAME=VALUE; allowed: a preset "
+                f"({', '.join(presets.names())}) or sizes of {problem.key} "
+                f"({', '.join(d.name for d in problem.dims)}) as NAME=VALUE") from None
+        items = items[1:]
+    try:
+        return problem.key, problem.sizes({**base, **problems.parse_sizes(",".join(items))})
+    except SizeError as e:
+        raise argparse.ArgumentTypeError(f"{option}: {e}") from None
+
+
 def _path(option: str) -> Callable[[str], str]:
     """An argparse type for a path: not empty (which would mean the current folder by
     accident). What the path must be is checked where it is used, and a fault there names
@@ -384,6 +441,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fusedkit.problems import presets  # noqa: PLC0415
     p = _Parser(prog="python -m fusedkit", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="device, versions and the mode the workbook runs in").set_defaults(fn=_info)
@@ -392,6 +450,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder, created if missing (default: reports)")
     r.add_argument("--timeout", type=positive_int("--timeout"), default=600,
                    help="seconds allowed per cell (>= 1; default 600)")
+    r.add_argument("--sizes", type=_problem_sizes, action="append", metavar="PROBLEM:SIZES",
+                   help="run the notebooks at these sizes of PROBLEM instead of KernelBench's: "
+                        "NAME=VALUE,... (e.g. p12:batch_size=64,in_features=128), a preset "
+                        f"({'; '.join(f'{q.name}: {q.label}' for q in presets.PRESETS)}; e.g. "
+                        "p12:small), or a preset then overrides (p45:small,batch_size=64); "
+                        "repeat for each problem. Each "
+                        "notebook's pickers start there (the sizes are injected after its "
+                        "parameters cell) and its report and index line name them")
     r.add_argument("notebooks", nargs="*", help="notebooks to run (default: all)")
     r.set_defaults(fn=_report)
     b = sub.add_parser("bench", help="check and time a problem's ladder; append to data/")

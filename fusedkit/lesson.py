@@ -22,11 +22,13 @@ import torch
 
 from fusedkit import present
 from fusedkit.check import device_refusal
+from fusedkit.hardware import GpuSpec
 from fusedkit.kernels import step_path
 from fusedkit.measure import SEEDS, measure
 from fusedkit.mode import Mode
-from fusedkit.problems import Problem, Sizes, parse_sizes
+from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes, presets
 from fusedkit.results import caption, run_short_label
+from fusedkit.roofline import ridge_point
 
 
 def header(source: str) -> str:
@@ -36,9 +38,51 @@ def header(source: str) -> str:
 
 
 def small_sizes(problem: Problem) -> Sizes:
-    """Odd, small sizes for checks in Triton's CPU interpreter (seconds, not hours)."""
-    odd = [17, 33, 65, 19]
-    return problem.sizes({d.name: odd[i % len(odd)] for i, d in enumerate(problem.dims)})
+    """Odd, small sizes for checks in Triton's CPU interpreter (seconds, not hours): the
+    problem's "small, odd" preset (:mod:`fusedkit.problems.presets`)."""
+    return presets.sizes(problem, presets.SMALL)
+
+
+def lab_sizes(problem: Problem, sizes: Sizes, rows: int, device: str = "cpu") -> tuple[Sizes, str]:
+    """``sizes`` cut to at most ``rows`` rows of the batch, for a measurement that needs only a few
+    (errors are per element); where even those cannot run on ``device``
+    (:meth:`~fusedkit.problems.Problem.check_runnable`: memory, or a CPU's FLOP budget), KernelBench's
+    other dimensions at those rows. Returns the sizes and one line saying why they are not
+    ``sizes`` ("" when they are), so that a notebook runs at any size its picker accepts."""
+    batch = problem.dims[0].name
+    capped = problem.sizes(sizes, **{batch: min(problem.sizes(sizes)[batch], rows)})
+    try:
+        problem.check_runnable(capped, device)
+    except SizeError as e:
+        fallback = problem.sizes(**{batch: min(rows, problem.defaults[batch])})
+        return fallback, f"{e}\n-> measured at {fmt_sizes(fallback)} instead (KernelBench's other sizes)"
+    cut = capped != problem.sizes(sizes)
+    return capped, f"measured at {fmt_sizes(capped)}: at most {rows} rows of the batch" if cut else ""
+
+
+def ridge_side(intensity: float, gpu: GpuSpec, precisions: Sequence[str] = ("fp32", "tf32", "bf16")
+               ) -> tuple[str, str]:
+    """Where ``intensity`` (FLOP/B) lies against ``gpu``'s datasheet ridge points of ``precisions``
+    (:func:`fusedkit.roofline.ridge_point`), as two phrases of a sentence: the side, naming the
+    ridge point that decides it, and what sets the floor in which precision. A sentence about a
+    roofline holds at any sizes only if it is computed from them: at KernelBench's sizes problem 12
+    lies right of every ridge point, at 17 x 33 x 65 left of every one."""
+    ridges = {p: ridge_point(gpu, p) for p in precisions}
+    left = [p for p, r in ridges.items() if intensity < r]
+    right = [p for p in ridges if p not in left]
+    at = lambda ps: " and ".join(f"{present.count(ridges[p])}" for p in ps) + " FLOP/B"
+    names = lambda ps: " and ".join(f"{p}'s" for p in ps)
+    if not left:
+        top = max(ridges, key=ridges.get)
+        return (f"right of every ridge point ({top}'s, the highest, at {at([top])})",
+                "the arithmetic, not the bytes, sets the floor in every precision")
+    if not right:
+        low = min(ridges, key=ridges.get)
+        return (f"left of every ridge point ({low}'s, the lowest, at {at([low])})",
+                "the bytes, not the arithmetic, set the floor in every precision")
+    return (f"right of {names(right)} ridge point{'s' * (len(right) > 1)} ({at(right)}) and left of "
+            f"{names(left)} ({at(left)})",
+            f"the arithmetic sets the floor in {' and '.join(right)}, the bytes in {' and '.join(left)}")
 
 
 def short_sizes(sizes: Sizes | str) -> str:

@@ -14,6 +14,15 @@ and one never built is marked so. It also carries the headline numbers of
 ``data/records.csv``: the best recorded speed-up of our kernels per precision tier and
 problem. No report names a path of the machine that built it: the repository root
 becomes ``.``, the home folder ``~`` (:func:`relative_paths`).
+
+Sizes are chosen in the papermill style: every notebook has a *parameters cell* (a code cell
+tagged ``parameters``: ``SIZES = {}``), and a run with sizes (``report --sizes p12:small``)
+gets, right after it, an injected cell (tagged ``injected-parameters``) that sets ``SIZES`` to
+the chosen values; the notebook's size pickers start at ``SIZES.get(key)``
+(:func:`inject_sizes`). A notebook without a parameters cell is refused, before anything runs,
+rather than run at sizes other than those asked for. The sizes each notebook's pickers held
+are read back from the widget state it stored (:func:`picked_sizes`); those that differ from
+KernelBench's are named at the top of its report and beside it in the index.
 """
 
 from __future__ import annotations
@@ -29,10 +38,10 @@ import sysconfig
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import nbformat
 import pandas as pd
@@ -44,11 +53,12 @@ from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
 
 from fusedkit import interrupts, problems
+from fusedkit.problems import Sizes, fmt_sizes
 from fusedkit.paths import folder_fault, write_target
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
-from fusedkit.static_widgets import StaticWidgetsPreprocessor
+from fusedkit.static_widgets import WIDGET_VIEW, StaticWidgetsPreprocessor, widget_models
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -92,6 +102,8 @@ class ReportResult:
     summary: str = ""          # one line of markdown: what the notebook is about
     status: str = "built"      # built (this run), kept (an earlier run's report), missing
     built_at: str = ""         # when the report was written, "YYYY-mm-dd HH:MM UTC"
+    sizes: dict[str, Sizes] = field(default_factory=dict)   # those its pickers held, where
+                                                            # they are not KernelBench's
 
     @property
     def ok(self) -> bool:
@@ -184,6 +196,124 @@ def notebook_summary(nb: nbformat.NotebookNode) -> str:
     return ""
 
 
+# -- sizes: the parameters cell, the injected cell, and what the pickers held --------------------
+
+PARAMETERS_TAG = "parameters"
+INJECTED_TAG = "injected-parameters"
+
+
+class ParametersError(ValueError):
+    """A notebook that cannot take injected sizes (it has no parameters cell)."""
+
+
+def _tags(cell: nbformat.NotebookNode) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
+    """``sizes`` (problem -> {dimension: value}) validated by each problem's own rules
+    (:meth:`fusedkit.problems.Problem.sizes`: unknown names and bad values raise
+    :class:`fusedkit.problems.SizeError`), keyed by the problems' keys, every dimension given."""
+    out: dict[str, Sizes] = {}
+    for name, given in sizes.items():
+        problem = problems.get(name)
+        if problem.key in out:
+            raise problems.SizeError(f"sizes name {problem.key} twice; allowed: each problem once")
+        out[problem.key] = problem.sizes(given)
+    return out
+
+
+def inject_sizes(nb: nbformat.NotebookNode, sizes: Mapping[str, Sizes], *,
+                 name: str = "the notebook") -> nbformat.NotebookNode:
+    """Put ``SIZES = sizes`` in a code cell tagged ``injected-parameters`` right after the
+    notebook's first parameters cell (tagged ``parameters``), as papermill does; an injected cell
+    from an earlier run is replaced. ``nb`` is changed in place and returned.
+
+    A notebook without a parameters cell raises :class:`ParametersError` (one line, naming it):
+    its pickers would never read the sizes, so running it would report sizes it did not use.
+    """
+    nb.cells = [c for c in nb.cells if INJECTED_TAG not in _tags(c)]
+    at = next((i for i, c in enumerate(nb.cells)
+               if c.cell_type == "code" and PARAMETERS_TAG in _tags(c)), None)
+    if at is None:
+        raise ParametersError(f"{name} has no parameters cell (a code cell tagged "
+                              f"{PARAMETERS_TAG!r}, e.g. SIZES = {{}}) after which to inject sizes; "
+                              "allowed: a notebook with one, as every notebooks/NN_*.ipynb has")
+    lines = ",\n".join(f"    {key!r}: {dict(values)!r}" for key, values in sizes.items())
+    source = ("# Injected by python -m fusedkit report --sizes: the sizes of this run\n"
+              f"SIZES = {{\n{lines},\n}}" if sizes else "SIZES = {}")
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source, metadata={"tags": [INJECTED_TAG]}))
+    return nb
+
+
+def picked_sizes(nb: nbformat.NotebookNode) -> dict[str, Sizes]:
+    """Problem key -> the sizes its size picker held when ``nb`` ran: the first picker of each
+    problem in the order the outputs show them (an explorer's own picker, further down, does not
+    count), read from the widget state the run stored ({} without any)."""
+    from fusedkit.widgets import SizePicker  # noqa: PLC0415 - ipywidgets, torch
+
+    models = widget_models(nb)
+    found: dict[str, Sizes] = {}
+
+    def boxes(model_id: str, depth: int = 0) -> dict[str, int]:
+        model = models.get(model_id.removeprefix("IPY_MODEL_"), {})
+        state = model.get("state", {})
+        if model.get("model_name") == "IntTextModel":
+            return {str(state.get("description")): state.get("value")}
+        out: dict[str, int] = {}
+        for child in state.get("children", []) if depth < 8 else []:
+            out.update(boxes(str(child), depth + 1))
+        return out
+
+    def visit(model_id: str, depth: int = 0) -> None:
+        model = models.get(model_id.removeprefix("IPY_MODEL_"), {})
+        state = model.get("state", {})
+        classes = list(state.get("_dom_classes", []))
+        if SizePicker.DOM_CLASS in classes:
+            keys = [c.removeprefix(SizePicker.DOM_CLASS + "-") for c in classes
+                    if c.startswith(SizePicker.DOM_CLASS + "-")]
+            if keys and keys[0] not in found:
+                try:
+                    found[keys[0]] = problems.get(keys[0]).sizes(boxes(model_id))
+                except ValueError:   # a picker whose boxes held a bad value: it used none of them
+                    pass
+            return
+        for child in state.get("children", []) if depth < 32 else []:
+            visit(str(child), depth + 1)
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if isinstance(view, Mapping) and view.get("model_id"):
+                visit(str(view["model_id"]))
+    return found
+
+
+def not_kernelbench(picked: Mapping[str, Sizes]) -> dict[str, Sizes]:
+    """Those of ``picked`` (problem key -> sizes) that are not the problem's KernelBench sizes."""
+    return {k: dict(v) for k, v in picked.items() if dict(v) != problems.get(k).defaults}
+
+
+def sizes_line(sizes: Mapping[str, Sizes]) -> str:
+    """``p12 at batch_size=17,in_features=33,out_features=65 (the small, odd preset); ...``."""
+    from fusedkit.problems import presets  # noqa: PLC0415
+
+    parts = []
+    for key, values in sizes.items():
+        preset = presets.matching(problems.get(key), values)
+        parts.append(f"{key} at {fmt_sizes(values)}" + (f" (the {preset.label} preset)" if preset else ""))
+    return "; ".join(parts)
+
+
+def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
+    """The markdown cell a report opens with when it ran at sizes other than KernelBench's."""
+    return nbformat.v4.new_markdown_cell(
+        f"> **Run at sizes other than KernelBench's:** {sizes_line(sizes)} (`python -m fusedkit "
+        "report --sizes`). What this page computes uses these sizes; the GPU measurements it reads "
+        "from `data/` keep the sizes they were recorded at.",
+        metadata={"tags": ["fusedkit-sizes-note"]})
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path = write_target(path)   # a symbolic link stays and its target is rewritten
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -191,12 +321,17 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600) -> ReportResult:
+def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
+                     sizes: Mapping[str, Sizes] | None = None) -> ReportResult:
     """Run one notebook top to bottom in its own folder and write ``out_dir/<name>.html``.
 
-    ``timeout`` is the limit per cell, in seconds.
+    ``timeout`` is the limit per cell, in seconds. ``sizes`` (problem key -> sizes, validated
+    by :func:`check_sizes`) is injected after the parameters cell (:func:`inject_sizes`); None
+    or empty runs the notebook as it is, at its pickers' KernelBench sizes.
     """
     nb = nbformat.read(path, as_version=4)
+    if sizes:
+        inject_sizes(nb, sizes, name=path.name)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}},
                             store_widget_state=True)
@@ -221,13 +356,18 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600) -> Report
             client.set_widgets_metadata()
         except Exception:  # noqa: BLE001, S110 - a report without widgets is still a report
             pass
+    title, summary = _title(nb, path.stem), notebook_summary(nb)
+    ran_at = not_kernelbench(picked_sizes(nb))
+    if ran_at:   # said under the title, where no reader can miss it
+        first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+        nb.cells.insert(first + 1, _sizes_note(ran_at))
     # Markdown images resolve against the notebook's folder, as they do in Jupyter.
     body, _ = offline_exporter().from_notebook_node(
         nb, resources={"metadata": {"path": str(path.parent), "name": path.stem}})
     out = out_dir / f"{path.stem}.html"
     _atomic_write(out, relative_paths(body))
-    return ReportResult(path, out, _title(nb, path.stem), time.perf_counter() - t0,
-                        relative_paths(error), notebook_summary(nb), built_at=_now())
+    return ReportResult(path, out, title, time.perf_counter() - t0,
+                        relative_paths(error), summary, built_at=_now(), sizes=ran_at)
 
 
 def _execute(client: NotebookClient) -> None:
@@ -415,10 +555,11 @@ def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[Repo
         built = prev.get("built") or datetime.fromtimestamp(
             page.stat().st_mtime, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         seconds = prev.get("seconds")
+        ran_at = prev.get("sizes") if isinstance(prev.get("sizes"), dict) else {}
         entries.append(ReportResult(path, page, title,
                                     float(seconds) if isinstance(seconds, (int, float)) else 0.0,
                                     str(prev.get("error") or ""), summary, status="kept",
-                                    built_at=str(built)))
+                                    built_at=str(built), sizes=ran_at))
     return entries
 
 
@@ -441,6 +582,8 @@ def write_index(results: list[ReportResult], out_dir: Path,
         status = f"{r.seconds:.0f} s"
         if r.status == "kept":
             status = f"earlier build, {html.escape(r.built_at)}, {status}"
+        if r.sizes:
+            status += f", <b class='sizes'>{html.escape(sizes_line(r.sizes))}</b>"
         if r.error:
             status += f", <b class='failed'>FAILED</b>: {html.escape(r.error)}"
         return (f"<li><a href='{html.escape(r.html.name)}'>{html.escape(r.title)}</a> "
@@ -454,11 +597,13 @@ body{{font-family:system-ui,sans-serif;max-width:64rem;margin:2rem auto;padding:
 table{{border-collapse:collapse;font-size:0.92rem}}
 th,td{{border:1px solid #ccc;padding:3px 8px;vertical-align:top;text-align:left}}
 thead th{{background:#f2f2f2}} td.num{{text-align:right;font-variant-numeric:tabular-nums}}
-li{{margin-bottom:0.6rem}} .failed{{color:#b00}} .missing{{color:#a60}} code{{font-size:0.9em}}
+li{{margin-bottom:0.6rem}} .failed{{color:#b00}} .missing{{color:#a60}} .sizes{{color:#05a}}
+code{{font-size:0.9em}}
 </style>
 </head><body>
 <h1>fusedkit reports</h1>
-<p>Executed notebooks of the fusedkit workbook, generated {when}. Every page opens offline.</p>
+<p>Executed notebooks of the fusedkit workbook, generated {when}. Every page opens offline.
+Each ran at KernelBench's sizes unless its line names others (<code>report --sizes</code>).</p>
 <ol>
 {items}
 </ol>
@@ -480,16 +625,33 @@ counted as ours.</p>
                        "summary": r.summary, "status": r.status,
                        "built": r.built_at or None,
                        "seconds": None if r.status == "missing" else round(r.seconds, 1),
-                       "error": r.error}
+                       "error": r.error,
+                       "sizes": r.sizes}   # {}: KernelBench's; else those its pickers held
                       for r in entries],
         "headlines": headlines}, indent=1, allow_nan=False)))
     return index
 
 
 def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] | None = None,
-                  *, timeout: int = 600) -> list[ReportResult]:
+                  *, timeout: int = 600,
+                  sizes: Mapping[str, Mapping[str, object]] | None = None) -> list[ReportResult]:
     """Execute ``notebooks`` (default: all) and write their reports and the index, which
-    lists every notebook of their folder (:func:`index_entries`), rebuilt or not."""
+    lists every notebook of their folder (:func:`index_entries`), rebuilt or not.
+
+    ``sizes`` (problem -> {dimension: value}) is injected into each notebook after its
+    parameters cell (:func:`inject_sizes`); bad sizes and a notebook without a parameters cell
+    are refused (:class:`fusedkit.problems.SizeError`, :class:`ParametersError`) before any
+    notebook runs."""
+    chosen = check_sizes(sizes or {})
+    paths = notebooks or notebook_paths()
+    if chosen:
+        for path in paths:
+            try:
+                nb = nbformat.read(path, as_version=4)
+            except Exception as e:  # noqa: BLE001 - one line, whatever nbformat raised
+                raise ParametersError(f"{Path(path).name} cannot be read as a notebook: "
+                                      f"{type(e).__name__}") from None
+            inject_sizes(nb, chosen, name=Path(path).name)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise NotADirectoryError(f"{out_dir} is a file; allowed: a folder for the reports, "
@@ -499,12 +661,11 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
         raise PermissionError(f"{out_dir} cannot hold the reports: {fault}; allowed: a folder in a "
                               "writable place")
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = notebooks or notebook_paths()
     headlines = headline_numbers()   # once: the records do not change while notebooks run
     results: list[ReportResult] = []
     for path in tqdm(paths, desc="notebooks", unit="nb", disable=None):
         try:
-            results.append(execute_notebook(Path(path), out_dir, timeout=timeout))
+            results.append(execute_notebook(Path(path), out_dir, timeout=timeout, sizes=chosen))
         except KeyboardInterrupt as e:
             how = interrupts.signal_name(e)
             raise interrupts.Interrupted(_kept(results, Path(path), out_dir, how), how) from None

@@ -1,8 +1,10 @@
 """ipywidgets controls for the notebooks: pick a problem's sizes, see mistakes explained,
 and run chosen variants of its ladder live.
 
-The picker is the first cell of each problem notebook; later cells read
-``picker.sizes``. A bad value never raises inside a widget callback: the message appears
+The picker is the first cell of each notebook after its parameters cell (``SIZES``, which
+``python -m fusedkit report --sizes`` fills); it starts at ``SIZES.get(key)`` and later cells
+read ``picker.sizes``. A button per preset (KernelBench's, small and odd) sets all boxes at
+once. A bad value never raises inside a widget callback: the message appears
 under the inputs, and ``picker.sizes`` keeps the last valid sizes. The explorer
 (:class:`LadderExplorer`) reuses the picker and adds a variant list and a Run button.
 """
@@ -30,7 +32,7 @@ from fusedkit.hardware import detect_gpu
 from fusedkit.mode import Mode
 from fusedkit.plots import variant_bars
 from fusedkit.present import format_frame
-from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
+from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, presets
 from fusedkit.interpreter_cost import RUN_SECONDS_BUDGET
 from fusedkit.interrupts import route_kernel_interrupt, stoppable
 from fusedkit.measure import REP_MS, WARMUP_MS, interpreter_seconds, measure
@@ -92,20 +94,38 @@ def _fixed(width: str) -> w.Layout:
 
 
 class SizePicker:
-    """One integer box per dimension of ``problem``, defaulting to KernelBench's sizes."""
+    """One integer box per dimension of ``problem``, and a button per preset of sizes.
 
-    def __init__(self, problem: Problem) -> None:
+    The boxes start at ``sizes`` (validated: a bad value raises :class:`SizeError` here; a
+    dimension left out keeps KernelBench's value), or KernelBench's sizes when ``sizes`` is None,
+    which is what ``SIZES.get("p12")`` gives a notebook run without ``report --sizes``.
+    ``presets`` holds one button per named preset of the problem
+    (:mod:`fusedkit.problems.presets`), ``reset`` is KernelBench's.
+    """
+
+    #: The class of the picker's outer box, and with ``-p12`` its problem's: a report reads the
+    #: sizes a notebook ran at from the boxes of its first picker of each problem.
+    DOM_CLASS = "fusedkit-size-picker"
+
+    def __init__(self, problem: Problem, sizes: Sizes | None = None) -> None:
         self.problem = problem
-        self._valid: Sizes = dict(problem.defaults)
+        start = problem.sizes(sizes)   # refused before any widget exists
+        self._valid: Sizes = dict(start)
         style = {"description_width": "110px"}
-        self.boxes = {d.name: w.IntText(value=d.default, description=d.name, style=style,
+        self.boxes = {d.name: w.IntText(value=start[d.name], description=d.name, style=style,
                                         tooltip=d.description,
                                         layout=_fixed("260px"))
                       for d in problem.dims}
         self.message = w.HTML()
-        self.reset = w.Button(description="KernelBench sizes", icon="undo",
-                              tooltip="restore the default sizes")
-        self.reset.on_click(lambda _: self.set_sizes(problem.defaults))
+        # width "auto": the whole label shows ("KernelBench si…" at ipywidgets' default width).
+        self.presets = {label: w.Button(description=f"{label} sizes", icon="undo" if i == 0 else "",
+                                        tooltip=f"{preset.about}: {fmt_sizes(values)}",
+                                        layout=w.Layout(width="auto", max_width="100%"))
+                        for i, ((label, values), preset)
+                        in enumerate(zip(presets.of(problem).items(), presets.PRESETS))}
+        for label, button in self.presets.items():
+            button.on_click(lambda _, chosen=presets.of(problem)[label]: self.set_sizes(chosen))
+        self.reset = self.presets[presets.KERNELBENCH.label]
         for box in self.boxes.values():
             box.observe(self._changed, names="value")
         hints = "".join(f"<li><code>{d.name}</code>: {d.description}, default {d.default}, "
@@ -113,9 +133,12 @@ class SizePicker:
         self.widget = w.VBox([
             w.HTML(f"<b>Sizes for {problem.key}: {problem.title}</b><ul>{hints}</ul>"),
             w.HBox(list(self.boxes.values())[:2], layout=w.Layout(**_ROW)),
-            w.HBox(list(self.boxes.values())[2:] + [self.reset], layout=w.Layout(**_ROW)),
+            w.HBox(list(self.boxes.values())[2:], layout=w.Layout(**_ROW)),
+            w.HBox([w.HTML("presets:"), *self.presets.values()], layout=w.Layout(**_ROW)),
             self.message,
         ], layout=w.Layout(max_width="100%"))
+        self.widget.add_class(self.DOM_CLASS)
+        self.widget.add_class(f"{self.DOM_CLASS}-{problem.key}")   # whose sizes it holds
         self._changed()
 
     def _changed(self, _change: object = None) -> None:
@@ -125,7 +148,9 @@ class SizePicker:
         except SizeError as e:
             self.message.value = f"<span style='color:#b00'>⚠ {e}. Still using the last valid sizes.</span>"
             return
-        self.message.value = ("<span style='color:#070'>✓ sizes accepted; re-run the cells "
+        preset = presets.matching(self.problem, self._valid)
+        named = f" (the {html.escape(preset.label)} preset)" if preset else ""
+        self.message.value = (f"<span style='color:#070'>✓ sizes accepted{named}; re-run the cells "
                               "below to use them.</span>")
 
     def set_sizes(self, sizes: Sizes) -> None:

@@ -393,6 +393,87 @@ def test_report_out_that_cannot_hold_reports_names_the_option(how, phrase, tmp_p
     assert not (locked / "reports").exists()
 
 
+# --- report --sizes ----------------------------------------------------------------------------------
+
+ALLOWED = "allowed: PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: kernelbench, small)"
+
+
+@pytest.mark.parametrize("value,phrases", [
+    ("", ["--sizes is empty ('' names no problem)", ALLOWED]),
+    ("batch_size=64", ["--sizes='batch_size=64' names no problem before a colon", ALLOWED]),
+    (":small", ["--sizes=':small' names no problem before a colon", ALLOWED]),
+    ("p99:batch_size=64", ["--sizes='p99:batch_size=64': problem 'p99' is not known",
+                           "allowed: p12 or p45 before the colon"]),
+    ("p12:", ["--sizes='p12:' names no sizes for p12", ALLOWED]),
+    ("p12:batch_size=64,,in_features=8", ["--sizes='p12:batch_size=64,,in_features=8': item 2 is empty"]),
+    ("p12:nope=3", ["--sizes='p12:nope=3': 'nope' is not a size of p12",
+                    "valid: batch_size, in_features, out_features"]),
+    ("p45:hidden_size=4k", ["--sizes='p45:hidden_size=4k': hidden_size='4k' is not an integer",
+                            "allowed: a whole number"]),
+    ("p12:batch_size=0", ["--sizes='p12:batch_size=0': batch_size=0 is out of range",
+                          "allowed: an integer from 1 to 65536"]),
+    ("p45:small,output_size=70000", ["output_size=70000 is out of range", "from 1 to 65536"]),
+    ("p12:batch_size", ["size 'batch_size' has no value", "allowed: name=value"]),
+    ("p12:batch_size=8,batch_size=9", ["batch_size is given twice", "each size once"]),
+    ("p12:tiny", ["--sizes='p12:tiny': 'tiny' is neither a preset nor NAME=VALUE",
+                  "allowed: a preset (kernelbench, small) or sizes of p12"]),
+])
+def test_report_sizes_are_refused_in_one_line_before_any_notebook_runs(value, phrases, tmp_path,
+                                                                      capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    assert main(["report", "--sizes", value]) == 2
+    one_line(capsys.readouterr().err, "error: ", *phrases)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_sizes_name_each_problem_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    assert main(["report", "--sizes", "p12:small", "--sizes", "12:batch_size=64"]) == 2
+    one_line(capsys.readouterr().err, "error: --sizes names p12 twice", "allowed: each problem once")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_sizes_refuse_a_notebook_without_a_parameters_cell(tmp_path, capsys, monkeypatch):
+    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")   # no parameters cell
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    out = tmp_path / "reports"
+    assert main(["report", "--out", str(out), "--sizes", "p12:small", str(quick)]) == 2
+    one_line(capsys.readouterr().err, "error: --sizes: 01_quick.ipynb has no parameters cell",
+             "a code cell tagged 'parameters'")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("values,expected", [
+    (["p12:small"], {"p12": {"batch_size": 17, "in_features": 33, "out_features": 65}}),
+    (["p12:small,batch_size=64", "p45:kernelbench"],
+     {"p12": {"batch_size": 64, "in_features": 33, "out_features": 65},
+      "p45": {"batch_size": 16384, "input_size": 2048, "hidden_size": 4096, "output_size": 1024}}),
+    (["p12:batch_size=64,in_features=128", "45:Small"],
+     {"p12": {"batch_size": 64, "in_features": 128, "out_features": 8192},
+      "p45": {"batch_size": 17, "input_size": 33, "hidden_size": 65, "output_size": 19}}),
+])
+def test_report_sizes_take_presets_and_overrides(values, expected, tmp_path, monkeypatch):
+    """What reaches the reports: every dimension of each problem named, presets resolved."""
+    got = {}
+    monkeypatch.setattr("fusedkit.report.build_reports",
+                        lambda out, notebooks, **kw: got.update(kw["sizes"]) or [])
+    argv = ["report", "--out", str(tmp_path / "r")] + [a for v in values for a in ("--sizes", v)]
+    assert main(argv) == 0
+    assert got == expected
+
+
+def test_report_help_names_the_presets(capsys):
+    from fusedkit.problems import presets
+
+    assert main(["report", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--sizes PROBLEM:SIZES" in text and "p12:batch_size=64,in_features=128" in text
+    for p in presets.PRESETS:
+        assert f"{p.name}: {p.label}" in text
+
+
 # --- sizes -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("value,phrases", [

@@ -59,6 +59,34 @@ def test_size_picker_explains_bad_values_and_keeps_last_valid():
         sp.set_sizes({"batch_size": -1})
 
 
+@pytest.mark.parametrize("key", ["p12", "p45"])
+def test_size_picker_has_a_whole_button_per_preset_and_starts_where_told(key):
+    from fusedkit.problems import presets
+
+    problem = problems.get(key)
+    small = presets.sizes(problem, "small")
+    assert list(presets.of(problem)) == ["KernelBench", "small, odd"]
+    assert all(v % 16 for v in small.values()) and small != problem.defaults   # off every tile
+    sp = SizePicker(problem, sizes=small)          # as a notebook's picker cell gets SIZES[key]
+    assert sp.sizes == small and "small, odd preset" in sp.message.value
+    assert set(sp.presets) == set(presets.of(problem)) and sp.reset is sp.presets["KernelBench"]
+    for label, button in sp.presets.items():
+        # the whole label shows: no fixed width to truncate it ("KernelBench si…" in JupyterLab)
+        assert label in button.description and button.layout.width == "auto"
+        assert button.layout.max_width == "100%"
+    sp.reset.click()
+    assert sp.sizes == problem.defaults and "KernelBench preset" in sp.message.value
+    sp.presets["small, odd"].click()
+    assert sp.sizes == small
+    one = next(iter(problem.defaults))
+    partial = SizePicker(problem, sizes={one: 3})   # a dimension left out keeps KernelBench's value
+    assert partial.sizes == {**problem.defaults, one: 3} and "preset" not in partial.message.value
+    assert SizePicker(problem, sizes=None).sizes == problem.defaults
+    with pytest.raises(problems.SizeError, match="is out of range"):
+        SizePicker(problem, sizes={one: 0})
+    assert f"{SizePicker.DOM_CLASS}-{key}" in sp.widget._dom_classes
+
+
 def _measured_points(problem, run):
     """Every step of a recorded run at its measured rate, as notebooks 01 and 02 plot them."""
     meas = run[run["step"].notna()]

@@ -202,3 +202,108 @@ def test_jupyter_lab_accepts_allow_root():
     out = subprocess.run([str(VENV_BIN / "jupyter"), "lab", "--help-all"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and "--allow-root" in out.stdout
+
+
+# -- sizes: the parameters cell, the injected cell, the sizes a notebook ran at ----------------------
+
+def _with_parameters(path: Path, *cells: str) -> Path:
+    """A notebook: a title, a parameters cell (``SIZES = {}``), then ``cells``."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# {path.stem}\n\nAbout {path.stem}."),
+                nbformat.v4.new_code_cell("SIZES = {}", metadata={"tags": ["parameters"]}),
+                *map(nbformat.v4.new_code_cell, cells)]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_sizes_are_injected_right_after_the_parameters_cell(tmp_path):
+    from fusedkit.problems import presets
+
+    path = _with_parameters(tmp_path / "01_x.ipynb", "print(SIZES)", "x = 1")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(1, nbformat.v4.new_code_cell("y = 2"))          # the parameters cell is third now
+    small = {"p12": presets.sizes(report.problems.get("p12"), "small")}
+    report.inject_sizes(nb, small)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    at = tags.index(["parameters"])
+    assert at == 2 and tags[at + 1] == [report.INJECTED_TAG] and len(nb.cells) == 6
+    scope: dict = {}
+    exec(nb.cells[at].source + "\n" + nb.cells[at + 1].source, scope)   # the parameters, then ours
+    assert scope["SIZES"] == small
+    # Injecting again (a notebook saved after an earlier run) replaces the cell, never stacks two.
+    other = {"p45": presets.sizes(report.problems.get("p45"), "small")}
+    report.inject_sizes(nb, other)
+    injected = [c for c in nb.cells if report.INJECTED_TAG in c.metadata.get("tags", [])]
+    assert len(nb.cells) == 6 and len(injected) == 1 and "'p45'" in injected[0].source
+    assert "'p12'" not in injected[0].source
+
+
+def test_a_notebook_without_a_parameters_cell_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    ok = _with_parameters(tmp_path / "01_ok.ipynb", "1")
+    bare = _notebook(tmp_path / "02_bare.ipynb", "1")
+    with pytest.raises(report.ParametersError) as e:
+        report.build_reports(tmp_path / "out", [ok, bare], sizes={"p12": {"batch_size": 17}})
+    assert len(str(e.value).splitlines()) == 1
+    assert "02_bare.ipynb has no parameters cell" in str(e.value) and "'parameters'" in str(e.value)
+    assert not (tmp_path / "out").exists()
+    # Without sizes nothing is injected, so such a notebook runs as it always did.
+    nb = nbformat.read(bare, as_version=4)
+    assert len(nb.cells) == 2 and report.picked_sizes(nb) == {}
+
+
+@pytest.mark.parametrize("sizes,phrase", [({"p99": {}}, "problem='p99' is not known"),
+                                          ({"p12": {"nope": 3}}, "'nope' is not a size of p12"),
+                                          ({"p12": {"batch_size": 0}}, "batch_size=0 is out of range"),
+                                          ({"p12": {}, "12": {}}, "sizes name p12 twice")])
+def test_bad_sizes_are_refused_before_anything_runs(sizes, phrase, tmp_path, monkeypatch):
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(ValueError, match=re.escape(phrase)):
+        report.build_reports(tmp_path / "out", [_with_parameters(tmp_path / "01_x.ipynb")], sizes=sizes)
+
+
+@pytest.mark.slow
+def test_a_notebook_runs_at_the_injected_sizes_and_its_report_and_index_say_so(tmp_path):
+    # The picker starts at SIZES["p12"]; a second picker further down (an explorer's) does not count.
+    picker = ("from fusedkit import problems\nfrom fusedkit.widgets import SizePicker\n"
+              "picker = SizePicker(problems.get('p12'), sizes=SIZES.get('p12'))\npicker")
+    path = _with_parameters(tmp_path / "01_sized.ipynb", picker, "print('ran at', picker.sizes)",
+                            "SizePicker(problems.get('p12'), sizes={'batch_size': 5})")
+    asked = {"p12": {"batch_size": 64, "in_features": 128}}
+    (res,) = report.build_reports(tmp_path / "out", [path], timeout=300, sizes=asked)
+    assert res.ok, res.error
+    full = {"batch_size": 64, "in_features": 128, "out_features": 8192}
+    assert res.sizes == {"p12": full}
+    page = res.html.read_text()
+    assert f"ran at {full}" in page.replace("&#39;", "'")                 # the notebook used them
+    assert "Run at sizes other than KernelBench" in page and "p12 at batch_size=64,in_features=128" in page
+    assert "Injected by python -m fusedkit report --sizes" in page     # the cell shows, as it ran
+    (entry,) = json.loads((tmp_path / "out" / "index.json").read_text())["notebooks"]
+    assert entry["sizes"] == {"p12": full}
+    assert "p12 at batch_size=64,in_features=128,out_features=8192" in (tmp_path / "out" / "index.html").read_text()
+    # At KernelBench's sizes (asked for, or by default) the report and the index name none.
+    (res,) = report.build_reports(tmp_path / "out", [path], timeout=300,
+                                  sizes={"p12": report.problems.get("p12").defaults})
+    assert res.ok and res.sizes == {} and "Run at sizes other than" not in res.html.read_text()
+    (entry,) = json.loads((tmp_path / "out" / "index.json").read_text())["notebooks"]
+    assert entry["sizes"] == {}
+
+
+def test_an_earlier_build_keeps_the_sizes_it_ran_at_in_the_index(tmp_path):
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    first, second = (_with_parameters(nbs / f"0{i}_x{i}.ipynb") for i in (1, 2))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "01_x1.html").write_text("<html></html>")
+    sized = {"p12": {"batch_size": 17, "in_features": 33, "out_features": 65}}
+    (out / "index.json").write_text(json.dumps({"notebooks": [
+        {"notebook": first.name, "html": "01_x1.html", "title": "X1", "summary": "s", "status": "built",
+         "built": "2026-12-02 10:00 UTC", "seconds": 3.0, "error": "", "sizes": sized}]}))
+    rebuilt = report.ReportResult(second, out / "02_x2.html", "X2", 1.0, "", "t")
+    report.write_index([rebuilt], out, headlines=[])
+    listed = {n["notebook"]: n for n in json.loads((out / "index.json").read_text())["notebooks"]}
+    assert listed[first.name]["status"] == "kept" and listed[first.name]["sizes"] == sized
+    assert listed[second.name]["sizes"] == {}
+    page = (out / "index.html").read_text()
+    assert page.count("p12 at batch_size=17,in_features=33,out_features=65 (the small, odd preset)") == 1

@@ -635,3 +635,40 @@ def test_run_spread_is_each_run_against_the_variants_median(tmp_path):
     assert results.run_spread(P12, path=path, min_runs=5).empty
     with pytest.raises(ValueError, match="min_runs=1"):
         results.run_spread(P12, path=path, min_runs=1)
+
+
+@pytest.mark.parametrize("sizes,side,bound", [
+    ({}, "right of every ridge point (bf16's, the highest", "the arithmetic, not the bytes, sets the floor in every"),
+    ({"batch_size": 17, "in_features": 33, "out_features": 65}, "left of every ridge point (fp32's, the lowest",
+     "the bytes, not the arithmetic, set the floor in every"),
+    ({"batch_size": 64, "in_features": 128, "out_features": 256}, "right of fp32's ridge point (14 FLOP/B) and left "
+     "of tf32's and bf16's", "the arithmetic sets the floor in fp32, the bytes in tf32 and bf16"),
+])
+def test_ridge_side_is_computed_from_the_sizes(sizes, side, bound):
+    """Notebook 01 once said "right of every ridge point" at 64 x 128 x 256 under tables saying memory."""
+    from fusedkit import hardware, roofline
+
+    p12, h200 = get("p12"), hardware.spec("H200 SXM")
+    s = p12.sizes(sizes)
+    intensity = p12.flops(s) / p12.min_bytes(s)
+    got_side, got_bound = lesson.ridge_side(intensity, h200)
+    assert got_side.startswith(side) and got_bound.startswith(bound), (got_side, got_bound)
+    # The same verdict as the roofline table's fused row (its last), precision by precision.
+    every = {"fp32", "tf32", "bf16"}
+    compute = {prec for prec in every if roofline.table(p12, s, h200, prec).iloc[-1]["bound"] == "compute"}
+    if "every" in got_bound:
+        assert compute == (every if "arithmetic, not" in got_bound else set())
+    else:
+        arith, data = got_bound.removeprefix("the arithmetic sets the floor in ").split(", the bytes in ")
+        assert set(arith.split(" and ")) == compute and set(data.split(" and ")) == every - compute
+
+
+def test_lab_sizes_cut_the_batch_and_fall_back_to_kernelbench_where_nothing_fits():
+    p45 = get("p45")
+    assert lesson.lab_sizes(p45, p45.sizes(batch_size=17), 128) == (p45.sizes(batch_size=17), "")
+    cut, why = lesson.lab_sizes(p45, p45.defaults, 128)
+    assert cut == p45.sizes(batch_size=128) and "at most 128 rows" in why
+    huge = p45.sizes(input_size=65536, hidden_size=65536)            # a size the picker accepts
+    got, why = lesson.lab_sizes(p45, huge, 128)
+    assert got == p45.sizes(batch_size=128) and "KernelBench's other sizes" in why and "allowed" in why
+    p45.check_runnable(got, "cpu")                                    # what it gives does run
