@@ -107,8 +107,10 @@ class SizePicker:
     #: sizes a notebook ran at from the boxes of its first picker of each problem.
     DOM_CLASS = "fusedkit-size-picker"
 
-    def __init__(self, problem: Problem, sizes: Sizes | None = None) -> None:
+    def __init__(self, problem: Problem, sizes: Sizes | None = None, *,
+                 to_use: str = "re-run the cells below to use them") -> None:
         self.problem = problem
+        self.to_use = to_use           # what the reader does next with accepted sizes
         start = problem.sizes(sizes)   # refused before any widget exists
         self._valid: Sizes = dict(start)
         style = {"description_width": "110px"}
@@ -150,8 +152,17 @@ class SizePicker:
             return
         preset = presets.matching(self.problem, self._valid)
         named = f" (the {html.escape(preset.label)} preset)" if preset else ""
-        self.message.value = (f"<span style='color:#070'>✓ sizes accepted{named}; re-run the cells "
-                              "below to use them.</span>")
+        # Valid sizes may still be too big to check here (memory for every copy the harness
+        # holds, int32 indexing, a CPU's FLOP budget): say so now, not when a cell refuses.
+        try:
+            self.problem.check_runnable(self._valid, "cuda" if torch.cuda.is_available() else "cpu")
+        except SizeError as e:
+            self.message.value = (f"<span style='color:#a60'>⚠ sizes accepted{named}, but too big to "
+                                  f"measure here: {html.escape(str(e))}. Cells that only read "
+                                  "records still use them.</span>")
+            return
+        self.message.value = (f"<span style='color:#070'>✓ sizes accepted{named}; "
+                              f"{html.escape(self.to_use)}.</span>")
 
     def set_sizes(self, sizes: Sizes) -> None:
         """Set the boxes (validated first: a bad value raises SizeError here)."""
@@ -208,7 +219,7 @@ class LadderExplorer:
     def __init__(self, problem: Problem, mode: Mode, recorded_path: str | os.PathLike[str] | None = None) -> None:
         self.problem, self.mode = problem, mode
         self.recorded_path = recorded_path
-        self.picker = SizePicker(problem)
+        self.picker = SizePicker(problem, to_use="press Run to use them")
         self.result = pd.DataFrame()
         self.status = "idle"           # idle, running, done, failed or interrupted
         self._device = "cuda" if mode.gpu else "cpu"   # where live checks run

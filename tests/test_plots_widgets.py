@@ -336,3 +336,17 @@ def test_label_points_keeps_labels_apart():
     with pytest.raises(ValueError, match="one entry per point"):
         plots.label_points(ax, x, y, ["a"])
     plt.close(fig)
+
+
+def test_size_picker_warns_of_sizes_too_big_to_measure_here():
+    from fusedkit.widgets import LadderExplorer, SizePicker
+    from fusedkit.mode import detect_mode
+
+    p12 = problems.get("p12")
+    sp = SizePicker(p12)
+    assert "re-run the cells below" in sp.message.value and "too big" not in sp.message.value
+    sp.boxes["in_features"].value = 65536        # valid, but its copies do not fit a CPU run
+    assert sp.sizes["in_features"] == 65536 and sp.error == ""
+    assert "too big to measure here" in sp.message.value and "in_features&lt;=" in sp.message.value
+    explorer = LadderExplorer(p12, detect_mode())
+    assert "press Run to use them" in explorer.picker.message.value
