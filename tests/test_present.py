@@ -48,7 +48,10 @@ def test_the_results_table_reads_well():
         shown = present.format_frame(results.ladder_table(rec))
         assert set(shown["step"]) <= {str(v.number) for v in get("p12").ladder()}  # "9", not "9.0"
         assert all(s.endswith("x") for s in shown["speedup"] if s != present.MISSING)
-        assert all(s.startswith("H200, 2026-") for s in shown["recorded"])
+        # One device: the caption names it once, each row says its day.
+        assert results.caption(rec).startswith("NVIDIA H200, 2026-")
+        assert all(re.fullmatch(r"2026-\d\d-\d\d", s) for s in shown["recorded"])
+        assert not any(re.search(r"commit|[0-9a-f]{7}\b", s) for s in shown["recorded"])
 
 
 def test_md_renders_markdown_with_the_values_given():
