@@ -155,10 +155,11 @@ COUNTER_VIEW = {"launch": "launch", "kernel": "kernel", "duration_us": "duration
                 "smem_st_conflicts": "smem st conflicts"}
 
 
-def short_kernel(name: str, width: int = 56) -> str:
-    """A kernel's name without namespaces, template arguments and parameter lists, at most
-    ``width`` long; a PyTorch elementwise or reduce kernel keeps the operation it runs
-    (``vectorized_elementwise_kernel: Abs``)."""
+def short_kernel(name: str) -> str:
+    """A kernel's name without namespaces, template arguments and parameter lists, the rest of
+    it whole (a table wraps a long name, never cuts it: two cuBLAS kernels often differ only
+    in their tile sizes, near the end); a PyTorch elementwise or reduce kernel keeps the
+    operation it runs (``vectorized_elementwise_kernel: Abs``)."""
     import re  # noqa: PLC0415
 
     text = name.replace("void ", "", 1).strip()
@@ -172,7 +173,7 @@ def short_kernel(name: str, width: int = 56) -> str:
         out = f"{base}: {op}"
     else:
         out = base
-    return out if len(out) <= width else out[:width - 1] + "…"
+    return out
 
 
 def counters(problem: Problem | str, slug: str, sizes: Sizes | str | None = None) -> pd.DataFrame:
@@ -184,7 +185,7 @@ def counters(problem: Problem | str, slug: str, sizes: Sizes | str | None = None
     raw = step_counters(problem, slug, sizes)
     view = raw.reindex(columns=list(COUNTER_VIEW)).rename(columns=COUNTER_VIEW)
     if not raw.empty:
-        view["kernel"] = [short_kernel(str(k), 40) for k in raw["kernel"]]
+        view["kernel"] = [short_kernel(str(k)) for k in raw["kernel"]]
     view.attrs["label"] = raw.attrs.get("label", "no counters recorded")
     return view
 
@@ -298,7 +299,7 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame,
                      "ms": value(recorded, v.slug), "ms when profiled": then_ms,
                      "kernels ms": c["total_us"] / 1e3,
                      RECORDED_MINUS_PROFILED: then_ms - c["total_us"] / 1e3,
-                     "launches": c["launches"], "main kernel": short_kernel(c["kernel"], 32),
+                     "launches": c["launches"], "main kernel": c["kernel"],
                      "its share": 100.0 * c["share"], "SM %": c["sm_pct"],
                      "tensor %": c["tensor_pct"], "FMA %": c["fma_pct"], "DRAM %": c["dram_pct"],
                      "occupancy %": c["occupancy_pct"], "registers": c["registers"],

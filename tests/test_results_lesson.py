@@ -460,7 +460,7 @@ def test_short_kernel_names_keep_the_operation():
     assert lesson.short_kernel("void at::vectorized_elementwise_kernel<4, at::AbsFunctor<float>, "
                                "std::array<char *, 2>>(int, T2, T3)") == "vectorized_elementwise_kernel: Abs"
     assert lesson.short_kernel("p12_tiled_kernel") == "p12_tiled_kernel"
-    assert len(lesson.short_kernel("x" * 200)) == 56
+    assert lesson.short_kernel("x" * 200) == "x" * 200          # whole: a table wraps it, never cuts it
 
 
 def test_step_holds_its_prediction_against_the_measurement(capsys, tmp_path, monkeypatch):
@@ -636,3 +636,22 @@ def test_run_spread_is_each_run_against_the_variants_median(tmp_path):
     assert results.run_spread(P12, path=path, min_runs=5).empty
     with pytest.raises(ValueError, match="min_runs=1"):
         results.run_spread(P12, path=path, min_runs=1)
+
+
+def test_every_kernel_and_step_name_is_shown_whole():
+    # The recorded counters of p45's Triton steps and of cuBLAS's long-named kernels: each name
+    # appears whole in the step's tables and in the overview, none cut to a fixed width.
+    from fusedkit.counters import step_counters
+
+    p45 = get("p45")
+    slugs = [v.slug for v in p45.ladder() if v.triton] + ["eager", "cublas_tf32_epilogues_vec4"]
+    html = lesson.show_counters(p45, slugs)._repr_html_()
+    names = {lesson.short_kernel(str(k)) for s in slugs for k in step_counters(p45, s)["kernel"]}
+    assert names and max(map(len, names)) > 60            # long names are there to be cut
+    overview = lesson.counter_overview(p45, results.recorded(p45))._repr_html_()
+    for shown in (html, overview):
+        assert "…" not in shown
+    for name in names:
+        assert f">{name}<" in html
+    for slug in slugs:
+        assert f">{slug}<" in html and f">{slug}<" in overview
