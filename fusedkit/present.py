@@ -197,7 +197,7 @@ MISSING_NOTE = f"{MISSING}: not recorded or not measured here"
 
 TABLE_CSS = [
     {"selector": "", "props": [("font-size", "11.5px"), ("border-collapse", "collapse")]},
-    {"selector": "th, td", "props": [("padding", "2px 5px")]},
+    {"selector": "th, td", "props": [("padding", "2px 4px")]},
     {"selector": "td", "props": [("text-align", "right"), ("white-space", "nowrap")]},
     {"selector": "caption", "props": [("caption-side", "bottom"), ("text-align", "left"),
                                       ("font-size", "11px"), ("color", "#57606a")]},
@@ -213,7 +213,15 @@ ONE_LINE = {"tier", "recorded", "date", "device", "precision"}
 
 LONG_NAMES = {"kernel", "main kernel"}
 """Text columns whose names are too long for a line (a cuBLAS kernel's name runs to 120
-characters with no space): they wrap anywhere, so the table keeps to the page."""
+characters with no space): they wrap anywhere if they must, so the table keeps to the page."""
+
+
+def breakable(value: Any) -> str:
+    """A cell or header as HTML that may break after its underscores (``routed_<wbr>p10_ms``):
+    a snake_case name or slug wraps where the page is narrow, shown and copied whole."""
+    import html  # noqa: PLC0415
+
+    return re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1<wbr>", html.escape(str(value)))
 
 
 class Scroll:
@@ -239,9 +247,10 @@ def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:
     """An already formatted frame (:func:`format_frame`) as a Styler in the tables' style: the
     ``text_columns`` left-aligned and wrapping (:data:`TEXT_CELLS`; :data:`LONG_NAMES` anywhere,
     :data:`ONE_LINE` not at all), the rest one line each; under a table that shows a dash, :data:`MISSING_NOTE`."""
-    styler = shown.style.set_table_styles(TABLE_CSS)
+    styler = shown.style.set_table_styles(TABLE_CSS).format_index(breakable, axis=1)
     text = [c for c in text_columns if c in shown.columns]
-    if text:   # per column (``#T td.colN``), so that it outranks the tables' ``#T td``
+    if text:
+        styler = styler.format(breakable, subset=text)   # per column (``#T td.colN``), so that it outranks the tables' ``#T td``
         wrap = lambda c: ({**TEXT_CELLS, "overflow-wrap": "anywhere"} if c in LONG_NAMES else  # noqa: E731
                           {**TEXT_CELLS, "white-space": "nowrap"} if c in ONE_LINE else TEXT_CELLS)
         styler = styler.set_table_styles({c: [{"selector": "td", "props": list(wrap(c).items())},
@@ -286,7 +295,7 @@ class Markdown:
         self.text = text
 
     def _repr_markdown_(self) -> str:
-        return _CODE_SPAN.sub(lambda m: "`" + re.sub(r"(_+)(?=[^_])", r"\1" + _BREAK, m.group(1)) + "`",
+        return _CODE_SPAN.sub(lambda m: "`" + re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1" + _BREAK, m.group(1)) + "`",
                               self.text)
 
     def __repr__(self) -> str:

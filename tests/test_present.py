@@ -120,3 +120,13 @@ def test_a_long_code_span_may_break_but_is_never_cut():
     shown = m._repr_markdown_()
     assert shown.replace("\u200b", "") == str(m) and "sm80_\u200bxmma_" in shown
     assert "`eager_tf32`" in shown                            # short spans are left alone
+
+
+def test_names_may_break_after_their_underscores_in_a_table_only():
+    df = pd.DataFrame({"routed_p10_ms": [0.1], "routed": ["small_batch_stream"], "why": ["a < b"]})
+    styler = present.table(df)
+    html = styler.to_html()
+    assert ">routed_<wbr>p10_<wbr>ms<" in html and ">small_<wbr>batch_<wbr>stream<" in html
+    assert ">a &lt; b<" in html                               # text is escaped, not taken as HTML
+    assert list(styler.data["routed"]) == ["small_batch_stream"]   # the frame itself is untouched
+    assert present.breakable("__init__") == "__init__"        # nothing to break before

@@ -2,9 +2,10 @@
 
 Each table a notebook step shows (:func:`fusedkit.lesson.step`: the counters of its kernels and
 the check-and-time rows), the ladder table (:func:`fusedkit.results.ladder_table`), the counter
-overview (:func:`fusedkit.lesson.counter_overview`) and the explorer's table of the nearest
-recorded GPU runs (:class:`fusedkit.widgets.LadderExplorer` on a CPU) is built from the committed
-records, put into a page by the reports' own exporter (:func:`fusedkit.report.offline_exporter`,
+overview (:func:`fusedkit.lesson.counter_overview`), notebook 04's checks of the by-batch step
+(:func:`fusedkit.results.route_check`, :func:`fusedkit.results.route_evidence`) and the
+explorer's table of the nearest recorded GPU runs (:class:`fusedkit.widgets.LadderExplorer` on a
+CPU) is built from the committed records, put into a page by the reports' own exporter (:func:`fusedkit.report.offline_exporter`,
 JupyterLab's stylesheet), and opened in headless Chromium with the window sized so that an
 output area is 824 px wide, the width a reviewer's JupyterLab gave. Every table must be no wider
 than its output area: nothing to scroll sideways to find a time, an error or a speed-up. The
@@ -156,6 +157,13 @@ def test_recorded_results_tables_fit_an_824px_output_area(tmp_path, monkeypatch,
         for slugs in (single, several):
             for i, t in enumerate(_step_tables(monkeypatch, p, slugs, p.defaults, rec)):
                 tables.append((f"{p.key} step {slugs} table {i + 1}", t))
+        # Notebook 04's checks of the by-batch step, as it shows them.
+        check = results.route_check(p, "faithful_by_batch")
+        tables.append((f"{p.key} route_check", present.table(
+            check.drop(columns=["run_id", "device", "timestamp", "commit"]),
+            formats={"ratio": present.speedup}).to_html()))
+        tables.append((f"{p.key} route_evidence",
+                       present.table(results.route_evidence(p, "faithful_by_batch")).to_html()))
     slugs = ["eager", "cublas_tf32_epilogues_vec4", "wgmma_fp16x3_lse", "faithful_by_batch"]
     near = _explorer_tables(P45, slugs, lesson.small_sizes(P45))
     assert len(near) == 1, "the explorer showed no table of recorded GPU runs"
