@@ -182,8 +182,10 @@ def nearest_records(rec: pd.DataFrame, problem: Problem, sizes: Sizes,
     :func:`fusedkit.results.newest_clean`) at the recorded sizes nearest to ``sizes``
     (:func:`size_distance`), the newest among equals.
 
-    Columns: variant, sizes, distance, device, date, commit, run_id, tier, median_ms,
-    rel_error, speedup (within its run). A variant never cleanly recorded on a GPU has no row.
+    Columns, the numbers first so that a narrow page shows them: variant, tier, median_ms,
+    rel_error, speedup (within its run), then where it was measured: sizes, distance, device
+    and date (the day; the run and commit ids stay in the records, out of a reader's table). A
+    variant never cleanly recorded on a GPU has no row.
     """
     _check_frame(rec)
     sizes = problem.sizes(sizes)
@@ -199,8 +201,8 @@ def nearest_records(rec: pd.DataFrame, problem: Problem, sizes: Sizes,
     df = df.assign(distance=df["sizes"].map(distance).astype(float))
     df = df[np.isfinite(df["distance"])]
     df = df.sort_values(["distance", "timestamp"], ascending=[True, False]).groupby("variant").head(1)
-    df = df.assign(date=df["timestamp"].dt.strftime("%Y-%m-%d %H:%M UTC"))
+    df = df.assign(date=df["timestamp"].dt.strftime("%Y-%m-%d"))
     order = {v: i for i, v in enumerate(variants)}
     df = df.assign(_o=df["variant"].map(order)).sort_values("_o")
-    return df[["variant", "sizes", "distance", "device", "date", "commit", "run_id", "tier",
-               "median_ms", "rel_error", "speedup"]].reset_index(drop=True)
+    return df[["variant", "tier", "median_ms", "rel_error", "speedup", "sizes", "distance", "device",
+               "date"]].reset_index(drop=True)

@@ -3,7 +3,7 @@ counters, then the check and the time, where this machine can, with the recorded
 next to whatever ran here.
 
 Live numbers and recorded numbers are always labelled as such, each recorded row with its
-run's device, date and commit; nothing is shown without saying where it came from. The
+run's device and date; nothing is shown without saying where it came from. The
 recorded frame every function here takes is :func:`fusedkit.results.recorded`: each variant's
 newest clean measurement, with its speed-up against eager in its own run. Numbers are written
 by :mod:`fusedkit.present`, so they read the same in every table and sentence, and :func:`say`
@@ -112,8 +112,7 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
     elif v.triton:
         small = small_sizes(problem)
         m = measure(problem, v, small, device="cpu", time_it=False)
-        rows.append({"source": "live: Triton's CPU interpreter (checks the logic, not the "
-                               "precision)",
+        rows.append({"source": "live: Triton's CPU interpreter (the logic, not the precision)",
                      "sizes": short_sizes(small),
                      "tier": (m.tier or "logic right") if m.ok else "FAILED: " + m.failure,
                      "rel. error": m.check.rel_error})
@@ -191,7 +190,7 @@ def kernel_path(source: str) -> Path:
 
 # -- hardware counters ---------------------------------------------------------------------------
 
-COUNTER_VIEW = {"kernel": "kernel", "duration_us": "duration µs", "sm_pct": "SM %",
+COUNTER_VIEW = {"launch": "launch", "kernel": "kernel", "duration_us": "duration µs", "sm_pct": "SM %",
                 "tensor_pct": "tensor %", "fma_pct": "FMA %", "dram_pct": "DRAM %",
                 "dram_gb": "DRAM GB", "occupancy_pct": "occupancy %", "registers": "registers",
                 "local_bytes": "local bytes", "l2_hit_pct": "L2 hit %", "grid": "grid",
@@ -200,10 +199,11 @@ COUNTER_VIEW = {"kernel": "kernel", "duration_us": "duration µs", "sm_pct": "SM
                 "smem_st_conflicts": "smem st conflicts"}
 
 
-def short_kernel(name: str, width: int = 56) -> str:
-    """A kernel's name without namespaces, template arguments and parameter lists, at most
-    ``width`` long; a PyTorch elementwise or reduce kernel keeps the operation it runs
-    (``vectorized_elementwise_kernel: Abs``)."""
+def short_kernel(name: str) -> str:
+    """A kernel's name without namespaces, template arguments and parameter lists, the rest of
+    it whole (a table wraps a long name, never cuts it: two cuBLAS kernels often differ only
+    in their tile sizes, near the end); a PyTorch elementwise or reduce kernel keeps the
+    operation it runs (``vectorized_elementwise_kernel: Abs``)."""
     import re  # noqa: PLC0415
 
     text = name.replace("void ", "", 1).strip()
@@ -217,7 +217,7 @@ def short_kernel(name: str, width: int = 56) -> str:
         out = f"{base}: {op}"
     else:
         out = base
-    return out if len(out) <= width else out[:width - 1] + "…"
+    return out
 
 
 def counters(problem: Problem | str, slug: str, sizes: Sizes | str | None = None) -> pd.DataFrame:
@@ -229,15 +229,15 @@ def counters(problem: Problem | str, slug: str, sizes: Sizes | str | None = None
     raw = step_counters(problem, slug, sizes)
     view = raw.reindex(columns=list(COUNTER_VIEW)).rename(columns=COUNTER_VIEW)
     if not raw.empty:
-        view["kernel"] = [short_kernel(str(k), 40) for k in raw["kernel"]]
+        view["kernel"] = [short_kernel(str(k)) for k in raw["kernel"]]
     view.attrs["label"] = raw.attrs.get("label", "no counters recorded")
     return view
 
 
 def show_counters(problem: Problem | str, slugs: str | Sequence[str],
                   sizes: Sizes | str | None = None) -> Any:
-    """The counters of one or several steps as one formatted table with its label, or one
-    line saying none are recorded."""
+    """The counters of one or several steps, formatted, in the three tables of
+    :data:`COUNTER_TABLES` under one label, or one line saying none are recorded."""
     slugs = [slugs] if isinstance(slugs, str) else list(slugs)
     frames, labels = [], []
     for slug in slugs:
@@ -250,12 +250,25 @@ def show_counters(problem: Problem | str, slugs: str | Sequence[str],
                           f"{', '.join(f'`{s}`' for s in slugs)} yet (they are collected on a GPU "
                           f"with `python -m fusedkit.counters collect`).")
     df = pd.concat(frames, ignore_index=True)
-    if "variant" in df.columns:
-        df = df[["variant", *[c for c in df.columns if c != "variant"]]]
-    df = df.dropna(axis=1, how="all")
+    keys = ["variant", "launch"] if "variant" in df.columns else ["launch"]
     label = "; ".join(dict.fromkeys(labels))
-    return _Captioned(f"Hardware counters, one row per kernel launch of one call ({label})",
-                      present.table(df))
+    return _Captioned(f"Hardware counters, one row per kernel launch of one call, launches numbered "
+                      f"in order ({label})",
+                      *[(title, present.table(df[keys + [c for c in cols if c in df.columns]]))
+                        for title, cols in COUNTER_TABLES])
+
+
+COUNTER_TABLES = (
+    ("the launches", ["kernel", "duration µs", "grid", "block"]),
+    ("what each kept busy", ["SM %", "tensor %", "FMA %", "DRAM %", "DRAM GB", "L2 hit %", "L1 hit %",
+                             "sectors/request", "L2→L1 GB"]),
+    ("what each held", ["registers", "occupancy %", "smem KB", "local bytes", "smem ld conflicts",
+                        "smem st conflicts"]),
+)
+"""The counters of :func:`show_counters` in three tables of one row per launch each, so that
+each fits a page about 820 px wide and a kernel's long name has room: the kernels and their
+times, the units they kept busy, the resources they held; the launch's number ties the rows of
+the three together. A counter recorded for no launch is left out (:func:`fusedkit.present.table`)."""
 
 
 def counter_summary(problem: Problem | str, slug: str, sizes: Sizes | str | None = None
@@ -308,8 +321,10 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame,
     its kernels took under the profiler and the difference, "recorded − profiled" (the GPU
     running none of the step's kernels, such as a wait for the host, and any difference of clocks
     between the timed loop and the profiler's replay of each kernel: it is not idle time alone
-    and can be negative), beside the counters of its main kernel and the DRAM bytes of the whole
-    call; one line when no counters are recorded."""
+    and can be negative) and the DRAM bytes of the whole call; then, in two more tables of the
+    same rows (each fits a page about 820 px wide), its main kernel with its share of the
+    kernels' time, and that kernel's counters. ``body`` is the first table. One line when no
+    counters are recorded."""
     shown = set(recorded["variant"]) if recorded is not None and not recorded.empty else None
     wanted = None if steps is None else {int(n) for n in steps}
     rows, labels = [], []
@@ -328,7 +343,7 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame,
                      "ms": value(recorded, v.slug), "ms when profiled": then_ms,
                      "kernels ms": c["total_us"] / 1e3,
                      RECORDED_MINUS_PROFILED: then_ms - c["total_us"] / 1e3,
-                     "launches": c["launches"], "main kernel": short_kernel(c["kernel"], 32),
+                     "launches": c["launches"], "main kernel": c["kernel"],
                      "its share": 100.0 * c["share"], "SM %": c["sm_pct"],
                      "tensor %": c["tensor_pct"], "FMA %": c["fma_pct"], "DRAM %": c["dram_pct"],
                      "occupancy %": c["occupancy_pct"], "registers": c["registers"],
@@ -338,18 +353,25 @@ def counter_overview(problem: Problem, recorded: pd.DataFrame,
     if not rows:
         return present.md("*Hardware counters:* none recorded for this problem yet (they are "
                           "collected on a GPU with `python -m fusedkit.counters collect`).")
-    df = pd.DataFrame(rows).dropna(axis=1, how="all")
+    df = pd.DataFrame(rows)
     label = "; ".join(dict.fromkeys(labels))
+    formats = {"its share": present.pct, "launches": present.count, "kernels ms": present.ms,
+               RECORDED_MINUS_PROFILED: present.ms_diff, "ms when profiled": present.ms}
+    keys = ["step", "variant"]
+    times = ["% of floor", "% of measured", "ms", "ms when profiled", "kernels ms",
+             RECORDED_MINUS_PROFILED, "launches", "DRAM GB"]
+    main = ["main kernel", "its share"]
+    busy = [c for c in df.columns if c not in keys + times + main]
     return _Captioned(f"Each step: its recorded time (ms, newest measurement), the time measured "
                       f"with the code that was profiled (ms when profiled), the time its kernels "
-                      f"took under the profiler (kernels ms), and the difference ("
+                      f"took under the profiler (kernels ms), the difference ("
                       f"{RECORDED_MINUS_PROFILED}: time the GPU ran none of them, plus any clock "
-                      f"difference between the timed loop and the profiler's replay), beside the "
-                      f"counters of its main kernel and the DRAM bytes of one call ({label})",
-                      present.table(df, formats={"its share": present.pct, "launches": present.count,
-                                                 "kernels ms": present.ms,
-                                                 RECORDED_MINUS_PROFILED: present.ms_diff,
-                                                 "ms when profiled": present.ms}))
+                      f"difference between the timed loop and the profiler's replay) and the DRAM "
+                      f"bytes of one call; below, its main kernel and that kernel's counters ({label})",
+                      ("times", present.table(df[keys + times], formats=formats)),
+                      ("the main kernel (the launch that took longest) and its share of the kernels' time",
+                       present.table(df[keys + main], formats=formats)),
+                      ("what the main kernel kept busy and held", present.table(df[keys + busy], formats=formats)))
 
 
 RECORDED_MINUS_PROFILED = "recorded − profiled ms"
@@ -368,22 +390,37 @@ def idle_ms(problem: Problem, slug: str) -> float:
 
 
 class _Captioned:
-    """A caption line above a displayable table (HTML and plain text)."""
+    """A caption line above one displayable table or several (HTML and plain text): each of
+    ``parts`` a table, or a (title, table) pair whose title is shown above it. ``body`` is the
+    first table."""
 
-    def __init__(self, caption: str, body: Any) -> None:
-        self.caption, self.body = caption, body
+    def __init__(self, caption: str, *parts: Any) -> None:
+        if not parts:
+            raise ValueError("a captioned display needs at least one table")
+        self.caption = caption
+        self.parts = [p if isinstance(p, tuple) else ("", p) for p in parts]
+        self.body = self.parts[0][1]
 
     def _repr_html_(self) -> str:
         import html  # noqa: PLC0415
 
-        inner = self.body.to_html() if hasattr(self.body, "to_html") else self.body._repr_html_()
-        return (f'<div style="font-size:12px; color:#57606a; margin:6px 0 2px 0;">'
-                f'{html.escape(self.caption)}</div><div style="overflow-x:auto; max-width:100%;">'
-                f'{inner}</div>')
+        out = [f'<div style="font-size:12px; color:#57606a; margin:6px 0 2px 0;">'
+               f'{html.escape(self.caption)}</div>']
+        for title, body in self.parts:
+            inner = body.to_html() if hasattr(body, "to_html") else body._repr_html_()
+            if title:
+                out.append(f'<div style="font-size:12px; font-style:italic; margin:4px 0 1px 0;">'
+                           f'{html.escape(title)}</div>')
+            out.append(f'<div style="overflow-x:auto; max-width:100%;">{inner}</div>')
+        return "".join(out)
 
     def __repr__(self) -> str:
-        data = getattr(self.body, "data", self.body)
-        return f"{self.caption}\n{data.to_string() if hasattr(data, 'to_string') else data}"
+        texts = [self.caption]
+        for title, body in self.parts:
+            data = getattr(body, "data", body)
+            texts += [title] if title else []
+            texts.append(data.to_string() if hasattr(data, "to_string") else str(data))
+        return "\n".join(texts)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
@@ -468,7 +505,7 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
         table = _step_frame(rows[slugs[0]])
     else:
         table = _step_frame([dict(r, variant=s) for s in slugs for r in rows[s]], variant=True)
-    display(present.Scroll(table.style.set_table_styles(present.TABLE_CSS)))
+    display(present.Scroll(present.styled(table, ["sizes", "tier"])))
     if predicted:
         # Held against the live time, else a recorded one at the sizes predicted for.
         lines = []

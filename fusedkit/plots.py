@@ -1,7 +1,10 @@
 """Seaborn figures the notebooks share: a roofline chart and a per-variant bar chart.
 
 Every figure names the device and the source of its numbers in its title, so a plot
-copied out of context still says where it came from.
+copied out of context still says where it came from. Its key (legend) sits outside the axes
+it explains, under or above them (:func:`_legend_below`), so it covers no curve, bar or point;
+the roofline's key alone stays in its empty upper left, and its points' numbers go around it.
+Every figure draws without a warning (tests/test_plot_warnings.py).
 """
 
 from __future__ import annotations
@@ -27,6 +30,17 @@ sns.set_theme(style="whitegrid", context="notebook")
 
 _ROOF_COLOURS = {"fp32": "#4c72b0", "tf32": "#dd8452", "tf32x3": "#c44e52", "bf16": "#55a868",
                  "fp16x3": "#8172b3"}
+
+
+def _legend_below(fig: plt.Figure, handles: Sequence[object], labels: Sequence[str], *, ncol: int = 2,
+                  title: str | None = None, top: float = 1.0) -> None:
+    """One legend for the whole figure, under its axes and outside them, so that it covers no
+    curve, bar or point; the axes are laid out (``tight_layout``) in the height left above it,
+    measured from the drawn legend. ``top`` keeps room above the axes (a suptitle)."""
+    legend = fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
+                        fontsize=8, title=title, title_fontsize=8, frameon=False)
+    height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
+    fig.tight_layout(rect=(0, min(height + 0.01, 0.6), 1, top))
 
 
 def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
@@ -181,8 +195,11 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
     ax.set_xlabel("median time (ms, lower is better)")
     ax.set_ylabel("")
     ax.set_xlim(0, d[time_col].max() * 1.35)
-    ax.set_title(title)
-    fig.tight_layout()
+    if hue is not None:   # the tiers' key above the bars, under the title, not over the bars
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(len(ax.get_legend_handles_labels()[1]), 1),
+                  fontsize=8, frameon=False, title=None)
+    ax.set_title(title, pad=22 if hue is not None else 6)
+    fig.tight_layout()    # the key belongs to the axes: a later tight_layout() keeps room for it
     return fig
 
 
@@ -332,11 +349,10 @@ def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
     ax.set_yscale("log")
     ax.set_xlabel(dim)
     ax.set_ylabel("floor (ms)")
-    ax.legend(fontsize=8, loc="lower right")
     src = "measured" if gpu.measured else "datasheet"
     ax.set_title(title or f"{problem.key}: what binds a fused kernel as {dim} grows ({gpu.name}, {src} rates)",
                  fontsize=10)
-    fig.tight_layout()
+    _legend_below(fig, *ax.get_legend_handles_labels(), ncol=2)
     plt.close(fig)
     return fig
 
@@ -393,12 +409,14 @@ def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
     ax.set_yscale("log")
     ax.set_xlabel(dim)
     ax.set_ylabel("time (ms, lower is better)")
-    ax.legend(fontsize=7, loc="upper left")
     ax.set_title(title or f"{problem.key}: the newest sweep (line, p10 to p90 shaded) and the older ones (rings)",
                  fontsize=9)
-    if own:
-        fig.tight_layout()
+    handles, labels = ax.get_legend_handles_labels()
+    if own:   # the key under the axes; in a panel of a larger figure, right of its axes
+        _legend_below(fig, handles, labels, ncol=min(3, max(len(labels), 1)))
         plt.close(fig)
+    else:
+        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
@@ -441,10 +459,18 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
         ax.set_xlabel(dim)
         ax.set_ylabel("time (ms, p10 to p90 as bars)")
         ax.set_title(f"{problem.key}: step {problem.variant(slug).number} and where it routes", fontsize=9)
-        ax.legend(fontsize=7, loc="upper left")
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    # One key under the panels: the roles have one colour in every panel; each panel's title
+    # names its by-batch step.
+    keys: dict[str, object] = {}
+    for ax, (problem, slug, _) in zip(axes[0], panels):
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            role = "by-batch" if label.startswith(slug) else label
+            keys.setdefault(role, (handle, label if len(panels) == 1 else
+                                   f"{slug}, the by-batch step" if role == "by-batch" else label))
+    handles, labels = zip(*keys.values()) if keys else ((), ())
+    _legend_below(fig, handles, labels, ncol=3)
     plt.close(fig)
     return fig
 
@@ -547,12 +573,11 @@ def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
         ax.set_ylim(len(names) - 0.5, -0.5)
         ax.set_title(key, fontsize=10, loc="left")
         ax.grid(axis="y", lw=0.4)
-    axes[0, 0].legend(loc="lower right", fontsize=8, frameon=True)
     axes[-1, 0].set_xlabel("time against the variant's median over its runs (%, right: slower); "
                            "shaded: eager's spread", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    _legend_below(fig, *axes[0, 0].get_legend_handles_labels(), ncol=2)
     plt.close(fig)
     return fig
 
@@ -724,13 +749,13 @@ def clock_chart(readings: pd.DataFrame, *, gpu: GpuSpec | None = None, title: st
     top.set_ylabel("SM clock (MHz)")
     low.set_ylabel("power (W)")
     low.set_xlabel("seconds since the first reading")
-    top.legend(fontsize=8, loc="lower left")
-    if low.get_legend_handles_labels()[0]:
-        low.legend(fontsize=8, loc="lower left")
     where = runs[0] if len(runs) == 1 else f"{len(runs)} runs"
     fig.suptitle(title or f"SM clock and power read beside {where} (datasheet lines: {gpu.name})",
                  fontsize=11)
-    fig.tight_layout()
+    # One key under both panels (the clock's lines, then the power's), over no reading.
+    handles, labels = (sum(pair, []) for pair in zip(top.get_legend_handles_labels(),
+                                                     low.get_legend_handles_labels()))
+    _legend_below(fig, handles, labels, ncol=2)
     plt.close(fig)
     return fig
 

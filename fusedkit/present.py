@@ -16,18 +16,22 @@ speed-ups          ``3.12x``      2 decimals and an x
 GB/s, MB, KB       ``3174``       integer
 GB (moved)         ``1.07``       2 decimals
 counts, steps      ``6``          integer
+sizes              ``1024 × 8192  the values in the problem's order
+                   × 8192``
+devices            ``H200``       the vendor's name left out
 =================  =============  ==========================================
 
-A missing value (None, NaN) is written as an en dash. :func:`format_frame` applies the rules
-to a frame by its column names; :func:`table` returns it ready to display; :func:`md` renders
-Markdown built from numbers.
+A missing value (None, NaN) is written as an en dash, in every column, so a table never shows
+``nan``. :func:`format_frame` applies the rules to a frame by its column names; :func:`table`
+returns it ready to display (a column with no value at all is left out, and a table that still
+shows a dash says what it means); :func:`md` renders Markdown built from numbers.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -89,6 +93,22 @@ def us_diff(ms: Any) -> str:
     return MISSING if _missing(ms) else f"{1e3 * float(ms):+.1f}"
 
 
+def sizes(value: Any) -> str:
+    """Sizes as the records write them (``"batch_size=1024,in_features=8192,out_features=8192"``)
+    as a table shows them, their values in order: ``1024 × 8192 × 8192``; other text as it is."""
+    if _missing(value):
+        return MISSING
+    text = str(value)
+    if not re.fullmatch(r"\w+=\d+(,\w+=\d+)*", text):
+        return text
+    return " × ".join(part.split("=", 1)[1] for part in text.split(","))
+
+
+def device(name: Any) -> str:
+    """A device as a table shows it: ``H200`` for "NVIDIA H200" (the vendor's name left out)."""
+    return MISSING if _missing(name) else str(name).removeprefix("NVIDIA ")
+
+
 def share(fraction: Any) -> str:
     """A fraction (0.78) as a percent: ``78%``."""
     return MISSING if _missing(fraction) else pct(100.0 * float(fraction))
@@ -121,7 +141,11 @@ COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "eager_ms": ms, "routed_ms": ms, "routed_p10_ms": ms, "routed_p90_ms": ms,
     "routed_speedup": speedup, "routed_step": count, "best_p10_ms": ms, "worst_p90_ms": ms,
     "lowest_ms": ms, "highest_ms": ms, "sweeps": count, "wins": count,
+    # where a row was measured (fusedkit.dashboard.nearest_records)
+    "sizes": sizes, "device": device, "distance": _num(".2f"),
 }
+TEXT_FORMATS = {"sizes", "device"}
+"""The columns of :data:`COLUMN_FORMATS` that hold text, not numbers (left-aligned)."""
 
 
 def formatter(column: str) -> Callable[[Any], str] | None:
@@ -143,27 +167,61 @@ def fmt(column: str, value: Any) -> str:
 
 def format_frame(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]] | None = None
                  ) -> pd.DataFrame:
-    """``df`` with every known numeric column written as text by the rules above (``step``
-    as an integer, never ``0.000000``); unknown columns are left as they are, missing values
-    become an en dash. ``formats`` adds or overrides formatters by column name."""
+    """``df`` with every known column written as text by the rules above (``step`` as an
+    integer, never ``0.000000``); the values of unknown columns are left as they are, except
+    that a missing value in any column becomes an en dash (never ``nan``). ``formats`` adds or
+    overrides formatters by column name."""
     out = df.copy()
     extra = dict(formats or {})
     for col in out.columns:
         f = extra.get(col) or formatter(str(col))
         if f is not None:
-            out[col] = [f(v) for v in out[col]]
-        elif out[col].dtype == object or str(out[col].dtype).startswith(("str", "string")):
-            out[col] = [MISSING if _missing(v) else v for v in out[col]]
+            out[col] = pd.Series([f(v) for v in out[col]], index=out.index, dtype=object)
+        elif out[col].isna().any():
+            out[col] = pd.Series([MISSING if _missing(v) else v for v in out[col]], index=out.index,
+                                 dtype=object)
     if out.index.name in COLUMN_FORMATS:
-        out.index = [fmt(out.index.name, v) for v in out.index]
+        out.index = pd.Index([fmt(out.index.name, v) for v in out.index], name=out.index.name)
     return out
+
+
+def all_missing(df: pd.DataFrame) -> list[str]:
+    """The columns of ``df`` that hold no value at all (every cell None, NaN or a dash)."""
+    return [c for c in df.columns
+            if df.empty or all(_missing(v) or (isinstance(v, str) and v == MISSING) for v in df[c])]
+
+
+MISSING_NOTE = f"{MISSING}: not recorded or not measured here"
+"""What a dash in a table means, said under every table that shows one."""
 
 
 TABLE_CSS = [
     {"selector": "", "props": [("font-size", "11.5px"), ("border-collapse", "collapse")]},
-    {"selector": "th, td", "props": [("padding", "2px 6px")]},
+    {"selector": "th, td", "props": [("padding", "2px 4px")]},
     {"selector": "td", "props": [("text-align", "right"), ("white-space", "nowrap")]},
+    {"selector": "caption", "props": [("caption-side", "bottom"), ("text-align", "left"),
+                                      ("font-size", "11px"), ("color", "#57606a")]},
 ]
+"""The tables' style: numbers on one line each, right-aligned; a caption below the table."""
+
+TEXT_CELLS = {"text-align": "left", "white-space": "normal", "overflow-wrap": "break-word"}
+"""Text cells (names, labels) wrap at their spaces and hyphens where the page is narrow: shown
+whole, never cut."""
+
+ONE_LINE = {"tier", "recorded", "date", "device", "precision"}
+"""Short text columns kept on one line (a date or "fp32-faithful" broken at its hyphen reads badly)."""
+
+LONG_NAMES = {"kernel", "main kernel"}
+"""Text columns whose names are too long for a line (a cuBLAS kernel's name runs to 120
+characters with no space): they wrap anywhere if they must, so the table keeps to the page."""
+
+
+def breakable(value: Any) -> str:
+    """A cell or header as HTML that may break after its underscores (``routed_<wbr>p10_ms``):
+    a snake_case name or slug wraps where the page is narrow, shown and copied whole."""
+    import html  # noqa: PLC0415
+
+    return re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1<wbr>", html.escape(str(value)))
 
 
 class Scroll:
@@ -185,27 +243,60 @@ class Scroll:
         p.text(repr(self))
 
 
+def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:
+    """An already formatted frame (:func:`format_frame`) as a Styler in the tables' style: the
+    ``text_columns`` left-aligned and wrapping (:data:`TEXT_CELLS`; :data:`LONG_NAMES` anywhere,
+    :data:`ONE_LINE` not at all), the rest one line each; under a table that shows a dash, :data:`MISSING_NOTE`."""
+    styler = shown.style.set_table_styles(TABLE_CSS).format_index(breakable, axis=1)
+    text = [c for c in text_columns if c in shown.columns]
+    if text:
+        styler = styler.format(breakable, subset=text)   # per column (``#T td.colN``), so that it outranks the tables' ``#T td``
+        wrap = lambda c: ({**TEXT_CELLS, "overflow-wrap": "anywhere"} if c in LONG_NAMES else  # noqa: E731
+                          {**TEXT_CELLS, "white-space": "nowrap"} if c in ONE_LINE else TEXT_CELLS)
+        styler = styler.set_table_styles({c: [{"selector": "td", "props": list(wrap(c).items())},
+                                              {"selector": "th", "props": [("text-align", "left")]}]
+                                          for c in text}, overwrite=False)
+    if any((shown[c].astype(str) == MISSING).any() for c in shown.columns):
+        styler = styler.set_caption(MISSING_NOTE)
+    return styler
+
+
 def table(df: pd.DataFrame, *, index: bool = False,
-          formats: Mapping[str, Callable[[Any], str]] | None = None) -> Any:
+          formats: Mapping[str, Callable[[Any], str]] | None = None, keep_empty: bool = False) -> Any:
     """A frame formatted by :func:`format_frame`, as a Styler that hides the row numbers
-    (``index=True`` keeps a meaningful index). Text stays left-aligned, numbers right."""
+    (``index=True`` keeps a meaningful index). Text stays left-aligned and wraps, numbers stay
+    right-aligned on one line. A column with no value in any row is left out (``keep_empty``
+    keeps it); where a dash remains, a note under the table says what it means."""
+    if not keep_empty:
+        df = df.drop(columns=all_missing(df)) if len(df) else df
     shown = format_frame(df, formats)
-    styler = shown.style.set_table_styles(TABLE_CSS)
-    text_cols = [c for c in df.columns if formatter(str(c)) is None and c not in (formats or {})]
-    if text_cols:
-        styler = styler.set_properties(subset=text_cols, **{"text-align": "left"})
+    numeric = (set(COLUMN_FORMATS) - TEXT_FORMATS) | set(formats or {})
+    text_cols = [c for c in df.columns if str(c) not in numeric and not re.fullmatch(r"ms_at_\d+", str(c))
+                 and not pd.api.types.is_numeric_dtype(df[c])]
+    styler = styled(shown, text_cols)
     return styler if index else styler.hide(axis="index")
+
+
+LONG_CODE = 40
+"""A code span longer than this many characters with no space in it (a cuBLAS kernel's name
+runs to 120) is shown with a zero-width break opportunity after each underscore: whole, never
+cut, and never past the page's edge. The Markdown's text itself is left as it is."""
+
+_CODE_SPAN = re.compile(r"(?<!`)`([^`\s]{%d,})`(?!`)" % (LONG_CODE + 1))
+_BREAK = "\u200b"   # zero-width space: a line may break here, nothing is drawn
 
 
 class Markdown:
     """Markdown text that displays as rendered Markdown in a notebook (and in the HTML
-    report), and as itself in plain text."""
+    report), and as itself in plain text. A code span too long for a line (:data:`LONG_CODE`)
+    may break after its underscores when shown."""
 
     def __init__(self, text: str) -> None:
         self.text = text
 
     def _repr_markdown_(self) -> str:
-        return self.text
+        return _CODE_SPAN.sub(lambda m: "`" + re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1" + _BREAK, m.group(1)) + "`",
+                              self.text)
 
     def __repr__(self) -> str:
         return self.text

@@ -420,19 +420,23 @@ def of_steps(rows: pd.DataFrame, steps: Iterable[int] = (), *, also: Sequence[st
 
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The ladder's rows (a :func:`recorded` frame or one run's rows) as the notebooks show them,
-    in step order, components left out; ``recorded`` says where each row was measured
-    (:func:`run_short_label`), as the rows may come from several runs. "% of floor" is against
-    the datasheet's floor, "% of measured" against the ceilings measured on the device."""
+    in step order, components left out; ``recorded`` says when each row was measured, as the
+    rows may come from several runs: the day, and the device too (:func:`run_short_label`) where
+    the rows come from more than one (one device is named once, by the table's caption,
+    :func:`caption`). "% of floor" is against the datasheet's floor, "% of measured" against the
+    ceilings measured on the device. The median alone, no p10 and p90 (a chart's error bars show
+    the spread): the table fits a page about 820 px wide."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
-    rows = rows.assign(recorded=[run_short_label(r) for _, r in rows.iterrows()] if not rows.empty
-                       else pd.Series(dtype=str))
+    one_device = rows["device"].nunique() <= 1 if "device" in rows.columns else True
+    rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one_device else run_short_label(r)
+                                 for _, r in rows.iterrows()] if not rows.empty else pd.Series(dtype=str))
     if "pct_of_measured" not in rows.columns:
         rows = rows.assign(pct_of_measured=float("nan"))
     return rows.rename(columns={"median_ms": "ms", "tflops": "TFLOP/s", "pct_of_floor": "% of floor",
                                 "pct_of_measured": "% of measured", "rel_error": "rel. error",
                                 "peak_mem_mb": "call memory MB"})[
-        ["step", "variant", "tier", "ms", "p10_ms", "p90_ms", "TFLOP/s", "% of floor",
-         "% of measured", "rel. error", "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
+        ["step", "variant", "tier", "ms", "TFLOP/s", "% of floor", "% of measured", "rel. error",
+         "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
 
 
 def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:
@@ -458,13 +462,14 @@ def run_label(run: pd.DataFrame | pd.Series) -> str:
 
 
 def run_short_label(run: pd.DataFrame | pd.Series) -> str:
-    """"H200, 2026-11-30, commit 2b146d7": :func:`run_label` for a table cell (the vendor's
-    name and the time of day left out); one row, or the rows of one run."""
+    """"H200, 2026-11-30": :func:`run_label` for a table cell, the device and the day (the
+    vendor's name, the time of day and the commit left out: a commit id is for the records and
+    the report index, not for a reader's table); one row, or the rows of one run."""
     row = _one_row(run)
     if row is None:
         return "no recorded run"
     device = str(row["device"]).removeprefix("NVIDIA ")
-    return f"{device}, {row['timestamp']:%Y-%m-%d}, commit {row['commit']}"
+    return f"{device}, {row['timestamp']:%Y-%m-%d}"
 
 
 def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:

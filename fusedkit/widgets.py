@@ -201,7 +201,7 @@ class LadderExplorer:
     are recomputed for the sizes; Triton variants are checked in Triton's interpreter when
     the whole check fits its budget; CUDA variants are reported as needing a GPU; and the
     recorded GPU measurements at the nearest sizes (from ``recorded_path``, default the
-    records file) are shown, labelled with device, date, commit and their sizes.
+    records file) are shown, labelled with device, date and their sizes.
 
     The Run button starts :meth:`start`: the run works in a thread of its own, so the kernel
     stays free to hear the Cancel button (or the toolbar's interrupt, routed by

@@ -140,7 +140,11 @@ def test_nearest_records_by_log_distance(rec):
     assert near.loc["triton_tf32x3", "sizes"] == KB                 # its only sizes
     assert "tiled" not in near.index                                # never recorded
     at_kb = dashboard.nearest_records(df, P12, P12.defaults, ["eager"])
-    assert at_kb["run_id"].iloc[0] == ctx(4).run_id                 # equal distance: newest first (A100)
+    assert at_kb["device"].iloc[0] == "NVIDIA A100-SXM4-80GB"      # equal distance: newest first (A100)
+    assert at_kb["date"].iloc[0] == "2026-01-04"
+    # The numbers first, then where they were measured; run and commit ids stay in the records.
+    assert list(at_kb.columns) == ["variant", "tier", "median_ms", "rel_error", "speedup", "sizes",
+                                   "distance", "device", "date"]
 
 
 def test_size_distance_is_symmetric_log_ratio():
