@@ -8,7 +8,13 @@ Error is ``rel = ||out - ref64|| / ||ref64||`` (Frobenius norms). Precision tier
   2 * 2**-24, so an exact eager result does not demand the impossible), AND
   ``allclose(out, eager, atol=1e-4, rtol=1e-4)`` on every input;
 - ``kb-pass``: the allclose alone (KernelBench's fp32 rule);
-- ``fast``: neither; the error is reported next to the speed.
+- ``fast``: neither, but within what the variant's declared arithmetic can explain
+  (:func:`fusedkit.precision.error_bound`: the problem's error model, fed each precision's
+  rounding, on the very inputs and weights of the call, with a margin); the error is reported
+  next to the speed.
+
+An error that is neither within KernelBench's allclose nor within that bound is no tier at all:
+the check fails (*wrong result*).
 
 How one build is checked (:func:`check_build`), and the class of fault each step catches:
 
@@ -23,8 +29,9 @@ How one build is checked (:func:`check_build`), and the class of fault each step
    (*not a plain output tensor*), sharing no memory with an input, a parameter or the
    previous call's output (*output aliasing*).
 5. Inputs and parameters must be bit for bit what they were (*input or weight mutation*).
-6. The second output must be nearer its own reference than the first input's
-   (*result reuse*).
+6. Each output must pass KernelBench's allclose or have an error within what the declared
+   precision can explain on its inputs (*wrong result*); one that does neither, but is another
+   input's right answer, is a cached answer (*result reuse*).
 7. After the requested sizes, one more build at a nearby odd shape, every dimension changed
    (:func:`nearby_odd`), must not be grossly wrong (*shape specialisation*).
 
@@ -36,6 +43,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -43,12 +51,11 @@ from typing import Callable, Sequence
 import torch
 
 from fusedkit.interrupts import checkpoint
-from fusedkit.precision import TIERS
+from fusedkit.precision import EPS32, TIERS, error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.baselines import tf32_matmul
 
 ATOL = RTOL = 1e-4
-EPS32 = 2.0**-24
 SECOND_INPUT = 1_000_000_007
 """Offset of the second input's seed: independent of the first, never another seed's first."""
 SPECIALISED_FACTOR = 10.0
@@ -61,9 +68,10 @@ UNWRITTEN = "unwritten output"
 STREAM = "work outside the caller's stream"
 ALIASING = "output aliasing"
 MUTATION = "input or weight mutation"
+WRONG = "wrong result"
 REUSE = "result reuse"
 SPECIALISED = "shape specialisation"
-FAULT_CLASSES = (RAISED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, REUSE, SPECIALISED)
+FAULT_CLASSES = (RAISED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED)
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
 
@@ -121,6 +129,8 @@ class CheckResult:
     eager_rel_error: float = math.nan    # eager fp32 on the same inputs (worst)
     allclose: bool = False               # vs eager fp32, every input
     tier: str = ""
+    precision: str = "fp32"              # the arithmetic the variant declares
+    error_bound: float = math.nan        # the least rel. error it could explain on a checked input
     failures: list[str] = field(default_factory=list)   # "<class>: what was seen"
     odd_sizes: Sizes | None = None       # the nearby odd shape also checked
     calls: int = 0                       # candidate calls made
@@ -153,6 +163,25 @@ class _Compared:
     max_abs: float
     eager_rel: float
     allclose: bool
+    bound: float          # the largest rel. error the declared precision explains on this input
+
+
+def short(v: float) -> str:
+    """A rel. error for a failure line: ``0.57``, ``1.6``, ``3.1e-4``."""
+    text = f"{v:.2g}" if 0.01 <= abs(v) < 100 else f"{v:.1e}"
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", text)
+
+
+def approx(v: float) -> str:
+    """A bound, to one significant figure: ``2e-3``, ``0.4``."""
+    text = f"{v:.1g}" if 0.01 <= abs(v) < 100 else f"{v:.0e}"
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", text)
+
+
+def wrong_line(rel: float, bound: float, precision: str, where: str = "here") -> str:
+    """The *wrong result* failure: an error the declared arithmetic cannot explain."""
+    return (f"{WRONG}: rel. error {short(rel)}, more than {precision} arithmetic can explain "
+            f"(at most ~{approx(bound)} {where})")
 
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -173,7 +202,9 @@ def classify(rel: float, eager_rel: float, allclose_all: bool) -> str:
 
 
 def tier_bound(tier: str, eager_rel: float) -> float:
-    """The largest rel. error ``tier`` allows beside eager's ``eager_rel`` (inf for ``fast``)."""
+    """The largest rel. error ``tier`` allows beside eager's ``eager_rel`` (inf for ``kb-pass``
+    and ``fast``, whose limits are per element, or the declared precision's
+    :func:`fusedkit.precision.error_bound`)."""
     if tier in ("reference", "fp32-faithful"):
         return 2.0 * max(eager_rel, 2.0 * EPS32)
     return math.inf
@@ -195,6 +226,14 @@ def reference64(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch
     """The model's output computed in float64 on the inputs' device."""
     with torch.no_grad():
         return copy.deepcopy(model).double()(*[t.double() for t in inputs])
+
+
+def reference_and_bound(problem: Problem, model: torch.nn.Module, inputs: Sequence[torch.Tensor],
+                        precision: str) -> tuple[torch.Tensor, float]:
+    """The float64 reference of ``inputs`` and the largest rel. error ``precision`` arithmetic
+    can explain on them (:func:`fusedkit.precision.error_bound` with the problem's error model)."""
+    ref, bound = error_bound(model, inputs, precision, problem.error_model)
+    return ref, float(bound)
 
 
 def eager32(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -301,11 +340,12 @@ def _input_name(k: int) -> str:
 
 
 def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
-                device: torch.device) -> tuple[list[str], list[_Compared]]:
-    """Build once under ``seed``, call on two independent inputs, and check both calls.
+                device: torch.device, precision: str = "fp32") -> tuple[list[str], list[_Compared]]:
+    """Build once under ``seed``, call on two independent inputs, and check both calls, the
+    errors against what ``precision`` arithmetic can explain.
 
-    Returns the failures (each "<class>: ...") and, when there are none, the two outputs
-    compared with their references.
+    Returns the failures (each "<class>: ...") and the outputs compared with their references:
+    both when there is no failure, those compared so far after a *wrong result*, else none.
     """
     model = problem.make_model(sizes, seed=seed, device=device)
     hidden = copy.deepcopy(model)      # the candidate never sees this model
@@ -365,7 +405,7 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
 
     # References only now, from copies the candidate never held.
     checkpoint()
-    refs = [reference64(hidden, o) for o in originals]
+    refs, bounds = zip(*[reference_and_bound(problem, hidden, o, precision) for o in originals])
     eagers = [eager32(hidden, o) for o in originals]
     compared = []
     for k, (out, _) in enumerate(outs):
@@ -375,11 +415,19 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
                     "(unwritten or overflowed) where the reference is finite"], []
         compared.append(_Compared(rel_error(out, refs[k]), (out.double() - refs[k]).abs().max().item(),
                                   rel_error(eagers[k], refs[k]),
-                                  torch.allclose(out, eagers[k], atol=ATOL, rtol=RTOL)))
-    second = outs[1][0]
-    if same_bits(second, outs[0][0]) or rel_error(second, refs[0]) < compared[1].rel:
-        return [f"{REUSE}: the second input got an answer nearer the first input's than its own; "
-                "a kernel must compute from the input it is given, not a cached result"], []
+                                  torch.allclose(out, eagers[k], atol=ATOL, rtol=RTOL), bounds[k]))
+    # A wrong answer first; it is a reused one only when it is another input's right answer
+    # (two equal outputs that are right for neither, zeros say, are just wrong).
+    for k, (out, _) in enumerate(outs):
+        if compared[k].allclose or compared[k].rel <= compared[k].bound:
+            continue
+        for j in range(len(outs)):
+            if j != k and rel_error(out, refs[j]) <= bounds[j]:
+                first, second = ("first", "second") if j < k else ("second", "first")
+                return [f"{REUSE}: the {second} input got an answer nearer the {first} input's "
+                        "than its own; a kernel must compute from the input it is given, not a "
+                        "cached result"], []
+        return [wrong_line(compared[k].rel, compared[k].bound, precision)], compared[:k + 1]
     return [], compared
 
 
@@ -405,26 +453,34 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
         base = secrets.randbelow(2**30)
         seeds = [base + i for i in range(seeds)]
     build = build or variant.build
-    res = CheckResult(problem.key, variant.slug, sizes, list(seeds))
+    res = CheckResult(problem.key, variant.slug, sizes, list(seeds), precision=variant.precision)
     compared: list[_Compared] = []
     for seed in seeds:
         checkpoint()
-        failures, got = check_build(problem, build, sizes, seed, device)
+        failures, got = check_build(problem, build, sizes, seed, device, variant.precision)
         res.calls += 2
+        compared += got
         if failures:
             res.failures = failures
+            if compared:   # a wrong result: its errors are the finding
+                _fill(res, compared)
             return res
-        compared += got
-    res.rel_error = max(c.rel for c in compared)
-    res.max_abs_error = max(c.max_abs for c in compared)
-    res.eager_rel_error = max(c.eager_rel for c in compared)
-    res.allclose = all(c.allclose for c in compared)
+    _fill(res, compared)
     if odd_shape:
         res.odd_sizes = nearby_odd(problem, sizes)
-        failures, got = check_build(problem, build, res.odd_sizes, res.seeds[0] + 17, device)
+        failures, got = check_build(problem, build, res.odd_sizes, res.seeds[0] + 17, device,
+                                    variant.precision)
         res.calls += 2
         worst = max((c.rel for c in got), default=math.nan)
         allowed = SPECIALISED_FACTOR * max([res.rel_error, *(c.eager_rel for c in got), 2 * EPS32])
+        if failures and failures[0].startswith(WRONG + ":") and worst <= allowed:
+            # As wrong here as there (its error there only just within allclose): wrong, not
+            # specialised to the requested sizes.
+            c = max(got, key=lambda c: c.rel)
+            res.failures = [wrong_line(c.rel, c.bound, variant.precision,
+                                       f"at the nearby odd shape {fmt_sizes(res.odd_sizes)}")]
+            _fill(res, compared + got)
+            return res
         if failures or not worst <= allowed:
             seen = "; ".join(failures) if failures else f"rel. error {worst:.2e} against {res.rel_error:.2e}"
             res.failures = [f"{SPECIALISED}: right at {fmt_sizes(sizes)} but not at the nearby odd "
@@ -435,11 +491,21 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     return res
 
 
+def _fill(res: CheckResult, compared: list[_Compared]) -> None:
+    """The worst errors of ``compared`` into ``res``, and the least bound."""
+    res.rel_error = max(c.rel for c in compared)
+    res.max_abs_error = max(c.max_abs for c in compared)
+    res.eager_rel_error = max(c.eager_rel for c in compared)
+    res.allclose = all(c.allclose for c in compared)
+    res.error_bound = min(c.bound for c in compared)
+
+
 def describe(result: CheckResult) -> str:
     """One line for logs: problem, sizes and the summary."""
     return f"[{result.problem} {fmt_sizes(result.sizes)}] {result.summary()}"
 
 
-__all__ = ["ATOL", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES", "check_build",
-           "check_seeds", "check_variant", "classify", "device_refusal", "describe", "harness_device",
-           "nearby_odd", "needs_hopper", "rel_error", "tier_bound"]
+__all__ = ["ATOL", "EPS32", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES",
+           "check_build", "check_seeds", "check_variant", "classify", "device_refusal", "describe",
+           "harness_device", "nearby_odd", "needs_hopper", "reference_and_bound", "rel_error",
+           "tier_bound", "wrong_line"]

@@ -609,7 +609,7 @@ Each ran at KernelBench's sizes unless its line names others (<code>report --siz
 </ol>
 <h2>Headline numbers</h2>
 <p>The fastest of our kernels that meets each precision tier (fp32-faithful: within 2&times; eager
-fp32's error and KernelBench's 1e-4 tolerance; kb-pass: the 1e-4 tolerance; fast: any error),
+fp32's error and KernelBench's 1e-4 tolerance; kb-pass: the 1e-4 tolerance; fast: what its declared precision can explain),
 each kernel with its newest measurement in <code>data/records.csv</code>. Speed-ups are taken
 within one run, against that run's eager fp32 (TF32 off); PyTorch's own baselines are not
 counted as ours.</p>

@@ -1,4 +1,5 @@
-"""Deliberately bad kernels for problem 12, one per class of fault the harness must catch.
+"""Deliberately bad kernels for problem 12 (and a few for problem 45), one per class of fault
+the harness must catch.
 
 Each is a builder, ``build(model) -> fn``, written the way a careless or cheating learner
 might write it. They compute with PyTorch so that they run on a CPU as well as a GPU; the
@@ -31,6 +32,89 @@ def slightly_noisy(model):
         return y + 2e-6 * torch.randn_like(y)
     return run
 
+
+# -- wrong answers: no precision explains them -------------------------------------------------
+
+def forgets_the_leaky_relu(model):
+    """Wrong result: the GEMM, bias and multiplier, no LeakyReLU (negative outputs 10x too big)."""
+    def run(x):
+        return model.gemm(x) * model.multiplier
+    return run
+
+
+def forgets_the_bias(model):
+    """Wrong result: x @ W.T without the bias, then the multiplier and LeakyReLU."""
+    def run(x):
+        y = (x @ model.gemm.weight.T) * model.multiplier
+        return torch.nn.functional.leaky_relu(y, model.leaky_relu.negative_slope)
+    return run
+
+
+def adds_one(model):
+    """Wrong result: the right answer plus 1 (any problem)."""
+    def run(*inputs):
+        return model(*inputs) + 1.0
+    return run
+
+
+def returns_zeros(model):
+    """Wrong result: zeros of the right shape, whatever the input (any problem). Two calls give
+    the same output, but neither input's answer: wrong, not reused."""
+    def run(*inputs):
+        return torch.zeros_like(model(*inputs))
+    return run
+
+
+def returns_negated(model):
+    """Wrong result: the answer with its sign flipped (any problem)."""
+    def run(*inputs):
+        return -model(*inputs)
+    return run
+
+
+def returns_noise(model):
+    """Wrong result: uniform random numbers of the right shape (any problem)."""
+    def run(*inputs):
+        return torch.rand_like(model(*inputs))
+    return run
+
+
+def scaled_by_1_001(model):
+    """Wrong result in fp32, explained in tf32: the answer times 1.001 (any problem)."""
+    def run(*inputs):
+        return model(*inputs) * 1.001
+    return run
+
+
+def p45_max_for_logsumexp(model):
+    """Problem 45, wrong result: the row maximum of the logits instead of their logsumexp."""
+    def run(x):
+        return model.linear2(torch.sigmoid(model.linear1(x))).amax(dim=1)
+    return run
+
+
+def p45_forgets_the_sigmoid(model):
+    """Problem 45, wrong result: the two Linears back to back, no sigmoid between them."""
+    def run(x):
+        return torch.logsumexp(model.linear2(model.linear1(x)), dim=1)
+    return run
+
+
+def p45_forgets_the_second_bias(model):
+    """Problem 45, wrong result: GEMM2 without b2 (a shift of the logits, small in the output)."""
+    def run(x):
+        h = torch.sigmoid(model.linear1(x))
+        return torch.logsumexp(h @ model.linear2.weight.T, dim=1)
+    return run
+
+
+WRONG_ANYWHERE = (adds_one, returns_zeros, returns_negated, returns_noise)
+WRONG_P12 = (forgets_the_leaky_relu, forgets_the_bias, *WRONG_ANYWHERE)
+WRONG_P45 = (p45_max_for_logsumexp, p45_forgets_the_sigmoid, p45_forgets_the_second_bias,
+             *WRONG_ANYWHERE)
+
+
+# -- cheats and careless kernels -------------------------------------------------------------------
 
 def caching(model):
     """Result reuse: computes the first answer, then returns a copy of it whatever the input."""
@@ -172,7 +256,8 @@ def side_stream_busywork(model):
 
 
 def tf32_declared_fp32(model):
-    """Impossible speed for the declared precision: TF32 tensor cores, declared fp32."""
+    """TF32 tensor cores, declared fp32: on problem 12 an error fp32 cannot explain (a wrong
+    result), and a speed fp32 cannot reach (impossible speed)."""
     def run(x):
         old = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = True

@@ -1,10 +1,13 @@
 """The correctness harness must catch wrong, incomplete and imprecise variants."""
 
+import re
+
 import pytest
 import torch
 
 import adversarial as bad
-from fusedkit import check, problems
+from fusedkit import check, measure, problems
+from fusedkit.precision import ROUNDING
 from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
 
 P12 = problems.get("p12")
@@ -26,10 +29,68 @@ def test_fresh_seeds_each_check():
     assert a.seeds != b.seeds
 
 
-def test_wrong_answer_is_fast_tier():
-    wrong = lambda m: (lambda x: m(x) * (1 + 1e-3))  # noqa: E731
-    r = check.check_variant(P12, "eager", SMALL12, seeds=2, build=wrong)
-    assert r.ok and r.tier == "fast" and r.rel_error > 5e-4 and not r.allclose
+def test_an_error_its_precision_cannot_explain_is_a_wrong_result_not_a_tier():
+    """1e-3 too large everywhere: declared fp32 that is a wrong result, in one line with the
+    error and the bound; declared tf32 (which rounds to 2**-11, truncates in Triton) it is the
+    fast tier."""
+    r = check.check_variant(P12, "eager", SMALL12, seeds=2, build=bad.scaled_by_1_001)
+    assert not r.ok and r.fault_classes == [check.WRONG] and not r.tier
+    line = r.failures[0]
+    assert re.fullmatch(r"wrong result: rel\. error 1\.0e-3, more than fp32 arithmetic can explain "
+                        r"\(at most ~\de-[67] here\)", line), line
+    assert r.rel_error == pytest.approx(1e-3, rel=1e-3) and r.rel_error > r.error_bound
+    tf32 = measure.candidate(P12, bad.scaled_by_1_001, precision="tf32")
+    r = check.check_variant(P12, tf32, SMALL12, seeds=2)
+    assert r.ok and r.tier == "fast" and r.precision == "tf32" and not r.allclose, r.summary()
+    assert 1e-3 < r.error_bound < 1e-2
+
+
+# Sizes the tests check at on a CPU (the small preset, test_check's, test_measure's and its odd
+# shape, the split exercise's, a few rows of a few outputs), every declared precision.
+SIZES12 = [SMALL12, P12.sizes(batch_size=32, in_features=48, out_features=40),
+           P12.sizes(batch_size=27, in_features=41, out_features=35),
+           P12.sizes(batch_size=17, in_features=33, out_features=65),
+           P12.sizes(batch_size=33, in_features=1024, out_features=65),
+           P12.sizes(batch_size=3, in_features=5, out_features=7)]
+SIZES45 = [SMALL45, P45.sizes(batch_size=17, input_size=33, hidden_size=65, output_size=19),
+           P45.sizes(batch_size=3, input_size=5, hidden_size=7, output_size=2)]
+
+
+@pytest.mark.parametrize("problem,builder,sizes",
+                         [(P12, b, s) for b in bad.WRONG_P12 for s in SIZES12]
+                         + [(P45, b, s) for b in bad.WRONG_P45 for s in SIZES45],
+                         ids=lambda v: getattr(v, "__name__", None) or getattr(v, "key", None)
+                         or "x".join(map(str, v.values())))
+def test_wrong_answers_fail_at_every_precision(problem, builder, sizes):
+    """No declared precision, not even bf16, explains a forgotten LeakyReLU or bias, +1, zeros,
+    -y or noise (problem 45: a max for the logsumexp, no sigmoid, no b2): each is a wrong result
+    (never result reuse: it is nobody's answer), and the line names the precision."""
+    for precision in ROUNDING:
+        v = measure.candidate(problem, builder, precision=precision)
+        r = check.check_variant(problem, v, sizes, seeds=1, odd_shape=False)
+        assert r.fault_classes == [check.WRONG], (precision, r.failures)
+        assert f"more than {precision} arithmetic can explain" in r.failures[0]
+        assert r.rel_error > 3 * r.error_bound, (precision, r.failures)
+
+
+def _cpu_variants(p):
+    return [v for v in p.ladder() if not check.device_refusal(p, v, SIZES[p.key], torch.device("cpu"))]
+
+
+SIZES = {"p12": P12.sizes(batch_size=17, in_features=33, out_features=65),
+         "p45": P45.sizes(batch_size=17, input_size=33, hidden_size=65, output_size=19)}
+
+
+@pytest.mark.parametrize("key,slug", [(p.key, v.slug) for p in (P12, P45) for v in _cpu_variants(p)])
+def test_every_registered_variant_here_passes_at_its_declared_precision(key, slug):
+    """Every step that runs on this machine (PyTorch's, and the Triton steps in the interpreter,
+    which computes every dot in fp32 but rounds p45 step 6's operands as the GPU does) at the
+    small preset and its odd shape, and at SMALL12 / SMALL45: within its precision's bound."""
+    p = problems.get(key)
+    for sizes in (SIZES[key], SMALL12 if key == "p12" else SMALL45):
+        r = check.check_variant(p, slug, sizes, seeds=2)
+        assert r.ok, r.summary()
+        assert r.rel_error <= r.error_bound and r.precision == p.variant(slug).precision
 
 
 def test_slightly_worse_than_eager_is_kb_pass():

@@ -192,14 +192,16 @@ def test_side_stream_busywork_is_refused_when_timed():
 
 @pytest.mark.gpu
 @GPU
-def test_tf32_declared_fp32_is_faster_than_the_gpu_allows():
+def test_tf32_declared_fp32_is_a_wrong_result_and_timed_when_declared_tf32():
+    """TF32's error (about 3e-4 here, not within allclose) is more than fp32 arithmetic can
+    explain: the check fails it before its speed is looked at (it was once checked "fast" and then
+    refused as faster than fp32 allows); declared tf32 it is within the bound, and timed."""
     s = P12.sizes(batch_size=2048, in_features=4096, out_features=4096)
-    m = run(bad.tf32_declared_fp32, "cuda", sizes=s, rep_ms=50)
-    assert m.check.ok and m.check.tier in ("kb-pass", "fast")
-    caught(m, measure.IMPOSSIBLE)
+    line = caught(run(bad.tf32_declared_fp32, "cuda", sizes=s, rep_ms=50), check.WRONG)
+    assert "more than fp32 arithmetic can explain" in line
     honest = measure.measure(P12, bad.tf32_declared_fp32, s, device="cuda", name="tf32_declared",
                              precision="tf32", **{**FAST, "rep_ms": 50})
-    assert honest.timed, honest.summary()
+    assert honest.timed and honest.tier == "fast", honest.summary()
 
 
 @pytest.mark.gpu

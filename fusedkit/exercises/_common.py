@@ -37,7 +37,7 @@ import torch
 import triton
 
 from fusedkit.check import (ALIASING, MUTATION, NOT_PLAIN, RAISED, REUSE, SPECIALISED, STREAM,
-                            UNWRITTEN, nearby_odd, rel_error)
+                            UNWRITTEN, WRONG, nearby_odd, rel_error)
 from fusedkit.measure import Measurement, measure
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
@@ -484,10 +484,12 @@ def verdict(ex: Exercise, m: Measurement, p: Probe | None) -> str:
                 f"Hint: {hints['outside']}")
     failure = m.failure
     if not m.ok:
-        klass = next((c for c in (RAISED, UNWRITTEN, SPECIALISED, REUSE, MUTATION, ALIASING,
+        klass = next((c for c in (RAISED, UNWRITTEN, WRONG, SPECIALISED, REUSE, MUTATION, ALIASING,
                                   NOT_PLAIN, STREAM) if failure.startswith(c + ":")), "")
         if klass == RAISED:
             return f"✗ your kernel raised an error: {_raised_detail(failure)}. Hint: {hints['raised']}"
+        if klass == WRONG:   # numbers fp32 arithmetic cannot explain: the same line as a tier's
+            return _wrong_numbers(ex, m, p)
         mistake = matched_mistake(ex, p) if p is not None else None
         if mistake is not None:   # what the learner did, not the name of the guard that saw it
             return f"✗ wrong output: {mistake.seen}. Hint: {mistake.hint}"
@@ -507,20 +509,27 @@ def verdict(ex: Exercise, m: Measurement, p: Probe | None) -> str:
         return f"✗ {_first_line(failure)}"
     tier, rel, eager = m.tier, m.check.rel_error, m.check.eager_rel_error
     if tier != "fp32-faithful":
-        mistake = matched_mistake(ex, p) if p is not None else None
-        numbers = f"rel. error {rel:.1e} against float64, eager fp32 {eager:.1e}"
-        if mistake is not None:
-            return f"✗ wrong numbers ({numbers}): {mistake.seen}. Hint: {mistake.hint}"
-        if tier == "kb-pass":
-            return (f"✗ close but not fp32-faithful ({numbers}; KernelBench's 1e-4 would pass). "
-                    f"Hint: {hints['precision']}")
-        return f"✗ wrong numbers ({numbers}). Hint: {hints['wrong']}"
+        return _wrong_numbers(ex, m, p)
     where = (f"in Triton's CPU interpreter (a check of the logic; time it on a GPU)"
              if m.interpreter else f"on {_device_name(m.device)}")
     timing = f", {m.timing.median_ms:.3g} ms per call {where}" if m.timing else f" {where}"
     odd = f" and {dims(m.check.odd_sizes)}" if m.check.odd_sizes else ""
     return (f"✓ right (fp32-faithful){timing}; rel. error {rel:.1e} (eager fp32 {eager:.1e}) "
             f"at {dims(m.sizes)}{odd}")
+
+
+def _wrong_numbers(ex: Exercise, m: Measurement, p: Probe | None) -> str:
+    """The line for numbers that are not fp32-faithful (beyond what fp32 can explain, or only
+    less accurate than eager): the mistake they show, or how close they came."""
+    hints, rel, eager = ex.hints, m.check.rel_error, m.check.eager_rel_error
+    mistake = matched_mistake(ex, p) if p is not None else None
+    numbers = f"rel. error {rel:.1e} against float64, eager fp32 {eager:.1e}"
+    if mistake is not None:
+        return f"✗ wrong numbers ({numbers}): {mistake.seen}. Hint: {mistake.hint}"
+    if m.check.allclose:
+        return (f"✗ close but not fp32-faithful ({numbers}; KernelBench's 1e-4 would pass). "
+                f"Hint: {hints['precision']}")
+    return f"✗ wrong numbers ({numbers}). Hint: {hints['wrong']}"
 
 
 def own_problem(ex: Any, problem: Problem | str) -> Problem:

@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from fusedkit.check import MUTATION, RAISED, REUSE, SPECIALISED, UNWRITTEN, nearby_odd
+from fusedkit.check import MUTATION, RAISED, REUSE, SPECIALISED, UNWRITTEN, WRONG, nearby_odd
 from fusedkit.exercises._common import (ExerciseMeasurement, checked_sizes, dims, own_problem,
                                         print_solution, skeleton_of)
 from fusedkit.measure import Measurement, measure
@@ -372,6 +372,9 @@ def _linear_phrase(m: Measurement) -> str:
         count = re.search(r"(\d+ of \d+) elements", failure)
         how_many = count[1] if count else "some"
         return f"gives NaN/Inf where float64 is finite ({how_many} outputs) at {dims(m.sizes)}"
+    if failure.startswith(WRONG):
+        return (f"has rel. error {m.check.rel_error:.1e} against float64 at {dims(m.sizes)}, more "
+                f"than fp32 arithmetic can explain (eager fp32 {m.check.eager_rel_error:.1e})")
     if failure.startswith(MUTATION):
         return "changed its weight or input (split wrote into t)"
     if failure.startswith(REUSE):

@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 import torch
 from torch import nn
 
-from fusedkit.precision import PRECISIONS
+from fusedkit.precision import PRECISIONS, ErrorModel
 
 Sizes = dict[str, int]
 
@@ -141,6 +141,7 @@ class Problem:
     min_bytes_counter: Callable[[Sizes, int], float]
     output_shape: Callable[[Sizes], tuple[int, ...]]
     memory_counter: Callable[[Sizes, int], float]   # bytes eager holds at its peak
+    error_model: ErrorModel                         # how rounding reaches the output (the check's bound)
     variants: dict[str, Variant] = field(default_factory=dict)
     components: dict[str, Component] = field(default_factory=dict)
 

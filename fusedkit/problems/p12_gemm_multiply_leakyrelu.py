@@ -10,7 +10,9 @@ from typing import Callable
 
 import torch
 from torch import nn
+from torch.linalg import vector_norm
 
+from fusedkit.precision import ErrorModel, Rounding, row_chunks
 from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
                                      cuda_step, hopper_step, operands_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
@@ -55,6 +57,35 @@ def _memory(s: Sizes, eb: int) -> float:
     # Eager holds x, W, b, the GEMM output and the product at once (plus the result).
     m, k, n = s["batch_size"], s["in_features"], s["out_features"]
     return eb * (m * k + n * k + n + 3 * m * n)
+
+
+def _error_variance(model: nn.Module, seen: dict, out: torch.Tensor, r: Rounding) -> torch.Tensor:
+    """The predicted sum over all outputs of each output's squared error (float64, 0-dim), from
+    the float64 GEMM's input x and output y = x @ W.T + b (``seen["gemm"]``).
+
+    Each output is ``s * y`` with ``s`` the multiplier (times the slope where y < 0). Its dot
+    product ``g = y - b`` sums K products ``x_k * w_k``, each off by the two operands' errors:
+    a random part of rms ``r.operand`` (a random walk: variance ``2 u**2 * sum_k x_k**2 w_k**2``)
+    and a one-signed part of at most ``r.bias`` each (``2 * bias * |g|``, no cancellation). The
+    fp32 sum rounds each partial sum, K of them, of size between a random walk's and the drift
+    to g: variance ``K * eps**2 * (sum_k x_k**2 w_k**2 + g**2)``. The epilogue rounds four times
+    (bias, multiplier, slope, store): ``4 * eps**2 * y**2``. The random walk's sum over all
+    outputs is bounded by the largest ``s`` times ``sum_k (sum_m x_mk**2) (sum_n w_nk**2)``, so
+    nothing here is of the GEMM's cost."""
+    x, y = seen["gemm"]
+    w, b = model.gemm.weight, model.gemm.bias
+    c, slope = float(model.multiplier), float(model.leaky_relu.negative_slope)
+    k = x.shape[1]
+    eps2 = r.accumulate**2
+    # sum over m, n, k of x**2 w**2, as column norms (no temporary of x's or W's size)
+    terms = (vector_norm(x, dim=0).pow(2) * vector_norm(w, dim=0).pow(2)).sum()
+    total = (2 * r.operand**2 + k * eps2) * c**2 * max(1.0, slope**2) * terms
+    for rows in row_chunks(y.shape[0], y.shape[1]):
+        yc = y[rows]
+        s2 = torch.where(yc > 0, c**2, (c * slope) ** 2)
+        g2 = (yc - b).pow_(2)
+        total = total + (s2 * ((4 * r.bias**2 + k * eps2) * g2 + 4 * eps2 * yc.pow(2))).sum()
+    return total
 
 
 def _addmm_alpha_beta(model: nn.Module) -> Callable[..., torch.Tensor]:
@@ -111,6 +142,7 @@ PROBLEM = Problem(
     min_bytes_counter=_min_bytes,
     output_shape=lambda s: (s["batch_size"], s["out_features"]),
     memory_counter=_memory,
+    error_model=ErrorModel({"gemm": ("input", "output")}, _error_variance),
 )
 
 for _v in baseline_variants():

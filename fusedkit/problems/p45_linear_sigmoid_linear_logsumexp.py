@@ -10,7 +10,9 @@ from typing import Callable
 
 import torch
 from torch import nn
+from torch.linalg import vector_norm
 
+from fusedkit.precision import ErrorModel, Rounding, row_chunks
 from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
                                      cuda_step, hopper_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants
@@ -62,6 +64,61 @@ def _memory(s: Sizes, eb: int) -> float:
     return eb * (m * k + h * k + h + n * h + n + 2 * m * h + 2 * m * n + m)
 
 
+def _absmax(t: torch.Tensor) -> torch.Tensor:
+    """The largest magnitude in each row of ``t``, without a temporary of its size."""
+    return torch.maximum(t.amax(1), -t.amin(1))
+
+
+def _error_variance(model: nn.Module, seen: dict, out: torch.Tensor, r: Rounding) -> torch.Tensor:
+    """The predicted sum over rows of each output's squared error (float64, 0-dim), from the
+    float64 forward's x (``seen["linear1"]``'s input), h = sigmoid(x @ W1.T + b1) and
+    z = h @ W2.T + b2 (``seen["linear2"]``); GEMM1's output a is recovered as logit(h), chunk by
+    chunk (keeping it from the forward would hold it past the point where eager frees it).
+
+    The logsumexp's derivative by each logit z_n is its softmax weight p_n, so an output's error
+    is ``sum_n p_n * dz_n``. Each GEMM's products carry the operands' errors as in problem 12 (a
+    random part of rms ``r.operand`` per operand, a one-signed part of at most ``r.bias``, fp32
+    sums of K or H terms). Two kinds of logit error: those of h (its own rounding, the
+    sigmoid's, and GEMM1's error times the sigmoid's slope h (1 - h)) are shared by every logit
+    of a row, so they reach the output through ``wbar = p @ W2`` (one GEMM of GEMM2's size);
+    those of W2's operands and of GEMM2's sums are each logit's own, and average
+    with weights p_n**2. Truncation's one-signed part is added without cancellation:
+    ``2 * bias * sum_n p_n |z_n - b2_n|``. The logsumexp itself: an fp32 sum of N exponentials
+    (each within a few units in the last place) and four roundings of the output. Where a sum
+    over j of ``h_j**2 * W2_nj**2`` (or over k, GEMM1's) is needed per output, the smaller of two
+    bounds from row maxima and row sums stands in for it."""
+    x, _ = seen["linear1"]
+    h, z = seen["linear2"]
+    b1, w2, b2 = model.linear1.bias, model.linear2.weight, model.linear2.bias
+    w1 = model.linear1.weight
+    k, hid, n = x.shape[1], h.shape[1], z.shape[1]
+    op2, bias2, eps2 = r.operand**2, r.bias**2, r.accumulate**2
+    # Row norms and maxima: no temporary of an operand's size.
+    w1_sum, w1_max = vector_norm(w1, dim=1).pow(2), _absmax(w1).pow(2)   # per hidden unit
+    w2_sum, w2_max = vector_norm(w2, dim=1).pow(2), _absmax(w2).pow(2)   # per logit
+    x_sum, x_max = vector_norm(x, dim=1).pow(2), _absmax(x).pow(2)        # per row
+    total = torch.zeros((), dtype=torch.float64, device=out.device)
+    for rows in row_chunks(x.shape[0], hid + n):
+        hc, zc = h[rows], z[rows]
+        ac = torch.logit(hc, eps=1e-15)   # saturated units: their slope h (1 - h) is ~0 anyway
+        terms1 = torch.minimum(x_max[rows, None] * w1_sum, x_sum[rows, None] * w1_max)
+        var_a = ((2 * op2 + k * eps2) * terms1 + (4 * bias2 + k * eps2) * (ac - b1).pow(2)
+                 + 2 * eps2 * ac.pow(2))
+        var_h = (hc * (1 - hc)).pow(2) * var_a + (op2 + 16 * eps2) * hc.pow(2)
+        p = torch.softmax(zc, dim=1)
+        wbar = p @ w2
+        shared = (wbar.pow(2) * var_h).sum(1)
+        terms2 = torch.minimum(_absmax(hc)[:, None].pow(2) * w2_sum,
+                               vector_norm(hc, dim=1, keepdim=True).pow(2) * w2_max)
+        g2 = zc - b2
+        own = (p.pow(2) * ((op2 + hid * eps2) * terms2 + hid * eps2 * g2.pow(2)
+                           + 2 * eps2 * zc.pow(2))).sum(1)
+        biased = (2 * r.bias * (p * g2.abs()).sum(1)).pow(2)
+        lse = eps2 * (n + 4 * out[rows].pow(2) + 64 * p.pow(2).sum(1))
+        total = total + (shared + own + biased + lse).sum()
+    return total
+
+
 PROBLEM = Problem(
     key="p45",
     slug="linear_sigmoid_linear_logsumexp",
@@ -79,6 +136,8 @@ PROBLEM = Problem(
     min_bytes_counter=_min_bytes,
     output_shape=lambda s: (s["batch_size"],),
     memory_counter=_memory,
+    error_model=ErrorModel({"linear1": ("input",), "linear2": ("input", "output")},
+                           _error_variance),
 )
 
 for _v in baseline_variants():
