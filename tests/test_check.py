@@ -58,7 +58,8 @@ SIZES45 = [SMALL45, P45.sizes(batch_size=17, input_size=33, hidden_size=65, outp
 
 @pytest.mark.parametrize("problem,builder,sizes",
                          [(P12, b, s) for b in bad.WRONG_P12 for s in SIZES12]
-                         + [(P45, b, s) for b in bad.WRONG_P45 for s in SIZES45],
+                         + [(P45, b, s) for b in bad.WRONG_P45 for s in SIZES45
+                            if b is not bad.p45_forgets_the_second_bias],
                          ids=lambda v: getattr(v, "__name__", None) or getattr(v, "key", None)
                          or "x".join(map(str, v.values())))
 def test_wrong_answers_fail_at_every_precision(problem, builder, sizes):
@@ -70,7 +71,32 @@ def test_wrong_answers_fail_at_every_precision(problem, builder, sizes):
         r = check.check_variant(problem, v, sizes, seeds=1, odd_shape=False)
         assert r.fault_classes == [check.WRONG], (precision, r.failures)
         assert f"more than {precision} arithmetic can explain" in r.failures[0]
-        assert r.rel_error > 3 * r.error_bound, (precision, r.failures)
+        # Not a marginal catch. The tightest case is a forgotten bias at in_features=1024 in bf16,
+        # where the bias is small next to y: over 300 draws its error was 2.7 to 4 times the bound.
+        assert r.rel_error > 2 * r.error_bound, (precision, r.failures)
+
+
+# A forgotten b2 shifts every logsumexp by a softmax-weighted mean of b2, which some draws of b2
+# put near zero. Measured over 200 draws at each of SIZES45: its error was at least 195 times the
+# bound of fp32, tf32x3 and fp16x3, but up to 9 draws in 200 fell within what bf16 rounding can
+# explain (up to 3 in 200 for tf32). So at those precisions one build may pass it, and more
+# builds are what catch it: 8 builds all miss it with a chance of about 0.045**8, under 1e-10.
+FAITHFUL = [p for p in ROUNDING if ROUNDING[p].operand < 1e-5]
+LOOSE = [p for p in ROUNDING if p not in FAITHFUL]
+
+
+@pytest.mark.parametrize("sizes", SIZES45, ids=lambda s: "x".join(map(str, s.values())))
+def test_a_forgotten_second_bias_is_wrong_and_more_builds_catch_it_at_16_bits(sizes):
+    for precision in FAITHFUL:
+        v = measure.candidate(P45, bad.p45_forgets_the_second_bias, precision=precision)
+        r = check.check_variant(P45, v, sizes, seeds=1, odd_shape=False)
+        assert r.fault_classes == [check.WRONG], (precision, r.failures)
+        assert r.rel_error > 30 * r.error_bound, (precision, r.failures)
+    for precision in LOOSE:
+        v = measure.candidate(P45, bad.p45_forgets_the_second_bias, precision=precision)
+        r = check.check_variant(P45, v, sizes, seeds=8, odd_shape=False)
+        assert r.fault_classes == [check.WRONG], (precision, r.failures)
+        assert f"more than {precision} arithmetic can explain" in r.failures[0]
 
 
 def _cpu_variants(p):
