@@ -100,18 +100,11 @@ def p45_forgets_the_sigmoid(model):
     return run
 
 
-def p45_forgets_the_second_bias(model):
-    """Problem 45, wrong result: GEMM2 without b2 (a shift of the logits, small in the output)."""
-    def run(x):
-        h = torch.sigmoid(model.linear1(x))
-        return torch.logsumexp(h @ model.linear2.weight.T, dim=1)
-    return run
-
-
 WRONG_ANYWHERE = (adds_one, returns_zeros, returns_negated, returns_noise)
 WRONG_P12 = (forgets_the_leaky_relu, forgets_the_bias, *WRONG_ANYWHERE)
-WRONG_P45 = (p45_max_for_logsumexp, p45_forgets_the_sigmoid, p45_forgets_the_second_bias,
-             *WRONG_ANYWHERE)
+# Not here: problem 45 without b2. Its output moves by b2's softmax-weighted mean, near 0 on some
+# draws at small sizes: below what bf16 or tf32 explains there in about 3% of them (fp32 catches it).
+WRONG_P45 = (p45_max_for_logsumexp, p45_forgets_the_sigmoid, *WRONG_ANYWHERE)
 
 
 # -- cheats and careless kernels -------------------------------------------------------------------

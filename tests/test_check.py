@@ -63,14 +63,16 @@ SIZES45 = [SMALL45, P45.sizes(batch_size=17, input_size=33, hidden_size=65, outp
                          or "x".join(map(str, v.values())))
 def test_wrong_answers_fail_at_every_precision(problem, builder, sizes):
     """No declared precision, not even bf16, explains a forgotten LeakyReLU or bias, +1, zeros,
-    -y or noise (problem 45: a max for the logsumexp, no sigmoid, no b2): each is a wrong result
-    (never result reuse: it is nobody's answer), and the line names the precision."""
+    -y or noise (problem 45: a max for the logsumexp, no sigmoid): each is a wrong result (never
+    result reuse: it is nobody's answer), and the line names the precision. The nearest: the
+    forgotten bias at K = 1024 in bf16, 2.5 to 3.5 times the bound over 200 draws (nn.Linear's
+    bias is 1/sqrt(K) of an output's size)."""
     for precision in ROUNDING:
         v = measure.candidate(problem, builder, precision=precision)
         r = check.check_variant(problem, v, sizes, seeds=1, odd_shape=False)
         assert r.fault_classes == [check.WRONG], (precision, r.failures)
         assert f"more than {precision} arithmetic can explain" in r.failures[0]
-        assert r.rel_error > 3 * r.error_bound, (precision, r.failures)
+        assert r.rel_error > 1.5 * r.error_bound, (precision, r.failures)   # not a near thing
 
 
 def _cpu_variants(p):
