@@ -8,6 +8,8 @@ fault, not the arithmetic, is what they show.
 
 from __future__ import annotations
 
+import hashlib
+import random
 import time
 
 import torch
@@ -130,6 +132,48 @@ def memo_by_pointer(model):
         if key not in memo:
             memo[key] = model(x)
         return memo[key].clone()
+    return run
+
+
+def wrong_one_call_in(n: int):
+    """A builder wrong on one call in ``n`` from its third call on (the check calls each build
+    twice): on those calls it returns the previous call's answer again, skipping the work, as a
+    kernel that guesses when it is timed would. Which calls, a phase drawn per build, is unknown
+    to the harness."""
+    def build(model):
+        state = {"calls": 0, "phase": random.randrange(n), "wrong": 0}
+
+        def run(x):
+            state["calls"] += 1
+            if state["calls"] > REFERENCE_CALLS and (state["calls"] + state["phase"]) % n == 0:
+                state["wrong"] += 1
+                return state["y"].clone()
+            state["y"] = model(x)
+            return state["y"]
+        run.state = state
+        build.last = run
+        return run
+    build.__name__ = f"wrong_one_call_in_{n}"
+    return build
+
+
+def memo_by_content(model):
+    """Result reuse keyed on the input's content (a fingerprint of its bytes): right whenever it
+    computes, and fast only where the harness repeats an input. Its ``hits`` count the answers
+    it served from memory; a harness that times it on inputs it never saw leaves them at 0."""
+    memo = {}
+    stats = {"hits": 0, "calls": 0}
+
+    def run(x):
+        stats["calls"] += 1
+        key = hashlib.blake2b(x.detach().cpu().contiguous().numpy().tobytes(), digest_size=16).digest()
+        if key in memo:
+            stats["hits"] += 1
+            return memo[key].clone()
+        memo[key] = model(x)
+        return memo[key].clone()
+    run.stats = stats
+    memo_by_content.last = run
     return run
 
 

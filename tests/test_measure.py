@@ -2,6 +2,7 @@
 every class of fault is caught, named in one line, and never timed or recorded as a result."""
 
 import math
+import re
 import subprocess
 import sys
 import time
@@ -68,6 +69,60 @@ def test_memo_by_pointer_is_caught_when_timed():
     m = run(bad.memo_by_pointer)
     assert m.check.ok
     caught(m, measure.TIMED_DIFFER)
+
+
+CATCH_TRIALS = 20
+"""Measurements per kernel in the catch-rate tests (the README's table quotes their result)."""
+
+
+@pytest.mark.parametrize("n", [5, 50])
+def test_a_kernel_wrong_on_one_call_in_n_is_caught_every_time(n):
+    """Every call made while timing (warm-up included) is verified on random rows of its own
+    fresh input, so a kernel that is right on the check's calls and then wrong on one call in n
+    (the previous answer again) is caught in every measurement in which it was wrong at all: in
+    all CATCH_TRIALS here, for one in 5 and one in 50 (the timing makes hundreds of calls)."""
+    builder = bad.wrong_one_call_in(n)
+    lines = []
+    for _ in range(CATCH_TRIALS):
+        m = run(builder)
+        assert m.check.ok and builder.last.state["wrong"] >= 1, m.summary()
+        assert builder.last.state["calls"] >= 2 * n
+        lines.append(m.failure)
+    caught_here = [ln for ln in lines if ln.startswith(measure.TIMED_DIFFER)]
+    print(f"wrong_one_call_in({n}): caught in {len(caught_here)} of {CATCH_TRIALS} measurements")
+    assert len(caught_here) == CATCH_TRIALS, lines
+    assert re.search(rf"^timed calls differ from checked ones: \d+ of \d+ calls made while timed gave "
+                     r"outputs beyond what fp32 explains and 4x the checked calls' error \(call \d+: "
+                     r"rel\. error [\d.e-]+ on 8 random rows of its own fresh input, allowed "
+                     r"[\d.e-]+\); a kernel must not change what it computes when it is timed$", lines[0])
+
+
+def test_a_content_memo_is_timed_on_inputs_it_never_saw():
+    """A kernel that keeps answers by a fingerprint of its input's bytes: every timed call gets
+    fresh random values (not a rotation of a few inputs, which it would have answered from
+    memory, timed at the speed of a lookup), so it never finds one and is timed computing."""
+    m = run(bad.memo_by_content)
+    stats = bad.memo_by_content.last.stats
+    assert m.timed and m.timing.repeats >= 3, m.summary()
+    assert stats["hits"] == 0 and stats["calls"] >= m.timing.repeats + 3
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fresh_inputs_are_kernelbench_draws_never_repeated(device):
+    """Problem.refill_inputs, the timing's refill: uniform in [0, 1) as get_inputs draws, new
+    values on every call, from numpy's PCG64 on a CPU and the device's own generator on a GPU."""
+    import numpy as np
+
+    inputs = P12.get_inputs(SMALL, device=device)
+    rng = torch.Generator(device).manual_seed(1) if device == "cuda" else np.random.default_rng(1)
+    draws = []
+    for _ in range(3):
+        P12.refill_inputs(inputs, rng)
+        draws.append(inputs[0].clone())
+    for a in draws:
+        assert a.dtype == torch.float32 and 0 <= a.min() and a.max() < 1
+        assert abs(a.double().mean().item() - 0.5) < 0.05
+    assert not any(torch.equal(a, b) for i, a in enumerate(draws) for b in draws[:i])
 
 
 def test_shape_specialisation_is_caught():
@@ -162,12 +217,14 @@ def test_interpreter_rows_say_so_and_do_not_judge_tf32():
 
 
 def test_timing_loop_keeps_and_refreshes():
-    seen = []
-    t = bench.time_calls(lambda: torch.ones(3) * len(seen), prepare=seen.append, warmup_ms=1,
+    seen, after = [], []
+    t = bench.time_calls(lambda: torch.ones(3) * len(seen), prepare=seen.append,
+                         after=lambda i, out: after.append((i, out[0].item())), warmup_ms=1,
                          rep_ms=5, device="cpu", keep=2)
     assert len(t.kept) == 2 and all(i >= 3 for i, _ in t.kept)
-    assert len({i % 2 for i, _ in t.kept}) == 2          # one per residue: every input set verified
+    assert len({i % 2 for i, _ in t.kept}) == 2          # one per residue
     assert seen == list(range(len(seen))) and t.timing.repeats >= 3
+    assert after == [(i, i + 1) for i in seen]           # every call, right after it, its output
     with pytest.raises(ValueError, match="finite"):
         bench.time_calls(lambda: None, rep_ms=math.nan, device="cpu")
 
