@@ -12,6 +12,9 @@ the timing itself:
   random are copied, and after the call (outside the timed region) the same rows of its output
   are compared with float64 on those copies: every call is verified, so a kernel wrong on one
   call in five, or one in fifty, is caught whenever it is wrong while timed;
+- a library function the candidate replaces, during its build or any call, checked or timed
+  (torch's, torch.Tensor's, fusedkit's own: :mod:`fusedkit.guard`), is named in one line, put
+  back, and refuses the measurement;
 - on a GPU, checks and timing run on a stream of the harness's own, the events on it are
   cross-checked with device-wide wall time over the same calls, and a call whose events see
   much less than the device was busy is refused (its work hides on another stream);
@@ -36,6 +39,7 @@ import torch
 from fusedkit import bench, problems
 from fusedkit.check import (EPS32, SEEDS, Build, CheckResult, check_seeds, check_variant,
                             device_refusal, harness_device, one_line, plain_output_fault, short)
+from fusedkit.guard import Snapshot
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.interrupts import checkpoint
 from fusedkit.precision import error_bound
@@ -311,9 +315,33 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
     expect = tuple(problem.output_shape(sizes))
     rows = inputs[0].shape[0]
     floor = TIMED_ERROR_FACTOR * max(m.check.rel_error, m.check.eager_rel_error, 2 * EPS32)
+    snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
+    try:
+        _time_build(m, snapshot, model, hidden64, inputs, expect, rows, floor, rng, values, picks,
+                    warmup_ms, rep_ms)
+    finally:
+        snapshot.restore()
+
+
+def _time_build(m: Measurement, snapshot: Snapshot, model: torch.nn.Module,
+                hidden64: torch.nn.Module, inputs: list[torch.Tensor], expect: tuple[int, ...],
+                rows: int, floor: float, rng: random.Random, values: object,
+                picks: torch.Generator, warmup_ms: float, rep_ms: float) -> None:
+    """:func:`_time` once its model, inputs, generators and snapshot exist."""
+    problem, device = m.problem, m.device
     t0 = time.perf_counter()
-    fn = m.variant.build(model)
-    m.build_s = time.perf_counter() - t0
+    try:
+        fn = m.variant.build(model)
+    except Exception:
+        m.refused = snapshot.fault("during the timing's build")
+        if m.refused:   # what it broke, not how it broke: the patch is the finding
+            return
+        raise
+    finally:
+        m.build_s = time.perf_counter() - t0
+    m.refused = snapshot.fault("during the timing's build")
+    if m.refused:
+        return
     picked: list = [None]          # the rows the next call is verified on, and their inputs
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []   # per call: (rel. error, allowed)
     faults: list[str] = []
@@ -332,6 +360,9 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
     def after(i: int, out: object) -> None:
         # Queued behind the call's end event and read only after the loop: no synchronize here.
         idx, kept = picked[0]
+        patched = snapshot.fault(f"during timed call {i + 1}")   # before anything is verified
+        if patched:
+            faults.append(patched)
         fault = plain_output_fault(out, expect, device)
         if fault:
             faults.append(f"call {i + 1}: {fault}")
@@ -343,10 +374,20 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
         rel = torch.linalg.vector_norm(got - ref) / torch.where(norm > 0, norm, 1.0)
         seen.append((torch.where(torch.isfinite(got).all(), rel, math.inf), bound.clamp(min=floor)))
 
-    timed = bench.time_calls(call, prepare=prepare, after=after, warmup_ms=warmup_ms,
-                             rep_ms=rep_ms, device=device, rng=rng)
+    try:
+        timed = bench.time_calls(call, prepare=prepare, after=after, warmup_ms=warmup_ms,
+                                 rep_ms=rep_ms, device=device, rng=rng)
+    except Exception:
+        m.refused = snapshot.fault("while timed")
+        if m.refused:   # what it broke, not how it broke: the patch is the finding
+            return
+        raise
     m.timing = timed.timing
     checkpoint()
+    patched = [f for f in faults if f.startswith("patched ")]
+    if patched:
+        m.refused = patched[0]
+        return
     if faults:
         m.refused = f"{TIMED_DIFFER}: {faults[0]}; a kernel must return the same kind of output when timed"
         return

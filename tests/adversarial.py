@@ -258,6 +258,50 @@ def patches_the_clock(model):
     return run
 
 
+# -- replacing library functions ---------------------------------------------------------------
+
+def patches_linear(model):
+    """Patched operator: replaces torch.nn.functional.linear when built with one that rounds its
+    operands to bf16 first. The kernel's answer is then bf16's, and so would be the float64
+    reference, which calls the same F.linear through the hidden model's nn.Linear."""
+    original = torch.nn.functional.linear
+
+    def sloppy(x, weight, bias=None):
+        return original(x.bfloat16().to(x.dtype), weight.bfloat16().to(weight.dtype), bias)
+    torch.nn.functional.linear = sloppy
+
+    def run(x):
+        return model(x)
+    return run
+
+
+def patches_a_tensor_method(model):
+    """Patched operator: on its first call, replaces torch.Tensor.double (with which the harness
+    widens outputs and references to float64) by one that rounds to bf16 on the way."""
+    def run(x):
+        original = torch.Tensor.double
+        if "double" not in vars(torch.Tensor):
+            torch.Tensor.double = lambda t, *a, **k: original(t.bfloat16(), *a, **k)
+        return model(x)
+    return run
+
+
+def patches_the_harness_when_timed(model):
+    """Patched operator, while timed only: from its third call on (the check makes two), it
+    replaces fusedkit.precision.error_bound, the bound every timed output is held to."""
+    from fusedkit import precision
+
+    state = {"calls": 0}
+
+    def run(x):
+        state["calls"] += 1
+        if state["calls"] == REFERENCE_CALLS + 1:
+            original = precision.error_bound
+            precision.error_bound = lambda *a, **k: (original(*a, **k)[0], torch.tensor(1.0))
+        return model(x)
+    return run
+
+
 def raises(model):
     """A kernel whose call fails (a learner's typo)."""
     def run(x):

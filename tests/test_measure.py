@@ -172,6 +172,53 @@ def test_patched_clock_does_not_decide_the_time():
     assert m.ok and m.timing.median_ms > 0 and m.timing.repeats >= 3
 
 
+def test_patching_linear_is_caught_named_and_undone():
+    """A build that replaces torch.nn.functional.linear (with a bf16 one, which the float64
+    reference would call too) fails in one line naming it, and F.linear is the original again."""
+    original = torch.nn.functional.linear
+    line = caught(run(bad.patches_linear), check.PATCHED)
+    assert line == ("patched torch.nn.functional.linear during the build: a kernel must not "
+                    "replace library functions")
+    assert torch.nn.functional.linear is original
+    def honest(model):
+        return lambda x: model(x)
+    m = run(honest)
+    assert m.ok and m.tier == "fp32-faithful", m.summary()   # what comes after is unpatched
+
+
+def test_patching_a_tensor_method_in_a_call_is_caught_named_and_undone():
+    line = caught(run(bad.patches_a_tensor_method), check.PATCHED)
+    assert line == ("patched torch.Tensor.double during call 1 at batch_size=32,in_features=48,"
+                    "out_features=40: a kernel must not replace library functions")
+    assert "double" not in vars(torch.Tensor)
+    assert torch.Tensor.double is torch._C.TensorBase.double
+
+
+def test_patching_the_harness_while_timed_is_refused_and_undone():
+    from fusedkit import precision
+
+    original = precision.error_bound
+    m = run(bad.patches_the_harness_when_timed)
+    assert m.check.ok
+    line = caught(m, check.PATCHED)
+    assert re.fullmatch(r"patched fusedkit\.precision\.error_bound during timed call 3: a kernel "
+                        r"must not replace library functions", line), line   # its 3rd call
+    assert precision.error_bound is original
+
+
+def test_a_snapshot_sees_no_patch_in_honest_work():
+    """Nothing the workbook itself does between a build and a call (PyTorch's eager path, a
+    Triton kernel in the interpreter, the references) changes a watched name."""
+    from fusedkit.guard import Snapshot
+
+    snap = Snapshot(P12, P12.make_model(SMALL))
+    for slug in ("eager", "addmm_alpha_beta", "triton_fp16x3"):
+        m = measure.measure(P12, slug, P12.sizes(batch_size=17, in_features=33, out_features=65),
+                            device="cpu", seeds=1, warmup_ms=0, rep_ms=1)
+        assert m.ok, m.summary()
+    assert snap.changed() == []
+
+
 def test_a_raising_kernel_is_one_line():
     line = caught(run(bad.raises), check.RAISED)
     assert "RuntimeError" in line
