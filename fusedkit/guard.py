@@ -15,12 +15,16 @@ functions``) and puts every replaced object back, so nothing after the check run
 
 Names a candidate adds (a new attribute of torch, say) are not faults, nor are lazily imported
 submodules; a new attribute of a class that shadows one of its bases' (``torch.Tensor.add``
-defined over ``torch._C.TensorBase.add``) is.
+defined over ``torch._C.TensorBase.add``) is. Neither is torch's own wrapping of its functions
+(:func:`torch_wrapper`): the first ``torch.compile`` in a process wraps ``torch.manual_seed``,
+``torch.nn.Module.__init__`` and ``__setstate__``, and the ``compile`` baseline must not fail
+for it.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import random
 import sys
 import types
@@ -36,6 +40,24 @@ MISSING = object()
 MEASURING_MODULES = ("fusedkit.check", "fusedkit.bench", "fusedkit.measure", "fusedkit.precision",
                      "fusedkit.guard", "fusedkit.problems.base", "fusedkit.problems.baselines")
 """fusedkit's measuring modules: every name in them, and the methods of their classes."""
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
+def torch_wrapper(new: object, old: object) -> bool:
+    """True when ``new`` is torch wrapping ``old``: a Python function in torch's own package that
+    holds ``old`` (``__wrapped__``, as functools.wraps sets it, or a closure cell)."""
+    code = getattr(new, "__code__", None)
+    if code is None or not os.path.abspath(code.co_filename).startswith(_TORCH_DIR):
+        return False
+    held = [getattr(new, "__wrapped__", None)]
+    for cell in getattr(new, "__closure__", None) or ():
+        try:
+            held.append(cell.cell_contents)
+        except ValueError:   # a cell not yet filled
+            pass
+    return any(h is old for h in held)
 
 
 def _class_name(cls: type) -> str:
@@ -97,8 +119,13 @@ class Snapshot:
         out = []
         for where, live, owner, saved in self._spaces:
             for name, value in saved.items():
-                if live.get(name, MISSING) is not value:
-                    out.append((where, owner, name, value))
+                now = live.get(name, MISSING)
+                if now is value:
+                    continue
+                if torch_wrapper(now, value):   # torch's own doing: the new object is the one
+                    saved[name] = now
+                    continue
+                out.append((where, owner, name, value))
             if isinstance(owner, type) and len(live) != len(saved):
                 inherited = self._inherited.get(id(owner), ())
                 out += [(where, owner, name, MISSING) for name in list(live)
