@@ -27,10 +27,12 @@ import torch
 
 from fusedkit.interrupts import checkpoint
 
-# Bound once, here: nothing a candidate kernel patches afterwards reaches the clock.
+# Bound once, here: nothing a candidate kernel patches afterwards reaches the clock, nor the
+# statistics taken of it (numpy is no module fusedkit.guard watches).
 _perf_counter = time.perf_counter
 _CudaEvent = torch.cuda.Event
 _cuda_synchronize = torch.cuda.synchronize
+_asarray, _median, _percentile = np.asarray, np.median, np.percentile
 
 FLUSH_BYTES = 256 * 2**20
 """Bytes written between timed calls to evict the L2 cache (H200: 50 MB of L2)."""
@@ -63,9 +65,9 @@ class TimedCalls:
 
 
 def _summarize(samples_ms: list[float], timer: str) -> Timing:
-    a = np.asarray(samples_ms, dtype=float)
-    return Timing(float(np.median(a)), float(np.percentile(a, 10)),
-                  float(np.percentile(a, 90)), int(a.size), timer)
+    a = _asarray(samples_ms, dtype=float)
+    return Timing(float(_median(a)), float(_percentile(a, 10)),
+                  float(_percentile(a, 90)), int(a.size), timer)
 
 
 def check_budgets(warmup_ms: float, rep_ms: float) -> None:
@@ -150,7 +152,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
         return marks
 
     # Estimate one call's time from a few calls made exactly like the others.
-    estimate = max(float(np.median(elapsed([one() for _ in range(3)]))), 1e-4)
+    estimate = max(float(_median(elapsed([one() for _ in range(3)]))), 1e-4)
     # The three estimating calls warm up a slow CPU call enough; a GPU always gets more.
     n_warm = max(1 if gpu else 0, int(warmup_ms / estimate * rng.uniform(0.75, 1.25)))
     n_rep = min(MAX_CALLS, max(10 if gpu else 3, int(rep_ms / estimate)))

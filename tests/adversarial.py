@@ -347,3 +347,16 @@ def tf32_declared_fp32(model):
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
     return run
+
+
+def patches_the_statistics(model):
+    """Timer patching, one step on: replaces numpy's median and percentile when built (the
+    summary of the times, not the clock)."""
+    import numpy as np
+
+    np.median = lambda a, *args, **kw: 1e-9
+    np.percentile = lambda a, q, *args, **kw: 1e-9
+
+    def run(x):
+        return model(x)
+    return run
