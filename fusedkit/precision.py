@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -96,7 +97,7 @@ class Rounding:
     accumulate: float = EPS32
 
 
-ROUNDING: dict[str, Rounding] = {
+ROUNDING: Mapping[str, Rounding] = MappingProxyType({
     "fp32": Rounding(0.0),                     # fp32 operands: only the sums round
     # 10 explicit mantissa bits, u = 2**-11: cuBLAS rounds to nearest; Triton's tf32 dots
     # truncate (the low 13 bits dropped), so the bias of truncation is allowed too
@@ -109,7 +110,7 @@ ROUNDING: dict[str, Rounding] = {
     "fp16x3": Rounding(2.0**-21),
     "fp16": Rounding(2.0**-11),                # 11 significant bits, rounded to nearest
     "bf16": Rounding(2.0**-8),                 # 8 significant bits, rounded to nearest
-}
+})   # read-only: fusedkit.guard sees a replaced table, and nothing can edit this one in place
 assert set(ROUNDING) == set(PRECISIONS)
 
 BOUND_MARGIN = 2.0
