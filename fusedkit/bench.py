@@ -2,9 +2,10 @@
 
 Every call is made the same way: an untimed ``prepare(i)`` (the harness writes fresh values
 into the inputs there), an L2 flush, then the call between two CUDA events on the caller's
-stream. The first calls are warm-up, but their number is drawn at random and they look
+stream, then an untimed ``after(i, output)`` (the harness verifies the output there, every
+call alike). The first calls are warm-up, but their number is drawn at random and they look
 exactly like the timed ones, so a kernel cannot tell when the clock is running. A few timed
-calls, also drawn at random, keep a copy of their output for the caller to verify.
+calls, also drawn at random, can keep a copy of their output for the caller to verify.
 
 The timer functions are bound when this module is imported: a kernel that patches
 ``torch.cuda.Event`` or ``time.perf_counter`` later cannot change the time it is given.
@@ -26,10 +27,12 @@ import torch
 
 from fusedkit.interrupts import checkpoint
 
-# Bound once, here: nothing a candidate kernel patches afterwards reaches the clock.
+# Bound once, here: nothing a candidate kernel patches afterwards reaches the clock, nor the
+# statistics taken of it (numpy is no module fusedkit.guard watches).
 _perf_counter = time.perf_counter
 _CudaEvent = torch.cuda.Event
 _cuda_synchronize = torch.cuda.synchronize
+_asarray, _median, _percentile = np.asarray, np.median, np.percentile
 
 FLUSH_BYTES = 256 * 2**20
 """Bytes written between timed calls to evict the L2 cache (H200: 50 MB of L2)."""
@@ -62,9 +65,9 @@ class TimedCalls:
 
 
 def _summarize(samples_ms: list[float], timer: str) -> Timing:
-    a = np.asarray(samples_ms, dtype=float)
-    return Timing(float(np.median(a)), float(np.percentile(a, 10)),
-                  float(np.percentile(a, 90)), int(a.size), timer)
+    a = _asarray(samples_ms, dtype=float)
+    return Timing(float(_median(a)), float(_percentile(a, 10)),
+                  float(_percentile(a, 90)), int(a.size), timer)
 
 
 def check_budgets(warmup_ms: float, rep_ms: float) -> None:
@@ -93,13 +96,16 @@ def _flush_buffer(device: torch.device) -> torch.Tensor:
 
 
 def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | None = None,
+               after: Callable[[int, object], None] | None = None,
                warmup_ms: float = 100.0, rep_ms: float = 500.0,
                device: str | torch.device | None = None, keep: int = 0,
                rng: random.Random | None = None, flush_l2: bool = True) -> TimedCalls:
     """Time ``call()`` (no arguments: close over the inputs), each call preceded by an untimed
-    ``prepare(i)`` (``i`` counts every call, warm-up included) and, on a GPU, an L2 flush.
-    ``flush_l2=False`` leaves the L2 as the previous call left it: only for measuring the L2
-    itself (:mod:`fusedkit.ceilings`), never a kernel.
+    ``prepare(i)`` (``i`` counts every call, warm-up included) and, on a GPU, an L2 flush, and
+    followed by an untimed ``after(i, output)`` (on a GPU, queued behind the call's end event:
+    what it enqueues is not timed, and it must not synchronize, or the calls after it would start
+    on an idle GPU). ``flush_l2=False`` leaves the L2 as the previous call left it: only for
+    measuring the L2 itself (:mod:`fusedkit.ceilings`), never a kernel.
 
     ``warmup_ms`` / ``rep_ms`` are time budgets in milliseconds, as in ``triton.testing.do_bench``;
     the number of warm-up calls is randomised by up to a quarter. ``keep`` timed calls, drawn
@@ -135,6 +141,8 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
             mark = (_perf_counter() - t0) * 1e3
         if i in wanted and isinstance(out, torch.Tensor):
             kept.append((i, out.detach().clone()))
+        if after is not None:
+            after(i, out)
         return mark
 
     def elapsed(marks: list) -> list[float]:
@@ -144,7 +152,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
         return marks
 
     # Estimate one call's time from a few calls made exactly like the others.
-    estimate = max(float(np.median(elapsed([one() for _ in range(3)]))), 1e-4)
+    estimate = max(float(_median(elapsed([one() for _ in range(3)]))), 1e-4)
     # The three estimating calls warm up a slow CPU call enough; a GPU always gets more.
     n_warm = max(1 if gpu else 0, int(warmup_ms / estimate * rng.uniform(0.75, 1.25)))
     n_rep = min(MAX_CALLS, max(10 if gpu else 3, int(rep_ms / estimate)))

@@ -19,7 +19,9 @@ the check fails (*wrong result*).
 How one build is checked (:func:`check_build`), and the class of fault each step catches:
 
 1. The candidate gets a model; the harness keeps a deep copy it never sees, and copies of
-   two independent inputs. Nothing that holds the expected answer exists while it runs:
+   two independent inputs, and a snapshot of the library functions it measures with
+   (:mod:`fusedkit.guard`): one the build or a call replaced is named, put back, and fails the
+   check (*patched*). Nothing that holds the expected answer exists while it runs:
    the references are computed afterwards, from the copies.
 2. Each call's output region is poisoned first (CUDA: the allocator's next block is filled
    with NaN), so an element it forgets to write reads NaN (*unwritten output*).
@@ -50,6 +52,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from fusedkit.guard import PATCHED, Snapshot
 from fusedkit.interrupts import checkpoint
 from fusedkit.precision import EPS32, TIERS, error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
@@ -61,7 +64,8 @@ SECOND_INPUT = 1_000_000_007
 SPECIALISED_FACTOR = 10.0
 """At the nearby odd shape an error this many times the requested sizes' (or eager's) fails."""
 
-# The classes of fault, as the first words of each failure line.
+# The classes of fault, as the first words of each failure line ("<class>: ..."; "patched <names>
+# <when>: ..." for PATCHED, fusedkit.guard's).
 RAISED = "raised an error"
 NOT_PLAIN = "not a plain output tensor"
 UNWRITTEN = "unwritten output"
@@ -71,7 +75,8 @@ MUTATION = "input or weight mutation"
 WRONG = "wrong result"
 REUSE = "result reuse"
 SPECIALISED = "shape specialisation"
-FAULT_CLASSES = (RAISED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED)
+FAULT_CLASSES = (RAISED, PATCHED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, WRONG, REUSE,
+                 SPECIALISED)
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
 
@@ -143,7 +148,8 @@ class CheckResult:
     @property
     def fault_classes(self) -> list[str]:
         """The classes of the faults found, in :data:`FAULT_CLASSES` order."""
-        return [c for c in FAULT_CLASSES if any(f.startswith(c + ":") for f in self.failures)]
+        return [c for c in FAULT_CLASSES
+                if any(f.startswith(c + ":") or f.startswith(c + " ") for f in self.failures)]
 
     def summary(self) -> str:
         if not self.ok:
@@ -346,16 +352,32 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
 
     Returns the failures (each "<class>: ...") and the outputs compared with their references:
     both when there is no failure, those compared so far after a *wrong result*, else none.
+    Whatever happens, library functions the candidate replaced are put back before it returns.
     """
     model = problem.make_model(sizes, seed=seed, device=device)
     hidden = copy.deepcopy(model)      # the candidate never sees this model
     draws = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device) for k in (0, 1)]
     originals = [[t.clone() for t in d] for d in draws]
+    snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
+    try:
+        return _check_build(problem, build, model, hidden, draws, originals, sizes, device,
+                            precision, snapshot)
+    finally:
+        snapshot.restore()
+
+
+def _check_build(problem: Problem, build: Build, model: torch.nn.Module, hidden: torch.nn.Module,
+                 draws: list, originals: list, sizes: Sizes, device: torch.device, precision: str,
+                 snapshot: Snapshot) -> tuple[list[str], list[_Compared]]:
+    """:func:`check_build` once its model, inputs and snapshot exist."""
     expect = tuple(problem.output_shape(sizes))
     try:
         fn = build(model)
     except Exception as e:  # noqa: BLE001 - a learner's build may fail in any way
-        return [f"{RAISED}: building it raised {one_line(e)}"], []
+        return [snapshot.fault("during the build") or f"{RAISED}: building it raised {one_line(e)}"], []
+    patched = snapshot.fault("during the build")
+    if patched:
+        return [patched], []
     outs: list[tuple[torch.Tensor, torch.Tensor]] = []
     for k, inputs in enumerate(draws):
         checkpoint()   # a run asked to stop stops between calls (fusedkit.interrupts)
@@ -364,7 +386,11 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
             with torch.no_grad():
                 out = fn(*inputs)
         except Exception as e:  # noqa: BLE001
-            return [f"{RAISED}: call {k + 1} at {fmt_sizes(sizes)} raised {one_line(e)}"], []
+            return [snapshot.fault(f"during call {k + 1} at {fmt_sizes(sizes)}")
+                    or f"{RAISED}: call {k + 1} at {fmt_sizes(sizes)} raised {one_line(e)}"], []
+        patched = snapshot.fault(f"during call {k + 1} at {fmt_sizes(sizes)}")
+        if patched:
+            return [patched], []
         fault = plain_output_fault(out, expect, device)
         if fault:
             return [f"{NOT_PLAIN}: {fault}"], []
@@ -473,6 +499,9 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
         res.calls += 2
         worst = max((c.rel for c in got), default=math.nan)
         allowed = SPECIALISED_FACTOR * max([res.rel_error, *(c.eager_rel for c in got), 2 * EPS32])
+        if failures and failures[0].startswith(PATCHED + " "):   # not a matter of shape
+            res.failures = failures
+            return res
         if failures and failures[0].startswith(WRONG + ":") and worst <= allowed:
             # As wrong here as there (its error there only just within allclose): wrong, not
             # specialised to the requested sizes.

@@ -6,10 +6,15 @@ a builder instead of a registered variant). So every caller gets the same checks
 (:mod:`fusedkit.check`) and the same timing (:mod:`fusedkit.bench`), with these guards on
 the timing itself:
 
-- the timed model and inputs are fresh draws, never the checked ones; before every call the
-  input buffer is rewritten with one of three input sets, so a result cached between calls is
-  wrong, and three timed calls drawn at random, one per input set, are verified against
-  their own references;
+- the timed model and inputs are fresh draws, never the checked ones; before every call, warm-up
+  included, the input buffer is refilled with fresh random values (never a set seen before, so a
+  result cached by pointer or by content is wrong, or never found), a few of its rows drawn at
+  random are copied, and after the call (outside the timed region) the same rows of its output
+  are compared with float64 on those copies: every call is verified, so a kernel wrong on one
+  call in five, or one in fifty, is caught whenever it is wrong while timed;
+- a library function the candidate replaces, during its build or any call, checked or timed
+  (torch's, torch.Tensor's, fusedkit's own: :mod:`fusedkit.guard`), is named in one line, put
+  back, and refuses the measurement;
 - on a GPU, checks and timing run on a stream of the harness's own, the events on it are
   cross-checked with device-wide wall time over the same calls, and a call whose events see
   much less than the device was busy is refused (its work hides on another stream);
@@ -23,28 +28,37 @@ import contextlib
 import copy
 import math
 import random
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+import numpy as np
 import torch
 
 from fusedkit import bench, problems
-from fusedkit.check import (EPS32, SECOND_INPUT, SEEDS, Build, CheckResult, check_seeds,
-                            check_variant, device_refusal, eager32, harness_device,
-                            one_line, reference64, rel_error)
+from fusedkit.check import (EPS32, SEEDS, Build, CheckResult, check_seeds, check_variant,
+                            device_refusal, harness_device, one_line, plain_output_fault, short)
+from fusedkit.guard import Snapshot
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.interrupts import checkpoint
+from fusedkit.precision import error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.roofline import achieved, fused_floor
 
-INPUT_SETS = 3
-"""Distinct inputs rotated through the input buffer while timing."""
-VERIFIED_CALLS = INPUT_SETS
-"""Timed calls, drawn at random (one per input set), whose outputs are checked against their
-own references."""
+# Bound once, here, as fusedkit.bench binds its clock: the rows each timed call is verified on are
+# chosen and copied with these, whatever a candidate later puts in their place.
+_rand, _topk, _index_select = torch.rand, torch.topk, torch.index_select
+
+VERIFIED_ROWS = 8
+"""Rows of every timed call's output (all of them when there are fewer) compared with float64.
+Each problem here maps row m of x to row m of its output alone, so a few rows are a whole check
+of the call at a few rows' cost; which rows is drawn at random before each call, from the
+harness's own generator, and their inputs are copied then, before the kernel runs."""
 TIMED_ERROR_FACTOR = 4.0
-"""A verified timed output may be this many times less accurate than the worst checked one."""
+"""A timed output is wrong when its rel. error is beyond both what its declared precision can
+explain on its rows and this many times the worst checked one (a kb-pass kernel's error may lie
+beyond its precision's bound, but not grow when timed)."""
 HIDDEN_WORK_FACTOR, HIDDEN_WORK_MS = 2.0, 0.05
 """Device-wide wall time above this factor of what the events (or the host) saw, and by more
 than this many ms per call, means work the events did not see."""
@@ -157,8 +171,8 @@ def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "
     copies of the inputs (X bytes), the parameters (W) and the output (Y):
 
     - the model and the harness's hidden deep copy of it: 2 W;
-    - the inputs: two draws and their pristine copies while checking, or the three rotated
-      input sets and the timed buffer while timing: 4 X;
+    - the inputs: two draws and their pristine copies while checking: 4 X (the timing refills
+      one buffer);
     - the two checked outputs: 2 Y (4 Y on a GPU, with the copies taken on the caller's stream);
     - then the larger of two moments. Computing the second float64 reference beside the first
       (2 Y): the reference's own peak, the larger of its float64 model beside the fp32 copy it
@@ -166,8 +180,8 @@ def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "
       holds the float64 x and W). Or comparing: the two float64 references (4 Y), the two eager
       outputs (2 Y) and the float64 temporaries of one error (4 Y).
 
-    The timing holds less (three kept outputs instead of two outputs and a reference), and the
-    nearby odd shape is smaller. What a candidate allocates beyond its output (weight splits, a
+    The timing holds less (the model and its float64 copy, one input buffer, one output, and a
+    few rows' float64 references), and the nearby odd shape is smaller. What a candidate allocates beyond its output (weight splits, a
     compiled graph's buffers) is not counted; eager's own intermediates are, in the reference.
     """
     sizes = problem.sizes(sizes)
@@ -285,45 +299,114 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
 
 
 def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
-    """Time ``m``'s variant on fresh weights and a rotation of fresh inputs; verify three timed
-    outputs; on a GPU, cross-check the events with device-wide wall time. Fills ``m``."""
+    """Time ``m``'s variant on fresh weights, with fresh random inputs before every call, and
+    verify :data:`VERIFIED_ROWS` random rows of every call's output; on a GPU, cross-check the
+    events with device-wide wall time. Fills ``m``."""
     problem, sizes, device = m.problem, m.sizes, m.device
+    # Every random choice is made from generators drawn here, before the candidate is built.
+    rng = random.Random(secrets.randbits(64))
+    cuda = device.type == "cuda"
+    values = (torch.Generator(device).manual_seed(rng.getrandbits(63)) if cuda
+              else np.random.default_rng(rng.getrandbits(64)))
+    picks = torch.Generator(device).manual_seed(rng.getrandbits(63))
     model = problem.make_model(sizes, seed=seed, device=device)
-    hidden = copy.deepcopy(model)
-    sets = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device)
-            for k in range(INPUT_SETS)]
-    inputs = [t.clone() for t in sets[0]]
+    hidden64 = copy.deepcopy(model).double()          # the candidate never sees this model
+    inputs = problem.get_inputs(sizes, seed=seed, device=device)
+    expect = tuple(problem.output_shape(sizes))
+    rows = inputs[0].shape[0]
+    floor = TIMED_ERROR_FACTOR * max(m.check.rel_error, m.check.eager_rel_error, 2 * EPS32)
+    snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
+    try:
+        _time_build(m, snapshot, model, hidden64, inputs, expect, rows, floor, rng, values, picks,
+                    warmup_ms, rep_ms)
+    finally:
+        snapshot.restore()
+
+
+def _time_build(m: Measurement, snapshot: Snapshot, model: torch.nn.Module,
+                hidden64: torch.nn.Module, inputs: list[torch.Tensor], expect: tuple[int, ...],
+                rows: int, floor: float, rng: random.Random, values: object,
+                picks: torch.Generator, warmup_ms: float, rep_ms: float) -> None:
+    """:func:`_time` once its model, inputs, generators and snapshot exist."""
+    problem, device = m.problem, m.device
     t0 = time.perf_counter()
-    fn = m.variant.build(model)
-    m.build_s = time.perf_counter() - t0
+    try:
+        fn = m.variant.build(model)
+    except Exception:
+        m.refused = snapshot.fault("during the timing's build")
+        if m.refused:   # what it broke, not how it broke: the patch is the finding
+            return
+        raise
+    finally:
+        m.build_s = time.perf_counter() - t0
+    m.refused = snapshot.fault("during the timing's build")
+    if m.refused:
+        return
+    picked: list = [None]          # the rows the next call is verified on, and their inputs
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []   # per call: (rel. error, allowed)
+    faults: list[str] = []
 
     def prepare(i: int) -> None:
-        for t, src in zip(inputs, sets[i % INPUT_SETS]):
-            t.copy_(src)
+        problem.refill_inputs(inputs, values)
+        # The rows of the largest of ``rows`` uniform draws: a random subset, drawn on the device
+        # (no copy from the host, so nothing waits for the calls before).
+        idx = _topk(_rand(rows, generator=picks, device=device), min(rows, VERIFIED_ROWS)).indices
+        picked[0] = (idx, [_index_select(t, 0, idx) for t in inputs])
 
     @torch.no_grad()
     def call() -> torch.Tensor:
         return fn(*inputs)
 
-    timed = bench.time_calls(call, prepare=prepare, warmup_ms=warmup_ms, rep_ms=rep_ms,
-                             device=device, keep=VERIFIED_CALLS, rng=random.Random())
-    m.timing = timed.timing
-    for i, out in timed.kept:
-        checkpoint()
-        source = sets[i % INPUT_SETS]
-        ref, eager = reference64(hidden, source), eager32(hidden, source)
-        rel = rel_error(out, ref) if torch.isfinite(out).all() else math.inf
-        allowed = TIMED_ERROR_FACTOR * max(m.check.rel_error, rel_error(eager, ref), 2 * EPS32)
-        if not rel <= allowed:
-            m.refused = (f"{TIMED_DIFFER}: a timed call's output has rel. error {rel:.2e} against "
-                         f"its own input, the checked calls at most {m.check.rel_error:.2e}; a "
-                         "kernel must not change what it computes when it is timed")
+    def after(i: int, out: object) -> None:
+        # Queued behind the call's end event and read only after the loop: no synchronize here.
+        idx, kept = picked[0]
+        patched = snapshot.fault(f"during timed call {i + 1}")   # before anything is verified
+        if patched:
+            faults.append(patched)
+        fault = plain_output_fault(out, expect, device)
+        if fault:
+            faults.append(f"call {i + 1}: {fault}")
             return
+        got = _index_select(out.detach(), 0, idx).double()
+        ref, bound = error_bound(hidden64, kept, m.variant.precision, problem.error_model,
+                                 float64=True)
+        norm = torch.linalg.vector_norm(ref)
+        rel = torch.linalg.vector_norm(got - ref) / torch.where(norm > 0, norm, 1.0)
+        seen.append((torch.where(torch.isfinite(got).all(), rel, math.inf), bound.clamp(min=floor)))
+
+    try:
+        timed = bench.time_calls(call, prepare=prepare, after=after, warmup_ms=warmup_ms,
+                                 rep_ms=rep_ms, device=device, rng=rng)
+    except Exception:
+        m.refused = snapshot.fault("while timed")
+        if m.refused:   # what it broke, not how it broke: the patch is the finding
+            return
+        raise
+    m.timing = timed.timing
+    checkpoint()
+    patched = [f for f in faults if f.startswith("patched ")]
+    if patched:
+        m.refused = patched[0]
+        return
+    if faults:
+        m.refused = f"{TIMED_DIFFER}: {faults[0]}; a kernel must return the same kind of output when timed"
+        return
+    rel, allowed = (torch.stack(t).cpu() for t in zip(*seen))
+    wrong = (~(rel <= allowed)).nonzero().flatten().tolist()
+    if wrong:
+        i = wrong[0]
+        m.refused = (f"{TIMED_DIFFER}: {len(wrong)} of {len(seen)} calls made while timed gave outputs "
+                     f"beyond what {m.variant.precision} explains and {TIMED_ERROR_FACTOR:g}x the "
+                     f"checked calls' error (call {i + 1}: rel. error {short(rel[i].item())} on "
+                     f"{min(rows, VERIFIED_ROWS)} random rows of its own fresh input, allowed "
+                     f"{short(allowed[i].item())}); a kernel must not change what it computes when "
+                     "it is timed")
+        return
     if device.type == "cuda":
         prepare(0)
         wall, host = bench.device_busy_ms(call, device, per_call_ms=m.timing.median_ms)
-        seen = max(m.timing.median_ms, host)
-        if wall > HIDDEN_WORK_FACTOR * seen and wall - seen > HIDDEN_WORK_MS:
+        saw = max(m.timing.median_ms, host)
+        if wall > HIDDEN_WORK_FACTOR * saw and wall - saw > HIDDEN_WORK_MS:
             m.refused = (f"{HIDDEN_WORK}: events on the caller's stream saw {m.timing.median_ms:.4g} ms "
                          f"per call but the GPU was busy {wall:.4g} ms per call; join any side stream "
                          "to the caller's current stream")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -96,7 +97,7 @@ class Rounding:
     accumulate: float = EPS32
 
 
-ROUNDING: dict[str, Rounding] = {
+ROUNDING: Mapping[str, Rounding] = MappingProxyType({
     "fp32": Rounding(0.0),                     # fp32 operands: only the sums round
     # 10 explicit mantissa bits, u = 2**-11: cuBLAS rounds to nearest; Triton's tf32 dots
     # truncate (the low 13 bits dropped), so the bias of truncation is allowed too
@@ -109,7 +110,7 @@ ROUNDING: dict[str, Rounding] = {
     "fp16x3": Rounding(2.0**-21),
     "fp16": Rounding(2.0**-11),                # 11 significant bits, rounded to nearest
     "bf16": Rounding(2.0**-8),                 # 8 significant bits, rounded to nearest
-}
+})   # read-only: fusedkit.guard sees a replaced table, and nothing can edit this one in place
 assert set(ROUNDING) == set(PRECISIONS)
 
 BOUND_MARGIN = 2.0
@@ -134,12 +135,13 @@ class ErrorModel:
 
 
 def forward64(model: nn.Module, inputs: Sequence[torch.Tensor],
-              capture: Mapping[str, tuple[str, ...]] | None = None
+              capture: Mapping[str, tuple[str, ...]] | None = None, *, float64: bool = False
               ) -> tuple[torch.Tensor, nn.Module, dict[str, tuple]]:
     """The model's own forward on a float64 copy of it and of ``inputs``: its output, the copy,
     and for each submodule named in ``capture`` its (first input, output) during that call,
-    each kept only where ``capture`` names it ("input", "output"), else None."""
-    model64 = copy.deepcopy(model).double()
+    each kept only where ``capture`` names it ("input", "output"), else None. With
+    ``float64=True`` the model is a float64 copy already, kept by the caller, and run as it is."""
+    model64 = model if float64 else copy.deepcopy(model).double()
     seen: dict[str, tuple] = {}
     subs = dict(model64.named_modules())
 
@@ -159,13 +161,14 @@ def forward64(model: nn.Module, inputs: Sequence[torch.Tensor],
 
 
 def error_bounds(model: nn.Module, inputs: Sequence[torch.Tensor], precisions: Sequence[str],
-                 errors: ErrorModel) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                 errors: ErrorModel, *, float64: bool = False
+                 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """(the float64 output, for each of ``precisions`` the largest relative error its arithmetic
     can explain on these inputs): :data:`BOUND_MARGIN` times the root of ``errors``' predicted
     squared error over the reference's norm, both Frobenius over every output. Each bound is a
     0-dim tensor on the inputs' device (reading it is the caller's choice: on a GPU that
-    synchronizes)."""
-    out, model64, seen = forward64(model, inputs, errors.capture)
+    synchronizes). ``float64`` as in :func:`forward64`."""
+    out, model64, seen = forward64(model, inputs, errors.capture, float64=float64)
     norm = torch.linalg.vector_norm(out)
     norm = torch.where(norm > 0, norm, 1.0)
     with torch.no_grad():
@@ -174,10 +177,10 @@ def error_bounds(model: nn.Module, inputs: Sequence[torch.Tensor], precisions: S
 
 
 def error_bound(model: nn.Module, inputs: Sequence[torch.Tensor], precision: str,
-                errors: ErrorModel) -> tuple[torch.Tensor, torch.Tensor]:
+                errors: ErrorModel, *, float64: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(the float64 output, the largest relative error ``precision`` arithmetic can explain on
     these inputs): :func:`error_bounds` for one precision."""
-    out, bounds = error_bounds(model, inputs, [precision], errors)
+    out, bounds = error_bounds(model, inputs, [precision], errors, float64=float64)
     return out, bounds[precision]
 
 

@@ -58,14 +58,15 @@ SIZES45 = [SMALL45, P45.sizes(batch_size=17, input_size=33, hidden_size=65, outp
 
 @pytest.mark.parametrize("problem,builder,sizes",
                          [(P12, b, s) for b in bad.WRONG_P12 for s in SIZES12]
-                         + [(P45, b, s) for b in bad.WRONG_P45 for s in SIZES45
-                            if b is not bad.p45_forgets_the_second_bias],
+                         + [(P45, b, s) for b in bad.WRONG_P45 for s in SIZES45],
                          ids=lambda v: getattr(v, "__name__", None) or getattr(v, "key", None)
                          or "x".join(map(str, v.values())))
 def test_wrong_answers_fail_at_every_precision(problem, builder, sizes):
     """No declared precision, not even bf16, explains a forgotten LeakyReLU or bias, +1, zeros,
-    -y or noise (problem 45: a max for the logsumexp, no sigmoid, no b2): each is a wrong result
-    (never result reuse: it is nobody's answer), and the line names the precision."""
+    -y or noise (problem 45: a max for the logsumexp, no sigmoid): each is a wrong result (never
+    result reuse: it is nobody's answer), and the line names the precision. The nearest: the
+    forgotten bias at K = 1024 in bf16, 2.5 to 3.5 times the bound over 200 draws (nn.Linear's
+    bias is 1/sqrt(K) of an output's size)."""
     for precision in ROUNDING:
         v = measure.candidate(problem, builder, precision=precision)
         r = check.check_variant(problem, v, sizes, seeds=1, odd_shape=False)
@@ -206,3 +207,49 @@ def test_baselines_on_gpu(key):
         r = check.check_variant(p, v, s, device="cuda", seeds=2)
         print(check.describe(r))
         assert r.ok
+
+
+COMPILE_SCRIPT = """
+import torch
+from fusedkit import check, problems
+p = problems.get("p12")
+def wrapped():
+    return torch.nn.Module.__init__.__module__ == "torch._dynamo.mutation_guard"
+assert not wrapped()
+r = check.check_variant(p, "eager", p.sizes(batch_size=17, in_features=33, out_features=65), seeds=1,
+                        build=p.variant("compile").build)
+print(r.summary())
+assert r.ok, r.failures
+assert wrapped()   # torch did wrap it, inside the check
+"""
+
+
+def test_torch_compiles_own_wrapping_is_not_a_patch():
+    """The first torch.compile in a process wraps torch.manual_seed, nn.Module.__init__ and
+    __setstate__ (torch._dynamo): the compile baseline's build does that inside the check, in a
+    fresh process here (on a CPU, through Inductor's C++ backend), and must not fail as patched."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT], capture_output=True, text=True,
+                         timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    assert "fp32-faithful" in out.stdout
+
+
+def test_only_torch_wrapping_its_own_function_is_let_through():
+    """torch.nn.functional.relu put in linear's place is torch's code, but wraps nothing: a
+    patch, named and undone; a function of torch's package that wraps the original is not."""
+    import functools
+
+    from fusedkit.guard import Snapshot, torch_wrapper
+
+    F = torch.nn.functional
+    linear, snap = F.linear, Snapshot(P12)
+    F.linear = F.relu
+    assert snap.fault("just now") == ("patched torch.nn.functional.linear just now: a kernel must "
+                                      "not replace library functions")
+    assert F.linear is linear and snap.fault("again") == ""
+    mine = functools.wraps(linear)(lambda *a, **k: linear(*a, **k))   # wraps it, but not torch's
+    assert not torch_wrapper(mine, linear) and not torch_wrapper(F.relu, linear)

@@ -2,6 +2,7 @@
 every class of fault is caught, named in one line, and never timed or recorded as a result."""
 
 import math
+import re
 import subprocess
 import sys
 import time
@@ -70,6 +71,60 @@ def test_memo_by_pointer_is_caught_when_timed():
     caught(m, measure.TIMED_DIFFER)
 
 
+CATCH_TRIALS = 20
+"""Measurements per kernel in the catch-rate tests (the README's table quotes their result)."""
+
+
+@pytest.mark.parametrize("n", [5, 50])
+def test_a_kernel_wrong_on_one_call_in_n_is_caught_every_time(n):
+    """Every call made while timing (warm-up included) is verified on random rows of its own
+    fresh input, so a kernel that is right on the check's calls and then wrong on one call in n
+    (the previous answer again) is caught in every measurement in which it was wrong at all: in
+    all CATCH_TRIALS here, for one in 5 and one in 50 (the timing makes hundreds of calls)."""
+    builder = bad.wrong_one_call_in(n)
+    lines = []
+    for _ in range(CATCH_TRIALS):
+        m = run(builder)
+        assert m.check.ok and builder.last.state["wrong"] >= 1, m.summary()
+        assert builder.last.state["calls"] >= 2 * n
+        lines.append(m.failure)
+    caught_here = [ln for ln in lines if ln.startswith(measure.TIMED_DIFFER)]
+    print(f"wrong_one_call_in({n}): caught in {len(caught_here)} of {CATCH_TRIALS} measurements")
+    assert len(caught_here) == CATCH_TRIALS, lines
+    assert re.search(rf"^timed calls differ from checked ones: \d+ of \d+ calls made while timed gave "
+                     r"outputs beyond what fp32 explains and 4x the checked calls' error \(call \d+: "
+                     r"rel\. error [\d.e-]+ on 8 random rows of its own fresh input, allowed "
+                     r"[\d.e-]+\); a kernel must not change what it computes when it is timed$", lines[0])
+
+
+def test_a_content_memo_is_timed_on_inputs_it_never_saw():
+    """A kernel that keeps answers by a fingerprint of its input's bytes: every timed call gets
+    fresh random values (not a rotation of a few inputs, which it would have answered from
+    memory, timed at the speed of a lookup), so it never finds one and is timed computing."""
+    m = run(bad.memo_by_content)
+    stats = bad.memo_by_content.last.stats
+    assert m.timed and m.timing.repeats >= 3, m.summary()
+    assert stats["hits"] == 0 and stats["calls"] >= m.timing.repeats + 3
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fresh_inputs_are_kernelbench_draws_never_repeated(device):
+    """Problem.refill_inputs, the timing's refill: uniform in [0, 1) as get_inputs draws, new
+    values on every call, from numpy's PCG64 on a CPU and the device's own generator on a GPU."""
+    import numpy as np
+
+    inputs = P12.get_inputs(SMALL, device=device)
+    rng = torch.Generator(device).manual_seed(1) if device == "cuda" else np.random.default_rng(1)
+    draws = []
+    for _ in range(3):
+        P12.refill_inputs(inputs, rng)
+        draws.append(inputs[0].clone())
+    for a in draws:
+        assert a.dtype == torch.float32 and 0 <= a.min() and a.max() < 1
+        assert abs(a.double().mean().item() - 0.5) < 0.05
+    assert not any(torch.equal(a, b) for i, a in enumerate(draws) for b in draws[:i])
+
+
 def test_shape_specialisation_is_caught():
     line = caught(run(bad.whole_tiles_only), check.SPECIALISED)
     assert "batch_size=27" in line
@@ -117,6 +172,64 @@ def test_patched_clock_does_not_decide_the_time():
     assert m.ok and m.timing.median_ms > 0 and m.timing.repeats >= 3
 
 
+def test_patching_linear_is_caught_named_and_undone():
+    """A build that replaces torch.nn.functional.linear (with a bf16 one, which the float64
+    reference would call too) fails in one line naming it, and F.linear is the original again."""
+    original = torch.nn.functional.linear
+    line = caught(run(bad.patches_linear), check.PATCHED)
+    assert line == ("patched torch.nn.functional.linear during the build: a kernel must not "
+                    "replace library functions")
+    assert torch.nn.functional.linear is original
+    def honest(model):
+        return lambda x: model(x)
+    m = run(honest)
+    assert m.ok and m.tier == "fp32-faithful", m.summary()   # what comes after is unpatched
+
+
+def test_patching_a_tensor_method_in_a_call_is_caught_named_and_undone():
+    line = caught(run(bad.patches_a_tensor_method), check.PATCHED)
+    assert line == ("patched torch.Tensor.double during call 1 at batch_size=32,in_features=48,"
+                    "out_features=40: a kernel must not replace library functions")
+    assert "double" not in vars(torch.Tensor)
+    assert torch.Tensor.double is torch._C.TensorBase.double
+
+
+def test_patching_the_harness_while_timed_is_refused_and_undone():
+    from fusedkit import precision
+
+    original = precision.error_bound
+    m = run(bad.patches_the_harness_when_timed)
+    assert m.check.ok
+    line = caught(m, check.PATCHED)
+    assert re.fullmatch(r"patched fusedkit\.precision\.error_bound during timed call 3: a kernel "
+                        r"must not replace library functions", line), line   # its 3rd call
+    assert precision.error_bound is original
+
+
+def test_a_snapshot_sees_no_patch_in_honest_work():
+    """Nothing the workbook itself does between a build and a call (PyTorch's eager path, a
+    Triton kernel in the interpreter, the references) changes a watched name."""
+    from fusedkit.guard import Snapshot
+
+    snap = Snapshot(P12, P12.make_model(SMALL))
+    for slug in ("eager", "addmm_alpha_beta", "triton_fp16x3"):
+        m = measure.measure(P12, slug, P12.sizes(batch_size=17, in_features=33, out_features=65),
+                            device="cpu", seeds=1, warmup_ms=0, rep_ms=1)
+        assert m.ok, m.summary()
+    assert snap.changed() == []
+
+
+def test_patched_statistics_do_not_decide_the_time():
+    import numpy as np
+
+    saved = np.median, np.percentile
+    try:
+        m = run(bad.patches_the_statistics, rep_ms=20)
+    finally:
+        np.median, np.percentile = saved
+    assert m.ok and m.timing.median_ms > 1e-6 and m.timing.p90_ms >= m.timing.p10_ms > 1e-6
+
+
 def test_a_raising_kernel_is_one_line():
     line = caught(run(bad.raises), check.RAISED)
     assert "RuntimeError" in line
@@ -162,12 +275,14 @@ def test_interpreter_rows_say_so_and_do_not_judge_tf32():
 
 
 def test_timing_loop_keeps_and_refreshes():
-    seen = []
-    t = bench.time_calls(lambda: torch.ones(3) * len(seen), prepare=seen.append, warmup_ms=1,
+    seen, after = [], []
+    t = bench.time_calls(lambda: torch.ones(3) * len(seen), prepare=seen.append,
+                         after=lambda i, out: after.append((i, out[0].item())), warmup_ms=1,
                          rep_ms=5, device="cpu", keep=2)
     assert len(t.kept) == 2 and all(i >= 3 for i, _ in t.kept)
-    assert len({i % 2 for i, _ in t.kept}) == 2          # one per residue: every input set verified
+    assert len({i % 2 for i, _ in t.kept}) == 2          # one per residue
     assert seen == list(range(len(seen))) and t.timing.repeats >= 3
+    assert after == [(i, i + 1) for i in seen]           # every call, right after it, its output
     with pytest.raises(ValueError, match="finite"):
         bench.time_calls(lambda: None, rep_ms=math.nan, device="cpu")
 

@@ -100,12 +100,17 @@ def _error_variance(model: nn.Module, seen: dict, out: torch.Tensor, r: Rounding
     total = torch.zeros((), dtype=torch.float64, device=out.device)
     for rows in row_chunks(x.shape[0], hid + n):
         hc, zc = h[rows], z[rows]
-        ac = torch.logit(hc, eps=1e-15)   # saturated units: their slope h (1 - h) is ~0 anyway
+        # logit(h); saturated units (h rounded to 0 or 1) have slope h (1 - h) ~ 0 anyway. Plain
+        # elementwise ops: torch.logit and torch.softmax take milliseconds on a few rows of a
+        # busy 2-core CPU (they split even tiny tensors across threads), and this runs per call.
+        hs = hc.clamp(1e-15, 1 - 1e-15)
+        ac = hs.log() - (-hs).log1p()
         terms1 = torch.minimum(x_max[rows, None] * w1_sum, x_sum[rows, None] * w1_max)
         var_a = ((2 * op2 + k * eps2) * terms1 + (4 * bias2 + k * eps2) * (ac - b1).pow(2)
                  + 2 * eps2 * ac.pow(2))
         var_h = (hc * (1 - hc)).pow(2) * var_a + (op2 + 16 * eps2) * hc.pow(2)
-        p = torch.softmax(zc, dim=1)
+        p = (zc - zc.amax(1, keepdim=True)).exp_()
+        p /= p.sum(1, keepdim=True)
         wbar = p @ w2
         shared = (wbar.pow(2) * var_h).sum(1)
         terms2 = torch.minimum(_absmax(hc)[:, None].pow(2) * w2_sum,
