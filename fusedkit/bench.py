@@ -62,9 +62,14 @@ class TimedCalls:
 
     timing: Timing
     kept: list[tuple[int, torch.Tensor]]   # (call index given to prepare, copy of its output)
+    samples_ms: list[float]                # every timed call's time, in order
 
 
-def _summarize(samples_ms: list[float], timer: str) -> Timing:
+def summarize(samples_ms: list[float], timer: str) -> Timing:
+    """The median, p10 and p90 of ``samples_ms`` (what the measuring process concludes from the
+    raw times a worker sends)."""
+    if not samples_ms:
+        raise ValueError("no timed calls to summarize")
     a = _asarray(samples_ms, dtype=float)
     return Timing(float(_median(a)), float(_percentile(a, 10)),
                   float(_percentile(a, 90)), int(a.size), timer)
@@ -165,7 +170,8 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
     warm = [one() for _ in range(n_warm)]
     del warm
     timed = elapsed([one() for _ in range(n_rep)])
-    return TimedCalls(_summarize(timed, "cuda-events" if gpu else "cpu-wall"), kept)
+    timed = [float(t) for t in timed]
+    return TimedCalls(summarize(timed, "cuda-events" if gpu else "cpu-wall"), kept, timed)
 
 
 def time_fn(fn: Callable[[], object], *, warmup_ms: float = 100.0, rep_ms: float = 500.0,

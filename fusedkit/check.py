@@ -18,11 +18,14 @@ the check fails (*wrong result*).
 
 How one build is checked (:func:`check_build`), and the class of fault each step catches:
 
-1. The candidate gets a model; the harness keeps a deep copy it never sees, and copies of
-   two independent inputs, and a snapshot of the library functions it measures with
-   (:mod:`fusedkit.guard`): one the build or a call replaced is named, put back, and fails the
-   check (*patched*). Nothing that holds the expected answer exists while it runs:
-   the references are computed afterwards, from the copies.
+1. The candidate is built and called in a worker process of its own (:mod:`fusedkit.isolation`):
+   its crash, or a call that never returns, is the verdict (*the kernel crashed*, *the kernel
+   hung*), never the caller's end. There it gets a model and two independent inputs drawn
+   under a seed; the worker keeps a deep copy of the model and of the inputs, and a snapshot
+   of the library functions (:mod:`fusedkit.guard`): one the build or a call replaced is named,
+   put back, and fails the check (*patched*). Only the outputs come back. The references are
+   computed in the caller's process, which never runs the candidate, from the model and the
+   inputs regenerated from the same seed.
 2. Each call's output region is poisoned first (CUDA: the allocator's next block is filled
    with NaN), so an element it forgets to write reads NaN (*unwritten output*).
 3. Right after each call the output is copied on the caller's current stream; after a
@@ -52,8 +55,10 @@ from typing import Callable, Sequence
 
 import torch
 
+from fusedkit import isolation
 from fusedkit.guard import PATCHED, Snapshot
 from fusedkit.interrupts import checkpoint
+from fusedkit.isolation import CALL_TIMEOUT_S, CRASHED, HUNG, is_device_fault, one_line, pack, unpack
 from fusedkit.precision import EPS32, TIERS, error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.baselines import tf32_matmul
@@ -75,7 +80,7 @@ MUTATION = "input or weight mutation"
 WRONG = "wrong result"
 REUSE = "result reuse"
 SPECIALISED = "shape specialisation"
-FAULT_CLASSES = (RAISED, PATCHED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, WRONG, REUSE,
+FAULT_CLASSES = (CRASHED, HUNG, RAISED, PATCHED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, WRONG, REUSE,
                  SPECIALISED)
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
@@ -103,6 +108,15 @@ def check_seeds(seeds: object) -> None:
         raise TypeError(f"seeds={seeds!r} is not a count or a list of seeds; allowed: {allowed}")
     if not 1 <= len(seeds) <= MAX_SEEDS:
         raise ValueError(f"seeds has {len(seeds)} seeds; allowed: {allowed}")
+
+
+def check_call_timeout(call_timeout_s: object) -> None:
+    """Refuse a call time limit that is not a finite number of seconds above 0 (one line)."""
+    allowed = "a finite number of seconds > 0"
+    if isinstance(call_timeout_s, bool) or not isinstance(call_timeout_s, numbers.Real):
+        raise TypeError(f"call_timeout_s={call_timeout_s!r} is not a number; allowed: {allowed}")
+    if not math.isfinite(call_timeout_s) or call_timeout_s <= 0:
+        raise ValueError(f"call_timeout_s={call_timeout_s!r} is out of range; allowed: {allowed}")
 
 
 def harness_device(device: object) -> torch.device:
@@ -299,12 +313,6 @@ def device_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: tor
 
 # -- the pieces of one build's check ------------------------------------------------------
 
-def one_line(e: BaseException) -> str:
-    """An exception as ``Type: first line of its message`` (long compiler output cut)."""
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0][:300] if text else '(no message)'}"
-
-
 def plain_output_fault(out: object, shape: tuple[int, ...], device: torch.device) -> str:
     """What is wrong with a returned object as the problem's output ("" when it is right)."""
     if type(out) is not torch.Tensor:   # a subclass can override comparisons or compute lazily
@@ -346,46 +354,83 @@ def _input_name(k: int) -> str:
 
 
 def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
-                device: torch.device, precision: str = "fp32") -> tuple[list[str], list[_Compared]]:
+                device: torch.device, precision: str = "fp32", *,
+                call_timeout_s: float = CALL_TIMEOUT_S) -> tuple[list[str], list[_Compared]]:
     """Build once under ``seed``, call on two independent inputs, and check both calls, the
     errors against what ``precision`` arithmetic can explain.
 
+    The candidate is built and called in a worker process (:mod:`fusedkit.isolation`,
+    :func:`candidate_calls`); the references and the comparison are computed here, from the
+    model and inputs regenerated from ``seed`` (:func:`judge_calls`). A crash of the worker, or
+    a call that does not return within ``call_timeout_s``, is the failure.
+
     Returns the failures (each "<class>: ...") and the outputs compared with their references:
     both when there is no failure, those compared so far after a *wrong result*, else none.
-    Whatever happens, library functions the candidate replaced are put back before it returns.
     """
+    try:
+        failures, outs = isolation.run("check", problem, build, device,
+                                       call_timeout_s=call_timeout_s, sizes=dict(sizes), seed=seed)
+    except isolation.WorkerDied as e:
+        return [e.line], []
+    if failures:
+        if failures[0].startswith(PATCHED + " "):   # put back there, but start afresh
+            isolation.retire(device)
+        return failures, []
+    outs = [unpack(o, device) for o in outs]   # the packed bytes go as they are read
+    return judge_calls(problem, sizes, seed, device, precision, outs)
+
+
+def candidate_calls(*, build: Build, report: Callable[[str], None], progress: object,
+                    problem_key: str, sizes: Sizes, seed: int,
+                    device: str) -> tuple[list[str], list[tuple]]:
+    """The candidate's side of one build's check, run in its worker process: build the model
+    and two inputs under ``seed``, build the candidate and call it on both, and the checks that
+    need the candidate's own objects (a patched library function, a plain output, aliasing,
+    work outside the stream, mutated inputs or weights). Returns the failures and the two
+    outputs (packed for the pipe); the verdict on their values is :func:`judge_calls`'.
+    Library functions the candidate replaced are put back before it returns."""
+    from fusedkit import problems  # noqa: PLC0415 - the registry imports check
+
+    problem, device = problems.get(problem_key), torch.device(device)
+    sizes = problem.sizes(sizes)
     model = problem.make_model(sizes, seed=seed, device=device)
     hidden = copy.deepcopy(model)      # the candidate never sees this model
     draws = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device) for k in (0, 1)]
     originals = [[t.clone() for t in d] for d in draws]
     snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
     try:
-        return _check_build(problem, build, model, hidden, draws, originals, sizes, device,
-                            precision, snapshot)
+        failures, outs = _candidate_calls(problem, build, model, hidden, draws, originals, sizes,
+                                          device, snapshot, report)
+        return failures, [pack(o) for o in outs]
     finally:
         snapshot.restore()
 
 
-def _check_build(problem: Problem, build: Build, model: torch.nn.Module, hidden: torch.nn.Module,
-                 draws: list, originals: list, sizes: Sizes, device: torch.device, precision: str,
-                 snapshot: Snapshot) -> tuple[list[str], list[_Compared]]:
-    """:func:`check_build` once its model, inputs and snapshot exist."""
+def _candidate_calls(problem: Problem, build: Build, model: torch.nn.Module, hidden: torch.nn.Module,
+                     draws: list, originals: list, sizes: Sizes, device: torch.device,
+                     snapshot: Snapshot, report: Callable[[str], None]
+                     ) -> tuple[list[str], list[torch.Tensor]]:
+    """:func:`candidate_calls` once its model, inputs and snapshot exist."""
     expect = tuple(problem.output_shape(sizes))
     try:
         fn = build(model)
     except Exception as e:  # noqa: BLE001 - a learner's build may fail in any way
+        if is_device_fault(e):
+            raise   # the worker reports the crash and ends
         return [snapshot.fault("during the build") or f"{RAISED}: building it raised {one_line(e)}"], []
     patched = snapshot.fault("during the build")
     if patched:
         return [patched], []
     outs: list[tuple[torch.Tensor, torch.Tensor]] = []
     for k, inputs in enumerate(draws):
-        checkpoint()   # a run asked to stop stops between calls (fusedkit.interrupts)
+        report(f"call {k + 1} at {fmt_sizes(sizes)}")
         poison_allocator(expect, device)
         try:
             with torch.no_grad():
                 out = fn(*inputs)
         except Exception as e:  # noqa: BLE001
+            if is_device_fault(e):
+                raise
             return [snapshot.fault(f"during call {k + 1} at {fmt_sizes(sizes)}")
                     or f"{RAISED}: call {k + 1} at {fmt_sizes(sizes)} raised {one_line(e)}"], []
         patched = snapshot.fault(f"during call {k + 1} at {fmt_sizes(sizes)}")
@@ -429,12 +474,22 @@ def _check_build(problem: Problem, build: Build, model: torch.nn.Module, hidden:
     if failures:
         return failures, []
 
+    return [], [out for out, _ in outs]
+
+
+def judge_calls(problem: Problem, sizes: Sizes, seed: int, device: torch.device, precision: str,
+                outs: list[torch.Tensor]) -> tuple[list[str], list[_Compared]]:
+    """The verdict on one build's two outputs, reached where the candidate never ran: the model
+    and the inputs regenerated from ``seed`` (bit for bit what the worker drew), their float64
+    references, eager fp32, and the comparison (see :func:`check_build`)."""
+    hidden = problem.make_model(sizes, seed=seed, device=device)
+    originals = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device) for k in (0, 1)]
     # References only now, from copies the candidate never held.
     checkpoint()
     refs, bounds = zip(*[reference_and_bound(problem, hidden, o, precision) for o in originals])
     eagers = [eager32(hidden, o) for o in originals]
     compared = []
-    for k, (out, _) in enumerate(outs):
+    for k, out in enumerate(outs):
         bad = (~torch.isfinite(out) & torch.isfinite(refs[k])).sum().item()
         if bad:
             return [f"{UNWRITTEN}: call {k + 1}: {bad} of {out.numel()} elements are NaN/Inf "
@@ -444,7 +499,7 @@ def _check_build(problem: Problem, build: Build, model: torch.nn.Module, hidden:
                                   torch.allclose(out, eagers[k], atol=ATOL, rtol=RTOL), bounds[k]))
     # A wrong answer first; it is a reused one only when it is another input's right answer
     # (two equal outputs that are right for neither, zeros say, are just wrong).
-    for k, (out, _) in enumerate(outs):
+    for k, out in enumerate(outs):
         if compared[k].allclose or compared[k].rel <= compared[k].bound:
             continue
         for j in range(len(outs)):
@@ -459,22 +514,26 @@ def _check_build(problem: Problem, build: Build, model: torch.nn.Module, hidden:
 
 def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
                   device: str | torch.device = "cpu", seeds: int | Sequence[int] = SEEDS,
-                  build: Build | None = None, odd_shape: bool = True) -> CheckResult:
+                  build: Build | None = None, odd_shape: bool = True,
+                  call_timeout_s: float = CALL_TIMEOUT_S) -> CheckResult:
     """Check ``variant`` on ``seeds`` fresh builds (weights drawn under each seed), each called
     on two independent inputs, then once more at :func:`nearby_odd` sizes.
 
     ``seeds`` is a count (fresh random seeds, recorded in the result) or explicit seeds.
     ``build`` overrides ``variant.build`` (to check a function that is not registered).
+    ``call_timeout_s``: seconds one call may take before it counts as hung.
     """
     variant = problem.variant(variant) if isinstance(variant, str) else variant
     sizes = problem.sizes(sizes)
     device = harness_device(device)
     check_seeds(seeds)
+    check_call_timeout(call_timeout_s)
     count = seeds if isinstance(seeds, numbers.Integral) else len(seeds)
     refusal = device_refusal(problem, variant, sizes, device, seeds=count, time_it=False)
     if refusal:
         raise ValueError(f"variant={variant.slug!r} on {device}: {refusal}")
     problem.check_runnable(sizes, device)
+    isolation.fresh(device)   # a worker that no other candidate ran in
     if isinstance(seeds, numbers.Integral):
         base = secrets.randbelow(2**30)
         seeds = [base + i for i in range(seeds)]
@@ -483,7 +542,8 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     compared: list[_Compared] = []
     for seed in seeds:
         checkpoint()
-        failures, got = check_build(problem, build, sizes, seed, device, variant.precision)
+        failures, got = check_build(problem, build, sizes, seed, device, variant.precision,
+                                    call_timeout_s=call_timeout_s)
         res.calls += 2
         compared += got
         if failures:
@@ -495,11 +555,11 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     if odd_shape:
         res.odd_sizes = nearby_odd(problem, sizes)
         failures, got = check_build(problem, build, res.odd_sizes, res.seeds[0] + 17, device,
-                                    variant.precision)
+                                    variant.precision, call_timeout_s=call_timeout_s)
         res.calls += 2
         worst = max((c.rel for c in got), default=math.nan)
         allowed = SPECIALISED_FACTOR * max([res.rel_error, *(c.eager_rel for c in got), 2 * EPS32])
-        if failures and failures[0].startswith(PATCHED + " "):   # not a matter of shape
+        if failures and failures[0].startswith((PATCHED + " ", CRASHED, HUNG)):   # not a matter of shape
             res.failures = failures
             return res
         if failures and failures[0].startswith(WRONG + ":") and worst <= allowed:
@@ -535,6 +595,6 @@ def describe(result: CheckResult) -> str:
 
 
 __all__ = ["ATOL", "EPS32", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES",
-           "check_build", "check_seeds", "check_variant", "classify", "device_refusal", "describe",
-           "harness_device", "nearby_odd", "needs_hopper", "reference_and_bound", "rel_error",
+           "candidate_calls", "check_build", "check_call_timeout", "check_seeds", "check_variant", "classify", "device_refusal", "describe",
+           "harness_device", "judge_calls", "nearby_odd", "needs_hopper", "reference_and_bound", "rel_error",
            "tier_bound", "wrong_line"]

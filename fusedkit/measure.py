@@ -3,8 +3,9 @@
 Everything that checks or times a kernel goes through :func:`measure`: the ladder runner
 and sweeps, the notebook steps, the explorer's Run button, and a learner's own kernel (pass
 a builder instead of a registered variant). So every caller gets the same checks
-(:mod:`fusedkit.check`) and the same timing (:mod:`fusedkit.bench`), with these guards on
-the timing itself:
+(:mod:`fusedkit.check`) and the same timing (:mod:`fusedkit.bench`). The kernel runs in a
+worker process (:mod:`fusedkit.isolation`); every verdict is reached in the caller's process,
+which never runs it. The guards on the timing itself:
 
 - the timed model and inputs are fresh draws, never the checked ones; before every call, warm-up
   included, the input buffer is refilled with fresh random values (never a set seen before, so a
@@ -24,24 +25,24 @@ the timing itself:
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import math
 import random
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import torch
 
-from fusedkit import bench, problems
-from fusedkit.check import (EPS32, SEEDS, Build, CheckResult, check_seeds, check_variant,
-                            device_refusal, harness_device, one_line, plain_output_fault, short)
+from fusedkit import bench, isolation, problems
+from fusedkit.check import (EPS32, SEEDS, Build, CheckResult, check_call_timeout, check_seeds,
+                            check_variant, device_refusal, harness_device, plain_output_fault,
+                            short)
 from fusedkit.guard import Snapshot
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.interrupts import checkpoint
+from fusedkit.isolation import CALL_TIMEOUT_S, harness_stream, one_line, unpack  # noqa: F401 - re-exported
 from fusedkit.precision import error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.roofline import achieved, fused_floor
@@ -167,22 +168,26 @@ def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "
     no memory of its own beyond its output: what :meth:`Problem.check_runnable` compares with
     the memory a run may use.
 
-    Counted from the code of :func:`fusedkit.check.check_build` and :func:`_time`, in fp32
-    copies of the inputs (X bytes), the parameters (W) and the output (Y):
+    Counted from the code of :func:`fusedkit.check.candidate_calls` (the kernel's worker) and
+    :func:`fusedkit.check.judge_calls` (this process), in fp32 copies of the inputs (X bytes),
+    the parameters (W) and the output (Y). The two peaks come one after the other (the worker
+    holds nothing of a build once it has sent its outputs), so the larger one counts:
 
-    - the model and the harness's hidden deep copy of it: 2 W;
-    - the inputs: two draws and their pristine copies while checking: 4 X (the timing refills
-      one buffer);
-    - the two checked outputs: 2 Y (4 Y on a GPU, with the copies taken on the caller's stream);
-    - then the larger of two moments. Computing the second float64 reference beside the first
-      (2 Y): the reference's own peak, the larger of its float64 model beside the fp32 copy it
-      converts (3 W) and eager's peak in float64 (``problem.memory_counter(sizes, 8)``, which
-      holds the float64 x and W). Or comparing: the two float64 references (4 Y), the two eager
-      outputs (2 Y) and the float64 temporaries of one error (4 Y).
+    - the worker: the model and its hidden deep copy (2 W); two draws of the inputs and their
+      pristine copies (4 X); the two outputs and, on a CPU, their bytes and the message that
+      carries them (6 Y), on a GPU the copies taken on the caller's stream (4 Y);
+    - this process: the model regenerated (W), the two inputs regenerated (2 X), the two
+      outputs received (2 Y), then the larger of two moments. Computing the second float64
+      reference beside the first (2 Y): the reference's own peak, the larger of its float64 model
+      beside the fp32 one it converts (3 W) and eager's peak in float64
+      (``problem.memory_counter(sizes, 8)``, which holds the float64 x and W). Or comparing: the
+      two float64 references (4 Y), the two eager outputs (2 Y) and the float64 temporaries of
+      one error (4 Y).
 
-    The timing holds less (the model and its float64 copy, one input buffer, one output, and a
-    few rows' float64 references), and the nearby odd shape is smaller. What a candidate allocates beyond its output (weight splits, a
-    compiled graph's buffers) is not counted; eager's own intermediates are, in the reference.
+    The timing holds less (the model, one input buffer, one output and a few rows' float64
+    references), and the nearby odd shape is smaller. What a candidate allocates beyond its
+    output (weight splits, a compiled graph's buffers) is not counted; eager's own
+    intermediates are, in the reference.
     """
     sizes = problem.sizes(sizes)
     with torch.device("meta"):   # shapes only: no memory
@@ -190,9 +195,10 @@ def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "
     w = 4 * sum(t.numel() for t in (*model.parameters(), *model.buffers()))
     x = 4 * sum(math.prod(shape) for shape in problem.input_shapes(sizes))
     y = 4 * math.prod(problem.output_shape(sizes))
-    outputs = (4 if torch.device(device).type == "cuda" else 2) * y
+    worker = 2 * w + 4 * x + (4 if torch.device(device).type == "cuda" else 6) * y
     reference = max(3 * w, problem.memory_counter(sizes, 8))
-    return float(2 * w + 4 * x + outputs + max(2 * y + reference, 4 * y + 2 * y + 4 * y))
+    judge = w + 2 * x + 2 * y + max(2 * y + reference, 4 * y + 2 * y + 4 * y)
+    return float(max(worker, judge))
 
 
 def interpreter_seconds(problem: Problem, v: Variant, sizes: Sizes, *, seeds: int = SEEDS,
@@ -227,31 +233,19 @@ def candidate(problem: Problem, what: Variant | str | Build, *, name: str = "",
     return Variant(99, slug, slug, "a kernel of your own", what, precision=precision, triton=triton)
 
 
-@contextlib.contextmanager
-def harness_stream(device: torch.device) -> Iterator[None]:
-    """Make a stream of the harness's own current on a GPU (nothing on a CPU): a kernel that
-    launches on the default stream instead of the current one is then seen to do so."""
-    if device.type != "cuda":
-        yield
-        return
-    stream = torch.cuda.Stream(device)
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        yield
-    torch.cuda.current_stream(device).wait_stream(stream)
-
-
 def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | None = None, *,
             device: str | torch.device | None = None, seeds: int = SEEDS,
             warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, gpu: GpuSpec | None = None,
             time_it: bool = True, name: str = "", precision: str = "fp32",
-            triton: bool = False) -> Measurement:
+            triton: bool = False, call_timeout_s: float = CALL_TIMEOUT_S) -> Measurement:
     """Check ``what`` (a variant, its name, or a builder) of ``problem`` (a Problem or its name,
     e.g. "p12") at ``sizes`` on ``device``, then, if the check found no fault, time it.
     Returns the :class:`Measurement`; never records.
 
     ``seeds`` builds are checked (1 to :data:`~fusedkit.check.MAX_SEEDS`); ``warmup_ms`` and
-    ``rep_ms`` are the timing budgets in ms. ``gpu`` is the spec the % of floor is computed on
+    ``rep_ms`` are the timing budgets in ms; ``call_timeout_s`` the seconds one call of the
+    kernel may take before it counts as hung (default :data:`fusedkit.isolation.CALL_TIMEOUT_S`,
+    60 s; a build may take :data:`~fusedkit.isolation.BUILD_TIMEOUT_S`). ``gpu`` is the spec the % of floor is computed on
     (default: the detected GPU's datasheet; the ladder passes measured ceilings). The refusal of
     impossible speed always uses the datasheet. Every argument is checked before anything runs:
     a bad one is a ValueError or TypeError naming it, never a failure of the kernel. Raises
@@ -265,6 +259,7 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
                         f"{', '.join(problems.names())}")
     check_seeds(seeds)
     bench.check_budgets(warmup_ms, rep_ms)
+    check_call_timeout(call_timeout_s)
     v = candidate(problem, what, name=name, precision=precision, triton=triton)
     sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
     device = harness_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -277,18 +272,13 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
     if m.interpreter:
         m.notes.append("measured in Triton's CPU interpreter, which computes every dot in fp32 "
                        "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
-    with harness_stream(device):
-        m.check = check_variant(problem, v, sizes, device=device, seeds=seeds)
-        if not m.check.ok or not time_it:
-            return m
-        seed = m.check.seeds[0] + 7919      # never a checked draw
-        m.floor_ms = fused_floor(problem, sizes, m.gpu, v.precision).floor_ms
-        try:
-            _time(m, seed, warmup_ms, rep_ms)
-        except Exception as e:  # noqa: BLE001 - a kernel that breaks while timed is a finding
-            m.refused = f"raised an error while timed: {one_line(e)}"
-            m.timing = None
-            return m
+    m.check = check_variant(problem, v, sizes, device=device, seeds=seeds,
+                            call_timeout_s=call_timeout_s)
+    if not m.check.ok or not time_it:
+        return m
+    seed = m.check.seeds[0] + 7919      # never a checked draw
+    m.floor_ms = fused_floor(problem, sizes, m.gpu, v.precision).floor_ms
+    _time(m, seed, warmup_ms, rep_ms, call_timeout_s)
     if m.timing and m.timing.timer == "cuda-events" and not m.refused:
         floor = fused_floor(problem, sizes, datasheet, v.precision).floor_ms
         if m.timing.median_ms < floor:
@@ -298,117 +288,191 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
     return m
 
 
-def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float) -> None:
-    """Time ``m``'s variant on fresh weights, with fresh random inputs before every call, and
-    verify :data:`VERIFIED_ROWS` random rows of every call's output; on a GPU, cross-check the
-    events with device-wide wall time. Fills ``m``."""
-    problem, sizes, device = m.problem, m.sizes, m.device
-    # Every random choice is made from generators drawn here, before the candidate is built.
-    rng = random.Random(secrets.randbits(64))
-    cuda = device.type == "cuda"
-    values = (torch.Generator(device).manual_seed(rng.getrandbits(63)) if cuda
-              else np.random.default_rng(rng.getrandbits(64)))
-    picks = torch.Generator(device).manual_seed(rng.getrandbits(63))
-    model = problem.make_model(sizes, seed=seed, device=device)
-    hidden64 = copy.deepcopy(model).double()          # the candidate never sees this model
-    inputs = problem.get_inputs(sizes, seed=seed, device=device)
-    expect = tuple(problem.output_shape(sizes))
+def _generators(device: torch.device, seeds: dict) -> tuple[object, torch.Generator]:
+    """The input values' generator and the verified rows' one, from ``seeds``: the worker and
+    this process make the same ones, so this one replays exactly what the worker drew."""
+    values = (torch.Generator(device).manual_seed(seeds["values"]) if device.type == "cuda"
+              else np.random.default_rng(seeds["values"]))
+    return values, torch.Generator(device).manual_seed(seeds["picks"])
+
+
+def _pick_rows(problem: Problem, inputs: list[torch.Tensor], values: object,
+               picks: torch.Generator) -> torch.Tensor:
+    """Fresh values into ``inputs``, then the rows the next call is verified on: the rows of the
+    largest of ``rows`` uniform draws, a random subset, drawn on the device (no copy from the
+    host, so nothing waits for the calls before)."""
+    problem.refill_inputs(inputs, values)
     rows = inputs[0].shape[0]
-    floor = TIMED_ERROR_FACTOR * max(m.check.rel_error, m.check.eager_rel_error, 2 * EPS32)
-    snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
-    try:
-        _time_build(m, snapshot, model, hidden64, inputs, expect, rows, floor, rng, values, picks,
-                    warmup_ms, rep_ms)
-    finally:
-        snapshot.restore()
+    return _topk(_rand(rows, generator=picks, device=inputs[0].device), min(rows, VERIFIED_ROWS)).indices
 
 
-def _time_build(m: Measurement, snapshot: Snapshot, model: torch.nn.Module,
-                hidden64: torch.nn.Module, inputs: list[torch.Tensor], expect: tuple[int, ...],
-                rows: int, floor: float, rng: random.Random, values: object,
-                picks: torch.Generator, warmup_ms: float, rep_ms: float) -> None:
-    """:func:`_time` once its model, inputs, generators and snapshot exist."""
-    problem, device = m.problem, m.device
-    t0 = time.perf_counter()
+def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float,
+          call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+    """Time ``m``'s variant in its worker (:func:`candidate_timing`) on fresh weights, with fresh
+    random inputs before every call, then judge here, where it never ran: the times' statistics,
+    every call's :data:`VERIFIED_ROWS` random rows against float64 (the inputs replayed from the
+    same generators), and on a GPU the events against device-wide wall time. Fills ``m``."""
+    problem, sizes, device = m.problem, m.sizes, m.device
+    # Every random choice is drawn here; the worker gets only the seeds.
+    seeds = {k: secrets.randbits(63) for k in ("rng", "values", "picks")}
     try:
-        fn = m.variant.build(model)
-    except Exception:
-        m.refused = snapshot.fault("during the timing's build")
-        if m.refused:   # what it broke, not how it broke: the patch is the finding
-            return
-        raise
-    finally:
-        m.build_s = time.perf_counter() - t0
-    m.refused = snapshot.fault("during the timing's build")
-    if m.refused:
+        got = isolation.run("time", problem, m.variant.build, device, call_timeout_s=call_timeout_s,
+                            sizes=dict(sizes), seed=seed, seeds=seeds, warmup_ms=warmup_ms,
+                            rep_ms=rep_ms)
+    except isolation.WorkerDied as e:
+        m.refused = e.line
         return
-    picked: list = [None]          # the rows the next call is verified on, and their inputs
-    seen: list[tuple[torch.Tensor, torch.Tensor]] = []   # per call: (rel. error, allowed)
-    faults: list[str] = []
-
-    def prepare(i: int) -> None:
-        problem.refill_inputs(inputs, values)
-        # The rows of the largest of ``rows`` uniform draws: a random subset, drawn on the device
-        # (no copy from the host, so nothing waits for the calls before).
-        idx = _topk(_rand(rows, generator=picks, device=device), min(rows, VERIFIED_ROWS)).indices
-        picked[0] = (idx, [_index_select(t, 0, idx) for t in inputs])
-
-    @torch.no_grad()
-    def call() -> torch.Tensor:
-        return fn(*inputs)
-
-    def after(i: int, out: object) -> None:
-        # Queued behind the call's end event and read only after the loop: no synchronize here.
-        idx, kept = picked[0]
-        patched = snapshot.fault(f"during timed call {i + 1}")   # before anything is verified
-        if patched:
-            faults.append(patched)
-        fault = plain_output_fault(out, expect, device)
-        if fault:
-            faults.append(f"call {i + 1}: {fault}")
-            return
-        got = _index_select(out.detach(), 0, idx).double()
-        ref, bound = error_bound(hidden64, kept, m.variant.precision, problem.error_model,
-                                 float64=True)
-        norm = torch.linalg.vector_norm(ref)
-        rel = torch.linalg.vector_norm(got - ref) / torch.where(norm > 0, norm, 1.0)
-        seen.append((torch.where(torch.isfinite(got).all(), rel, math.inf), bound.clamp(min=floor)))
-
-    try:
-        timed = bench.time_calls(call, prepare=prepare, after=after, warmup_ms=warmup_ms,
-                                 rep_ms=rep_ms, device=device, rng=rng)
-    except Exception:
-        m.refused = snapshot.fault("while timed")
-        if m.refused:   # what it broke, not how it broke: the patch is the finding
-            return
-        raise
-    m.timing = timed.timing
-    checkpoint()
+    m.build_s = got["build_s"]
+    if got["raised"]:
+        m.refused = f"raised an error while timed: {got['raised']}"
+        return
+    faults = got["faults"]
     patched = [f for f in faults if f.startswith("patched ")]
     if patched:
+        isolation.retire(device)
         m.refused = patched[0]
         return
+    m.timing = bench.summarize(got["samples_ms"], got["timer"])
+    checkpoint()
     if faults:
         m.refused = f"{TIMED_DIFFER}: {faults[0]}; a kernel must return the same kind of output when timed"
         return
-    rel, allowed = (torch.stack(t).cpu() for t in zip(*seen))
+    rel, allowed = _judge_rows(m, seed, seeds, unpack(got["rows"], device))
     wrong = (~(rel <= allowed)).nonzero().flatten().tolist()
     if wrong:
         i = wrong[0]
-        m.refused = (f"{TIMED_DIFFER}: {len(wrong)} of {len(seen)} calls made while timed gave outputs "
+        m.refused = (f"{TIMED_DIFFER}: {len(wrong)} of {rel.numel()} calls made while timed gave outputs "
                      f"beyond what {m.variant.precision} explains and {TIMED_ERROR_FACTOR:g}x the "
                      f"checked calls' error (call {i + 1}: rel. error {short(rel[i].item())} on "
-                     f"{min(rows, VERIFIED_ROWS)} random rows of its own fresh input, allowed "
+                     f"{got['verified_rows']} random rows of its own fresh input, allowed "
                      f"{short(allowed[i].item())}); a kernel must not change what it computes when "
                      "it is timed")
         return
     if device.type == "cuda":
-        prepare(0)
-        wall, host = bench.device_busy_ms(call, device, per_call_ms=m.timing.median_ms)
+        wall, host = got["wall_ms"], got["host_ms"]
         saw = max(m.timing.median_ms, host)
         if wall > HIDDEN_WORK_FACTOR * saw and wall - saw > HIDDEN_WORK_MS:
             m.refused = (f"{HIDDEN_WORK}: events on the caller's stream saw {m.timing.median_ms:.4g} ms "
                          f"per call but the GPU was busy {wall:.4g} ms per call; join any side stream "
                          "to the caller's current stream")
             return
-        m.peak_mem_mb = bench.peak_memory_mb(call, device)
+        m.peak_mem_mb = got["peak_mem_mb"]
+
+
+def _judge_rows(m: Measurement, seed: int, seeds: dict,
+                rows_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per timed call, the rel. error of the rows the worker sent and what is allowed: the
+    inputs and the rows picked are replayed from ``seeds`` (the worker's very draws), the
+    references computed from the model regenerated from ``seed`` in float64."""
+    problem, sizes, device = m.problem, m.sizes, m.device
+    values, picks = _generators(device, seeds)
+    hidden64 = problem.make_model(sizes, seed=seed, device=device).double()
+    inputs = problem.get_inputs(sizes, seed=seed, device=device)
+    floor = TIMED_ERROR_FACTOR * max(m.check.rel_error, m.check.eager_rel_error, 2 * EPS32)
+    rels, allowed = [], []
+    for i in range(rows_out.shape[0]):
+        idx = _pick_rows(problem, inputs, values, picks)
+        kept = [_index_select(t, 0, idx) for t in inputs]
+        ref, bound = error_bound(hidden64, kept, m.variant.precision, problem.error_model,
+                                 float64=True)
+        got = rows_out[i].double()
+        norm = torch.linalg.vector_norm(ref)
+        rel = torch.linalg.vector_norm(got - ref) / torch.where(norm > 0, norm, 1.0)
+        rels.append(torch.where(torch.isfinite(got).all(), rel, math.inf))
+        allowed.append(bound.clamp(min=floor))
+    if not rels:
+        return torch.zeros(0), torch.zeros(0)
+    return torch.stack(rels).cpu(), torch.stack(allowed).cpu()
+
+
+def candidate_timing(*, build: Build, report: Callable[[str], None], progress: object,
+                     problem_key: str, sizes: Sizes, seed: int, device: str, seeds: dict,
+                     warmup_ms: float, rep_ms: float) -> dict:
+    """The candidate's side of a timing, run in its worker process: the model and inputs under
+    ``seed``, the candidate built, then :func:`fusedkit.bench.time_calls` with fresh values in the
+    inputs before every call and, after it, the rows drawn for that call copied from its output
+    (sent back whole: the verdict on them is :func:`_judge_rows`'). Library functions the
+    candidate replaced are named and put back."""
+    problem, device = problems.get(problem_key), torch.device(device)
+    sizes = problem.sizes(sizes)
+    rng = random.Random(seeds["rng"])
+    values, picks = _generators(device, seeds)
+    model = problem.make_model(sizes, seed=seed, device=device)
+    inputs = problem.get_inputs(sizes, seed=seed, device=device)
+    expect = tuple(problem.output_shape(sizes))
+    out = dict(build_s=math.nan, raised="", faults=[], samples_ms=[], timer="", rows=None,
+               verified_rows=min(inputs[0].shape[0], VERIFIED_ROWS), wall_ms=math.nan,
+               host_ms=math.nan, peak_mem_mb=None)
+    snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
+    try:
+        _candidate_timing(out, problem, build, model, inputs, expect, rng, values, picks,
+                          warmup_ms, rep_ms, device, snapshot, report, progress)
+    finally:
+        snapshot.restore()
+    return out
+
+
+def _candidate_timing(out: dict, problem: Problem, build: Build, model: torch.nn.Module,
+                      inputs: list[torch.Tensor], expect: tuple[int, ...], rng: random.Random,
+                      values: object, picks: torch.Generator, warmup_ms: float, rep_ms: float,
+                      device: torch.device, snapshot: Snapshot, report: Callable[[str], None],
+                      progress: object) -> None:
+    """:func:`candidate_timing` once its model, inputs, generators and snapshot exist."""
+    t0 = time.perf_counter()
+    try:
+        fn = build(model)
+    except Exception as e:  # noqa: BLE001 - a build that breaks while timed is a finding
+        if isolation.is_device_fault(e):
+            raise
+        out["faults"] = [f for f in [snapshot.fault("during the timing's build")] if f]
+        out["raised"] = "" if out["faults"] else one_line(e)
+        return
+    finally:
+        out["build_s"] = time.perf_counter() - t0
+    patched = snapshot.fault("during the timing's build")
+    if patched:
+        out["faults"] = [patched]
+        return
+    report("timed calls")
+    picked: list = [None]          # the rows the next call is verified on
+    rows: list[torch.Tensor] = []
+    faults: list[str] = out["faults"]
+
+    def prepare(i: int) -> None:
+        progress.value = i + 1
+        picked[0] = _pick_rows(problem, inputs, values, picks)
+
+    @torch.no_grad()
+    def call() -> torch.Tensor:
+        return fn(*inputs)
+
+    def after(i: int, got: object) -> None:
+        patched = snapshot.fault(f"during timed call {i + 1}")
+        if patched:
+            faults.append(patched)
+        fault = plain_output_fault(got, expect, device)
+        if fault:
+            faults.append(f"call {i + 1}: {fault}")
+            return
+        rows.append(_index_select(got.detach(), 0, picked[0]))   # queued; read once at the end
+
+    try:
+        timed = bench.time_calls(call, prepare=prepare, after=after, warmup_ms=warmup_ms,
+                                 rep_ms=rep_ms, device=device, rng=rng)
+    except Exception as e:  # noqa: BLE001
+        if isolation.is_device_fault(e):
+            raise
+        patched = snapshot.fault("while timed")
+        out["faults"] = [patched] if patched else faults
+        out["raised"] = "" if patched else one_line(e)
+        return
+    out["samples_ms"], out["timer"] = timed.samples_ms, timed.timing.timer
+    if faults:
+        return
+    out["rows"] = isolation.pack(torch.stack(rows))
+    if device.type == "cuda":
+        report("device-wide timing")
+        prepare(0)
+        out["wall_ms"], out["host_ms"] = bench.device_busy_ms(call, device,
+                                                              per_call_ms=timed.timing.median_ms)
+        out["peak_mem_mb"] = bench.peak_memory_mb(call, device)

@@ -34,6 +34,7 @@ from fusedkit.plots import variant_bars
 from fusedkit.present import format_frame
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, presets
 from fusedkit.interpreter_cost import RUN_SECONDS_BUDGET
+from fusedkit.isolation import CALL_TIMEOUT_S
 from fusedkit.interrupts import route_kernel_interrupt, stoppable
 from fusedkit.measure import REP_MS, WARMUP_MS, interpreter_seconds, measure
 from fusedkit.results import add_speedup
@@ -407,7 +408,9 @@ class LadderExplorer:
         runs = len(self._with_baseline(chosen)) - len(left_out)
         skipped = f"; {len(left_out)} left out (see the table)" if left_out else ""
         self._say(f"running {runs} variant(s) of {self.problem.key} at {fmt_sizes(sizes)}: "
-                  f"about {_seconds(total)} in all (estimated){skipped}", ok=True)
+                  f"about {_seconds(total)} in all (estimated){skipped}; each kernel runs in a "
+                  f"process of its own, and a call that takes over {CALL_TIMEOUT_S:g} s counts "
+                  "as hung", ok=True)
 
     def _execute(self, sizes: Sizes, chosen: list[str], total: float,
                  left_out: dict[str, str]) -> None:

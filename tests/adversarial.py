@@ -143,46 +143,70 @@ def memo_by_pointer(model):
     return run
 
 
-def wrong_one_call_in(n: int):
+class Tally:
+    """Counts kept in a file: the harness runs a kernel in a worker process of its own, so a
+    test reads what the kernel did there from here."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.reset()
+
+    def add(self, key: str) -> None:
+        with open(self.path, "a") as f:
+            f.write(key + "\n")
+
+    def counts(self) -> dict[str, int]:
+        with open(self.path) as f:
+            words = f.read().split()
+        return {k: words.count(k) for k in set(words)}
+
+    def reset(self) -> None:
+        open(self.path, "w").close()
+
+
+def wrong_one_call_in(n: int, tally: Tally | None = None):
     """A builder wrong on one call in ``n`` from its third call on (the check calls each build
     twice): on those calls it returns the previous call's answer again, skipping the work, as a
     kernel that guesses when it is timed would. Which calls, a phase drawn per build, is unknown
-    to the harness."""
+    to the harness. ``tally`` counts its "call"s and "wrong" ones."""
     def build(model):
-        state = {"calls": 0, "phase": random.randrange(n), "wrong": 0}
+        state = {"calls": 0, "phase": random.randrange(n)}
 
         def run(x):
             state["calls"] += 1
+            if tally:
+                tally.add("call")
             if state["calls"] > REFERENCE_CALLS and (state["calls"] + state["phase"]) % n == 0:
-                state["wrong"] += 1
+                if tally:
+                    tally.add("wrong")
                 return state["y"].clone()
             state["y"] = model(x)
             return state["y"]
-        run.state = state
-        build.last = run
         return run
     build.__name__ = f"wrong_one_call_in_{n}"
     return build
 
 
-def memo_by_content(model):
+def memo_by_content(tally: Tally | None = None):
     """Result reuse keyed on the input's content (a fingerprint of its bytes): right whenever it
-    computes, and fast only where the harness repeats an input. Its ``hits`` count the answers
-    it served from memory; a harness that times it on inputs it never saw leaves them at 0."""
-    memo = {}
-    stats = {"hits": 0, "calls": 0}
+    computes, and fast only where the harness repeats an input. ``tally`` counts its "call"s and
+    the "hit"s it served from memory; a harness that times it on inputs it never saw has none."""
+    def build(model):
+        memo = {}
 
-    def run(x):
-        stats["calls"] += 1
-        key = hashlib.blake2b(x.detach().cpu().contiguous().numpy().tobytes(), digest_size=16).digest()
-        if key in memo:
-            stats["hits"] += 1
+        def run(x):
+            if tally:
+                tally.add("call")
+            key = hashlib.blake2b(x.detach().cpu().contiguous().numpy().tobytes(), digest_size=16).digest()
+            if key in memo:
+                if tally:
+                    tally.add("hit")
+                return memo[key].clone()
+            memo[key] = model(x)
             return memo[key].clone()
-        memo[key] = model(x)
-        return memo[key].clone()
-    run.stats = stats
-    memo_by_content.last = run
-    return run
+        return run
+    build.__name__ = "memo_by_content"
+    return build
 
 
 def whole_tiles_only(model):
@@ -368,3 +392,94 @@ def patches_the_statistics(model):
     def run(x):
         return model(x)
     return run
+
+
+# -- kernels that take their process down, or never return ---------------------------------------
+
+def segfaults(model):
+    """A crash: reads address 0 (what an out-of-bounds pointer in a C extension does)."""
+    def run(x):
+        import ctypes
+        return ctypes.string_at(0)
+    return run
+
+
+def hangs(model):
+    """A call that never returns (a deadlock, a spin on a flag nobody sets)."""
+    def run(x):
+        while True:
+            time.sleep(1)
+    return run
+
+
+def hangs_when_timed(model):
+    """Right on the check's two calls, then stuck from the fifth call of a build on: only the
+    timing's calls hang."""
+    state = {"calls": 0}
+
+    def run(x):
+        state["calls"] += 1
+        while state["calls"] >= 5:
+            time.sleep(1)
+        return model(x)
+    return run
+
+
+def rebinds_what_linear_calls(model):
+    """A patch no snapshot watches: rebinds the name ``F`` inside torch.nn.modules.linear (not
+    torch.nn.functional itself), so every nn.Linear in its process, the model it is given and
+    any reference computed there alike, multiplies in bf16. Where the reference is computed in
+    the same process it agrees with itself; computed elsewhere it does not."""
+    import types
+
+    import torch.nn.modules.linear as lin
+
+    real = lin.F
+
+    def bf16_linear(x, weight, bias=None):
+        y = (x.bfloat16() @ weight.bfloat16().T).to(x.dtype)
+        return y if bias is None else y + bias
+
+    lin.F = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")})
+    lin.F.linear = bf16_linear
+
+    def run(x):
+        return model(x)
+    return run
+
+
+def reports_its_process(tally):
+    """An honest kernel that writes the id of the process it runs in to ``tally``."""
+    def build(model):
+        import os
+        tally.add(str(os.getpid()))
+        return lambda x: model(x)
+    build.__name__ = "reports_its_process"
+    return build
+
+
+def reads_out_of_bounds_on_the_gpu(model):
+    """An illegal memory access in a tiny Triton kernel: it loads from 2**40 floats past its
+    input, which kills the CUDA context of its process."""
+    import triton
+
+    kernel = _oob_kernel()
+
+    def run(x):
+        y = torch.empty(x.shape[0], model.gemm.out_features, device=x.device)
+        kernel[(1,)](x, y, 1 << 40, BLOCK=32)
+        torch.cuda.synchronize()
+        return y
+    del triton
+    return run
+
+
+def _oob_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def oob(x_ptr, y_ptr, far, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(y_ptr + i, tl.load(x_ptr + far + i))
+    return oob

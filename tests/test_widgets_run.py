@@ -307,3 +307,17 @@ def test_the_kernel_interrupt_reaches_a_run_in_its_thread(monkeypatch):
         with pytest.raises(interrupts.Interrupted):
             interrupts.checkpoint()
     interrupts.checkpoint()                               # outside the run: nothing to stop
+
+
+def test_the_running_line_shows_the_call_limit(empty_records, monkeypatch):
+    """While it runs the learner reads that each kernel has a process of its own and how long
+    a call may take before it counts as hung (fusedkit.isolation.CALL_TIMEOUT_S)."""
+    from fusedkit import isolation
+
+    ex = LadderExplorer(P12, CPU, recorded_path=empty_records)
+    ex.select(["eager"])
+    seen = []
+    monkeypatch.setattr(ex, "_execute", lambda *plan: seen.append(ex.message.value))
+    ex.run()
+    assert seen and "each kernel runs in a process of its own" in seen[0]
+    assert f"a call that takes over {isolation.CALL_TIMEOUT_S:g} s counts as hung" in seen[0]

@@ -11,7 +11,7 @@ mkdir -p .whl
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
-  -d .whl nbclient nbconvert nbformat ipykernel ipywidgets websocket-client
+  -d .whl nbclient nbconvert nbformat ipykernel ipywidgets websocket-client cloudpickle
 # Already on the GPU image; a second copy would shadow it.
 rm -f .whl/{typing_extensions,packaging,jinja2,markupsafe,psutil,pygments,attrs,python_dateutil,tzdata}-*
 ls .whl | wc -l

@@ -167,8 +167,9 @@ class Problem:
         """Refuse sizes too large to run on ``device``, with a one-line reason.
 
         Every tensor must fit int32 indexing, and the memory the measuring harness holds at
-        once (:func:`fusedkit.measure.harness_bytes`: the model and its hidden copy, four
-        copies of the inputs, the outputs and the float64 references) must fit 90% of the free
+        once (:func:`fusedkit.measure.harness_bytes`: the larger of the kernel's worker, with the
+        model and its hidden copy, four copies of the inputs and the outputs, and this process
+        after it, with the float64 references) must fit 90% of the free
         device memory on a GPU, :data:`CPU_BYTE_BUDGET` on a CPU; a refusal says which sizes
         would fit. On a CPU a budget of FLOPs also keeps a run to about half a minute.
         """

@@ -1,0 +1,372 @@
+"""The candidate runs in a worker process; its verdict is reached here, where it never ran.
+
+:func:`fusedkit.check.check_build` and :func:`fusedkit.measure.measure` send each build of a
+candidate (a registered variant by name, a learner's builder pickled by value with cloudpickle)
+to a :class:`Worker`: a process of its own, started from a clean server process, that builds
+the model and the inputs from the seeds it is given, builds and calls the candidate, and sends
+back only what the candidate produced (its outputs, or the rows of its timed outputs, and the raw
+times). This process regenerates the same model and inputs from the same seeds and computes the
+float64 reference, eager fp32, the comparison, the tier and every judgement of the times. So
+
+- nothing the candidate patches or caches in its own process reaches a reference, a tolerance,
+  a tier or the judgement of a time: that code never runs where the candidate ran;
+- a crash (a segfault, an illegal memory access, which kills a CUDA context) ends the worker,
+  not the caller: it is a verdict, ``the kernel crashed: ...``, and the next build gets a fresh
+  worker; a call that makes no progress for :data:`CALL_TIMEOUT_S` seconds (a build for
+  :data:`BUILD_TIMEOUT_S`: compiling takes minutes) is ``the kernel hung: ...`` and its worker is
+  killed.
+
+Each candidate gets a worker that has run nothing else (:func:`fresh`); its checked and timed
+builds share it. The next worker is started while the current one works (forked from a server
+process that has torch and fusedkit imported, its CUDA context made), so a new candidate
+rarely waits for one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import io
+import linecache
+import marshal
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import torch
+
+from fusedkit.interrupts import checkpoint
+
+CALL_TIMEOUT_S = float(os.environ.get("FUSEDKIT_CALL_TIMEOUT_S", 60.0))
+"""Seconds a call of the candidate may go without returning before it counts as hung."""
+BUILD_TIMEOUT_S = float(os.environ.get("FUSEDKIT_BUILD_TIMEOUT_S", 900.0))
+"""Seconds a build (compiling a CUDA or Triton kernel included) may take before it counts as hung."""
+
+CRASHED = "the kernel crashed"
+HUNG = "the kernel hung"
+
+_START = "forkserver"   # a clean process (never this one's state), forked in ~0.1 s
+_PRELOAD = ["fusedkit.isolation", "fusedkit.check", "fusedkit.measure"]
+
+
+class WorkerDied(Exception):
+    """The worker ended (a crash) or was ended (a hang): ``line`` is the verdict."""
+
+    def __init__(self, line: str):
+        super().__init__(line)
+        self.line = line
+
+
+# -- tensors across the pipe ---------------------------------------------------------------
+
+def pack(t: torch.Tensor | None) -> tuple | None:
+    """A tensor as (dtype name, shape, bytes) from host memory: plain data, nothing to unpickle
+    but bytes (a tensor subclass or a lazy object never crosses)."""
+    if t is None:
+        return None
+    t = t.detach().to("cpu").contiguous()
+    return str(t.dtype).removeprefix("torch."), tuple(t.shape), t.view(torch.uint8).numpy().tobytes()
+
+
+def unpack(p: tuple | None, device: torch.device) -> torch.Tensor | None:
+    if p is None:
+        return None
+    dtype, shape, data = p
+    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+    return flat.view(getattr(torch, dtype)).reshape(shape).to(device)
+
+
+# -- what the worker is asked to build -----------------------------------------------------
+
+def builder_spec(problem, build: Callable) -> tuple:
+    """("registered", problem, slug) for a registered variant's builder, else ("pickled", bytes):
+    the builder by value (cloudpickle), so a notebook's own function travels too. Raises
+    TypeError in one line when it cannot be pickled."""
+    for v in problem.variants.values():
+        if v.build is build:
+            return ("registered", problem.key, v.slug)
+    import cloudpickle  # noqa: PLC0415 - only learners' and tests' builders need it
+
+    try:
+        buf = io.BytesIO()
+
+        class KeepFileNames(cloudpickle.Pickler):
+            # cloudpickle names every code object "<dynamic-code>"; marshal keeps its file name,
+            # so an error in the worker still points at the line of the cell it came from.
+            dispatch_table = collections.ChainMap({types.CodeType: _code_by_marshal},
+                                                  cloudpickle.Pickler.dispatch_table)
+
+        KeepFileNames(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(build)
+        return ("pickled", buf.getvalue(), _unsaved_sources())
+    except Exception as e:  # noqa: BLE001 - whatever it holds that cannot travel
+        raise TypeError(f"build={getattr(build, '__name__', build)!r} cannot be sent to the "
+                        f"worker process that runs kernels ({type(e).__name__}: "
+                        f"{str(e).splitlines()[0] if str(e) else ''}); build it from module-level "
+                        "functions and plain data") from None
+
+
+def _code_by_marshal(code: types.CodeType) -> tuple:
+    return marshal.loads, (marshal.dumps(code),)   # the worker runs this very Python
+
+
+def _unsaved_sources() -> dict:
+    """The source lines Python holds for code that is in no file (a notebook's cells, an
+    exercise's kernel): Triton reads a kernel's source, and an error names its line, from
+    :mod:`linecache`, which the worker must then hold too."""
+    return {name: entry for name, entry in list(linecache.cache.items())
+            if len(entry) == 4 and entry[1] is None or not os.path.exists(name)}
+
+
+def _resolve_builder(spec: tuple) -> Callable:
+    if spec[0] == "registered":
+        from fusedkit import problems  # noqa: PLC0415
+
+        return problems.get(spec[1]).variant(spec[2]).build
+    linecache.cache.update(spec[2])
+    return pickle.loads(spec[1])
+
+
+# -- the worker ------------------------------------------------------------------------------
+
+def is_device_fault(e: BaseException) -> bool:
+    """True for an error that leaves the CUDA context unusable (an illegal address, a launch
+    failure, a device-side assert): the process cannot go on."""
+    accel = getattr(torch, "AcceleratorError", None)
+    text = str(e)
+    return (accel is not None and isinstance(e, accel)) or "CUDA error" in text or \
+        "illegal memory access" in text or "device-side assert" in text
+
+
+def _child(conn, progress, device: str) -> None:
+    """The worker's loop: one job at a time, each (kind, args) answered ("done", result),
+    ("crashed", line) after a device fault (then it exits) or ("error", traceback) for a fault
+    of the harness itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the caller decides; Ctrl-C reaches it
+    from fusedkit import check, measure  # noqa: PLC0415 - preloaded by the server
+
+    if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
+        torch.cuda.set_device(torch.device(device))
+        torch.empty(1, device=device)
+
+    jobs = {"check": check.candidate_calls, "time": measure.candidate_timing}
+    stage = ["starting"]
+
+    def report(text: str) -> None:
+        stage[0] = text
+        conn.send(("stage", text))
+
+    while True:
+        try:
+            kind, spec, kwargs = conn.recv()
+        except EOFError:
+            return
+        if kind == "stop":
+            return
+        try:
+            device = torch.device(kwargs["device"])
+            if device.type == "cuda":
+                torch.cuda.set_device(device)
+            report("the build")
+            build = _resolve_builder(spec)
+            with harness_stream(device):
+                result = jobs[kind](build=build, report=report, progress=progress, **kwargs)
+            conn.send(("done", result))
+            del result, build   # nothing of this job is held while the caller judges it
+        except Exception as e:  # noqa: BLE001 - sent to the caller, never lost
+            if is_device_fault(e):
+                conn.send(("crashed", f"{CRASHED}: {one_line(e)}, during {stage[0]}"))
+                os._exit(1)   # its CUDA context is gone: nothing here can be trusted to clean up
+            conn.send(("error", traceback.format_exc()))
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as ``Type: first line of its message`` (long compiler output cut)."""
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:300] if text else '(no message)'}"
+
+
+def _signal_name(code: int) -> str:
+    try:
+        sig = signal.Signals(-code)
+        return f"{sig.name} ({signal.strsignal(sig) or ''})".replace(" ()", "")
+    except ValueError:
+        return f"exit code {code}"
+
+
+@contextlib.contextmanager
+def _without_main() -> Iterator[None]:
+    """Start a worker without the caller's ``__main__``: multiprocessing would import the
+    caller's script again in it (running a script's measurements twice, or failing); builders
+    travel by value, so the worker needs nothing from it."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+@dataclass
+class Worker:
+    """One worker process and the pipe to it."""
+
+    process: multiprocessing.process.BaseProcess
+    conn: object
+    progress: object          # the timed call counter the worker writes (a shared integer)
+    device: str
+
+    @classmethod
+    def start(cls, device: str) -> "Worker":
+        ctx = multiprocessing.get_context(_START)
+        if _START == "forkserver":
+            ctx.set_forkserver_preload(_PRELOAD)
+        # The server checks for CUDA through NVML (no CUDA runtime in it, so forks may use CUDA).
+        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+        ours, theirs = ctx.Pipe()
+        progress = ctx.Value("q", 0, lock=False)
+        p = ctx.Process(target=_child, args=(theirs, progress, device), daemon=True,
+                        name=f"fusedkit-worker-{device}")
+        with _without_main():
+            p.start()
+        theirs.close()
+        return cls(p, ours, progress, device)
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process.is_alive():
+            if not kill:
+                try:
+                    self.conn.send(("stop", None, None))
+                    self.process.join(2.0)
+                except (OSError, ValueError):
+                    pass
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join(5.0)
+        self.conn.close()
+
+    def run(self, kind: str, spec: tuple, kwargs: dict, call_timeout_s: float) -> object:
+        """Send one job and wait for its result, watching for a crash, a hang and an interrupt.
+        Raises :class:`WorkerDied` with the verdict line when the worker dies or hangs."""
+        self.progress.value = 0
+        self.conn.send((kind, spec, kwargs))
+        stage, since, count = "the build", time.monotonic(), 0
+        while True:
+            try:
+                checkpoint()   # a run asked to stop: the worker is mid-job, so it goes
+            except BaseException:
+                self.stop(kill=True)
+                raise
+            if self.conn.poll(0.05):
+                try:
+                    msg = self.conn.recv()
+                except (EOFError, OSError):
+                    msg = None
+                if msg is None:
+                    self.process.join(5.0)
+                    raise WorkerDied(f"{CRASHED}: the process ended with "
+                                     f"{_signal_name(self.process.exitcode or 0)}, during {stage}")
+                if msg[0] == "stage":
+                    stage, since = msg[1], time.monotonic()
+                    continue
+                if msg[0] == "done":
+                    return msg[1]
+                if msg[0] == "crashed":
+                    self.process.join(5.0)
+                    raise WorkerDied(msg[1])
+                raise RuntimeError(f"the harness failed in the worker process:\n{msg[1]}")
+            if not self.process.is_alive() and not self.conn.poll(0):
+                raise WorkerDied(f"{CRASHED}: the process ended with "
+                                 f"{_signal_name(self.process.exitcode or 0)}, during {stage}")
+            if self.progress.value != count:
+                count, since = self.progress.value, time.monotonic()
+            limit = BUILD_TIMEOUT_S if stage == "the build" else call_timeout_s
+            if time.monotonic() - since > limit:
+                self.stop(kill=True)
+                what = f"timed call {count}" if stage == "timed calls" and count else stage
+                raise WorkerDied(f"{HUNG}: {what} did not return within {limit:g} s "
+                                 f"({'FUSEDKIT_BUILD_TIMEOUT_S' if stage == 'the build' else 'call_timeout_s'} "
+                                 "sets the limit)")
+
+
+_workers: dict[str, Worker] = {}   # the worker of the candidate being measured, per device
+_spares: dict[str, Worker] = {}    # the next one, started while this one works
+_lock = threading.RLock()
+
+
+def fresh(device: str | torch.device) -> None:
+    """Give the next candidate on ``device`` a worker that has run nothing: the current one
+    ends, the spare (started in the background while the last candidate ran, its CUDA context
+    already made) takes its place, and a new spare starts. :func:`fusedkit.check.check_variant`
+    calls this first, so each candidate's builds, checked and timed, share one worker and no
+    other candidate ever ran there (nor what it patched or left running)."""
+    key = str(device)
+    with _lock:
+        retire(key)
+        spare = _spares.pop(key, None)
+        _workers[key] = spare if spare is not None and spare.alive() else Worker.start(key)
+        _spares[key] = Worker.start(key)
+
+
+def run(kind: str, problem, build: Callable, device: torch.device, *,
+        call_timeout_s: float = CALL_TIMEOUT_S, **kwargs) -> object:
+    """Run job ``kind`` ("check" or "time") of ``build`` for ``problem`` on ``device`` in the
+    current worker (a fresh one when there is none or it ended); returns its result, or raises
+    :class:`WorkerDied` with the verdict (the worker is then ended)."""
+    spec = builder_spec(problem, build)
+    key = str(device)
+    with _lock:
+        w = _workers.get(key)
+        if w is None or not w.alive():
+            fresh(key)
+            w = _workers[key]
+        try:
+            return w.run(kind, spec, dict(kwargs, problem_key=problem.key, device=key),
+                         call_timeout_s)
+        except BaseException:
+            retire(key)
+            raise
+
+
+def retire(device: str | torch.device | None = None) -> None:
+    """End the current worker for ``device`` (every worker, spares too, when None): the next
+    job gets a fresh one. Called after a fault that leaves a worker's state in doubt."""
+    with _lock:
+        pools = [_workers] if device is not None else [_workers, _spares]
+        for pool in pools:
+            for key in [str(device)] if device is not None else list(pool):
+                w = pool.pop(key, None)
+                if w is not None:
+                    w.stop(kill=not w.alive())
+
+
+atexit.register(retire)
+
+
+@contextlib.contextmanager
+def harness_stream(device: torch.device) -> Iterator[None]:
+    """A stream of the harness's own made current on a GPU (nothing on a CPU): a kernel that
+    launches on the default stream instead of the current one is then seen to do so."""
+    if device.type != "cuda":
+        yield
+        return
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        yield
+    torch.cuda.current_stream(device).wait_stream(stream)
+
+
+__all__ = ["BUILD_TIMEOUT_S", "CALL_TIMEOUT_S", "CRASHED", "HUNG", "Worker", "WorkerDied",
+           "builder_spec", "fresh", "harness_stream", "is_device_fault", "one_line", "pack", "retire", "run", "unpack"]
