@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from fusedkit.build import HOPPER_ARCH
 from fusedkit.precision import PRECISIONS, ErrorModel
 
 Sizes = dict[str, int]
@@ -24,6 +25,8 @@ INT32_MAX = 2**31 - 1
 # A CPU run is allowed this much arithmetic (about half a minute for eager on 2 cores).
 CPU_FLOP_BUDGET = 2.0e12
 CPU_BYTE_BUDGET = 8 * 2**30
+# What a step is compiled for: "any" device its needs_gpu allows, or Hopper's own target.
+ARCHES = ("any", HOPPER_ARCH)
 
 
 class SizeError(ValueError):
@@ -96,10 +99,36 @@ class Variant:
     baseline: bool = False            # PyTorch itself, not one of our kernels
     triton: bool = False              # a Triton kernel: on CPU it runs in the (slow) interpreter
     routes: tuple["Route", ...] = ()  # a choice among other steps by batch size (see by_batch)
+    arch: str = "any"                 # "sm_90a": built for Hopper's own target, runs on sm_90 only
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not known; valid: {', '.join(PRECISIONS)}")
+        if self.arch not in ARCHES:
+            raise ValueError(f"{self.slug}: arch={self.arch!r} is not known; valid: {', '.join(ARCHES)}")
+        if self.arch == HOPPER_ARCH and not self.needs_gpu:
+            raise ValueError(f"{self.slug}: arch={self.arch!r} needs needs_gpu=True (no CPU build)")
+
+    @property
+    def hopper(self) -> bool:
+        """True for a step built for sm_90a (wgmma, TMA, setmaxnreg), which runs on sm_90 only."""
+        return self.arch == HOPPER_ARCH
+
+    def refusal(self, device: torch.device) -> str:
+        """Why this step cannot run on ``device`` at any size ("" when it can), in one line: a GPU
+        step on a CPU, a Hopper (sm_90a) step on any other GPU. Read from the declaration alone."""
+        if device.type == "cuda":
+            if not self.hopper:
+                return ""
+            major, minor = torch.cuda.get_device_capability(device)
+            if major == 9:
+                return ""
+            return (f"needs a Hopper (sm_90) GPU (wgmma and TMA, built for sm_90a); this one, "
+                    f"{torch.cuda.get_device_name(device)}, is sm_{major}{minor}")
+        if self.needs_gpu:
+            what = "a Hopper (sm_90) GPU" if self.hopper else "a CUDA GPU"
+            return f"needs {what} (its GPU results are in the records in data/)"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -385,9 +414,9 @@ def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]
              ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
     """A ``build`` that sends each call to another step of the ladder by the batch's rows: the
     first route whose ``max_rows`` holds x.shape[0] (the last route, ``max_rows=None``, takes
-    the rest), and in it the first step the device can run (fusedkit.check.device_refusal:
-    e.g. a Hopper step on Hopper, its Triton twin elsewhere). Each chosen step is built once,
-    on first use, for this model; the choice costs one comparison per call, no sync."""
+    the rest), and in it the first step the device can run (:meth:`Variant.refusal`: e.g. a
+    Hopper step on Hopper, its Triton twin elsewhere). Each chosen step is built once, on first
+    use, for this model; the choice costs one comparison per call, no sync."""
     if not routes or routes[-1].max_rows is not None:
         raise ValueError("routes must end with a Route(max_rows=None, ...) for the largest batches")
     bounds = [r.max_rows for r in routes[:-1]]
@@ -395,14 +424,11 @@ def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]
         raise ValueError(f"routes' max_rows must rise strictly from 1, then None; got {bounds + [None]}")
 
     def build(model: nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.check import device_refusal  # noqa: PLC0415 - check imports this module
-
         prob = problem()
         device = next(model.parameters()).device
         chosen = []
         for r in routes:
-            ok = [s for s in r.slugs
-                  if not device_refusal(prob, prob.variant(s), prob.defaults, device)]
+            ok = [s for s in r.slugs if not prob.variant(s).refusal(device)]
             if not ok:
                 band = f"up to {r.max_rows} rows" if r.max_rows else "of the largest batches"
                 raise RuntimeError(f"no step of the band {band} runs on {device}: {', '.join(r.slugs)}")

@@ -250,36 +250,36 @@ HOPPER_VARIANTS = (
             "fp16 tensor cores through wgmma m64n128k16 on 128x128 tiles that the TMA engine "
             "copies into 3 shared-memory stages; epilogue from the accumulator registers",
             _hopper_step("wgmma_tma", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/11_wgmma_tma.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/11_wgmma_tma.cu"),
     Variant(12, "wgmma_warpspec", "warp-specialised wgmma: a TMA producer, two wgmma consumers",
             "128x256 tiles: one warpgroup only copies (registers given back with setmaxnreg), two "
             "issue wgmma m64n256k16; full/empty mbarriers per stage, 4 stages",
             _hopper_step("wgmma_warpspec", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/12_wgmma_warpspec.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/12_wgmma_warpspec.cu"),
     Variant(13, "wgmma_persistent", "persistent warp-specialised wgmma, grouped tile order",
             "one block per SM walks the tiles in super-row order (W tiles shared in L2); the "
             "producer loads the next tile while the consumers store the last",
             _hopper_step("wgmma_persistent", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/13_wgmma_persistent.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/13_wgmma_persistent.cu"),
     Variant(14, "wgmma_fp16x3", "fp32-faithful wgmma: three fp16 products on fp16x3 splits",
             "step 09's split (x per call, W cached) on step 13's persistent kernel with 128x128 "
             "tiles: per k-tile hi*hi from zero, added with round-to-nearest FADDs outside the "
             "tensor cores while hi*lo + lo*hi run on them",
             _hopper_step("wgmma_fp16x3", "fp16x3_split.py", "call_fp16x3"), precision="fp16x3",
-            needs_gpu=True, source="p12/14_wgmma_fp16x3.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/14_wgmma_fp16x3.cu"),
     Variant(15, "wgmma_fp16x3_fused_split", "step 14 with the split of x done in shared memory",
             "x loaded by TMA as fp32 and split into fp16 hi + lo by the consumer warpgroups in "
             "place, before their wgmmas; a pass that reads x once finds the row scales (step 14 "
             "otherwise, when x is not contiguous, 16-byte aligned with K % 4 == 0)",
             _hopper_step(("x_row_scales", "wgmma_fp16x3_fused_split", "wgmma_fp16x3"),
                          "fp16x3_split.py", "call_fp16x3_fused_x"), precision="fp16x3",
-            needs_gpu=True, source="p12/15_wgmma_fp16x3_fused_split.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/15_wgmma_fp16x3_fused_split.cu"),
     Variant(16, "wgmma_fp16x3_multicast", "step 14 in clusters of two blocks sharing W (TMA multicast)",
             "two blocks on adjacent row tiles of one column tile form a cluster; each copies one of "
             "a stage's W boxes (wh or wl) from L2 into both, so a block reads 48 KB a k-tile "
             "instead of 64 (the counters put step 14's consumers waiting on stages)",
             _hopper_step("wgmma_fp16x3_multicast", "fp16x3_split.py", "call_fp16x3"),
-            precision="fp16x3", needs_gpu=True, source="p12/16_wgmma_fp16x3_multicast.cu"),
+            precision="fp16x3", needs_gpu=True, arch="sm_90a", source="p12/16_wgmma_fp16x3_multicast.cu"),
 )
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)

@@ -216,7 +216,7 @@ HOPPER_VARIANTS = (
             "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
             "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
             hopper_step("p45", ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"), _weights,
-                        "fp16x3_lse.py", "call_fp16x3_lse"), precision="fp16x3", needs_gpu=True,
+                        "fp16x3_lse.py", "call_fp16x3_lse"), precision="fp16x3", needs_gpu=True, arch="sm_90a",
             source="p45/07_wgmma_fp16x3_lse.cu"),
 )
 for _v in HOPPER_VARIANTS:
