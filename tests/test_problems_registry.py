@@ -9,7 +9,7 @@ import torch
 
 from fusedkit import build, check, problems
 from fusedkit.kernels import KERNELS
-from fusedkit.problems.base import Variant
+from fusedkit.problems.base import StepCall, Variant, Weights
 
 PROBLEMS = [problems.get(k) for k in problems.names()]
 VARIANTS = [(p, v) for p in PROBLEMS for v in p.ladder()]
@@ -52,3 +52,33 @@ def test_the_registry_does_not_import_the_check():
             "print(sorted(m for m in sys.modules if m in ('fusedkit.check', 'fusedkit.interpreter_cost')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_kernel_step_is_data_that_agrees_with_its_variant():
+    """Each kernel step's build is a StepCall: the weights are attribute paths bound to the
+    model's own tensors, a Triton call names the variant's source, a Hopper call is sm_90a."""
+    for p, v in VARIANTS:
+        if v.baseline or v.routes:
+            assert v.call is None, v.slug
+            continue
+        call = v.call
+        assert call is not None and call.problem == p.key, v.slug
+        assert (call.kind == "hopper") == v.hopper and (call.kind == "triton") == v.triton, v.slug
+        if v.triton:
+            assert v.source == f"{p.key}/{call.filename}", v.slug
+        model = p.make_model({d.name: 3 for d in p.dims})
+        own = [t.data_ptr() for t in model.parameters()]
+        assert [t.data_ptr() for t in call.weights(model)[:len(call.weights.tensors)]] == own
+
+
+def test_a_step_call_or_variant_that_contradicts_itself_is_refused():
+    w = Weights(("gemm.weight",))
+    with pytest.raises(ValueError, match="kind='cublas' is not known"):
+        StepCall("cublas", "p12", "naive", w)
+    with pytest.raises(ValueError, match="kind='triton' takes a filename"):
+        StepCall("triton", "p12", "linear_leakyrelu", w)
+    with pytest.raises(ValueError, match="only an operands step chains several"):
+        StepCall("cuda", "p12", ("a", "b"), w)
+    hopper = StepCall("hopper", "p12", "wgmma_tma", w, "fp16_operands.py", operands="call_fp16")
+    with pytest.raises(ValueError, match="a hopper step declared arch='any'"):
+        Variant(1, "x", "x", "x", hopper, needs_gpu=True)

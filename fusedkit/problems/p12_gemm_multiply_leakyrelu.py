@@ -13,8 +13,9 @@ from torch import nn
 from torch.linalg import vector_norm
 
 from fusedkit.precision import ErrorModel, Rounding, row_chunks
-from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
-                                     cuda_step, hopper_step, operands_step, triton_step)
+from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, StepCall, Stage, Variant,
+                                     Weights, by_batch, cuda_step, hopper_step, operands_step,
+                                     triton_step)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
 
@@ -105,24 +106,21 @@ def _addmm_alpha_beta(model: nn.Module) -> Callable[..., torch.Tensor]:
     return run
 
 
-def _weights(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, float, float]:
-    """The model's own Linear weights and constants, as every kernel step takes them."""
-    return (model.gemm.weight.detach(), model.gemm.bias.detach(), float(model.multiplier),
-            float(model.leaky_relu.negative_slope))
+# What every kernel step takes after x: W (N, K) and b (N,), then the multiplier and the slope.
+_weights = Weights(("gemm.weight", "gemm.bias"), ("multiplier", "leaky_relu.negative_slope"))
 
 
-def _cuda_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _cuda_step(function: str) -> StepCall:
     return cuda_step("p12", function, _weights)
 
 
-def _cuda_step_wt(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _cuda_step_wt(function: str) -> StepCall:
     """A CUDA step that reads W transposed, (K, N), made once per weight version
     (``kernels/common/transposed_weight.py``)."""
     return operands_step("p12", function, _weights, "transposed_weight.py", "call_wt")
 
 
-def _triton_step(filename: str, function: str, **options: object
-                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _triton_step(filename: str, function: str, **options: object) -> StepCall:
     return triton_step("p12", filename, function, _weights, **options)
 
 
@@ -212,8 +210,7 @@ for _v in _STEPS:
 # -- one fp16 product on Hopper: the wgmma steps (11-16) and the cuBLAS fp16 bar -----------------------
 
 
-def _hopper_step(function: str, operands_file: str, operands: str
-                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _hopper_step(function: str | tuple[str, ...], operands_file: str, operands: str) -> StepCall:
     """A step of p12's Hopper extension fed by ``kernels/common/<operands_file>``: one fp16
     product (``fp16_operands.py``: x cast per call, W once per weight version, K padded to a
     multiple of 8 for TMA) or the fp16x3 splits (``fp16x3_split.py``, step 09's)."""
