@@ -110,7 +110,7 @@ class Variant:
             raise ValueError(f"{self.slug}: arch={self.arch!r} is not known; valid: {', '.join(ARCHES)}")
         if self.arch == HOPPER_ARCH and not self.needs_gpu:
             raise ValueError(f"{self.slug}: arch={self.arch!r} needs needs_gpu=True (no CPU build)")
-        if self.call and (self.call.kind == "hopper") != self.hopper:
+        if self.call is not None and (self.call.kind == "hopper") != self.hopper:
             raise ValueError(f"{self.slug}: a {self.call.kind} step declared arch={self.arch!r}; "
                              "the Hopper extension's steps, and only they, are sm_90a")
 
