@@ -277,32 +277,20 @@ def nearby_odd(problem: Problem, sizes: Sizes) -> Sizes:
 
 
 def needs_hopper(variant: Variant) -> bool:
-    """True for a step built from a CUDA file that uses Hopper's own instructions (wgmma, TMA,
-    setmaxnreg: it includes ``common/hopper.cuh``), compiled for sm_90a, which runs on sm_90 only."""
-    from fusedkit import build  # noqa: PLC0415 - standard library only
-    from fusedkit.kernels import KERNELS  # noqa: PLC0415
-
-    return variant.source.endswith(".cu") and build.needs_hopper(KERNELS / variant.source)
+    """True for a step declared ``arch="sm_90a"`` (wgmma, TMA, setmaxnreg: it includes
+    ``common/hopper.cuh``), which runs on sm_90 only. Read from the registry, not the source."""
+    return variant.hopper
 
 
 def device_refusal(problem: Problem, variant: Variant, sizes: Sizes, device: torch.device, *,
                    seeds: int = SEEDS, time_it: bool = True) -> str:
     """Why ``variant`` cannot run at ``sizes`` on ``device`` ("" when it can), in one line: a GPU
-    step on a CPU, a Hopper (sm_90a) step on any other GPU, a Triton step whose whole
-    measurement (``seeds`` builds checked, and timed with ``time_it``) is over the interpreter's
-    budget on a CPU."""
-    hopper = needs_hopper(variant)
-    if device.type == "cuda":
-        if not hopper:
-            return ""
-        major, minor = torch.cuda.get_device_capability(device)
-        if major == 9:
-            return ""
-        return (f"needs a Hopper (sm_90) GPU (wgmma and TMA, built for sm_90a); this one, "
-                f"{torch.cuda.get_device_name(device)}, is sm_{major}{minor}")
-    if variant.needs_gpu:
-        what = "a Hopper (sm_90) GPU" if hopper else "a CUDA GPU"
-        return f"needs {what} (its GPU results are in the records in data/)"
+    step on a CPU, a Hopper (sm_90a) step on any other GPU (:meth:`Variant.refusal`), a Triton
+    step whose whole measurement (``seeds`` builds checked, and timed with ``time_it``) is over
+    the interpreter's budget on a CPU."""
+    refusal = variant.refusal(device)
+    if refusal or device.type == "cuda":
+        return refusal
     if variant.triton and variant.slug in problem.variants:
         # Predicted from the padded tiles the kernels really compute, not from useful FLOPs.
         from fusedkit import interpreter_cost  # noqa: PLC0415 - imports the Triton steps

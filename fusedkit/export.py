@@ -8,7 +8,7 @@ its own inputs and times it. :func:`render` writes such a file for one registere
   shapes and the order the weights are drawn in are the reference's (its ``state_dict`` loads,
   the same seed gives the same weights);
 - ``ModelNew.forward`` calls the step's function exactly as the variant does, with the weights
-  and options read from the variant's registration (:func:`step_call`);
+  and options read from the variant's registration, data (:class:`StepCall`, :func:`step_call`);
 - Triton steps are embedded as source, each ``load_step`` of another step resolved inside the
   file; CUDA steps are the problem's extension (its ``.cu`` files, ``binding.cpp`` and headers,
   local includes inlined) built by ``torch.utils.cpp_extension.load_inline`` with
@@ -27,27 +27,23 @@ splits) belongs to the ModelNew instance; nothing is kept at module level but co
 
 from __future__ import annotations
 
-import ast
-import inspect
 import math
 import os
 import re
 import stat
 import tempfile
 import textwrap
-from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 from typing import Callable
-
-from torch import nn
 
 from fusedkit import build as fk_build
 from fusedkit.kernels import KERNELS, step_path
 from fusedkit.paths import folder_fault, mode_text, read_only, write_target
 from fusedkit.precision import KERNEL_TIERS
-from fusedkit.problems import Problem, Variant, base
+from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
+from fusedkit.problems.base import StepCall, Weights
 
 __all__ = ["EXPORT_TIERS", "StepCall", "best_per_tier", "cuda_sources", "exportable", "export_all",
            "export_variant", "file_name", "init_inputs", "render", "step_call"]
@@ -76,55 +72,18 @@ _FILE_SCOPE_NAME = re.compile(
 # What a variant calls, read from its registration
 
 
-@dataclass(frozen=True)
-class StepCall:
-    """How a variant's build calls its kernel: ``function(x, *weights(model), **options)``.
-
-    ``kind`` is "triton" (``filename`` is the step file under ``fusedkit/kernels/<problem>/``),
-    "cuda" (``function`` of the problem's extension), "cuda_operands" (``function`` of the
-    problem's extension, called as ``operands(function, x, *weights(model))`` where ``operands``
-    is a function of ``kernels/common/<filename>`` that makes the operands the kernel takes, e.g.
-    W transposed) or "hopper" (the same with the problem's Hopper extension; a tuple of functions
-    for a step of several launches, handed over in order: ``operands(*function, x, *weights(model))``).
-    """
-
-    kind: str
-    problem: str
-    function: str | tuple[str, ...]
-    weights: Callable[[nn.Module], tuple]
-    filename: str = ""
-    options: dict = field(default_factory=dict)
-    operands: str = ""
-
-
-def _inner_code(factory: Callable) -> object:
-    """The code object of the ``build`` closure that ``factory`` (cuda_step, triton_step) returns."""
-    return next(c for c in factory.__code__.co_consts if inspect.iscode(c) and c.co_name == "build")
-
-
 def step_call(problem: Problem | str, slug: str) -> StepCall:
-    """What the registered variant ``slug`` calls, read from its ``build`` closure.
-
-    Variants built by :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` / ``operands_step``
-    (``hopper_step``) carry the function name, the weights and the options in that closure, so
-    nothing is retyped here (and nothing can drift). Raises ValueError for a baseline or any
-    other kind of build.
+    """What the registered variant ``slug`` calls: its build, a :class:`StepCall` (made by
+    :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` / ``operands_step`` /
+    ``hopper_step``), whose fields name the function, the weights and the options, so nothing
+    is retyped here. Raises ValueError for a baseline or any other kind of build.
     """
     problem, v = _variant(problem, slug)
-    code = getattr(v.build, "__code__", None)
-    kinds = {"triton": _inner_code(base.triton_step), "cuda": _inner_code(base.cuda_step),
-             "operands": _inner_code(base.operands_step)}
-    kind = next((k for k, c in kinds.items() if code is c), None)
-    if kind is None:
+    call = v.call
+    if call is None:
         raise ValueError(f"variant={slug!r} of {problem.key} is not built by cuda_step, triton_step "
                          "or operands_step; only those can be exported")
-    bound = inspect.getclosurevars(v.build).nonlocals
-    if kind == "operands":
-        kind = "hopper" if bound["hopper"] else "cuda_operands"
-    call = StepCall(kind, bound["problem_key"], bound["function"], bound["weights"],
-                    bound.get("filename", bound.get("operands_file", "")),
-                    dict(bound.get("options", {})), bound.get("operands", ""))
-    if kind == "triton" and v.source != f"{call.problem}/{call.filename}":
+    if call.kind == "triton" and v.source != f"{call.problem}/{call.filename}":
         raise ValueError(f"variant={slug!r}: its source {v.source!r} is not the step it calls, "
                          f"{call.problem}/{call.filename}")
     return call
@@ -153,7 +112,7 @@ def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> 
     problem = _problem(problem)
     sizes = problem.sizes(sizes or problem.defaults)
     values = {**sizes, **problem.constants}
-    names = list(inspect.signature(_model_class_of(problem).__init__).parameters)[1:]
+    names = _arguments(_model_class_of(problem).__init__)
     missing = [n for n in names if n not in values]
     if missing:
         raise ValueError(f"{problem.key}: constructor argument(s) {', '.join(missing)} are neither "
@@ -290,6 +249,30 @@ def _probe_sizes(problem: Problem) -> dict[str, int]:
     return {d.name: 3 for d in problem.dims}
 
 
+def _arguments(method: Callable) -> list[str]:
+    """A method's positional parameters after ``self``, in order (the reference Model's take no
+    defaults, keywords or ``*args``)."""
+    code = method.__code__
+    return list(code.co_varnames[1:code.co_argcount])
+
+
+def _source(fn: Callable) -> str:
+    """The text of a plain function as its file has it: from its ``def`` line to the last line
+    indented under it (trailing blank lines dropped), dedented. Read from the file, so the
+    exported copy is the repository's own text."""
+    code = fn.__code__
+    lines = Path(code.co_filename).read_text(encoding="utf-8").splitlines(True)
+    first = code.co_firstlineno - 1
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    end = first + 1
+    while end < len(lines) and (not lines[end].strip()
+                                or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    while not lines[end - 1].strip():
+        end -= 1
+    return textwrap.dedent("".join(lines[first:end]))
+
+
 # ---------------------------------------------------------------------------------------
 # Writing files
 
@@ -392,51 +375,16 @@ def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
     return '"""' + "\n".join(textwrap.fill(p, 96) for p in text.split("\n")) + '\n"""'
 
 
-def _weights_args(weights: Callable[[nn.Module], tuple]) -> list[str]:
-    """The expressions of ``weights(model)``'s tuple, on ``self``, without ``.detach()``.
-
-    Passing the module's own parameters (not a fresh detached tensor per call) keeps each
-    weight the same tensor object from call to call, which the fp16x3 weight cache keys on.
-    """
-    tree = ast.parse(textwrap.dedent(inspect.getsource(weights)))
-    fn = tree.body[0]
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
-    if not isinstance(fn, ast.FunctionDef) or len(fn.args.args) != 1 or len(returns) != 1:
-        raise ValueError(f"weights={weights.__qualname__}: expected one argument (the model) "
-                         "and one return")
-    model_name = fn.args.args[0].arg
-
-    class ToSelf(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.AST:
-            return ast.copy_location(ast.Name("self", node.ctx), node) if node.id == model_name else node
-
-        def visit_Call(self, node: ast.Call) -> ast.AST:
-            node = self.generic_visit(node)
-            f = node.func
-            if isinstance(f, ast.Attribute) and f.attr == "detach" and not node.args and not node.keywords:
-                return f.value
-            return node
-
-    value = ToSelf().visit(returns[0].value)
-    items = value.elts if isinstance(value, ast.Tuple) else [ast.Starred(value, ast.Load())]
-    return [ast.unparse(e) for e in items]
-
-
-def _check_weights_args(problem: Problem, call: StepCall, args: list[str]) -> None:
-    """The generated expressions must give the very tensors and values ``weights`` gives."""
-    model = problem.make_model(_probe_sizes(problem))
-    mine = eval("(" + ", ".join(args) + ",)", {"float": float, "int": int}, {"self": model})  # noqa: S307
-    theirs = call.weights(model)
-    same = len(mine) == len(theirs) and all(
-        (a.data_ptr() == b.data_ptr() and a.shape == b.shape) if hasattr(b, "data_ptr") else a == b
-        for a, b in zip(mine, theirs))
-    if not same:
-        raise ValueError(f"{problem.key}: the forward's arguments {args} do not match "
-                         f"{call.weights.__qualname__}(model)")
+def _weights_args(weights: Weights) -> list[str]:
+    """The expressions of ``weights(model)``'s values on ``self``: the parameters themselves, not
+    a fresh detached tensor per call, so each weight is the same tensor object from call to call
+    (the fp16x3 weight cache keys on it), then the constants as floats."""
+    return [*(f"self.{path}" for path in weights.tensors),
+            *(f"float(self.{path})" for path in weights.numbers)]
 
 
 def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) -> str:
-    init = textwrap.dedent(inspect.getsource(model_cls.__init__))
+    init = _source(model_cls.__init__)
     init_lines = init.rstrip().splitlines()
     body_indent = re.match(r"\s*", init_lines[1]).group(0)
     if call.kind == "triton":
@@ -450,9 +398,8 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
                    f"{body_indent}self._kernel = {kernel}"]
     init_text = textwrap.indent("\n".join(init_lines), "    ")
 
-    inputs = list(inspect.signature(model_cls.forward).parameters)[1:]
+    inputs = _arguments(model_cls.forward)
     args = _weights_args(call.weights)
-    _check_weights_args(problem, call, args)
     call_line = f"        return self._kernel({', '.join([*inputs, *args])})"
     if len(call_line) > 100:
         joined = ",\n".join(f"            {a}" for a in [*inputs, *args])
@@ -470,15 +417,13 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
 
 
 def _literal(text: str) -> str:
-    """``text`` as a readable Python literal: a raw triple-quoted string where that is exact."""
-    lit = "r'''" + text + "'''"
-    if "'''" in text or text.endswith("\\"):
-        lit = repr(text)
-    try:
-        exact = ast.literal_eval(lit) == text
-    except (SyntaxError, ValueError):
-        exact = False
-    return lit if exact else repr(text)
+    """``text`` as a readable Python literal: a raw triple-quoted string where that reads back
+    exactly, else its repr. A raw string keeps every character as written, but it ends at the
+    first ''' (so none may be inside, nor a quote at the end), a backslash at the end would
+    escape the closing quote, and a source file cannot hold a carriage return (read back as a
+    newline) or a NUL."""
+    exact = not ("'''" in text or text.endswith(("'", "\\")) or "\r" in text or "\0" in text)
+    return "r'''" + text + "'''" if exact else repr(text)
 
 
 def _triton_sources(problem: str, filename: str) -> dict[str, str]:
@@ -702,8 +647,8 @@ ${build_helpers}''',
 # The build helpers a CUDA solution needs are fusedkit.build's own, copied as source (they are
 # written to need only the standard library), so the two cannot drift apart.
 _RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${build_helpers}", "\n\n".join(
-    inspect.getsource(f) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
-                                   fk_build.usable_cxx)))
+    _source(f) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
+                         fk_build.usable_cxx)))
 _CUDA_STEP = '''class _CudaStep:
     """One function of the problem's CUDA extension, which is built on the first call."""
 

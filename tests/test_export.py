@@ -27,6 +27,8 @@ import re
 import subprocess
 import sys
 import sysconfig
+import textwrap
+from operator import attrgetter
 from pathlib import Path
 
 import pytest
@@ -130,6 +132,35 @@ def test_every_kernel_and_no_baseline_is_exportable():
             if v.baseline:
                 with pytest.raises(ValueError, match="baseline"):
                     export.render(p, v.slug)
+
+
+def test_the_export_writes_from_data_and_decompiles_nothing():
+    """The file is written from the registry's data (StepCall, Weights): export.py neither
+    imports inspect nor ast, nor evaluates text; each weight is an attribute path of the model."""
+    code = Path(export.__file__).read_text()
+    assert not re.search(r"^\s*(import|from)\s+(inspect|ast)\b", code, re.M)
+    assert not re.search(r"\b(eval|literal_eval|getsource|getclosurevars)\(", code)
+    for p in PROBLEMS:
+        model = p.make_model(SMALL[p.key])
+        for slug in export.exportable(p):
+            w = export.step_call(p, slug).weights
+            assert all(isinstance(model.get_parameter(t), torch.nn.Parameter) for t in w.tensors)
+            assert all(isinstance(attrgetter(n)(model), (int, float)) for n in w.numbers)
+
+
+def test_copied_functions_are_their_source_and_literals_read_back_exactly():
+    """What the export copies as text is each function's own source, as inspect reads it, and
+    each embedded source reads back as itself: raw where that is exact, else its repr."""
+    copied = [type(p.make_model(SMALL[p.key])).__init__ for p in PROBLEMS]
+    copied += [build.put_ninja_on_path, build.links_libstdcxx_shared, build.usable_cxx]
+    for fn in copied:
+        assert export._source(fn) == textwrap.dedent(inspect.getsource(fn)), fn.__qualname__
+    raw = ["plain", "tab\t, \\n and \\' escaped", "unicode \u00e9 \u2028", '"""double"""', ""]
+    not_raw = ["ends in '", "ends in \\", "has ''' inside", "cr\r\nlf", "nul\0", "\\'''"]
+    for text in raw + not_raw:
+        lit = export._literal(text)
+        assert ast.literal_eval(lit) == text, text
+        assert lit.startswith("r'''") == (text in raw), text
 
 
 @pytest.mark.parametrize("case", EXPORTABLE, ids=ids)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
+from fusedkit.build import HOPPER_ARCH
 from fusedkit.precision import PRECISIONS, ErrorModel
 
 Sizes = dict[str, int]
@@ -24,6 +26,8 @@ INT32_MAX = 2**31 - 1
 # A CPU run is allowed this much arithmetic (about half a minute for eager on 2 cores).
 CPU_FLOP_BUDGET = 2.0e12
 CPU_BYTE_BUDGET = 8 * 2**30
+# What a step is compiled for: "any" device its needs_gpu allows, or Hopper's own target.
+ARCHES = ("any", HOPPER_ARCH)
 
 
 class SizeError(ValueError):
@@ -82,24 +86,59 @@ class Variant:
     """One step of a problem's ladder.
 
     ``build(model)`` does the one-off preparation (compile, weight splits) and returns
-    the callable that maps the problem's inputs to its output.
+    the callable that maps the problem's inputs to its output; a kernel step's build is a
+    :class:`StepCall`, data that says what it calls (:attr:`call`).
     """
 
     number: int
     slug: str
     title: str
     summary: str                      # one line: what changed against the previous step
-    build: Callable[[nn.Module], Callable[..., torch.Tensor]]
+    build: Callable[[nn.Module], Callable[..., torch.Tensor]]   # a StepCall for a kernel step
     precision: str = "fp32"           # the arithmetic it uses (fusedkit.precision.PRECISIONS)
     needs_gpu: bool = False
     source: str = ""                  # kernel file relative to fusedkit/kernels, "" for PyTorch
     baseline: bool = False            # PyTorch itself, not one of our kernels
     triton: bool = False              # a Triton kernel: on CPU it runs in the (slow) interpreter
     routes: tuple["Route", ...] = ()  # a choice among other steps by batch size (see by_batch)
+    arch: str = "any"                 # "sm_90a": built for Hopper's own target, runs on sm_90 only
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision={self.precision!r} is not known; valid: {', '.join(PRECISIONS)}")
+        if self.arch not in ARCHES:
+            raise ValueError(f"{self.slug}: arch={self.arch!r} is not known; valid: {', '.join(ARCHES)}")
+        if self.arch == HOPPER_ARCH and not self.needs_gpu:
+            raise ValueError(f"{self.slug}: arch={self.arch!r} needs needs_gpu=True (no CPU build)")
+        if self.call is not None and (self.call.kind == "hopper") != self.hopper:
+            raise ValueError(f"{self.slug}: a {self.call.kind} step declared arch={self.arch!r}; "
+                             "the Hopper extension's steps, and only they, are sm_90a")
+
+    @property
+    def call(self) -> "StepCall | None":
+        """What a kernel step's build calls, as data (None for a build that is a plain function)."""
+        return self.build if isinstance(self.build, StepCall) else None
+
+    @property
+    def hopper(self) -> bool:
+        """True for a step built for sm_90a (wgmma, TMA, setmaxnreg), which runs on sm_90 only."""
+        return self.arch == HOPPER_ARCH
+
+    def refusal(self, device: torch.device) -> str:
+        """Why this step cannot run on ``device`` at any size ("" when it can), in one line: a GPU
+        step on a CPU, a Hopper (sm_90a) step on any other GPU. Read from the declaration alone."""
+        if device.type == "cuda":
+            if not self.hopper:
+                return ""
+            major, minor = torch.cuda.get_device_capability(device)
+            if major == 9:
+                return ""
+            return (f"needs a Hopper (sm_90) GPU (wgmma and TMA, built for sm_90a); this one, "
+                    f"{torch.cuda.get_device_name(device)}, is sm_{major}{minor}")
+        if self.needs_gpu:
+            what = "a Hopper (sm_90) GPU" if self.hopper else "a CUDA GPU"
+            return f"needs {what} (its GPU results are in the records in data/)"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -321,63 +360,112 @@ def parse_sizes(text: str) -> dict[str, int]:
 
 
 # -- kernel steps bound to a model's weights ---------------------------------------------
-Weights = Callable[[nn.Module], tuple]
 
 
-def cuda_step(problem_key: str, function: str, weights: Weights
-              ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A ``build`` for a step of the problem's CUDA extension: ``function`` of
-    ``load_extension(problem_key)`` (built on first use, cached by source hash), called as
-    ``function(x, *weights(model))``."""
-    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
+@dataclass(frozen=True)
+class Weights:
+    """What a kernel step takes from the model after x, in this order: ``tensors``, attribute
+    paths of parameters (``"gemm.weight"``: the module's own tensor, detached, so a weight cache
+    keyed on it sees the same tensor each call), then ``numbers``, attribute paths of constants
+    (``"multiplier"``), each passed as a Python float."""
+
+    tensors: tuple[str, ...]
+    numbers: tuple[str, ...] = ()
+
+    def __call__(self, model: nn.Module) -> tuple:
+        """``model``'s values at these paths, in order."""
+        return (*(attrgetter(p)(model).detach() for p in self.tensors),
+                *(float(attrgetter(p)(model)) for p in self.numbers))
+
+
+STEP_KINDS = ("cuda", "triton", "cuda_operands", "hopper")
+
+
+@dataclass(frozen=True, eq=False)
+class StepCall:
+    """A kernel step's ``build``, as data: what it calls, ``function(x, *weights(model), **options)``.
+
+    ``kind`` is "cuda" (``function`` of the problem's extension), "triton" (``function`` of the
+    step file ``fusedkit/kernels/<problem>/<filename>``), "cuda_operands" (``function`` of the
+    problem's extension, called as ``operands(function, x, *weights(model))`` where ``operands``,
+    a function of ``kernels/common/<filename>``, makes the operands the kernel takes, e.g. W
+    transposed, cached per weight version) or "hopper" (the same with the problem's Hopper
+    extension, sm_90a). A step of several launches names a tuple of functions, handed over in that
+    order: ``operands(*function, x, *weights(model))``, which chains them. Calling it with a model
+    does the one-off preparation and returns the callable x -> output; fusedkit.export writes the
+    same call into a standalone file from these fields.
+    """
+
+    kind: str
+    problem: str
+    function: str | tuple[str, ...]
+    weights: Weights
+    filename: str = ""
+    options: Mapping[str, object] = field(default_factory=dict)
+    operands: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in STEP_KINDS:
+            raise ValueError(f"kind={self.kind!r} is not known; valid: {', '.join(STEP_KINDS)}")
+        fed = self.kind in ("cuda_operands", "hopper")
+        if (bool(self.filename), bool(self.operands)) != (self.kind != "cuda", fed):
+            raise ValueError(f"kind={self.kind!r} takes {'a' if self.kind != 'cuda' else 'no'} filename "
+                             f"and {'an' if fed else 'no'} operands function; got "
+                             f"filename={self.filename!r}, operands={self.operands!r}")
+        if not isinstance(self.function, str) and not fed:
+            raise ValueError(f"function={self.function!r}: only an operands step chains several")
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """The launches in order (one for every kind but a chained operands step)."""
+        return (self.function,) if isinstance(self.function, str) else tuple(self.function)
+
+    def __call__(self, model: nn.Module) -> Callable[..., torch.Tensor]:
+        """The step bound to ``model``'s weights: the extension is built on first use (cached by
+        source hash) or the Triton step file loaded, once per build, not per call."""
+        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
+
+        bound = self.weights(model)
+        if self.kind == "triton":
+            fn = getattr(load_step(self.problem, self.filename), self.function)
+            options = dict(self.options)
+            return lambda x: fn(x, *bound, **options)
         from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
 
-        fn = getattr(load_extension(problem_key), function)
-        bound = weights(model)
-        return lambda x: fn(x, *bound)
-    return build
+        ext = load_extension(self.problem, hopper=self.kind == "hopper")
+        if self.kind == "cuda":
+            fn = getattr(ext, self.function)
+            return lambda x: fn(x, *bound)
+        fns = [getattr(ext, f) for f in self.functions]
+        prepare = getattr(load_step("common", self.filename), self.operands)
+        return lambda x: prepare(*fns, x, *bound)
+
+
+def cuda_step(problem_key: str, function: str, weights: Weights) -> StepCall:
+    """A step of the problem's CUDA extension, called as ``function(x, *weights(model))``."""
+    return StepCall("cuda", problem_key, function, weights)
 
 
 def triton_step(problem_key: str, filename: str, function: str, weights: Weights,
-                **options: object) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A ``build`` for a Triton step file's wrapper, called as
-    ``function(x, *weights(model), **options)``."""
-    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
-
-        fn = getattr(load_step(problem_key, filename), function)
-        bound = weights(model)
-        return lambda x: fn(x, *bound, **options)
-    return build
-
+                **options: object) -> StepCall:
+    """A Triton step file's wrapper, called as ``function(x, *weights(model), **options)``."""
+    return StepCall("triton", problem_key, function, weights, filename, options)
 
 
 def operands_step(problem_key: str, function: str | tuple[str, ...], weights: Weights,
-                  operands_file: str, operands: str, hopper: bool = False
-                  ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A ``build`` for a step of the problem's CUDA extension whose kernel takes its operands in
-    another form than the model holds them (W transposed, 16-bit copies, fp16x3 splits):
-    ``operands``, a function of ``kernels/common/<operands_file>``, makes them and calls the
-    kernel, as ``operands(function, x, *weights(model))`` (W's form cached per weight version,
-    x's made per call). A step of several launches names a tuple of functions, handed over in
-    that order: ``operands(*function, x, *weights(model))``, which chains them. ``hopper=True``
-    takes them from the problem's Hopper extension (``load_extension(problem_key, hopper=True)``,
-    sm_90a; on a GPU that is not sm_90 it refuses to load, and fusedkit.check refuses first)."""
-    def build(model: nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-        from fusedkit.kernels import load_step  # noqa: PLC0415
-
-        ext = load_extension(problem_key, hopper=hopper)
-        fns = [getattr(ext, f) for f in ((function,) if isinstance(function, str) else function)]
-        prepare = getattr(load_step("common", operands_file), operands)
-        bound = weights(model)
-        return lambda x: prepare(*fns, x, *bound)
-    return build
+                  operands_file: str, operands: str, hopper: bool = False) -> StepCall:
+    """A step of the problem's CUDA extension whose kernel takes its operands in another form
+    than the model holds them (W transposed, 16-bit copies, fp16x3 splits): ``operands`` of
+    ``kernels/common/<operands_file>`` makes them and calls the kernel (see :class:`StepCall`).
+    ``hopper=True`` takes the kernels from the problem's Hopper extension (sm_90a; on a GPU that
+    is not sm_90 it refuses to load, and :meth:`Variant.refusal` refuses first)."""
+    return StepCall("hopper" if hopper else "cuda_operands", problem_key, function, weights,
+                    operands_file, operands=operands)
 
 
 def hopper_step(problem_key: str, function: str | tuple[str, ...], weights: Weights,
-                operands_file: str, operands: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
-    """A ``build`` for a step of the problem's Hopper extension (sm_90a) fed by 16-bit operands:
+                operands_file: str, operands: str) -> StepCall:
+    """A step of the problem's Hopper extension (sm_90a) fed by 16-bit operands:
     :func:`operands_step` with ``hopper=True``."""
     return operands_step(problem_key, function, weights, operands_file, operands, hopper=True)
 
@@ -386,9 +474,9 @@ def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]
              ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
     """A ``build`` that sends each call to another step of the ladder by the batch's rows: the
     first route whose ``max_rows`` holds x.shape[0] (the last route, ``max_rows=None``, takes
-    the rest), and in it the first step the device can run (fusedkit.check.device_refusal:
-    e.g. a Hopper step on Hopper, its Triton twin elsewhere). Each chosen step is built once,
-    on first use, for this model; the choice costs one comparison per call, no sync."""
+    the rest), and in it the first step the device can run (:meth:`Variant.refusal`: e.g. a
+    Hopper step on Hopper, its Triton twin elsewhere). Each chosen step is built once, on first
+    use, for this model; the choice costs one comparison per call, no sync."""
     if not routes or routes[-1].max_rows is not None:
         raise ValueError("routes must end with a Route(max_rows=None, ...) for the largest batches")
     bounds = [r.max_rows for r in routes[:-1]]
@@ -396,14 +484,11 @@ def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]
         raise ValueError(f"routes' max_rows must rise strictly from 1, then None; got {bounds + [None]}")
 
     def build(model: nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.check import device_refusal  # noqa: PLC0415 - check imports this module
-
         prob = problem()
         device = next(model.parameters()).device
         chosen = []
         for r in routes:
-            ok = [s for s in r.slugs
-                  if not device_refusal(prob, prob.variant(s), prob.defaults, device)]
+            ok = [s for s in r.slugs if not prob.variant(s).refusal(device)]
             if not ok:
                 band = f"up to {r.max_rows} rows" if r.max_rows else "of the largest batches"
                 raise RuntimeError(f"no step of the band {band} runs on {device}: {', '.join(r.slugs)}")

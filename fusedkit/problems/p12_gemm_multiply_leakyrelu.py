@@ -13,8 +13,9 @@ from torch import nn
 from torch.linalg import vector_norm
 
 from fusedkit.precision import ErrorModel, Rounding, row_chunks
-from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
-                                     cuda_step, hopper_step, operands_step, triton_step)
+from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, StepCall, Stage, Variant,
+                                     Weights, by_batch, cuda_step, hopper_step, operands_step,
+                                     triton_step)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
 
@@ -105,24 +106,21 @@ def _addmm_alpha_beta(model: nn.Module) -> Callable[..., torch.Tensor]:
     return run
 
 
-def _weights(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, float, float]:
-    """The model's own Linear weights and constants, as every kernel step takes them."""
-    return (model.gemm.weight.detach(), model.gemm.bias.detach(), float(model.multiplier),
-            float(model.leaky_relu.negative_slope))
+# What every kernel step takes after x: W (N, K) and b (N,), then the multiplier and the slope.
+_weights = Weights(("gemm.weight", "gemm.bias"), ("multiplier", "leaky_relu.negative_slope"))
 
 
-def _cuda_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _cuda_step(function: str) -> StepCall:
     return cuda_step("p12", function, _weights)
 
 
-def _cuda_step_wt(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _cuda_step_wt(function: str) -> StepCall:
     """A CUDA step that reads W transposed, (K, N), made once per weight version
     (``kernels/common/transposed_weight.py``)."""
     return operands_step("p12", function, _weights, "transposed_weight.py", "call_wt")
 
 
-def _triton_step(filename: str, function: str, **options: object
-                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _triton_step(filename: str, function: str, **options: object) -> StepCall:
     return triton_step("p12", filename, function, _weights, **options)
 
 
@@ -212,8 +210,7 @@ for _v in _STEPS:
 # -- one fp16 product on Hopper: the wgmma steps (11-16) and the cuBLAS fp16 bar -----------------------
 
 
-def _hopper_step(function: str, operands_file: str, operands: str
-                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _hopper_step(function: str | tuple[str, ...], operands_file: str, operands: str) -> StepCall:
     """A step of p12's Hopper extension fed by ``kernels/common/<operands_file>``: one fp16
     product (``fp16_operands.py``: x cast per call, W once per weight version, K padded to a
     multiple of 8 for TMA) or the fp16x3 splits (``fp16x3_split.py``, step 09's)."""
@@ -250,36 +247,36 @@ HOPPER_VARIANTS = (
             "fp16 tensor cores through wgmma m64n128k16 on 128x128 tiles that the TMA engine "
             "copies into 3 shared-memory stages; epilogue from the accumulator registers",
             _hopper_step("wgmma_tma", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/11_wgmma_tma.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/11_wgmma_tma.cu"),
     Variant(12, "wgmma_warpspec", "warp-specialised wgmma: a TMA producer, two wgmma consumers",
             "128x256 tiles: one warpgroup only copies (registers given back with setmaxnreg), two "
             "issue wgmma m64n256k16; full/empty mbarriers per stage, 4 stages",
             _hopper_step("wgmma_warpspec", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/12_wgmma_warpspec.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/12_wgmma_warpspec.cu"),
     Variant(13, "wgmma_persistent", "persistent warp-specialised wgmma, grouped tile order",
             "one block per SM walks the tiles in super-row order (W tiles shared in L2); the "
             "producer loads the next tile while the consumers store the last",
             _hopper_step("wgmma_persistent", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, source="p12/13_wgmma_persistent.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/13_wgmma_persistent.cu"),
     Variant(14, "wgmma_fp16x3", "fp32-faithful wgmma: three fp16 products on fp16x3 splits",
             "step 09's split (x per call, W cached) on step 13's persistent kernel with 128x128 "
             "tiles: per k-tile hi*hi from zero, added with round-to-nearest FADDs outside the "
             "tensor cores while hi*lo + lo*hi run on them",
             _hopper_step("wgmma_fp16x3", "fp16x3_split.py", "call_fp16x3"), precision="fp16x3",
-            needs_gpu=True, source="p12/14_wgmma_fp16x3.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/14_wgmma_fp16x3.cu"),
     Variant(15, "wgmma_fp16x3_fused_split", "step 14 with the split of x done in shared memory",
             "x loaded by TMA as fp32 and split into fp16 hi + lo by the consumer warpgroups in "
             "place, before their wgmmas; a pass that reads x once finds the row scales (step 14 "
             "otherwise, when x is not contiguous, 16-byte aligned with K % 4 == 0)",
             _hopper_step(("x_row_scales", "wgmma_fp16x3_fused_split", "wgmma_fp16x3"),
                          "fp16x3_split.py", "call_fp16x3_fused_x"), precision="fp16x3",
-            needs_gpu=True, source="p12/15_wgmma_fp16x3_fused_split.cu"),
+            needs_gpu=True, arch="sm_90a", source="p12/15_wgmma_fp16x3_fused_split.cu"),
     Variant(16, "wgmma_fp16x3_multicast", "step 14 in clusters of two blocks sharing W (TMA multicast)",
             "two blocks on adjacent row tiles of one column tile form a cluster; each copies one of "
             "a stage's W boxes (wh or wl) from L2 into both, so a block reads 48 KB a k-tile "
             "instead of 64 (the counters put step 14's consumers waiting on stages)",
             _hopper_step("wgmma_fp16x3_multicast", "fp16x3_split.py", "call_fp16x3"),
-            precision="fp16x3", needs_gpu=True, source="p12/16_wgmma_fp16x3_multicast.cu"),
+            precision="fp16x3", needs_gpu=True, arch="sm_90a", source="p12/16_wgmma_fp16x3_multicast.cu"),
 )
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)

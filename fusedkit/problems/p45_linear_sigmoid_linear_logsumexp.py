@@ -13,8 +13,8 @@ from torch import nn
 from torch.linalg import vector_norm
 
 from fusedkit.precision import ErrorModel, Rounding, row_chunks
-from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, by_batch,
-                                     cuda_step, hopper_step, triton_step)
+from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, StepCall, Stage, Variant,
+                                     Weights, by_batch, cuda_step, hopper_step, triton_step)
 from fusedkit.problems.baselines import baseline_variants
 
 
@@ -149,18 +149,15 @@ for _v in baseline_variants():
     PROBLEM.add_variant(_v)
 
 
-def _weights(model: nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The model's own Linear weights, as every kernel step takes them: W1, b1, W2, b2."""
-    return (model.linear1.weight.detach(), model.linear1.bias.detach(),
-            model.linear2.weight.detach(), model.linear2.bias.detach())
+# What every kernel step takes after x: W1 (H, K), b1 (H,), W2 (N, H), b2 (N,).
+_weights = Weights(("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"))
 
 
-def _cuda_step(function: str) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _cuda_step(function: str) -> StepCall:
     return cuda_step("p45", function, _weights)
 
 
-def _triton_step(filename: str, function: str, **options: object
-                 ) -> Callable[[nn.Module], Callable[..., torch.Tensor]]:
+def _triton_step(filename: str, function: str, **options: object) -> StepCall:
     return triton_step("p45", filename, function, _weights, **options)
 
 
@@ -216,7 +213,7 @@ HOPPER_VARIANTS = (
             "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
             "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
             hopper_step("p45", ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"), _weights,
-                        "fp16x3_lse.py", "call_fp16x3_lse"), precision="fp16x3", needs_gpu=True,
+                        "fp16x3_lse.py", "call_fp16x3_lse"), precision="fp16x3", needs_gpu=True, arch="sm_90a",
             source="p45/07_wgmma_fp16x3_lse.cu"),
 )
 for _v in HOPPER_VARIANTS:
