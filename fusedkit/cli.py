@@ -325,7 +325,7 @@ def positive_int(option: str, maximum: int | None = None) -> Callable[[str], int
     return parse
 
 
-def _positive_float(option: str) -> Callable[[str], float]:
+def positive_float(option: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         allowed = "a finite number > 0"
         try:
@@ -429,7 +429,7 @@ def _one_line(message: str) -> str:
     return " ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block)."""
 
     def error(self, message: str) -> NoReturn:
@@ -442,7 +442,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from fusedkit.problems import presets  # noqa: PLC0415
-    p = _Parser(prog="python -m fusedkit", description=__doc__.splitlines()[0])
+    p = Parser(prog="python -m fusedkit", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="device, versions and the mode the workbook runs in").set_defaults(fn=_info)
     r = sub.add_parser("report", help="execute the notebooks and write HTML reports")
@@ -469,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seeds", type=positive_int("--seeds", MAX_SEEDS), default=SEEDS,
                    help=f"builds checked per variant, each on two inputs (1 to {MAX_SEEDS}; "
                         f"default {SEEDS})")
-    b.add_argument("--rep-ms", type=_positive_float("--rep-ms"), default=500.0,
+    b.add_argument("--rep-ms", type=positive_float("--rep-ms"), default=500.0,
                    help="timing budget per variant, ms (> 0)")
     b.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv on a GPU, the ignored "

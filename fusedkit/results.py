@@ -45,6 +45,8 @@ DIRTY = "+dirty"
 """The suffix of a commit measured with uncommitted changes (:func:`fusedkit.records.current_commit`)."""
 EXPORT = "export:"
 """The prefix of a row that timed an exported KernelBench file beside its variant."""
+NOT_COMPONENT = "[@:]"
+"""What a variant name holds when it is a probe's configuration or launch of a step, not a component."""
 COPY_FOR = "d2d_copy_for_"
 """The prefix of a component's same-size copy, timed in the same run as the component."""
 
@@ -366,8 +368,9 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
     copies = copies.assign(variant=copies["variant"].str.removeprefix(COPY_FOR))
     copies = copies.set_index(["run_id", "variant"])[["median_ms", "gbps"]]
     copies.columns = ["copy_ms", "copy_gbps"]
+    # A component is a plain name; a probe's config (step@config) or launch (step:launch) is not.
     parts = rows[~rows["variant"].isin(list(problem.variants))
-                 & ~rows["variant"].str.startswith(COPY_FOR)]
+                 & ~rows["variant"].str.startswith(COPY_FOR) & ~rows["variant"].str.contains(NOT_COMPONENT)]
     parts = parts.join(copies, on=["run_id", "variant"])
     ceilings = clean_rows(rec[(rec["problem"] == "device") & (rec["variant"] == "d2d_copy")])
     big = ceilings.groupby("run_id")["gbps"].last().rename("device_copy_gbps")

@@ -59,12 +59,12 @@ for stage in ${STAGES:-info tests bench reports}; do
                esac
                python3 -m fusedkit bench --problem "$p" --sweep "$spec" --variants "$v" --seeds 2 --rep-ms 200 2>&1 | tee -a "$OUT/sweep.txt"
              done ;;
-    probe)   # The Hopper probes: ptxas, build, checks against float64, do_bench times per step.
+    probe)   # The Hopper probes: ptxas, build, then each step through measure, recorded in $OUT/records.csv.
              for p in ${PROBLEMS:-p12 p45}; do
                m=fusedkit.devtools.hopper_probe; [ "$p" = p45 ] && m=fusedkit.devtools.hopper_probe_p45
                python3 -m "$m" --rep-ms 100 2>&1 | tee -a "$OUT/probe.txt"
              done ;;
-    small)   # The faithful steps at a few rows: host time against GPU time per call (SMALL_ARGS: --problem p45 --rows ...).
+    small)   # The faithful steps at a few rows: host time against GPU time per call, recorded (SMALL_ARGS: --problem p45 --rows ...).
              python3 -m fusedkit.devtools.small_batch_probe ${SMALL_ARGS:-} 2>&1 | tee -a "$OUT/small_batch_probe.txt" ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
     counters) # Nsight Compute over every step of each ladder: ncu_<tag>.csv and order_<tag>.json in

@@ -1,21 +1,34 @@
 """Probe: does feeding step 08's tf32 GEMM through Hopper's bulk-copy engine (TMA tensor
-descriptors) close the gap to cuBLAS's TF32 GEMM?  Prints one line per config.
+descriptors) close the gap to cuBLAS's TF32 GEMM?  One line and one record per config:
 
-    python -m fusedkit.devtools.probe_tma_tf32          (GPU; TRITON_INTERPRET=1 checks the logic on CPU)
+    python -m fusedkit.devtools.probe_tma_tf32 [--rep-ms 150] [--records FILE]
+
+Eager TF32 and each (precision, tile) of this file's TMA kernel go through
+:func:`fusedkit.measure.measure` (checked at the declared precision, then timed) in one run;
+a config is recorded as ``tma_<precision>@<BLOCK_M>x<BLOCK_N>x<BLOCK_K>_s<stages>_w<warps>``.
+Without a GPU (TRITON_INTERPRET=1) it checks one small config in the interpreter: neither
+timed nor recorded.
 """
 
 from __future__ import annotations
 
-import os
+import functools
+from collections.abc import Callable
 
 import torch
-import triton
-import triton.language as tl
-from triton.tools.tensor_descriptor import TensorDescriptor
 
-from fusedkit import bench, problems
-from fusedkit.check import rel_error
-from fusedkit.problems.baselines import tf32_matmul
+from fusedkit import problems  # first: settles interpreter mode before Triton loads
+from fusedkit.devtools.common import Probe, parser, refused
+
+import triton  # noqa: E402 - after fusedkit, which chose the interpreter or not
+import triton.language as tl  # noqa: E402
+from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
+
+P = problems.get("p12")
+GPU_CONFIGS = [(128, 256, 32, 3, 8), (128, 256, 32, 4, 8), (128, 128, 32, 4, 4), (128, 128, 32, 5, 8),
+               (128, 256, 64, 2, 8), (256, 128, 32, 3, 8), (128, 128, 64, 3, 8)]
+"""(BLOCK_M, BLOCK_N, BLOCK_K, stages, warps) timed on a GPU, for tf32 and tf32x3."""
+CPU_CONFIG, CPU_SIZES = (32, 32, 32, 1, 4), P.sizes(batch_size=40, in_features=72, out_features=48)
 
 
 @triton.jit
@@ -43,49 +56,68 @@ def _tma_kernel(x_desc, w_desc, b_ptr, y_desc, M, N, K, multiplier, negative_slo
     y_desc.store([off_m, off_n], v)                    # TMA clips the store at the edges
 
 
-def run(x, w, b, prec, bm, bn, bk, stages, warps, group=8):
-    m, k = x.shape
-    n = w.shape[0]
-    y = torch.empty(m, n, device=x.device)
+def _pad4(t: torch.Tensor) -> torch.Tensor:
+    """``t`` with zero columns up to a multiple of 4: TMA reads rows whose stride is 16 bytes."""
+    pad = -t.shape[1] % 4
+    return torch.nn.functional.pad(t, (0, pad)) if pad else t
+
+
+def run(x, w, b, prec, bm, bn, bk, stages, warps, group=8, multiplier=2.0, negative_slope=0.1):
+    """y = LeakyReLU((x @ w.T + b) * multiplier) by the TMA kernel at one config. x is (M, K),
+    w (N, K); a K or N that is not a multiple of 4 (the check's odd shapes) is padded with
+    zeros, which add nothing, and y cut back to (M, N)."""
+    m, n = x.shape[0], w.shape[0]
+    x, w = _pad4(x.contiguous()), _pad4(w.contiguous())
+    y = torch.empty(m, n + (-n % 4), device=x.device)
     xd = TensorDescriptor.from_tensor(x, [bm, bk])
     wd = TensorDescriptor.from_tensor(w, [bn, bk])
     yd = TensorDescriptor.from_tensor(y, [bm, bn])
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
-    _tma_kernel[grid](xd, wd, b, yd, m, n, k, 2.0, 0.1, PREC=prec, BLOCK_M=bm, BLOCK_N=bn,
-                      BLOCK_K=bk, GROUP_M=group, num_stages=stages, num_warps=warps)
-    return y
+    _tma_kernel[grid](xd, wd, b, yd, m, n, x.shape[1], multiplier, negative_slope, PREC=prec,
+                      BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group, num_stages=stages,
+                      num_warps=warps)
+    return y if y.shape[1] == n else y[:, :n].contiguous()
 
 
-def main() -> None:
-    gpu = torch.cuda.is_available()
-    p = problems.get("p12")
-    s = p.defaults if gpu else p.sizes(batch_size=40, in_features=72, out_features=48)
-    dev = "cuda" if gpu else "cpu"
-    model = p.make_model(s, seed=3, device=dev)
-    (x,) = p.get_inputs(s, seed=3, device=dev)
+def build_tma(prec: str, cfg: tuple, model: torch.nn.Module) -> Callable:
+    """The TMA kernel at ``cfg`` on the model's weights: a builder for measure."""
     w, b = model.gemm.weight.detach(), model.gemm.bias.detach()
-    with torch.no_grad():
-        ref = model.double()(x.double())
-        model.float()
+    mult, slope = P.constants["multiplier"], P.constants["negative_slope"]
+    return lambda x: run(x, w, b, prec, *cfg, multiplier=mult, negative_slope=slope)
+
+
+def config_name(prec: str, cfg: tuple) -> str:
+    bm, bn, bk, stages, warps = cfg
+    return f"tma_{prec}@{bm}x{bn}x{bk}_s{stages}_w{warps}"
+
+
+def measure_config(probe: Probe, prec: str, cfg: tuple, sizes, *, time_it: bool = True):
+    """One config through measure, recorded when timed clean."""
+    return probe.measure(P, functools.partial(build_tma, prec, cfg), sizes, time_it=time_it,
+                         name=config_name(prec, cfg), precision=prec, triton=True,
+                         notes=["config BLOCK_M={}, BLOCK_N={}, BLOCK_K={}, stages={}, warps={}"
+                                .format(*cfg)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser("probe_tma_tf32", __doc__)
+    ap.set_defaults(rep_ms=150.0)
+    args = ap.parse_args(argv)
+    gpu = torch.cuda.is_available()
+    try:
+        probe = Probe("probe_tma_tf32", rep_ms=args.rep_ms, records_path=args.records,
+                      seeds=3 if gpu else 1)
+    except (ValueError, OSError) as e:
+        return refused("probe_tma_tf32", e)
+    sizes = P.defaults if gpu else CPU_SIZES
     if gpu:
-        with tf32_matmul(True), torch.no_grad():
-            t = bench.time_fn(lambda: model(x), warmup_ms=25, rep_ms=200)
-        print(f"eager tf32: {t.median_ms:.4f} ms", flush=True)
-    configs = [(128, 256, 32, 3, 8), (128, 256, 32, 4, 8), (128, 128, 32, 4, 4), (128, 128, 32, 5, 8),
-               (128, 256, 64, 2, 8), (256, 128, 32, 3, 8), (128, 128, 64, 3, 8)] if gpu else [(32, 32, 32, 1, 4)]
+        probe.measure(P, "eager_tf32", sizes)
     for prec in (["tf32", "tf32x3"] if gpu else ["tf32"]):
-        for cfg in configs:
-            try:
-                y = run(x, w, b, prec, *cfg)
-                err = rel_error(y, ref)
-                ms = bench.time_fn(lambda: run(x, w, b, prec, *cfg), warmup_ms=25, rep_ms=150).median_ms \
-                    if gpu else float("nan")
-                print(f"{prec} {cfg}: {ms:.4f} ms, rel. error {err:.2e}", flush=True)
-            except Exception as e:  # resources exceeded etc.: report and go on
-                print(f"{prec} {cfg}: {type(e).__name__}: {str(e).splitlines()[0][:120]}", flush=True)
+        for cfg in (GPU_CONFIGS if gpu else [CPU_CONFIG]):
+            measure_config(probe, prec, cfg, sizes, time_it=gpu)
+    probe.done()
+    return 0
 
 
 if __name__ == "__main__":
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    main()
+    raise SystemExit(main())
