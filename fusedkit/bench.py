@@ -156,9 +156,11 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
             return [s.elapsed_time(e) for s, e in marks]
         return marks
 
-    # Estimate one call's time from a few calls made exactly like the others.
-    estimate = max(float(_median(elapsed([one() for _ in range(3)]))), 1e-4)
-    # The three estimating calls warm up a slow CPU call enough; a GPU always gets more.
+    # Estimate one call's time from a few calls made exactly like the others: five, so that the
+    # first calls of a fresh process (a kernel's load, a library's handle, a cold allocator)
+    # do not set the count.
+    estimate = max(float(_median(elapsed([one() for _ in range(5)]))), 1e-4)
+    # The estimating calls warm up a slow CPU call enough; a GPU always gets more.
     n_warm = max(1 if gpu else 0, int(warmup_ms / estimate * rng.uniform(0.75, 1.25)))
     n_rep = min(MAX_CALLS, max(10 if gpu else 3, int(rep_ms / estimate)))
     first = counter[0] + n_warm

@@ -61,6 +61,7 @@ from fusedkit.interrupts import checkpoint
 from fusedkit.isolation import CALL_TIMEOUT_S, CRASHED, HUNG, is_device_fault, one_line, pack, unpack
 from fusedkit.precision import EPS32, TIERS, error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
+from fusedkit.problems.base import nearby_odd
 from fusedkit.problems.baselines import tf32_matmul
 
 ATOL = RTOL = 1e-4
@@ -90,6 +91,14 @@ SEEDS = 3
 MAX_SEEDS = 1000
 """The most builds one check makes (each a build and two calls): a typo such as 1000000000
 must be refused, not drawn."""
+CALLS_PER_BUILD = 2
+"""Calls of each build, on independent inputs: two, so a cached answer is seen."""
+
+
+def evaluations(seeds: int) -> int:
+    """Model evaluations one check of ``seeds`` builds makes: per build and at the nearby odd
+    shape, :data:`CALLS_PER_BUILD` calls, each beside its float64 reference and eager's output."""
+    return CALLS_PER_BUILD * 3 * (seeds + 1)
 
 
 def check_seeds(seeds: object) -> None:
@@ -262,20 +271,6 @@ def eager32(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Ten
         return model(*inputs)
 
 
-def nearby_odd(problem: Problem, sizes: Sizes) -> Sizes:
-    """Sizes near ``sizes`` with every dimension changed to an odd number (so not a multiple
-    of 4, 16 or 128): about an eighth smaller, or 1-2 larger where that is impossible."""
-    out = {}
-    for d in problem.dims:
-        v = sizes[d.name]
-        c = v - max(1, v // 8)
-        c -= 1 - c % 2             # odd
-        if c < 1:
-            c = v + 1 if v % 2 == 0 else v + 2
-        out[d.name] = min(c, d.maximum if d.maximum % 2 else d.maximum - 1)
-    return problem.sizes(out)
-
-
 def needs_hopper(variant: Variant) -> bool:
     """True for a step declared ``arch="sm_90a"`` (wgmma, TMA, setmaxnreg: it includes
     ``common/hopper.cuh``), which runs on sm_90 only. Read from the registry, not the source."""
@@ -383,7 +378,8 @@ def candidate_calls(*, build: Build, report: Callable[[str], None], progress: ob
     sizes = problem.sizes(sizes)
     model = problem.make_model(sizes, seed=seed, device=device)
     hidden = copy.deepcopy(model)      # the candidate never sees this model
-    draws = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device) for k in (0, 1)]
+    draws = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device)
+             for k in range(CALLS_PER_BUILD)]
     originals = [[t.clone() for t in d] for d in draws]
     snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
     try:
@@ -471,7 +467,8 @@ def judge_calls(problem: Problem, sizes: Sizes, seed: int, device: torch.device,
     and the inputs regenerated from ``seed`` (bit for bit what the worker drew), their float64
     references, eager fp32, and the comparison (see :func:`check_build`)."""
     hidden = problem.make_model(sizes, seed=seed, device=device)
-    originals = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device) for k in (0, 1)]
+    originals = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device)
+                 for k in range(CALLS_PER_BUILD)]
     # References only now, from copies the candidate never held.
     checkpoint()
     refs, bounds = zip(*[reference_and_bound(problem, hidden, o, precision) for o in originals])
@@ -532,7 +529,7 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
         checkpoint()
         failures, got = check_build(problem, build, sizes, seed, device, variant.precision,
                                     call_timeout_s=call_timeout_s)
-        res.calls += 2
+        res.calls += CALLS_PER_BUILD
         compared += got
         if failures:
             res.failures = failures
@@ -544,7 +541,7 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
         res.odd_sizes = nearby_odd(problem, sizes)
         failures, got = check_build(problem, build, res.odd_sizes, res.seeds[0] + 17, device,
                                     variant.precision, call_timeout_s=call_timeout_s)
-        res.calls += 2
+        res.calls += CALLS_PER_BUILD
         worst = max((c.rel for c in got), default=math.nan)
         allowed = SPECIALISED_FACTOR * max([res.rel_error, *(c.eager_rel for c in got), 2 * EPS32])
         if failures and failures[0].startswith((PATCHED + " ", CRASHED, HUNG)):   # not a matter of shape
@@ -582,7 +579,7 @@ def describe(result: CheckResult) -> str:
     return f"[{result.problem} {fmt_sizes(result.sizes)}] {result.summary()}"
 
 
-__all__ = ["ATOL", "EPS32", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES",
-           "candidate_calls", "check_build", "check_call_timeout", "check_seeds", "check_variant", "classify", "device_refusal", "describe",
+__all__ = ["ATOL", "CALLS_PER_BUILD", "EPS32", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES",
+           "candidate_calls", "check_build", "check_call_timeout", "check_seeds", "check_variant", "classify", "device_refusal", "describe", "evaluations",
            "harness_device", "judge_calls", "nearby_odd", "needs_hopper", "reference_and_bound", "rel_error",
            "tier_bound", "wrong_line"]

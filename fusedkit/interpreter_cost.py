@@ -91,6 +91,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 from fusedkit.mode import ensure_triton_mode
 from fusedkit.problems import Problem, Sizes, Variant, get, parse_sizes
+from fusedkit.problems.base import nearby_odd
 
 # Seconds one whole measurement of a variant (its checks, and its timing when asked for) may
 # take in the interpreter before a caller refuses it: the same whole-run estimate that the
@@ -356,7 +357,6 @@ def run_seconds(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     interpreter, as :func:`fusedkit.measure.measure` runs it: each of ``seeds`` builds makes two
     calls (the first one splits new weights), the same once at the nearby odd shape, and (with
     ``time_it``) a timing of a first call plus :data:`TIMING_REPEATS` repeats."""
-    from fusedkit.check import nearby_odd  # noqa: PLC0415 - check imports this module lazily
 
     variant = _resolve(problem, variant)
     sizes = problem.sizes(sizes)

@@ -88,13 +88,12 @@ def unpack(p: tuple | None, device: torch.device) -> torch.Tensor | None:
 # -- what the worker is asked to build -----------------------------------------------------
 
 def builder_spec(problem, build: Callable) -> tuple:
-    """("registered", problem, slug) for a registered variant's builder, else ("pickled", bytes):
-    the builder by value (cloudpickle), so a notebook's own function travels too. Raises
-    TypeError in one line when it cannot be pickled."""
-    for v in problem.variants.values():
-        if v.build is build:
-            return ("registered", problem.key, v.slug)
-    import cloudpickle  # noqa: PLC0415 - only learners' and tests' builders need it
+    """("pickled", bytes, sources): the builder itself (cloudpickle: by reference where it lives in
+    an importable module, by value otherwise, so a notebook's own function travels too, and a
+    registry entry replaced in this process is the one the worker runs); ("registered", problem,
+    slug) for a registered builder that cannot be pickled. Raises TypeError in one line when
+    neither works."""
+    import cloudpickle  # noqa: PLC0415
 
     try:
         buf = io.BytesIO()
@@ -108,6 +107,9 @@ def builder_spec(problem, build: Callable) -> tuple:
         KeepFileNames(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(build)
         return ("pickled", buf.getvalue(), _unsaved_sources())
     except Exception as e:  # noqa: BLE001 - whatever it holds that cannot travel
+        for v in problem.variants.values():   # the worker's registry holds the same one
+            if v.build is build:
+                return ("registered", problem.key, v.slug)
         raise TypeError(f"build={getattr(build, '__name__', build)!r} cannot be sent to the "
                         f"worker process that runs kernels ({type(e).__name__}: "
                         f"{str(e).splitlines()[0] if str(e) else ''}); build it from module-level "
@@ -181,10 +183,12 @@ def _child(conn, progress, device: str) -> None:
                 result = jobs[kind](build=build, report=report, progress=progress, **kwargs)
             conn.send(("done", result))
             del result, build   # nothing of this job is held while the caller judges it
-        except Exception as e:  # noqa: BLE001 - sent to the caller, never lost
-            if is_device_fault(e):
+        except BaseException as e:  # noqa: BLE001 - sent to the caller, never lost
+            if is_device_fault(e) or not isinstance(e, Exception):
+                # A dead CUDA context, or the kernel raised SystemExit or KeyboardInterrupt (Ctrl-C
+                # itself goes to the caller): this worker cannot go on.
                 conn.send(("crashed", f"{CRASHED}: {one_line(e)}, during {stage[0]}"))
-                os._exit(1)   # its CUDA context is gone: nothing here can be trusted to clean up
+                os._exit(1)   # nothing here can be trusted to clean up
             conn.send(("error", traceback.format_exc()))
 
 

@@ -201,16 +201,6 @@ def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "
     return float(max(worker, judge))
 
 
-def interpreter_seconds(problem: Problem, v: Variant, sizes: Sizes, *, seeds: int = SEEDS,
-                        time_it: bool = True) -> float:
-    """Predicted seconds :func:`measure` spends on a registered Triton variant in the CPU
-    interpreter (:func:`fusedkit.interpreter_cost.run_seconds`): the figure a refusal of the
-    same measurement compares with the interpreter's budget."""
-    from fusedkit import interpreter_cost  # noqa: PLC0415 - imports the Triton steps
-
-    return interpreter_cost.run_seconds(problem, v, sizes, seeds=seeds, time_it=time_it)
-
-
 def candidate(problem: Problem, what: Variant | str | Build, *, name: str = "",
               precision: str = "fp32", triton: bool = False) -> Variant:
     """A registered variant (by slug or itself), or a learner's builder wrapped as one.

@@ -22,7 +22,8 @@ from fusedkit import bench, clocks, records
 from fusedkit import ceilings as device_ceilings
 from fusedkit.check import device_refusal
 from fusedkit.hardware import GpuSpec, detect_gpu
-from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS, interpreter_seconds, measure
+from fusedkit.interpreter_cost import run_seconds
+from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS, measure
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.results import add_speedup
 
@@ -113,8 +114,8 @@ def _run(problem: Problem, sizes: Sizes, chosen: list[Variant], device: torch.de
     for v in bar:
         bar.set_postfix_str(v.slug)
         if v.triton and device.type == "cpu":
-            tqdm.write(f"{v.slug}: about {interpreter_seconds(problem, v, sizes, seeds=seeds):.0f} s "
-                       "in Triton's CPU interpreter (estimated)")
+            seconds = run_seconds(problem, v, sizes, seeds=seeds, time_it=True)
+            tqdm.write(f"{v.slug}: about {seconds:.0f} s in Triton's CPU interpreter (estimated)")
         t0 = time.perf_counter()
         m = measure(problem, v, sizes, device=device, seeds=seeds, warmup_ms=warmup_ms,
                     rep_ms=rep_ms, gpu=gpu)

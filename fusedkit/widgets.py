@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from fusedkit import records
-from fusedkit.check import SEEDS, device_refusal, one_line
+from fusedkit.check import SEEDS, device_refusal, evaluations, one_line
 from fusedkit.dashboard import nearest_records
 from fusedkit.hardware import detect_gpu
 from fusedkit.mode import Mode
@@ -36,7 +36,8 @@ from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, presets
 from fusedkit.interpreter_cost import RUN_SECONDS_BUDGET
 from fusedkit.isolation import CALL_TIMEOUT_S
 from fusedkit.interrupts import route_kernel_interrupt, stoppable
-from fusedkit.measure import REP_MS, WARMUP_MS, interpreter_seconds, measure
+from fusedkit.interpreter_cost import run_seconds
+from fusedkit.measure import REP_MS, WARMUP_MS, measure
 from fusedkit.results import add_speedup
 from fusedkit.roofline import fused_floor, table
 
@@ -45,12 +46,6 @@ from fusedkit.roofline import fused_floor, table
 def _step_order(problem: Problem) -> list:
     """The ladder's variants, the references first, then by step number (stable)."""
     return sorted(problem.variants.values(), key=lambda v: (not v.baseline, v.number))
-
-
-def _cpu_evaluations(seeds: int) -> int:
-    """Model evaluations a CPU check makes: per build and at the nearby odd shape, two calls,
-    each beside its float64 reference and eager's output."""
-    return 2 * 3 * (seeds + 1)
 
 
 @functools.cache
@@ -75,10 +70,10 @@ def _run_seconds(problem: Problem, v, sizes: Sizes, gpu: bool, seeds: int) -> fl
     if gpu:
         return (WARMUP_MS + REP_MS) / 1e3 + 0.5
     if v.triton:
-        return interpreter_seconds(problem, v, sizes, seeds=seeds, time_it=False)
+        return run_seconds(problem, v, sizes, seeds=seeds, time_it=False)
     per_eval = problem.flops(sizes) * (1 / _cpu_flops_per_s(torch.float64)
                                        + 2 / _cpu_flops_per_s(torch.float32)) / 3
-    return _cpu_evaluations(seeds) * per_eval
+    return evaluations(seeds) * per_eval
 
 
 def _seconds(s: float) -> str:
@@ -321,7 +316,7 @@ class LadderExplorer:
                 seconds = _run_seconds(self.problem, v, sizes, self.mode.gpu, self._seeds)
                 if not self.mode.gpu and not v.triton and seconds > RUN_SECONDS_BUDGET:
                     reason = (f"would take about {seconds:.0f} s checked on this CPU "
-                              f"({_cpu_evaluations(self._seeds)} evaluations); allowed: "
+                              f"({evaluations(self._seeds)} evaluations); allowed: "
                               f"{RUN_SECONDS_BUDGET:.0f} s; pick smaller sizes")
             if reason:
                 left_out[slug] = reason

@@ -496,14 +496,14 @@ def test_sizes_are_refused_saying_what_is_allowed(value, phrases, tmp_path, caps
 @pytest.mark.skipif(GPU, reason="the CPU memory budget")
 def test_sizes_whose_harness_copies_do_not_fit_are_refused_with_what_fits(tmp_path, capsys,
                                                                          no_measuring):
-    """32768 x 32768 x 1 passed as "need 4.0 GiB" (eager alone) while the harness holds about six
-    copies of x; it ended in a 31-line RuntimeError under a memory limit."""
+    """32768 x 32768 x 1 passed as "need 4.0 GiB" (eager alone) while the harness holds about four
+    copies of x in one process at a time; it ended in a 31-line RuntimeError under a memory limit."""
     argv = ["bench", "--problem", "p12", "--sizes", "batch_size=32768,in_features=32768,out_features=1",
             "--records", str(tmp_path / "r.csv")]
     assert main(argv) == 2
     one_line(capsys.readouterr().err, "error: sizes batch_size=32768,in_features=32768,out_features=1 "
-             "need 24.0 GiB while checked and timed", "allowed: at most 8.0 GiB in a CPU run",
-             "e.g. batch_size<=10921 or in_features<=10920")
+             "need 16.0 GiB while checked and timed", "allowed: at most 8.0 GiB in a CPU run",
+             "e.g. batch_size<=16382 or in_features<=16381")
 
 
 # --- paths written through links, read-only files and folders, as root too ---------------------

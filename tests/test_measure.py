@@ -79,21 +79,24 @@ CATCH_TRIALS = 20
 def test_a_kernel_wrong_on_one_call_in_n_is_caught_every_time(n, tmp_path):
     """Every call made while timing (warm-up included) is verified on random rows of its own
     fresh input, so a kernel that is right on the check's calls and then wrong on one call in n
-    (the previous answer again) is caught in every measurement in which it was wrong at all: in
-    all CATCH_TRIALS here, for one in 5 and one in 50 (the timing makes hundreds of calls)."""
+    (the previous answer again) is caught in exactly the measurements in which it was wrong at
+    all: for one in 5 that is every one, for one in 50 most (a timing makes 36 to 126 calls on
+    this CPU; tests/catch_rates.py counts the rates of the README's table)."""
     tally = bad.Tally(tmp_path / "tally")
     builder = bad.wrong_one_call_in(n, tally)
-    lines = []
+    lines, wrong_in = [], 0
     for _ in range(CATCH_TRIALS):
         tally.reset()
         m = run(builder)
-        counts = tally.counts()
-        assert m.check.ok and counts.get("wrong", 0) >= 1, m.summary()
-        assert counts["call"] >= n + 8   # the check's 8 calls, and a whole cycle timed
-        lines.append(m.failure)
-    caught_here = [ln for ln in lines if ln.startswith(measure.TIMED_DIFFER)]
-    print(f"wrong_one_call_in({n}): caught in {len(caught_here)} of {CATCH_TRIALS} measurements")
-    assert len(caught_here) == CATCH_TRIALS, lines
+        wrong = tally.counts().get("wrong", 0) > 0
+        assert m.check.ok, m.summary()
+        assert m.failure.startswith(measure.TIMED_DIFFER) == wrong, (wrong, m.summary())
+        wrong_in += wrong
+        if wrong:
+            lines.append(m.failure)
+    print(f"wrong_one_call_in({n}): wrong while timed in {wrong_in} of {CATCH_TRIALS} measurements, "
+          f"caught in all {wrong_in}")
+    assert wrong_in == CATCH_TRIALS if n == 5 else wrong_in >= CATCH_TRIALS // 2
     assert re.search(rf"^timed calls differ from checked ones: \d+ of \d+ calls made while timed gave "
                      r"outputs beyond what fp32 explains and 4x the checked calls' error \(call \d+: "
                      r"rel\. error [\d.e-]+ on 8 random rows of its own fresh input, allowed "
@@ -426,7 +429,8 @@ torch.set_num_threads(1)
 p = problems.get(sys.argv[1])
 sizes = p.sizes({k: int(v) for k, v in (kv.split("=") for kv in sys.argv[2].split(","))})
 measure.measure(p, "eager", {d.name: 8 for d in p.dims}, device="cpu", seeds=1, warmup_ms=1, rep_ms=2)
-pids = [os.getpid(), isolation._workers["cpu"].process.pid]   # this process and the kernel's worker
+# The next candidate's worker is the spare started meanwhile, waiting: this process and it.
+pids = [os.getpid(), isolation._spares["cpu"].process.pid]
 page = os.sysconf("SC_PAGE_SIZE")
 def rss(pid):
     with open(f"/proc/{pid}/statm") as f:

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from fusedkit import problems, records, widgets  # noqa: E402
+from fusedkit import check, problems, records, widgets  # noqa: E402
 from fusedkit.mode import detect_mode  # noqa: E402
 from fusedkit.interpreter_cost import RUN_SECONDS_BUDGET  # noqa: E402
 from fusedkit.widgets import LadderExplorer  # noqa: E402
@@ -89,7 +89,7 @@ def test_kernelbench_sizes_explain_the_interpreter_limit(empty_records, monkeypa
     limit = res.loc["triton_fused_lse_tf32", "live here"]
     assert "would take about" in limit and "in Triton's CPU interpreter" in limit and f"allowed: {RUN_SECONDS_BUDGET:.0f} s" in limit
     eager = res.loc["eager", "live here"]
-    est = widgets._cpu_evaluations(ex.SEEDS_CPU) * P45.flops(P45.defaults) / 50e9
+    est = check.evaluations(ex.SEEDS_CPU) * P45.flops(P45.defaults) / 50e9
     assert "pick smaller sizes" in eager and f"about {est:.0f} s checked on this CPU" in eager
     assert "tier" not in res.columns          # nothing ran live
     # The predicted floors follow each variant's arithmetic: TF32 is several times lower.
@@ -229,13 +229,13 @@ def test_the_announced_estimate_is_the_figure_a_refusal_quotes(empty_records):
     type_sizes(ex, sizes.values())
     ex.select(["triton_ieee"])
     total, left_out = ex.estimate(sizes, ["triton_ieee"])
-    est = widgets.interpreter_seconds(P12, P12.variant("triton_ieee"), sizes, seeds=ex.SEEDS_CPU,
+    est = widgets.run_seconds(P12, P12.variant("triton_ieee"), sizes, seeds=ex.SEEDS_CPU,
                                       time_it=False)
     assert total == 0 and f"about {est:.0f} s" in left_out["triton_ieee"]
     small = P12.sizes(batch_size=random.randint(9, 30), in_features=48, out_features=40)
     total, left_out = ex.estimate(small, ["triton_ieee", "eager"])
     assert not left_out
-    assert total >= widgets.interpreter_seconds(P12, P12.variant("triton_ieee"), small,
+    assert total >= widgets.run_seconds(P12, P12.variant("triton_ieee"), small,
                                                 seeds=ex.SEEDS_CPU, time_it=False)
     type_sizes(ex, small.values())
     ex.select(["triton_ieee", "eager"])

@@ -503,3 +503,17 @@ def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]
             return built[slug](x)
         return run
     return build
+
+
+def nearby_odd(problem: Problem, sizes: Sizes) -> Sizes:
+    """Sizes near ``sizes`` with every dimension changed to an odd number (so not a multiple
+    of 4, 16 or 128): about an eighth smaller, or 1-2 larger where that is impossible."""
+    out = {}
+    for d in problem.dims:
+        v = sizes[d.name]
+        c = v - max(1, v // 8)
+        c -= 1 - c % 2             # odd
+        if c < 1:
+            c = v + 1 if v % 2 == 0 else v + 2
+        out[d.name] = min(c, d.maximum if d.maximum % 2 else d.maximum - 1)
+    return problem.sizes(out)
