@@ -351,7 +351,7 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
     both when there is no failure, those compared so far after a *wrong result*, else none.
     """
     try:
-        failures, outs = isolation.run("check", problem, build, device,
+        failures, outs = isolation.run(candidate_calls, problem, build, device,
                                        call_timeout_s=call_timeout_s, sizes=dict(sizes), seed=seed)
     except isolation.WorkerDied as e:
         return [e.line], []

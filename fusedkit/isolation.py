@@ -153,13 +153,10 @@ def _child(conn, progress, device: str) -> None:
     ("crashed", line) after a device fault (then it exits) or ("error", traceback) for a fault
     of the harness itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the caller decides; Ctrl-C reaches it
-    from fusedkit import check, measure  # noqa: PLC0415 - preloaded by the server
-
     if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
         torch.cuda.set_device(torch.device(device))
         torch.empty(1, device=device)
 
-    jobs = {"check": check.candidate_calls, "time": measure.candidate_timing}
     stage = ["starting"]
 
     def report(text: str) -> None:
@@ -168,10 +165,10 @@ def _child(conn, progress, device: str) -> None:
 
     while True:
         try:
-            kind, spec, kwargs = conn.recv()
+            job, spec, kwargs = conn.recv()   # the job is a function of fusedkit, by reference
         except EOFError:
             return
-        if kind == "stop":
+        if job is None:
             return
         try:
             device = torch.device(kwargs["device"])
@@ -180,7 +177,7 @@ def _child(conn, progress, device: str) -> None:
             report("the build")
             build = _resolve_builder(spec)
             with harness_stream(device):
-                result = jobs[kind](build=build, report=report, progress=progress, **kwargs)
+                result = job(build=build, report=report, progress=progress, **kwargs)
             conn.send(("done", result))
             del result, build   # nothing of this job is held while the caller judges it
         except BaseException as e:  # noqa: BLE001 - sent to the caller, never lost
@@ -251,7 +248,7 @@ class Worker:
         if self.process.is_alive():
             if not kill:
                 try:
-                    self.conn.send(("stop", None, None))
+                    self.conn.send((None, None, None))
                     self.process.join(2.0)
                 except (OSError, ValueError):
                     pass
@@ -260,11 +257,11 @@ class Worker:
                 self.process.join(5.0)
         self.conn.close()
 
-    def run(self, kind: str, spec: tuple, kwargs: dict, call_timeout_s: float) -> object:
+    def run(self, job: Callable, spec: tuple, kwargs: dict, call_timeout_s: float) -> object:
         """Send one job and wait for its result, watching for a crash, a hang and an interrupt.
         Raises :class:`WorkerDied` with the verdict line when the worker dies or hangs."""
         self.progress.value = 0
-        self.conn.send((kind, spec, kwargs))
+        self.conn.send((job, spec, kwargs))
         stage, since, count = "the build", time.monotonic(), 0
         while True:
             try:
@@ -323,9 +320,11 @@ def fresh(device: str | torch.device) -> None:
         _spares[key] = Worker.start(key)
 
 
-def run(kind: str, problem, build: Callable, device: torch.device, *,
+def run(job: Callable, problem, build: Callable, device: torch.device, *,
         call_timeout_s: float = CALL_TIMEOUT_S, **kwargs) -> object:
-    """Run job ``kind`` ("check" or "time") of ``build`` for ``problem`` on ``device`` in the
+    """Run ``job(build=, report=, progress=, problem_key=, device=, **kwargs)`` (a module-level
+    function of fusedkit: :func:`fusedkit.check.candidate_calls`,
+    :func:`fusedkit.measure.candidate_timing`) on ``build`` for ``problem`` on ``device`` in the
     current worker (a fresh one when there is none or it ended); returns its result, or raises
     :class:`WorkerDied` with the verdict (the worker is then ended)."""
     spec = builder_spec(problem, build)
@@ -336,7 +335,7 @@ def run(kind: str, problem, build: Callable, device: torch.device, *,
             fresh(key)
             w = _workers[key]
         try:
-            return w.run(kind, spec, dict(kwargs, problem_key=problem.key, device=key),
+            return w.run(job, spec, dict(kwargs, problem_key=problem.key, device=key),
                          call_timeout_s)
         except BaseException:
             retire(key)

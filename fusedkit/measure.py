@@ -45,6 +45,7 @@ from fusedkit.interrupts import checkpoint
 from fusedkit.isolation import CALL_TIMEOUT_S, harness_stream, one_line, unpack  # noqa: F401 - re-exported
 from fusedkit.precision import error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
+from fusedkit.problems.base import harness_bytes  # noqa: F401 - measure's memory, re-exported
 from fusedkit.roofline import achieved, fused_floor
 
 # Bound once, here, as fusedkit.bench binds its clock: the rows each timed call is verified on are
@@ -163,44 +164,6 @@ class Measurement:
                 f"{self.check.rel_error:.2e}")
 
 
-def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "cpu") -> float:
-    """Bytes :func:`measure` holds at once on ``device`` at its peak, for a candidate that needs
-    no memory of its own beyond its output: what :meth:`Problem.check_runnable` compares with
-    the memory a run may use.
-
-    Counted from the code of :func:`fusedkit.check.candidate_calls` (the kernel's worker) and
-    :func:`fusedkit.check.judge_calls` (this process), in fp32 copies of the inputs (X bytes),
-    the parameters (W) and the output (Y). The two peaks come one after the other (the worker
-    holds nothing of a build once it has sent its outputs), so the larger one counts:
-
-    - the worker: the model and its hidden deep copy (2 W); two draws of the inputs and their
-      pristine copies (4 X); the two outputs and, on a CPU, their bytes and the message that
-      carries them (6 Y), on a GPU the copies taken on the caller's stream (4 Y);
-    - this process: the model regenerated (W), the two inputs regenerated (2 X), the two
-      outputs received (2 Y), then the larger of two moments. Computing the second float64
-      reference beside the first (2 Y): the reference's own peak, the larger of its float64 model
-      beside the fp32 one it converts (3 W) and eager's peak in float64
-      (``problem.memory_counter(sizes, 8)``, which holds the float64 x and W). Or comparing: the
-      two float64 references (4 Y), the two eager outputs (2 Y) and the float64 temporaries of
-      one error (4 Y).
-
-    The timing holds less (the model, one input buffer, one output and a few rows' float64
-    references), and the nearby odd shape is smaller. What a candidate allocates beyond its
-    output (weight splits, a compiled graph's buffers) is not counted; eager's own
-    intermediates are, in the reference.
-    """
-    sizes = problem.sizes(sizes)
-    with torch.device("meta"):   # shapes only: no memory
-        model = problem.model_factory(**sizes, **problem.constants)
-    w = 4 * sum(t.numel() for t in (*model.parameters(), *model.buffers()))
-    x = 4 * sum(math.prod(shape) for shape in problem.input_shapes(sizes))
-    y = 4 * math.prod(problem.output_shape(sizes))
-    worker = 2 * w + 4 * x + (4 if torch.device(device).type == "cuda" else 6) * y
-    reference = max(3 * w, problem.memory_counter(sizes, 8))
-    judge = w + 2 * x + 2 * y + max(2 * y + reference, 4 * y + 2 * y + 4 * y)
-    return float(max(worker, judge))
-
-
 def candidate(problem: Problem, what: Variant | str | Build, *, name: str = "",
               precision: str = "fp32", triton: bool = False) -> Variant:
     """A registered variant (by slug or itself), or a learner's builder wrapped as one.
@@ -306,7 +269,8 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float,
     # Every random choice is drawn here; the worker gets only the seeds.
     seeds = {k: secrets.randbits(63) for k in ("rng", "values", "picks")}
     try:
-        got = isolation.run("time", problem, m.variant.build, device, call_timeout_s=call_timeout_s,
+        got = isolation.run(candidate_timing, problem, m.variant.build, device,
+                            call_timeout_s=call_timeout_s,
                             sizes=dict(sizes), seed=seed, seeds=seeds, warmup_ms=warmup_ms,
                             rep_ms=rep_ms)
     except isolation.WorkerDied as e:

@@ -7,6 +7,7 @@ new module plus one line in :mod:`fusedkit.problems`.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -206,13 +207,12 @@ class Problem:
         """Refuse sizes too large to run on ``device``, with a one-line reason.
 
         Every tensor must fit int32 indexing, and the memory the measuring harness holds at
-        once (:func:`fusedkit.measure.harness_bytes`: the larger of the kernel's worker, with the
+        once (:func:`harness_bytes`: the larger of the kernel's worker, with the
         model and its hidden copy, four copies of the inputs and the outputs, and this process
         after it, with the float64 references) must fit 90% of the free
         device memory on a GPU, :data:`CPU_BYTE_BUDGET` on a CPU; a refusal says which sizes
         would fit. On a CPU a budget of FLOPs also keeps a run to about half a minute.
         """
-        from fusedkit.measure import harness_bytes  # noqa: PLC0415 - the harness counts its copies
 
         sizes = self.sizes(sizes)
         device = torch.device(device)
@@ -517,3 +517,41 @@ def nearby_odd(problem: Problem, sizes: Sizes) -> Sizes:
             c = v + 1 if v % 2 == 0 else v + 2
         out[d.name] = min(c, d.maximum if d.maximum % 2 else d.maximum - 1)
     return problem.sizes(out)
+
+
+def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "cpu") -> float:
+    """Bytes :func:`measure` holds at once on ``device`` at its peak, for a candidate that needs
+    no memory of its own beyond its output: what :meth:`Problem.check_runnable` compares with
+    the memory a run may use.
+
+    Counted from the code of :func:`fusedkit.check.candidate_calls` (the kernel's worker) and
+    :func:`fusedkit.check.judge_calls` (this process), in fp32 copies of the inputs (X bytes),
+    the parameters (W) and the output (Y). The two peaks come one after the other (the worker
+    holds nothing of a build once it has sent its outputs), so the larger one counts:
+
+    - the worker: the model and its hidden deep copy (2 W); two draws of the inputs and their
+      pristine copies (4 X); the two outputs and, on a CPU, their bytes and the message that
+      carries them (6 Y), on a GPU the copies taken on the caller's stream (4 Y);
+    - this process: the model regenerated (W), the two inputs regenerated (2 X), the two
+      outputs received (2 Y), then the larger of two moments. Computing the second float64
+      reference beside the first (2 Y): the reference's own peak, the larger of its float64 model
+      beside the fp32 one it converts (3 W) and eager's peak in float64
+      (``problem.memory_counter(sizes, 8)``, which holds the float64 x and W). Or comparing: the
+      two float64 references (4 Y), the two eager outputs (2 Y) and the float64 temporaries of
+      one error (4 Y).
+
+    The timing holds less (the model, one input buffer, one output and a few rows' float64
+    references), and the nearby odd shape is smaller. What a candidate allocates beyond its
+    output (weight splits, a compiled graph's buffers) is not counted; eager's own
+    intermediates are, in the reference.
+    """
+    sizes = problem.sizes(sizes)
+    with torch.device("meta"):   # shapes only: no memory
+        model = problem.model_factory(**sizes, **problem.constants)
+    w = 4 * sum(t.numel() for t in (*model.parameters(), *model.buffers()))
+    x = 4 * sum(math.prod(shape) for shape in problem.input_shapes(sizes))
+    y = 4 * math.prod(problem.output_shape(sizes))
+    worker = 2 * w + 4 * x + (4 if torch.device(device).type == "cuda" else 6) * y
+    reference = max(3 * w, problem.memory_counter(sizes, 8))
+    judge = w + 2 * x + 2 * y + max(2 * y + reference, 4 * y + 2 * y + 4 * y)
+    return float(max(worker, judge))
