@@ -156,7 +156,7 @@ def _child(conn, progress, device: str) -> None:
     if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
         torch.cuda.set_device(torch.device(device))
         torch.empty(1, device=device)
-
+    conn.send(("ready", os.getpid()))
     stage = ["starting"]
 
     def report(text: str) -> None:
@@ -224,6 +224,7 @@ class Worker:
     conn: object
     progress: object          # the timed call counter the worker writes (a shared integer)
     device: str
+    ready: bool = False       # it said it has started (its imports done, its CUDA context made)
 
     @classmethod
     def start(cls, device: str) -> "Worker":
@@ -244,6 +245,24 @@ class Worker:
     def alive(self) -> bool:
         return self.process.is_alive()
 
+    def wait_ready(self, timeout_s: float = 300.0) -> None:
+        """Wait until the worker has started; a worker that cannot start (no CUDA there, say)
+        is a fault of this machine, not of a kernel: RuntimeError."""
+        if self.ready:
+            return
+        t0 = time.monotonic()
+        while not self.conn.poll(0.05):
+            checkpoint()
+            if not self.process.is_alive() or time.monotonic() - t0 > timeout_s:
+                self.stop(kill=True)
+                code = self.process.exitcode
+                why = f"not within {timeout_s:g} s" if code is None else _signal_name(code)
+                raise RuntimeError(f"the worker process for {self.device} did not start ({why})")
+        msg = self.conn.recv()
+        if msg[0] != "ready":
+            raise RuntimeError(f"the worker process for {self.device} said {msg!r} before it was ready")
+        self.ready = True
+
     def stop(self, kill: bool = False) -> None:
         if self.process.is_alive():
             if not kill:
@@ -260,6 +279,7 @@ class Worker:
     def run(self, job: Callable, spec: tuple, kwargs: dict, call_timeout_s: float) -> object:
         """Send one job and wait for its result, watching for a crash, a hang and an interrupt.
         Raises :class:`WorkerDied` with the verdict line when the worker dies or hangs."""
+        self.wait_ready()
         self.progress.value = 0
         self.conn.send((job, spec, kwargs))
         stage, since, count = "the build", time.monotonic(), 0

@@ -429,7 +429,9 @@ torch.set_num_threads(1)
 p = problems.get(sys.argv[1])
 sizes = p.sizes({k: int(v) for k, v in (kv.split("=") for kv in sys.argv[2].split(","))})
 measure.measure(p, "eager", {d.name: 8 for d in p.dims}, device="cpu", seeds=1, warmup_ms=1, rep_ms=2)
-# The next candidate's worker is the spare started meanwhile, waiting: this process and it.
+# The next candidate's worker is the spare started meanwhile, once it has started: this
+# process and it.
+isolation._spares["cpu"].wait_ready()
 pids = [os.getpid(), isolation._spares["cpu"].process.pid]
 page = os.sysconf("SC_PAGE_SIZE")
 def rss(pid):
