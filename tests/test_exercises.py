@@ -222,30 +222,20 @@ SLIPS = [
 ]
 
 
-@pytest.fixture
-def row_max_in_the_last_chunk(monkeypatch):
-    """Problem 45's models with their last output's bias raised by 20, so every row's largest
-    logit sits in the last chunk. A merge slip that only shows when the running maximum grows
-    (the sum not rescaled) is then seen on every draw; with nn.Linear's own biases the largest
-    column is often in the first chunk for every row (it is mostly the largest b2), and such a
-    kernel passed the check now and then (seen 1 run in 10)."""
-    p45 = problems.get("p45")
-    make = type(p45).make_model
-
-    def raised(self, sizes, **kw):
-        model = make(self, sizes, **kw)
-        if self is p45:
-            with torch.no_grad():
-                model.linear2.bias[-1] += 20.0
-        return model
-    monkeypatch.setattr(type(p45), "make_model", raised)
+# A merge slip of problem 45 that only shows when a row's running maximum grows (the sum not
+# rescaled) goes unseen on draws where every row's largest logit sits in its first chunk (with
+# nn.Linear's own biases, about 1 draw in 10). The model cannot be tweaked from a test to avoid
+# that: the kernel runs in a worker process, which draws its own. So those slips get a few draws.
+SOMETIMES_UNSEEN = {("p45_online_lse", "sum not rescaled")}
+DRAWS = 5
 
 
 @pytest.mark.parametrize("name,slip,old,new,words", SLIPS, ids=[f"{s[0]}-{s[1]}" for s in SLIPS])
-def test_a_slip_gets_its_own_hint(name, slip, old, new, words, device, capsys, request):
-    if name == "p45_online_lse":
-        request.getfixturevalue("row_max_in_the_last_chunk")
-    m = run(name, with_slip(name, old, new), device, capsys)
+def test_a_slip_gets_its_own_hint(name, slip, old, new, words, device, capsys):
+    for _ in range(DRAWS if (name, slip) in SOMETIMES_UNSEEN else 1):
+        m = run(name, with_slip(name, old, new), device, capsys)
+        if not m.ok:
+            break
     assert m.message.startswith("✗ ") and "Hint: " in m.message and not m.ok
     assert any(w in m.message for w in ((words,) if isinstance(words, str) else words)), m.message
 

@@ -38,6 +38,7 @@ import triton
 
 from fusedkit.check import (ALIASING, MUTATION, NOT_PLAIN, RAISED, REUSE, SPECIALISED, STREAM,
                             UNWRITTEN, WRONG, nearby_odd, rel_error)
+from fusedkit import isolation
 from fusedkit.measure import Measurement, measure
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
@@ -389,25 +390,53 @@ class Probe:
 
 def probe(ex: Exercise, kernel: Any, sizes: Sizes, device: torch.device, *,
           want_parts: bool) -> Probe:
-    """Call ``kernel`` once at ``sizes`` on a fresh model and input; never raises."""
+    """Call ``kernel`` once at ``sizes`` on a fresh model and input, in a worker process of its
+    own as every measurement does (:mod:`fusedkit.isolation`: an out-of-bounds store cannot
+    reach this process); never raises. The reference pieces are computed here."""
     problem = ex.problem
     p = Probe(sizes)
+    try:
+        got = isolation.run(probe_call, problem, kernel, device, exercise=ex.name, sizes=dict(sizes))
+    except isolation.WorkerDied as e:
+        p.error = e.line
+        return p
+    p.out, p.outside, p.error = isolation.unpack(got["out"], device), got["outside"], got["error"]
+    if want_parts and not p.error:
+        try:
+            model = problem.make_model(sizes, seed=PROBE_SEED, device=device)
+            (x,) = problem.get_inputs(sizes, seed=PROBE_SEED, device=device)
+            p.parts = ex.parts(model, x, ex.blocks(device))
+        except Exception as e:  # noqa: BLE001 - a probe must never turn into a traceback
+            p.error = f"{type(e).__name__}: {_first_line(e)}"
+    return p
+
+
+def probe_call(*, build: Any, report: Callable[[str], None], progress: object, problem_key: str,
+               device: str, exercise: str, sizes: Sizes) -> dict:
+    """:func:`probe`'s call of the learner's kernel (``build``), run in its worker: its output
+    and how many elements it stored past the output's end, or the error it raised."""
+    from fusedkit import exercises  # noqa: PLC0415 - the package imports this module
+
+    ex, device = exercises.get(exercise), torch.device(device)
+    problem = ex.problem
+    got = {"out": None, "outside": 0, "error": ""}
+    report(f"the probe's call at {dims(sizes)}")
     try:
         model = problem.make_model(sizes, seed=PROBE_SEED, device=device)
         (x,) = problem.get_inputs(sizes, seed=PROBE_SEED, device=device)
         with torch.no_grad():
-            run = ex.launch(kernel, ex.prepare(model), x)
+            run = ex.launch(build, ex.prepare(model), x)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            p.out = run.out.detach().clone()
-            p.outside = int((~torch.isnan(run.margin)).sum().item())
-            if want_parts:
-                p.parts = ex.parts(model, x, ex.blocks(device))
+            got["out"] = isolation.pack(run.out)
+            got["outside"] = int((~torch.isnan(run.margin)).sum().item())
     except KernelError as e:
-        p.error = str(e)
+        got["error"] = str(e)
     except Exception as e:  # noqa: BLE001 - a probe must never turn into a traceback
-        p.error = f"{type(e).__name__}: {_first_line(e)}"
-    return p
+        if isolation.is_device_fault(e):
+            raise   # the worker reports the crash and ends
+        got["error"] = f"{type(e).__name__}: {_first_line(e)}"
+    return got
 
 
 def _same(out: torch.Tensor, other: torch.Tensor) -> bool:
@@ -569,7 +598,7 @@ def run_check(ex: Exercise, problem: Problem | str, kernel: Any, *, sizes: Sizes
         m = measure(problem, ex.builder(kernel), sizes, device=device, name=f"exercise_{ex.name}",
                     precision="fp32", triton=True, time_it=time_it, **budget)
         p = None
-        if not m.failure.startswith(RAISED + ":"):
+        if not m.failure.startswith((RAISED + ":", isolation.CRASHED, isolation.HUNG)):
             wrong = not m.ok or m.tier != "fp32-faithful"
             p = probe(ex, kernel, nearby_odd(problem, sizes), device, want_parts=wrong)
         graded = ExerciseMeasurement.graded(m, verdict(ex, m, p))
