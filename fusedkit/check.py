@@ -81,8 +81,8 @@ MUTATION = "input or weight mutation"
 WRONG = "wrong result"
 REUSE = "result reuse"
 SPECIALISED = "shape specialisation"
-FAULT_CLASSES = (CRASHED, HUNG, RAISED, PATCHED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION, WRONG, REUSE,
-                 SPECIALISED)
+FAULT_CLASSES = (CRASHED, HUNG, RAISED, PATCHED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION,
+                 WRONG, REUSE, SPECIALISED)
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
 
@@ -579,7 +579,8 @@ def describe(result: CheckResult) -> str:
     return f"[{result.problem} {fmt_sizes(result.sizes)}] {result.summary()}"
 
 
-__all__ = ["ATOL", "CALLS_PER_BUILD", "EPS32", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult", "FAULT_CLASSES",
-           "candidate_calls", "check_build", "check_call_timeout", "check_seeds", "check_variant", "classify", "device_refusal", "describe", "evaluations",
-           "harness_device", "judge_calls", "nearby_odd", "needs_hopper", "reference_and_bound", "rel_error",
-           "tier_bound", "wrong_line"]
+__all__ = ["ATOL", "CALLS_PER_BUILD", "EPS32", "MAX_SEEDS", "RTOL", "TIERS", "CheckResult",
+           "FAULT_CLASSES", "candidate_calls", "check_build", "check_call_timeout", "check_seeds",
+           "check_variant", "classify", "device_refusal", "describe", "evaluations",
+           "harness_device", "judge_calls", "nearby_odd", "needs_hopper", "reference_and_bound",
+           "rel_error", "tier_bound", "wrong_line"]

@@ -316,9 +316,9 @@ class Worker:
             if time.monotonic() - since > limit:
                 self.stop(kill=True)
                 what = f"timed call {count}" if stage == "timed calls" and count else stage
+                knob = "FUSEDKIT_BUILD_TIMEOUT_S" if stage == "the build" else "call_timeout_s"
                 raise WorkerDied(f"{HUNG}: {what} did not return within {limit:g} s "
-                                 f"({'FUSEDKIT_BUILD_TIMEOUT_S' if stage == 'the build' else 'call_timeout_s'} "
-                                 "sets the limit)")
+                                 f"({knob} sets the limit)")
 
 
 _workers: dict[str, Worker] = {}   # the worker of the candidate being measured, per device
@@ -392,4 +392,5 @@ def harness_stream(device: torch.device) -> Iterator[None]:
 
 
 __all__ = ["BUILD_TIMEOUT_S", "CALL_TIMEOUT_S", "CRASHED", "HUNG", "Worker", "WorkerDied",
-           "builder_spec", "fresh", "harness_stream", "is_device_fault", "one_line", "pack", "retire", "run", "unpack"]
+           "builder_spec", "fresh", "harness_stream", "is_device_fault", "one_line", "pack",
+           "retire", "run", "unpack"]

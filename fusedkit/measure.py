@@ -198,7 +198,8 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
     ``seeds`` builds are checked (1 to :data:`~fusedkit.check.MAX_SEEDS`); ``warmup_ms`` and
     ``rep_ms`` are the timing budgets in ms; ``call_timeout_s`` the seconds one call of the
     kernel may take before it counts as hung (default :data:`fusedkit.isolation.CALL_TIMEOUT_S`,
-    60 s; a build may take :data:`~fusedkit.isolation.BUILD_TIMEOUT_S`). ``gpu`` is the spec the % of floor is computed on
+    60 s; a build may take :data:`~fusedkit.isolation.BUILD_TIMEOUT_S`). ``gpu`` is the spec the
+    % of floor is computed on
     (default: the detected GPU's datasheet; the ladder passes measured ceilings). The refusal of
     impossible speed always uses the datasheet. Every argument is checked before anything runs:
     a bad one is a ValueError or TypeError naming it, never a failure of the kernel. Raises

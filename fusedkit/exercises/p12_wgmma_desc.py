@@ -21,7 +21,7 @@ field. The check:
    runs through :func:`fusedkit.measure.measure` at the problem's sizes and is judged against
    float64: one fp16 product is right when its error is within twice what rounding x and W to
    fp16 alone costs. A descriptor that would send wgmma past the block's shared memory is not
-   run: a fault there ends the notebook's CUDA context.
+   run: its worker would only end with an illegal address, which says less than where it reads.
 
 The learner writes Python, not C++: it is what a notebook cell runs, and the same formula is
 what the kernel is compiled with, so a wrong field shows as wrong numbers on the GPU.
@@ -532,8 +532,8 @@ def _check(problem: Problem, fn: Any, sizes: Sizes | None, device: torch.device,
     except Exception as e:  # noqa: BLE001 - the learner's function may fail in any way
         outside = f"its reads could not be bounded ({type(e).__name__}: {e})"
     if outside:
-        return DescriptorCheck(False, f"✗ not run on the GPU: {outside} (a fault there ends the "
-                                      f"notebook's CUDA context). {seen or 'Its values match'}. "
+        return DescriptorCheck(False, f"✗ not run on the GPU: {outside} (there it would end with "
+                                      f"an illegal address, which says less). {seen or 'Its values match'}. "
                                       f"Hint: {hint or HINT_ALL}", n, ptx)
     budget = dict(GPU_CHECK)
     for key, value in (("seeds", seeds), ("warmup_ms", warmup_ms), ("rep_ms", rep_ms)):
