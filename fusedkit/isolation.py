@@ -154,7 +154,7 @@ def _child(conn, progress, device: str) -> None:
     of the harness itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the caller decides; Ctrl-C reaches it
     if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
-        torch.cuda.set_device(torch.device(device))
+        _use_gpu(torch.device(device))
         torch.empty(1, device=device)
     conn.send(("ready", os.getpid()))
     stage = ["starting"]
@@ -173,7 +173,7 @@ def _child(conn, progress, device: str) -> None:
         try:
             device = torch.device(kwargs["device"])
             if device.type == "cuda":
-                torch.cuda.set_device(device)
+                _use_gpu(device)
             report("the build")
             build = _resolve_builder(spec)
             with harness_stream(device):
@@ -187,6 +187,13 @@ def _child(conn, progress, device: str) -> None:
                 conn.send(("crashed", f"{CRASHED}: {one_line(e)}, during {stage[0]}"))
                 os._exit(1)   # nothing here can be trusted to clean up
             conn.send(("error", traceback.format_exc()))
+
+
+def _use_gpu(device: torch.device) -> None:
+    """Make ``device`` current; "cuda" without an index is the current one already
+    (torch.cuda.set_device refuses a device without an index)."""
+    if device.index is not None:
+        torch.cuda.set_device(device.index)
 
 
 def one_line(e: BaseException) -> str:
