@@ -433,10 +433,9 @@ measure.measure(p, "eager", {d.name: 8 for d in p.dims}, device="cpu", seeds=1, 
 # process and it.
 isolation._spares["cpu"].wait_ready()
 pids = [os.getpid(), isolation._spares["cpu"].process.pid]
-page = os.sysconf("SC_PAGE_SIZE")
-def rss(pid):
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * page
+def rss(pid):   # anonymous memory, where tensors live (pages of libraries read from files are not)
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("RssAnon:"))
 base = [rss(pid) for pid in pids]
 peak, done = [0], [False]
 def sample():   # both processes' memory at once, every half millisecond
