@@ -42,6 +42,7 @@ import types
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+import cloudpickle
 import torch
 
 from fusedkit.interrupts import checkpoint
@@ -93,18 +94,9 @@ def builder_spec(problem, build: Callable) -> tuple:
     registry entry replaced in this process is the one the worker runs); ("registered", problem,
     slug) for a registered builder that cannot be pickled. Raises TypeError in one line when
     neither works."""
-    import cloudpickle  # noqa: PLC0415
-
     try:
         buf = io.BytesIO()
-
-        class KeepFileNames(cloudpickle.Pickler):
-            # cloudpickle names every code object "<dynamic-code>"; marshal keeps its file name,
-            # so an error in the worker still points at the line of the cell it came from.
-            dispatch_table = collections.ChainMap({types.CodeType: _code_by_marshal},
-                                                  cloudpickle.Pickler.dispatch_table)
-
-        KeepFileNames(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(build)
+        _KeepFileNames(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(build)
         return ("pickled", buf.getvalue(), _unsaved_sources())
     except Exception as e:  # noqa: BLE001 - whatever it holds that cannot travel
         for v in problem.variants.values():   # the worker's registry holds the same one
@@ -120,12 +112,19 @@ def _code_by_marshal(code: types.CodeType) -> tuple:
     return marshal.loads, (marshal.dumps(code),)   # the worker runs this very Python
 
 
+class _KeepFileNames(cloudpickle.Pickler):
+    # cloudpickle names every code object "<dynamic-code>"; marshal keeps its file name, so an
+    # error in the worker still points at the line of the cell it came from.
+    dispatch_table = collections.ChainMap({types.CodeType: _code_by_marshal},
+                                          cloudpickle.Pickler.dispatch_table)
+
+
 def _unsaved_sources() -> dict:
     """The source lines Python holds for code that is in no file (a notebook's cells, an
     exercise's kernel): Triton reads a kernel's source, and an error names its line, from
     :mod:`linecache`, which the worker must then hold too."""
     return {name: entry for name, entry in list(linecache.cache.items())
-            if len(entry) == 4 and entry[1] is None or not os.path.exists(name)}
+            if len(entry) == 4 and (entry[1] is None or not os.path.exists(name))}
 
 
 def _resolve_builder(spec: tuple) -> Callable:

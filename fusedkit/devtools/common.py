@@ -15,6 +15,7 @@ from fusedkit.check import SEEDS
 from fusedkit.cli import Parser, positive_float
 from fusedkit.measure import WARMUP_MS, Measurement, measure
 from fusedkit.problems import Problem, Sizes, fmt_sizes
+from fusedkit.roofline import achieved
 
 LAUNCH = "launch alone, not checked"
 """How the notes of a launch timed on its own begin: a piece of a step, not the problem's output."""
@@ -85,8 +86,8 @@ class Probe:
         check can judge it, and its notes say so. ``flop`` and ``nbytes`` give its TFLOP/s and GB/s."""
         t = bench.time_fn(fn, warmup_ms=min(WARMUP_MS, self.rep_ms), rep_ms=self.rep_ms,
                           device=self.device)
-        tflops = flop / (t.median_ms * 1e-3) / 1e12 if flop else None
-        gbps = nbytes / (t.median_ms * 1e-3) / 1e9 if nbytes else None
+        tflops, gbps = achieved(flop, nbytes, t.median_ms)
+        tflops, gbps = tflops or None, gbps or None
         self._append(records.make_row(
             self.ctx, problem=problem.key, sizes=fmt_sizes(problem.sizes(sizes)), variant=variant,
             timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,

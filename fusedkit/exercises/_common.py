@@ -403,12 +403,18 @@ def probe(ex: Exercise, kernel: Any, sizes: Sizes, device: torch.device, *,
     p.out, p.outside, p.error = isolation.unpack(got["out"], device), got["outside"], got["error"]
     if want_parts and not p.error:
         try:
-            model = problem.make_model(sizes, seed=PROBE_SEED, device=device)
-            (x,) = problem.get_inputs(sizes, seed=PROBE_SEED, device=device)
-            p.parts = ex.parts(model, x, ex.blocks(device))
+            p.parts = ex.parts(*_probe_draw(problem, sizes, device), ex.blocks(device))
         except Exception as e:  # noqa: BLE001 - a probe must never turn into a traceback
             p.error = f"{type(e).__name__}: {_first_line(e)}"
     return p
+
+
+def _probe_draw(problem: Problem, sizes: Sizes,
+                device: torch.device) -> tuple[torch.nn.Module, torch.Tensor]:
+    """The probe's model and input: the same draw in the worker and here."""
+    model = problem.make_model(sizes, seed=PROBE_SEED, device=device)
+    (x,) = problem.get_inputs(sizes, seed=PROBE_SEED, device=device)
+    return model, x
 
 
 def probe_call(*, build: Any, report: Callable[[str], None], progress: object, problem_key: str,
@@ -422,8 +428,7 @@ def probe_call(*, build: Any, report: Callable[[str], None], progress: object, p
     got = {"out": None, "outside": 0, "error": ""}
     report(f"the probe's call at {dims(sizes)}")
     try:
-        model = problem.make_model(sizes, seed=PROBE_SEED, device=device)
-        (x,) = problem.get_inputs(sizes, seed=PROBE_SEED, device=device)
+        model, x = _probe_draw(problem, sizes, device)
         with torch.no_grad():
             run = ex.launch(build, ex.prepare(model), x)
             if device.type == "cuda":
