@@ -112,11 +112,44 @@ def _code_by_marshal(code: types.CodeType) -> tuple:
     return marshal.loads, (marshal.dumps(code),)   # the worker runs this very Python
 
 
+def _triton_kernel_class() -> type | None:
+    """Triton's JITFunction where Triton is imported (nothing is imported for the asking)."""
+    jit = sys.modules.get("triton.runtime.jit")
+    return getattr(jit, "JITFunction", None)
+
+
+def _jit_again(fn: Callable, options: dict) -> object:
+    """A ``@triton.jit`` kernel made anew from its Python function in the worker: in the
+    worker's own Triton mode (compiled for its GPU, or interpreted), compiled there on first use
+    or loaded from Triton's cache on disk."""
+    import triton  # noqa: PLC0415 - only a worker sent a Triton kernel imports Triton
+
+    return triton.jit(fn, **options)
+
+
+def _jit_options(kernel: object) -> dict:
+    """The arguments of ``triton.jit`` that made ``kernel`` (its compiled state stays behind)."""
+    return dict(version=kernel.version, repr=kernel._repr, launch_metadata=kernel.launch_metadata,
+                do_not_specialize=kernel.do_not_specialize,
+                do_not_specialize_on_alignment=kernel.do_not_specialize_on_alignment,
+                debug=kernel.debug, noinline=kernel.noinline)
+
+
 class _KeepFileNames(cloudpickle.Pickler):
     # cloudpickle names every code object "<dynamic-code>"; marshal keeps its file name, so an
     # error in the worker still points at the line of the cell it came from.
     dispatch_table = collections.ChainMap({types.CodeType: _code_by_marshal},
                                           cloudpickle.Pickler.dispatch_table)
+
+    def reducer_override(self, obj: object) -> object:
+        # A @triton.jit kernel compiled for a GPU holds a lock and its compiled binaries (in the
+        # interpreter it is a plain object, which is why a CPU never saw this): it travels as
+        # its Python function (by value, its source lines with it) and is jitted again there.
+        # An autotuned or heuristic kernel wraps one and travels whole around it.
+        jit = _triton_kernel_class()
+        if jit is not None and type(obj) is jit:
+            return _jit_again, (obj.fn, _jit_options(obj))
+        return super().reducer_override(obj)
 
 
 def _unsaved_sources() -> dict:

@@ -26,6 +26,13 @@ def ensure_triton_mode() -> None:
         os.environ["TRITON_INTERPRET"] = "1"
 
 
+def triton_interprets() -> bool:
+    """True when this process runs Triton kernels in Triton's CPU interpreter
+    (``TRITON_INTERPRET=1``, set before Triton is imported); False when Triton compiles them for
+    a GPU, where a Triton kernel cannot take CPU tensors at all."""
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")
+
+
 @dataclass(frozen=True)
 class Mode:
     """What this process can do. ``gpu`` is the deciding flag for every notebook cell."""
@@ -86,4 +93,4 @@ def detect_mode() -> Mode:
         triton = triton.__version__
     return Mode(gpu=gpu, device=device, capability=capability,
                 nvcc=shutil.which("nvcc") or "", triton=triton,
-                triton_interpreter=os.environ.get("TRITON_INTERPRET") == "1")
+                triton_interpreter=triton_interprets())

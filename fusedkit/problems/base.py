@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from fusedkit.build import HOPPER_ARCH
+from fusedkit.mode import triton_interprets
 from fusedkit.precision import PRECISIONS, ErrorModel
 
 Sizes = dict[str, int]
@@ -127,7 +128,8 @@ class Variant:
 
     def refusal(self, device: torch.device) -> str:
         """Why this step cannot run on ``device`` at any size ("" when it can), in one line: a GPU
-        step on a CPU, a Hopper (sm_90a) step on any other GPU. Read from the declaration alone."""
+        step on a CPU, a Hopper (sm_90a) step on any other GPU, a Triton step on a CPU in a
+        process whose Triton compiles for a GPU. Read from the declaration and the mode alone."""
         if device.type == "cuda":
             if not self.hopper:
                 return ""
@@ -139,6 +141,10 @@ class Variant:
         if self.needs_gpu:
             what = "a Hopper (sm_90) GPU" if self.hopper else "a CUDA GPU"
             return f"needs {what} (its GPU results are in the records in data/)"
+        if self.triton and not triton_interprets():
+            return ("is a Triton kernel, which runs on a CPU only in Triton's interpreter, and this "
+                    "process compiles Triton for a GPU (TRITON_INTERPRET=1 before Triton is "
+                    "imported chooses the interpreter)")
         return ""
 
 
