@@ -290,3 +290,30 @@ def test_one_rate_and_the_ceilings_of_one_problem(recorded):
     assert set(mine.loc[mine["kind"] == "gemm", "m"]) == {1024}            # p45's shapes left out
     assert set(mine["kind"]) == {"copy", "dram_read", "l2_read", "gemm"}
     assert len(ceilings.for_problem(P45, have).query("kind == 'gemm'")) == 2 * 4
+
+
+def test_a_gemm_of_other_arithmetic_is_recorded_as_a_fact_not_raised(monkeypatch):
+    # At one row cuBLAS runs "tf32" as a plain fp32 kernel (rel. error 1.5e-7 on the H200 at
+    # m=1): before, time_gemm raised and a batch sweep from one row lost its whole series. The
+    # CPU's torch.mm is plain fp32 whatever TF32's setting, the same mechanism.
+    monkeypatch.setattr(ceilings, "_cuda", lambda device: torch.device("cpu"))
+    timing, _, fault = ceilings.time_gemm(1, 64, 256, "tf32", "cpu", warmup_ms=1, rep_ms=5)
+    assert timing.median_ms > 0
+    assert fault.startswith("cuBLAS tf32 at m=1, n=64, k=256: rel. error ") and "\n" not in fault
+    assert "more exact than tf32 arithmetic gives" in fault and ceilings.NOT_ITS_ARITHMETIC in fault
+    assert ceilings.time_gemm(1, 64, 256, "fp32", "cpu", warmup_ms=1, rep_ms=5)[2] == ""
+
+
+def test_a_row_of_other_arithmetic_is_never_read_as_a_ceiling(recorded, tmp_path):
+    c = ctx("20261203T000000Z-000003", "2026-12-03T00:00:00Z")
+    fact = records.make_row(c, problem="device", sizes="m=1,n=8192,k=8192",
+                            variant=ceilings.GEMM_PREFIX + "tf32", timer="cuda-events",
+                            median_ms=0.05, tflops=2.7,
+                            notes=f"output checked against float64: {ceilings.NOT_ITS_ARITHMETIC}")
+    honest = records.make_row(c, problem="device", sizes="m=1,n=8192,k=8192",
+                              variant=ceilings.GEMM_PREFIX + "fp32", timer="cuda-events",
+                              median_ms=0.05, tflops=2.7, notes="output checked against float64")
+    path = tmp_path / "r.csv"
+    records.append_rows(path, [fact, honest])
+    got = ceilings.read_ceilings(path)
+    assert list(got["operands"]) == ["fp32"]
