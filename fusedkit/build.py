@@ -32,8 +32,10 @@ are compared with an fp32 reference at the 1e-5 level.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -483,8 +485,26 @@ def usable_cxx(links_shared=links_libstdcxx_shared) -> "str | None":
     return None
 
 
-# Probed once per compiler in a process.
-_cxx_links_libstdcxx_shared = functools.lru_cache(maxsize=None)(links_libstdcxx_shared)
+@functools.lru_cache(maxsize=None)
+def _cxx_links_libstdcxx_shared(cxx: str) -> "bool | None":
+    """:func:`links_libstdcxx_shared`, probed once per compiler binary (its path, size and
+    mtime) and remembered in the build folder: a fresh worker process per candidate would
+    otherwise compile the probe again before every extension load."""
+    path = shutil.which(cxx)
+    if path is None:
+        return links_libstdcxx_shared(cxx)
+    st = os.stat(path)
+    memo = build_root() / "cxx-probes" / hashlib.sha256(
+        f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    try:
+        return {"yes": True, "no": False, "unknown": None}[memo.read_text().strip()]
+    except (OSError, KeyError):
+        pass
+    answer = links_libstdcxx_shared(cxx)
+    with contextlib.suppress(OSError):
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text({True: "yes", False: "no", None: "unknown"}[answer])
+    return answer
 
 
 def _pick_cxx() -> str:
@@ -624,6 +644,14 @@ def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], 
     key = str(folder)
     if key in _LOADED:
         return _LOADED[key]
+    built = folder / f"{name}{cpp_extension.LIB_EXT}"
+    done = folder / BUILT_MARK
+    if built.is_file() and done.is_file() and done.stat().st_mtime_ns >= built.stat().st_mtime_ns:
+        # Built before, by this or another process (the folder's name is the hash of the sources,
+        # headers and flags): import it. cpp_extension.load would rerun ninja and its compiler
+        # probes first, in every fresh worker process, one per candidate.
+        _LOADED[key] = _import_built(name, built)
+        return _LOADED[key]
     _ensure_ninja_on_path()
     folder.mkdir(parents=True, exist_ok=True)
     _remove_stale_lock(folder)
@@ -654,5 +682,20 @@ def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], 
             os.environ.pop("CXX", None)
         else:
             os.environ["CXX"] = saved_cxx
+    done.touch()   # after the link: a build killed half-way leaves no mark, so it is redone
     _LOADED[key] = module
+    return module
+
+
+BUILT_MARK = "fusedkit-built"
+"""The file a finished build leaves in its folder, after its library: only a folder holding it
+is imported without asking torch's cpp_extension (and so ninja) first."""
+
+
+def _import_built(name: str, library: Path) -> ModuleType:
+    """Import an extension module from its built library, as cpp_extension does at the end of
+    a load."""
+    spec = importlib.util.spec_from_file_location(name, library)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module

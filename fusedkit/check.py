@@ -162,6 +162,8 @@ class CheckResult:
     failures: list[str] = field(default_factory=list)   # "<class>: what was seen"
     odd_sizes: Sizes | None = None       # the nearby odd shape also checked
     calls: int = 0                       # candidate calls made
+    build_s: float = math.nan            # the first build and its first call, on the caller's
+                                         # clock: a compile, an extension load, a weight split
 
     @property
     def ok(self) -> bool:
@@ -338,7 +340,8 @@ def _input_name(k: int) -> str:
 
 def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
                 device: torch.device, precision: str = "fp32", *,
-                call_timeout_s: float = CALL_TIMEOUT_S) -> tuple[list[str], list[_Compared]]:
+                call_timeout_s: float = CALL_TIMEOUT_S,
+                timeline: list | None = None) -> tuple[list[str], list[_Compared]]:
     """Build once under ``seed``, call on two independent inputs, and check both calls, the
     errors against what ``precision`` arithmetic can explain.
 
@@ -349,10 +352,12 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
 
     Returns the failures (each "<class>: ...") and the outputs compared with their references:
     both when there is no failure, those compared so far after a *wrong result*, else none.
+    ``timeline`` collects the worker's stages on this process's clock (:func:`isolation.run`).
     """
     try:
         failures, outs = isolation.run(candidate_calls, problem, build, device,
-                                       call_timeout_s=call_timeout_s, sizes=dict(sizes), seed=seed)
+                                       call_timeout_s=call_timeout_s, timeline=timeline,
+                                       sizes=dict(sizes), seed=seed)
     except isolation.WorkerDied as e:
         return [e.line], []
     if failures:
@@ -396,6 +401,7 @@ def _candidate_calls(problem: Problem, build: Build, model: torch.nn.Module, hid
                      ) -> tuple[list[str], list[torch.Tensor]]:
     """:func:`candidate_calls` once its model, inputs and snapshot exist."""
     expect = tuple(problem.output_shape(sizes))
+    report("the build")   # from here to call 2: the build and its first call (a compile)
     try:
         fn = build(model)
     except Exception as e:  # noqa: BLE001 - a learner's build may fail in any way
@@ -527,8 +533,11 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     compared: list[_Compared] = []
     for seed in seeds:
         checkpoint()
+        timeline: list = []
         failures, got = check_build(problem, build, sizes, seed, device, variant.precision,
-                                    call_timeout_s=call_timeout_s)
+                                    call_timeout_s=call_timeout_s, timeline=timeline)
+        if math.isnan(res.build_s):
+            res.build_s = isolation.seconds_between(timeline, "the build", f"call {CALLS_PER_BUILD}")
         res.calls += CALLS_PER_BUILD
         compared += got
         if failures:

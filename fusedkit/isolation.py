@@ -315,13 +315,17 @@ class Worker:
                 self.process.join(5.0)
         self.conn.close()
 
-    def run(self, job: Callable, spec: tuple, kwargs: dict, call_timeout_s: float) -> object:
+    def run(self, job: Callable, spec: tuple, kwargs: dict, call_timeout_s: float,
+            timeline: list | None = None) -> object:
         """Send one job and wait for its result, watching for a crash, a hang and an interrupt.
-        Raises :class:`WorkerDied` with the verdict line when the worker dies or hangs."""
+        Raises :class:`WorkerDied` with the verdict line when the worker dies or hangs. Each
+        stage the worker announces is appended to ``timeline`` as (stage, this process's
+        monotonic clock when it arrived), the result's arrival as ("done", time)."""
         self.wait_ready()
         self.progress.value = 0
         self.conn.send((job, spec, kwargs))
         stage, since, count = "the build", time.monotonic(), 0
+        timeline = timeline if timeline is not None else []
         while True:
             try:
                 checkpoint()   # a run asked to stop: the worker is mid-job, so it goes
@@ -339,8 +343,10 @@ class Worker:
                                      f"{_signal_name(self.process.exitcode or 0)}, during {stage}")
                 if msg[0] == "stage":
                     stage, since = msg[1], time.monotonic()
+                    timeline.append((stage, since))
                     continue
                 if msg[0] == "done":
+                    timeline.append(("done", time.monotonic()))
                     return msg[1]
                 if msg[0] == "crashed":
                     self.process.join(5.0)
@@ -380,12 +386,13 @@ def fresh(device: str | torch.device) -> None:
 
 
 def run(job: Callable, problem, build: Callable, device: torch.device, *,
-        call_timeout_s: float = CALL_TIMEOUT_S, **kwargs) -> object:
+        call_timeout_s: float = CALL_TIMEOUT_S, timeline: list | None = None, **kwargs) -> object:
     """Run ``job(build=, report=, progress=, problem_key=, device=, **kwargs)`` (a module-level
     function of fusedkit: :func:`fusedkit.check.candidate_calls`,
     :func:`fusedkit.measure.candidate_timing`) on ``build`` for ``problem`` on ``device`` in the
     current worker (a fresh one when there is none or it ended); returns its result, or raises
-    :class:`WorkerDied` with the verdict (the worker is then ended)."""
+    :class:`WorkerDied` with the verdict (the worker is then ended). ``timeline`` collects the
+    job's stages on this process's clock (:meth:`Worker.run`)."""
     spec = builder_spec(problem, build)
     key = str(device)
     with _lock:
@@ -395,7 +402,7 @@ def run(job: Callable, problem, build: Callable, device: torch.device, *,
             w = _workers[key]
         try:
             return w.run(job, spec, dict(kwargs, problem_key=problem.key, device=key),
-                         call_timeout_s)
+                         call_timeout_s, timeline)
         except BaseException:
             retire(key)
             raise
@@ -416,6 +423,17 @@ def retire(device: str | torch.device | None = None) -> None:
 atexit.register(retire)
 
 
+def seconds_between(timeline: list, start: str, end: str) -> float:
+    """Seconds on this process's clock from the last ``start`` stage of ``timeline`` to the first
+    stage after it that begins with ``end`` (NaN when either is missing)."""
+    starts = [i for i, (stage, _) in enumerate(timeline) if stage == start]
+    if not starts:
+        return float("nan")
+    i = starts[-1]
+    t0 = timeline[i][1]
+    return next((t - t0 for stage, t in timeline[i + 1:] if stage.startswith(end)), float("nan"))
+
+
 @contextlib.contextmanager
 def harness_stream(device: torch.device) -> Iterator[None]:
     """A stream of the harness's own made current on a GPU (nothing on a CPU): a kernel that
@@ -432,4 +450,4 @@ def harness_stream(device: torch.device) -> Iterator[None]:
 
 __all__ = ["BUILD_TIMEOUT_S", "CALL_TIMEOUT_S", "CRASHED", "HUNG", "Worker", "WorkerDied",
            "builder_spec", "fresh", "harness_stream", "is_device_fault", "one_line", "pack",
-           "retire", "run", "unpack"]
+           "retire", "run", "seconds_between", "unpack"]

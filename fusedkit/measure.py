@@ -83,7 +83,9 @@ class Measurement:
     device: torch.device
     check: CheckResult
     timing: bench.Timing | None = None
-    build_s: float = math.nan            # seconds the build step took (compile, weight splits)
+    build_s: float = math.nan            # seconds its first build took, its first call included
+                                         # (a compile, an extension load, weight splits)
+    seconds: float = math.nan            # wall seconds of the whole measurement, check included
     peak_mem_mb: float | None = None     # device memory one call needs (GPU only)
     floor_ms: float = math.nan           # fused roofline floor on ``gpu`` at its precision
     gpu: GpuSpec | None = None
@@ -148,6 +150,8 @@ class Measurement:
                    timer=t.timer, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
                    repeats=t.repeats, tflops=self.tflops, gbps=self.gbps,
                    peak_mem_mb=self.peak_mem_mb,
+                   build_s=None if math.isnan(self.build_s) else self.build_s,
+                   seconds=None if math.isnan(self.seconds) else self.seconds,
                    pct_of_floor=None if math.isnan(self.pct_of_floor) else self.pct_of_floor,
                    notes="; ".join(notes))
         return row
@@ -206,6 +210,19 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
     ValueError too when the variant cannot run here at all (a GPU-only variant on a CPU, sizes
     over the interpreter's budget): ask :func:`fusedkit.check.device_refusal` first.
     """
+    started = time.perf_counter()
+    m = _measure(problem, what, sizes, device=device, seeds=seeds, warmup_ms=warmup_ms,
+                 rep_ms=rep_ms, gpu=gpu, time_it=time_it, name=name, precision=precision,
+                 triton=triton, call_timeout_s=call_timeout_s)
+    m.seconds = time.perf_counter() - started
+    return m
+
+
+def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | None, *,
+             device: str | torch.device | None, seeds: int, warmup_ms: float, rep_ms: float,
+             gpu: GpuSpec | None, time_it: bool, name: str, precision: str, triton: bool,
+             call_timeout_s: float) -> Measurement:
+    """:func:`measure` but for the wall seconds it fills in."""
     if isinstance(problem, str):
         problem = problems.get(problem)
     elif not isinstance(problem, Problem):
@@ -228,6 +245,7 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
                        "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
     m.check = check_variant(problem, v, sizes, device=device, seeds=seeds,
                             call_timeout_s=call_timeout_s)
+    m.build_s = m.check.build_s
     if not m.check.ok or not time_it:
         return m
     seed = m.check.seeds[0] + 7919      # never a checked draw
@@ -277,7 +295,6 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float,
     except isolation.WorkerDied as e:
         m.refused = e.line
         return
-    m.build_s = got["build_s"]
     if got["raised"]:
         m.refused = f"raised an error while timed: {got['raised']}"
         return

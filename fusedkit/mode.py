@@ -18,12 +18,16 @@ import torch
 
 
 def ensure_triton_mode() -> None:
-    """Choose Triton's interpreter when there is no GPU, before Triton is imported.
+    """Choose Triton's interpreter when there is no GPU, before Triton is imported, and keep
+    autotuning results on disk (Triton's ``TRITON_CACHE_AUTOTUNING``).
 
-    An explicit ``TRITON_INTERPRET`` in the environment is respected.
+    An explicit ``TRITON_INTERPRET`` or ``TRITON_CACHE_AUTOTUNING`` in the environment is respected.
     """
     if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
+    # Each candidate runs in a fresh worker process (fusedkit.isolation): without its results
+    # on disk, an autotuned kernel would benchmark every config again in every one of them.
+    os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
 
 
 def triton_interprets() -> bool:

@@ -40,9 +40,13 @@ COLUMNS: tuple[str, ...] = (
     "run_id", "timestamp", "commit", "device", "driver", "cuda", "torch", "triton",
     "problem", "sizes", "variant", "tier", "timer",
     "median_ms", "p10_ms", "p90_ms", "repeats", "tflops", "gbps", "pct_of_floor",
-    "max_abs_error", "rel_error", "allclose", "peak_mem_mb", "notes",
+    "max_abs_error", "rel_error", "allclose", "peak_mem_mb", "build_s", "seconds", "notes",
 )
 """Column names, in file order."""
+
+PREVIOUS_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in ("build_s", "seconds"))
+"""The schema before ``build_s`` and ``seconds`` (2026-12-04): still read, its rows with both
+empty, and rewritten in the current one by the next append."""
 
 CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]
 """Columns filled from :class:`RunContext`; the same for every row of one run."""
@@ -59,7 +63,8 @@ TIMERS: tuple[str, ...] = ("cuda-events", "cpu-wall")
 
 # Value kinds. Times must be > 0; other measurements >= 0; "" means not measured.
 _TIMES = ("median_ms", "p10_ms", "p90_ms")
-_FLOATS = _TIMES + ("tflops", "gbps", "pct_of_floor", "max_abs_error", "rel_error", "peak_mem_mb")
+_FLOATS = _TIMES + ("tflops", "gbps", "pct_of_floor", "max_abs_error", "rel_error", "peak_mem_mb",
+                    "build_s", "seconds")
 _INTS = ("repeats",)
 _NON_EMPTY = ("run_id", "timestamp", "commit", "device", "torch", "problem", "sizes", "variant")
 # A row is identified by these: the same run may time one variant at several sizes.
@@ -193,8 +198,13 @@ def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
         return
     _refuse_repeats(path, [], texts)   # within this call, whatever the file holds
 
-    def check(p: Path, text: str) -> None:
-        _refuse_repeats(p, _parse(p, text), texts)
+    def check(p: Path, text: str) -> str | None:
+        recorded = _parse(p, text)
+        _refuse_repeats(p, recorded, texts)
+        if text.startswith(csv_line(COLUMNS)):
+            return None
+        # The previous schema: the whole file again in the current one, values unchanged.
+        return csv_line(COLUMNS) + "".join(csv_line(r[c] for c in COLUMNS) for _, r in recorded)
 
     append_lines(path, csv_line(COLUMNS), "".join(csv_line(row[c] for c in COLUMNS) for row in texts),
                  check)
@@ -217,8 +227,9 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
                  check: Callable[[Path, str], object]) -> None:
     """Append ``lines`` (whole CSV lines) to another file of ``data/`` with the same care as
     :func:`append_rows`: an exclusive lock, the existing text validated by ``check(path, text)``
-    (which raises to refuse it; the file is then left as it is), old + new written to a temporary
-    file and renamed over the original. A missing or empty file starts with ``header`` (one line)."""
+    (which raises to refuse it; the file is then left as it is, or returns the old text anew in
+    the current schema, or None to keep it), old + new written to a temporary file and renamed
+    over the original. A missing or empty file starts with ``header`` (one line)."""
     path = write_target(path)   # through a symbolic link: the target gets the rows, the link stays
     if not lines:
         return
@@ -228,7 +239,9 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
         _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
         old = path.read_bytes() if path.exists() else b""
         if old.strip():
-            check(path, _decode(path, old))
+            anew = check(path, _decode(path, old))
+            if isinstance(anew, str):
+                old = anew.encode()
             if not old.endswith(b"\n"):
                 old += b"\n"
         else:
@@ -421,14 +434,15 @@ def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
     try:
         header = next(reader)
         _check_header(path, header)
+        columns = tuple(header)
         for cells in reader:
             line = reader.line_num
             if not cells:
                 continue  # a blank line holds no record
-            if len(cells) != len(COLUMNS):
+            if len(cells) != len(columns):
                 raise RecordsError(f"{path}:{line}: wrong field count: {len(cells)} fields, "
-                                   f"expected {len(COLUMNS)} ({', '.join(COLUMNS)})")
-            row = dict(zip(COLUMNS, cells))
+                                   f"expected {len(columns)} ({', '.join(columns)})")
+            row = dict.fromkeys(COLUMNS, "") | dict(zip(columns, cells))
             fault = _check_row(row)
             if fault:
                 raise RecordsError(f"{path}:{line}: {fault}")
@@ -443,7 +457,7 @@ def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
 
 
 def _check_header(path: Path, header: list[str]) -> None:
-    if tuple(header) == COLUMNS:
+    if tuple(header) in (COLUMNS, PREVIOUS_COLUMNS):
         return
     missing = [c for c in COLUMNS if c not in header]
     extra = [c for c in header if c not in COLUMNS]

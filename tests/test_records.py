@@ -18,9 +18,11 @@ import pytest
 from fusedkit import records
 from fusedkit.records import (
     COLUMNS,
+    PREVIOUS_COLUMNS,
     RecordsError,
     RunContext,
     append_rows,
+    csv_line,
     default_path,
     make_row,
     read_records,
@@ -249,8 +251,8 @@ def _set(column: str, value: str):
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda cells: cells[:-2], "wrong field count: 23 fields, expected 25"),
-    (lambda cells: cells + ["extra"], "wrong field count: 26 fields"),
+    (lambda cells: cells[:-2], f"wrong field count: {len(COLUMNS) - 2} fields, expected {len(COLUMNS)}"),
+    (lambda cells: cells + ["extra"], f"wrong field count: {len(COLUMNS) + 1} fields"),
     (_set("median_ms", "fast"), "median_ms='fast' is not a number"),
     (_set("median_ms", "nan"), "median_ms='nan': expected a finite number > 0"),
     (_set("median_ms", ""), "median_ms is empty"),
@@ -469,3 +471,24 @@ def test_preflight_refuses_what_an_append_would_refuse(tmp_path, monkeypatch):
                         lambda p, mode, **kw: False if Path(p) == tmp_path else real(p, mode, **kw))
     with pytest.raises(records.RecordsNotWritable, match=re.escape(f"folder {tmp_path} is not writable")):
         records.preflight(path)
+
+
+def test_the_previous_schema_is_read_and_rewritten_by_the_next_append(tmp_path):
+    # Records written before build_s and seconds (every row of 2026-12-04 and earlier) still
+    # read, both columns empty, and the next append rewrites the file in the current schema.
+    path = tmp_path / "records.csv"
+    ctx = RunContext(run_id="20261201T000000Z-00000a", timestamp="2026-12-01T00:00:00Z",
+                     commit="abc1234", device="NVIDIA H200", driver="580", cuda="13.0",
+                     torch="2.11.0", triton="3.6.0")
+    old = make_row(ctx, problem="p12", sizes="batch_size=8", variant="eager", timer="cuda-events",
+                   median_ms=1.0)
+    path.write_text(csv_line(PREVIOUS_COLUMNS) + csv_line(old[c] for c in PREVIOUS_COLUMNS))
+    frame = read_records(path)
+    assert len(frame) == 1 and frame["seconds"].isna().all() and frame["build_s"].isna().all()
+    new = make_row(ctx, problem="p12", sizes="batch_size=9", variant="eager", timer="cuda-events",
+                   median_ms=1.0, build_s=2.5, seconds=4.25)
+    append_rows(path, [new])
+    assert path.read_text().splitlines()[0] == ",".join(COLUMNS)
+    frame = read_records(path)
+    assert list(frame["seconds"].fillna(-1)) == [-1, 4.25] and frame["build_s"].iloc[1] == 2.5
+    assert frame["median_ms"].tolist() == [1.0, 1.0]

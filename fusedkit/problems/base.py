@@ -273,9 +273,15 @@ class Problem:
     # -- model and inputs --------------------------------------------------------------
     def make_model(self, sizes: Sizes, *, seed: int = 0,
                    device: str | torch.device = "cpu") -> nn.Module:
-        """The exact KernelBench model, its weights drawn by nn.Linear's own init under ``seed``."""
+        """The exact KernelBench model, its weights drawn by nn.Linear's own init under ``seed``
+        on ``device`` itself (on a GPU by that GPU's generator: the same seed gives the same
+        weights in every process there, and the host spends nothing on them; made on the host
+        and copied, KernelBench's 64M weights of problem 12 cost about a second of CPU time a
+        model, and one measurement makes ten)."""
         sizes = self.sizes(sizes)
-        with torch.random.fork_rng(devices=[]):
+        device = torch.device(device)
+        gpus = [device] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=gpus), device:
             torch.manual_seed(seed)
             model = self.model_factory(**sizes, **self.constants)
         return model.to(device).eval()
@@ -301,9 +307,11 @@ class Problem:
 
     def get_inputs(self, sizes: Sizes, *, seed: int = 0,
                    device: str | torch.device = "cpu") -> list[torch.Tensor]:
-        """KernelBench's inputs (``torch.rand``, uniform in [0, 1)) drawn under ``seed``."""
-        g = torch.Generator(device="cpu").manual_seed(seed + 1_000_003)
-        return [torch.rand(*shape, generator=g).to(device) for shape in self.input_shapes(sizes)]
+        """KernelBench's inputs (``torch.rand``, uniform in [0, 1)) drawn under ``seed`` on
+        ``device`` itself, by its own generator (as :meth:`make_model`)."""
+        device = torch.device(device)
+        g = torch.Generator(device=device).manual_seed(seed + 1_000_003)
+        return [torch.rand(*shape, generator=g, device=device) for shape in self.input_shapes(sizes)]
 
     def refill_inputs(self, inputs: Sequence[torch.Tensor],
                       rng: "np.random.Generator | torch.Generator") -> None:
