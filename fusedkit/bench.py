@@ -36,8 +36,11 @@ _asarray, _median, _percentile = np.asarray, np.median, np.percentile
 
 FLUSH_BYTES = 256 * 2**20
 """Bytes written between timed calls to evict the L2 cache (H200: 50 MB of L2)."""
-MAX_CALLS = 2000
-"""Most timed calls per measurement, whatever the budget (the flush costs ~0.1 ms each)."""
+MAX_CALLS = 1000
+"""Most timed calls per measurement, whatever the budget, and a quarter of it the most warm-up
+calls: every call is verified on rows sent back to the caller and judged in float64 there, so a
+0.2 ms kernel given 500 ms would cost far more than its 0.5 s (the median of a thousand
+samples is as steady as of more)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,8 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
     # do not set the count.
     estimate = max(float(_median(elapsed([one() for _ in range(5)]))), 1e-4)
     # The estimating calls warm up a slow CPU call enough; a GPU always gets more.
-    n_warm = max(1 if gpu else 0, int(warmup_ms / estimate * rng.uniform(0.75, 1.25)))
+    n_warm = max(1 if gpu else 0,
+                 min(MAX_CALLS // 4, int(warmup_ms / estimate * rng.uniform(0.75, 1.25))))
     n_rep = min(MAX_CALLS, max(10 if gpu else 3, int(rep_ms / estimate)))
     first = counter[0] + n_warm
     # One kept call per residue class of the call index modulo ``keep``: when ``prepare``

@@ -24,6 +24,8 @@ for it.
 from __future__ import annotations
 
 import copy
+import itertools
+import operator
 import os
 import random
 import sys
@@ -112,12 +114,28 @@ class Snapshot:
             self._spaces.append((name, vars(obj), obj, dict(vars(obj))))
         # Names a class gets from its bases: a new entry under one of them shadows a base's.
         self._inherited = {id(c): {n for b in c.__mro__[1:] for n in vars(b)} for c in classes}
+        self._flat: dict[int, tuple[tuple, tuple]] = {}   # per saved namespace: names, objects
+
+    def _unchanged(self, live: dict, saved: dict, owner: object) -> bool:
+        """Every saved name still holds its very object (and a class has no new name): checked
+        by identity in C loops, which a guard run after each of thousands of timed calls needs
+        (about four thousand names; an object's own ``__eq__`` is never asked)."""
+        keys, values = self._flat.get(id(saved)) or self._flatten(saved)
+        same = all(map(operator.is_, map(live.get, keys, itertools.repeat(MISSING)), values))
+        return same and (not isinstance(owner, type) or len(live) == len(saved))
+
+    def _flatten(self, saved: dict) -> tuple[tuple, tuple]:
+        self._flat[id(saved)] = flat = (tuple(saved), tuple(saved.values()))
+        return flat
 
     def changed(self) -> list[tuple[str, object, str, object]]:
         """(where, owner, attribute, the object it held) for every watched name now holding
         another object, deleted, or newly shadowing a base class's."""
         out = []
         for where, live, owner, saved in self._spaces:
+            if self._unchanged(live, saved, owner):
+                continue
+            self._flat.pop(id(saved), None)   # torch's own wrapping below updates ``saved``
             for name, value in saved.items():
                 now = live.get(name, MISSING)
                 if now is value:

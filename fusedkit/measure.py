@@ -43,7 +43,7 @@ from fusedkit.guard import Snapshot
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.interrupts import checkpoint
 from fusedkit.isolation import CALL_TIMEOUT_S, harness_stream, one_line, unpack  # noqa: F401 - re-exported
-from fusedkit.precision import error_bound
+from fusedkit.precision import grouped_error_bounds
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.base import harness_bytes  # noqa: F401 - measure's memory, re-exported
 from fusedkit.roofline import achieved, fused_floor
@@ -61,6 +61,9 @@ TIMED_ERROR_FACTOR = 4.0
 """A timed output is wrong when its rel. error is beyond both what its declared precision can
 explain on its rows and this many times the worst checked one (a kb-pass kernel's error may lie
 beyond its precision's bound, but not grow when timed)."""
+JUDGED_CALLS_AT_ONCE = 256
+"""Timed calls whose verified rows are judged in one float64 forward (a chunk's rows are a
+few MB whatever the sizes)."""
 HIDDEN_WORK_FACTOR, HIDDEN_WORK_MS = 2.0, 0.05
 """Device-wide wall time above this factor of what the events (or the host) saw, and by more
 than this many ms per call, means work the events did not see."""
@@ -341,20 +344,29 @@ def _judge_rows(m: Measurement, seed: int, seeds: dict,
     hidden64 = problem.make_model(sizes, seed=seed, device=device).double()
     inputs = problem.get_inputs(sizes, seed=seed, device=device)
     floor = TIMED_ERROR_FACTOR * max(m.check.rel_error, m.check.eager_rel_error, 2 * EPS32)
-    rels, allowed = [], []
-    for i in range(rows_out.shape[0]):
-        idx = _pick_rows(problem, inputs, values, picks)
-        kept = [_index_select(t, 0, idx) for t in inputs]
-        ref, bound = error_bound(hidden64, kept, m.variant.precision, problem.error_model,
-                                 float64=True)
-        got = rows_out[i].double()
-        norm = torch.linalg.vector_norm(ref)
-        rel = torch.linalg.vector_norm(got - ref) / torch.where(norm > 0, norm, 1.0)
-        rels.append(torch.where(torch.isfinite(got).all(), rel, math.inf))
-        allowed.append(bound.clamp(min=floor))
-    if not rels:
+    calls = rows_out.shape[0]
+    if not calls:
         return torch.zeros(0), torch.zeros(0)
-    return torch.stack(rels).cpu(), torch.stack(allowed).cpu()
+    # Every call's input replayed in order (each refill follows the last), its rows kept; then
+    # the references and bounds of a chunk of calls in one float64 forward, not one per call.
+    kept = []
+    for _ in range(calls):
+        idx = _pick_rows(problem, inputs, values, picks)
+        kept.append([_index_select(t, 0, idx) for t in inputs])
+    per = kept[0][0].shape[0]
+    rels, allowed = [], []
+    for start in range(0, calls, JUDGED_CALLS_AT_ONCE):
+        chunk = kept[start:start + JUDGED_CALLS_AT_ONCE]
+        stacked = [torch.cat([k[j] for k in chunk]) for j in range(len(inputs))]
+        ref, bounds = grouped_error_bounds(hidden64, stacked, per, m.variant.precision,
+                                           problem.error_model)
+        got = rows_out[start:start + len(chunk)].double().reshape(len(chunk), -1)
+        ref = ref.reshape(len(chunk), -1)
+        norm = torch.linalg.vector_norm(ref, dim=1)
+        rel = torch.linalg.vector_norm(got - ref, dim=1) / torch.where(norm > 0, norm, 1.0)
+        rels.append(torch.where(torch.isfinite(got).all(dim=1), rel, math.inf))
+        allowed.append(bounds.clamp(min=floor))
+    return torch.cat(rels).cpu(), torch.cat(allowed).cpu()
 
 
 def candidate_timing(*, build: Build, report: Callable[[str], None], progress: object,

@@ -184,6 +184,26 @@ def error_bound(model: nn.Module, inputs: Sequence[torch.Tensor], precision: str
     return out, bounds[precision]
 
 
+def grouped_error_bounds(model64: nn.Module, inputs: Sequence[torch.Tensor], group_rows: int,
+                         precision: str, errors: ErrorModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the float64 output, one bound per group): :func:`error_bound` of ``precision`` on each
+    consecutive ``group_rows`` rows of ``inputs`` as if they were its own call, from one float64
+    forward of all of them through ``model64`` (a float64 model, run as it is). Every problem
+    here maps row m of its inputs to row m of its output and of every captured tensor, so a
+    group's captured rows are exactly what its own call would have captured."""
+    out, _, seen = forward64(model64, inputs, errors.capture, float64=True)
+    rounding, bounds = ROUNDING[precision], []
+    with torch.no_grad():
+        for start in range(0, out.shape[0], group_rows):
+            rows = slice(start, start + group_rows)
+            part = {name: tuple(t[rows] if t is not None else None for t in kept)
+                    for name, kept in seen.items()}
+            norm = torch.linalg.vector_norm(out[rows])
+            norm = torch.where(norm > 0, norm, 1.0)
+            bounds.append(BOUND_MARGIN * errors.variance(model64, part, out[rows], rounding).sqrt() / norm)
+    return out, torch.stack(bounds) if bounds else out.new_zeros(0)
+
+
 def row_chunks(rows: int, per_row: int, elements: int = 2**18) -> list[slice]:
     """Slices of ``rows`` rows, each holding at most about ``elements`` temporaries of
     ``per_row`` each: an error model's temporaries stay small whatever the sizes."""

@@ -115,3 +115,22 @@ def test_stage_seconds_are_read_on_the_callers_clock():
     assert isolation.seconds_between(timeline, "the build", "call 2") == 3.5
     assert isolation.seconds_between(timeline[:4], "the build", "call 2") != \
         isolation.seconds_between(timeline[:4], "the build", "call 2")   # NaN: it never came
+
+
+@pytest.mark.parametrize("key", ["p12", "p45"])
+def test_timed_rows_are_judged_in_one_forward_as_they_were_one_by_one(key):
+    # The verified rows of every timed call were judged by a float64 forward each (thousands of
+    # them for a fast kernel); a chunk of calls now shares one. The bounds are the same.
+    from fusedkit.precision import error_bound, grouped_error_bounds
+
+    p = problems.get(key)
+    sizes = p.sizes(dict(zip([d.name for d in p.dims], (24, 40, 36, 20))))
+    model64 = p.make_model(sizes, seed=3).double()
+    x = p.get_inputs(sizes, seed=4)[0]
+    groups = [x[i:i + 8] for i in range(0, 24, 8)]
+    for precision in ("fp32", "tf32", "bf16", "fp16x3"):
+        ref, bounds = grouped_error_bounds(model64, [x], 8, precision, p.error_model)
+        for g, rows in enumerate(groups):
+            one_ref, one_bound = error_bound(model64, [rows], precision, p.error_model, float64=True)
+            assert torch.allclose(ref[g * 8:(g + 1) * 8], one_ref, rtol=1e-12, atol=0)
+            assert bounds[g].item() == pytest.approx(one_bound.item(), rel=1e-9)
