@@ -103,6 +103,48 @@ def _flush_buffer(device: torch.device) -> torch.Tensor:
     return _flush_buffers[device]
 
 
+def flush_buffer(device: torch.device) -> torch.Tensor:
+    """The buffer whose zeroing evicts the L2 before a timed call on ``device`` (a GPU)."""
+    return _flush_buffer(device)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for all of ``device``'s work (nothing to wait for on a CPU)."""
+    if device.type == "cuda":
+        _cuda_synchronize(device)
+
+
+def timed_call(call: Callable[[], object], device: torch.device,
+               flush: torch.Tensor | None) -> tuple[float | tuple, object]:
+    """One call timed as :func:`time_calls` times each: on a GPU the L2 flushed (``flush``
+    zeroed) and events recorded around it, their pair returned to be read later
+    (:func:`elapsed_ms`); on a CPU its wall milliseconds. Returns (that mark, the output)."""
+    if device.type == "cuda":
+        if flush is not None:
+            flush.zero_()
+        start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
+        start.record()
+        out = call()
+        end.record()
+        return (start, end), out
+    t0 = _perf_counter()
+    out = call()
+    return (_perf_counter() - t0) * 1e3, out
+
+
+def elapsed_ms(marks: list, device: torch.device) -> list[float]:
+    """The milliseconds of each :func:`timed_call` mark (one sync on a GPU)."""
+    if device.type == "cuda":
+        _cuda_synchronize(device)
+        return [float(s.elapsed_time(e)) for s, e in marks]
+    return [float(t) for t in marks]
+
+
+def timer_name(device: torch.device) -> str:
+    """What :func:`timed_call` times with on ``device``: "cuda-events" or "cpu-wall"."""
+    return "cuda-events" if device.type == "cuda" else "cpu-wall"
+
+
 def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | None = None,
                after: Callable[[int, object], None] | None = None,
                warmup_ms: float = 100.0, rep_ms: float = 500.0,
@@ -135,18 +177,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
         counter[0] += 1
         if prepare is not None:
             prepare(i)
-        if gpu:
-            if flush is not None:
-                flush.zero_()
-            start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
-            start.record()
-            out = call()
-            end.record()
-            mark: float | tuple = (start, end)
-        else:
-            t0 = _perf_counter()
-            out = call()
-            mark = (_perf_counter() - t0) * 1e3
+        mark, out = timed_call(call, device, flush)
         if i in wanted and isinstance(out, torch.Tensor):
             kept.append((i, out.detach().clone()))
         if after is not None:
@@ -154,10 +185,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
         return mark
 
     def elapsed(marks: list) -> list[float]:
-        if gpu:
-            _cuda_synchronize(device)
-            return [s.elapsed_time(e) for s, e in marks]
-        return marks
+        return elapsed_ms(marks, device)
 
     # Estimate one call's time from a few calls made exactly like the others: five, so that the
     # first calls of a fresh process (a kernel's load, a library's handle, a cold allocator)
@@ -177,7 +205,7 @@ def time_calls(call: Callable[[], object], *, prepare: Callable[[int], None] | N
     del warm
     timed = elapsed([one() for _ in range(n_rep)])
     timed = [float(t) for t in timed]
-    return TimedCalls(summarize(timed, "cuda-events" if gpu else "cpu-wall"), kept, timed)
+    return TimedCalls(summarize(timed, timer_name(device)), kept, timed)
 
 
 def time_fn(fn: Callable[[], object], *, warmup_ms: float = 100.0, rep_ms: float = 500.0,

@@ -58,7 +58,8 @@ import torch
 from fusedkit import isolation
 from fusedkit.guard import PATCHED, Snapshot
 from fusedkit.interrupts import checkpoint
-from fusedkit.isolation import CALL_TIMEOUT_S, CRASHED, HUNG, is_device_fault, one_line, pack, unpack
+from fusedkit.isolation import (CALL_TIMEOUT_S, CRASHED, HUNG, LEFT_RUNNING, MALFORMED, is_device_fault,
+                                one_line, pack, unpack)
 from fusedkit.precision import EPS32, TIERS, error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.base import nearby_odd
@@ -81,8 +82,8 @@ MUTATION = "input or weight mutation"
 WRONG = "wrong result"
 REUSE = "result reuse"
 SPECIALISED = "shape specialisation"
-FAULT_CLASSES = (CRASHED, HUNG, RAISED, PATCHED, NOT_PLAIN, UNWRITTEN, STREAM, ALIASING, MUTATION,
-                 WRONG, REUSE, SPECIALISED)
+FAULT_CLASSES = (CRASHED, HUNG, MALFORMED, LEFT_RUNNING, RAISED, PATCHED, NOT_PLAIN, UNWRITTEN,
+                 STREAM, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED)
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
 
@@ -302,8 +303,9 @@ def plain_output_fault(out: object, shape: tuple[int, ...], device: torch.device
     """What is wrong with a returned object as the problem's output ("" when it is right)."""
     if type(out) is not torch.Tensor:   # a subclass can override comparisons or compute lazily
         return f"returned a {type(out).__module__}.{type(out).__qualname__}; expected a plain torch.Tensor"
-    if out.device != device and not (out.device.type == device.type == "cuda"):
-        return f"output is on {out.device}, expected {device}"
+    if out.device.type != device.type or (device.type == "cuda" and out.device.index != (
+            device.index if device.index is not None else torch.cuda.current_device())):
+        return f"output is on {out.device}, expected {device}: the device measured"
     if tuple(out.shape) != shape or out.dtype != torch.float32:
         return f"output is {tuple(out.shape)} {out.dtype}, expected {shape} torch.float32"
     return ""
@@ -357,20 +359,28 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
     try:
         failures, outs = isolation.run(candidate_calls, problem, build, device,
                                        call_timeout_s=call_timeout_s, timeline=timeline,
-                                       sizes=dict(sizes), seed=seed)
+                                       calls=CALLS_PER_BUILD, sizes=dict(sizes), seed=seed)
     except isolation.WorkerDied as e:
         return [e.line], []
+    expect = tuple(problem.output_shape(sizes))
+    if not (isinstance(failures, list) and all(isinstance(f, str) for f in failures)
+            and isinstance(outs, list) and len(outs) == (0 if failures else CALLS_PER_BUILD)
+            and all(type(o) is torch.Tensor and tuple(o.shape) == expect
+                    and o.dtype == torch.float32 for o in outs)):
+        isolation.retire(device)
+        return [f"{MALFORMED} (failures and outputs that are not {CALLS_PER_BUILD} float32 "
+                f"tensors of shape {expect})"], []
     if failures:
         if failures[0].startswith(PATCHED + " "):   # put back there, but start afresh
             isolation.retire(device)
-        return failures, []
-    outs = [unpack(o, device) for o in outs]   # the packed bytes go as they are read
+        return [f[:2000] for f in failures], []
+    outs = [unpack(o, device) for o in outs]   # read as raw bytes (fusedkit.wire), checked above
     return judge_calls(problem, sizes, seed, device, precision, outs)
 
 
 def candidate_calls(*, build: Build, report: Callable[[str], None], progress: object,
-                    problem_key: str, sizes: Sizes, seed: int,
-                    device: str) -> tuple[list[str], list[tuple]]:
+                    ask: Callable[[object], object], problem_key: str, sizes: Sizes, seed: int,
+                    device: str) -> tuple[list[str], list[torch.Tensor]]:
     """The candidate's side of one build's check, run in its worker process: build the model
     and two inputs under ``seed``, build the candidate and call it on both, and the checks that
     need the candidate's own objects (a patched library function, a plain output, aliasing,
@@ -553,7 +563,8 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
         res.calls += CALLS_PER_BUILD
         worst = max((c.rel for c in got), default=math.nan)
         allowed = SPECIALISED_FACTOR * max([res.rel_error, *(c.eager_rel for c in got), 2 * EPS32])
-        if failures and failures[0].startswith((PATCHED + " ", CRASHED, HUNG)):   # not a matter of shape
+        if failures and failures[0].startswith((PATCHED + " ", CRASHED, HUNG, MALFORMED,
+                                                 LEFT_RUNNING)):   # not a matter of shape
             res.failures = failures
             return res
         if failures and failures[0].startswith(WRONG + ":") and worst <= allowed:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import ctypes
 import io
 import linecache
 import marshal
@@ -43,8 +44,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import cloudpickle
+import psutil
 import torch
 
+from fusedkit import wire
 from fusedkit.interrupts import checkpoint
 
 CALL_TIMEOUT_S = float(os.environ.get("FUSEDKIT_CALL_TIMEOUT_S", 60.0))
@@ -54,6 +57,8 @@ BUILD_TIMEOUT_S = float(os.environ.get("FUSEDKIT_BUILD_TIMEOUT_S", 900.0))
 
 CRASHED = "the kernel crashed"
 HUNG = "the kernel hung"
+MALFORMED = "the kernel's process sent a malformed report"
+LEFT_RUNNING = "the kernel left processes running"
 
 _START = "forkserver"   # a clean process (never this one's state), forked in ~0.1 s
 _PRELOAD = ["fusedkit.isolation", "fusedkit.check", "fusedkit.measure"]
@@ -69,21 +74,22 @@ class WorkerDied(Exception):
 
 # -- tensors across the pipe ---------------------------------------------------------------
 
-def pack(t: torch.Tensor | None) -> tuple | None:
-    """A tensor as (dtype name, shape, bytes) from host memory: plain data, nothing to unpickle
-    but bytes (a tensor subclass or a lazy object never crosses)."""
+def pack(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A tensor to send to the caller: its values as a plain contiguous host tensor, which
+    :mod:`fusedkit.wire` sends as raw bytes (a tensor subclass or a lazy object never crosses)."""
     if t is None:
         return None
-    t = t.detach().to("cpu").contiguous()
-    return str(t.dtype).removeprefix("torch."), tuple(t.shape), t.view(torch.uint8).numpy().tobytes()
+    return torch.Tensor(t.detach().to("cpu").contiguous())
 
 
-def unpack(p: tuple | None, device: torch.device) -> torch.Tensor | None:
-    if p is None:
+def unpack(t: object, device: torch.device) -> torch.Tensor | None:
+    """A tensor the caller received (:func:`fusedkit.wire.receive` made it from raw bytes), on
+    ``device``; None stays None, and anything else is a malformed report."""
+    if t is None:
         return None
-    dtype, shape, data = p
-    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
-    return flat.view(getattr(torch, dtype)).reshape(shape).to(device)
+    if type(t) is not torch.Tensor:
+        raise wire.Malformed(f"a {type(t).__name__} where a tensor belongs")
+    return t.to(device)
 
 
 # -- what the worker is asked to build -----------------------------------------------------
@@ -183,17 +189,27 @@ def is_device_fault(e: BaseException) -> bool:
 def _child(conn, progress, device: str) -> None:
     """The worker's loop: one job at a time, each (kind, args) answered ("done", result),
     ("crashed", line) after a device fault (then it exits) or ("error", traceback) for a fault
-    of the harness itself."""
+    of the harness itself. A job may ``ask`` the caller a question (plain data) and gets the
+    caller's answer."""
+    # A session and process group of its own: a signal the kernel sends its group stays there,
+    # and whatever it starts is ended with the group; orphans of its children come back to it.
+    os.setsid()
+    _adopt_orphans()
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")   # no compile pool left running
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the caller decides; Ctrl-C reaches it
     if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
         _use_gpu(torch.device(device))
         torch.empty(1, device=device)
-    conn.send(("ready", os.getpid()))
+    wire.send(conn, ("ready", os.getpid()))
     stage = ["starting"]
 
     def report(text: str) -> None:
         stage[0] = text
-        conn.send(("stage", text))
+        wire.send(conn, ("stage", text))
+
+    def ask(question: object) -> object:
+        wire.send(conn, ("ask", question))
+        return conn.recv()   # from the caller, which is trusted: its own pickle
 
     while True:
         try:
@@ -209,16 +225,25 @@ def _child(conn, progress, device: str) -> None:
             report("the build")
             build = _resolve_builder(spec)
             with harness_stream(device):
-                result = job(build=build, report=report, progress=progress, **kwargs)
-            conn.send(("done", result))
+                result = job(build=build, report=report, progress=progress, ask=ask, **kwargs)
+            wire.send(conn, ("done", result))
             del result, build   # nothing of this job is held while the caller judges it
         except BaseException as e:  # noqa: BLE001 - sent to the caller, never lost
             if is_device_fault(e) or not isinstance(e, Exception):
                 # A dead CUDA context, or the kernel raised SystemExit or KeyboardInterrupt (Ctrl-C
                 # itself goes to the caller): this worker cannot go on.
-                conn.send(("crashed", f"{CRASHED}: {one_line(e)}, during {stage[0]}"))
+                wire.send(conn, ("crashed", f"{CRASHED}: {one_line(e)}, during {stage[0]}"))
                 os._exit(1)   # nothing here can be trusted to clean up
-            conn.send(("error", traceback.format_exc()))
+            wire.send(conn, ("error", traceback.format_exc()))
+
+
+def _adopt_orphans() -> None:
+    """Make this process the one that a descendant's orphans are given to (Linux's child
+    subreaper), so that every process a kernel starts stays among its descendants, where the
+    caller finds it; nothing where there is no prctl."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
 
 
 def _use_gpu(device: torch.device) -> None:
@@ -297,34 +322,47 @@ class Worker:
                 code = self.process.exitcode
                 why = f"not within {timeout_s:g} s" if code is None else _signal_name(code)
                 raise RuntimeError(f"the worker process for {self.device} did not start ({why})")
-        msg = self.conn.recv()
-        if msg[0] != "ready":
-            raise RuntimeError(f"the worker process for {self.device} said {msg!r} before it was ready")
+        try:
+            kind, _ = _message(wire.receive(self.conn))
+        except (EOFError, OSError, wire.Malformed) as e:
+            self.stop(kill=True)
+            raise RuntimeError(f"the worker process for {self.device} did not start ({e})") from None
+        if kind != "ready":
+            self.stop(kill=True)
+            raise RuntimeError(f"the worker process for {self.device} said {kind!r} before it was ready")
         self.ready = True
 
     def stop(self, kill: bool = False) -> None:
-        if self.process.is_alive():
-            if not kill:
-                try:
-                    self.conn.send((None, None, None))
-                    self.process.join(2.0)
-                except (OSError, ValueError):
-                    pass
-            if self.process.is_alive():
-                self.process.kill()
-                self.process.join(5.0)
+        """End the worker and every process it started (its process group)."""
+        if self.process.is_alive() and not kill:
+            try:
+                self.conn.send((None, None, None))
+                self.process.join(2.0)
+            except (OSError, ValueError):
+                pass
+        _end_group(self.process)
         self.conn.close()
 
     def run(self, job: Callable, spec: tuple, kwargs: dict, call_timeout_s: float,
-            timeline: list | None = None) -> object:
+            timeline: list | None = None, answer: Callable[[object], object] | None = None,
+            calls: int = 0) -> object:
         """Send one job and wait for its result, watching for a crash, a hang and an interrupt.
-        Raises :class:`WorkerDied` with the verdict line when the worker dies or hangs. Each
-        stage the worker announces is appended to ``timeline`` as (stage, this process's
-        monotonic clock when it arrived), the result's arrival as ("done", time)."""
+        Raises :class:`WorkerDied` with the verdict line when the worker dies, hangs, or sends
+        anything but the data it should (:mod:`fusedkit.wire`; nothing it sends is unpickled).
+
+        The watchdog is this process's clock alone: the build may take
+        :data:`BUILD_TIMEOUT_S` from the job's start, each of the job's ``calls`` calls
+        ``call_timeout_s`` from its stage's start, and no stage message extends the job's
+        whole allowance (the build's and one call's limit per call). A job that asks the caller
+        (``ask`` in the worker) gets ``answer(question)`` back; each answer starts one call's
+        limit anew. Each stage the worker announces is appended to ``timeline`` as (stage, this
+        process's monotonic clock when it arrived), the result's arrival as ("done", time)."""
         self.wait_ready()
         self.progress.value = 0
         self.conn.send((job, spec, kwargs))
-        stage, since, count = "the build", time.monotonic(), 0
+        start = since = time.monotonic()
+        stage, changes = "the build", 0
+        deadline = start + BUILD_TIMEOUT_S + call_timeout_s * (calls + 1)
         timeline = timeline if timeline is not None else []
         while True:
             try:
@@ -334,36 +372,119 @@ class Worker:
                 raise
             if self.conn.poll(0.05):
                 try:
-                    msg = self.conn.recv()
+                    kind, body = _message(wire.receive(self.conn))
                 except (EOFError, OSError):
-                    msg = None
-                if msg is None:
-                    self.process.join(5.0)
+                    kind, body = None, None
+                except wire.Malformed as e:
+                    self.stop(kill=True)
+                    raise WorkerDied(f"{MALFORMED} ({e}), during {stage}") from None
+                if kind is None:
+                    _end_group(self.process)
                     raise WorkerDied(f"{CRASHED}: the process ended with "
                                      f"{_signal_name(self.process.exitcode or 0)}, during {stage}")
-                if msg[0] == "stage":
-                    stage, since = msg[1], time.monotonic()
-                    timeline.append((stage, since))
+                now = time.monotonic()
+                if kind == "stage":
+                    # A new stage starts its own limit; the same one again, or more stages than
+                    # a job has, starts nothing (a heartbeat is not progress).
+                    if body != stage and changes < MAX_STAGES:
+                        changes += 1
+                        since = now
+                    stage = body
+                    timeline.append((stage, now))
                     continue
-                if msg[0] == "done":
-                    timeline.append(("done", time.monotonic()))
-                    return msg[1]
-                if msg[0] == "crashed":
-                    self.process.join(5.0)
-                    raise WorkerDied(msg[1])
-                raise RuntimeError(f"the harness failed in the worker process:\n{msg[1]}")
+                if kind == "ask":
+                    if answer is None:
+                        self.stop(kill=True)
+                        raise WorkerDied(f"{MALFORMED} (a question the job does not ask), "
+                                         f"during {stage}")
+                    try:
+                        reply = answer(body)
+                    except wire.Malformed as e:
+                        self.stop(kill=True)
+                        raise WorkerDied(f"{MALFORMED} ({e}), during {stage}") from None
+                    since = time.monotonic()   # one call's limit from here
+                    deadline = max(deadline, since + call_timeout_s)
+                    self.conn.send(reply)
+                    continue
+                if kind == "done":
+                    timeline.append(("done", now))
+                    left = _descendants(self.process.pid)
+                    if left:
+                        self.stop(kill=True)
+                        raise WorkerDied(f"{LEFT_RUNNING}: {len(left)} process(es) it started were "
+                                         f"still running when it returned (pid {left[0]}); a "
+                                         "kernel must end what it starts")
+                    return body
+                if kind == "crashed":
+                    _end_group(self.process)
+                    raise WorkerDied(body)
+                raise RuntimeError(f"the harness failed in the worker process:\n{body}")
             if not self.process.is_alive() and not self.conn.poll(0):
+                _end_group(self.process)
                 raise WorkerDied(f"{CRASHED}: the process ended with "
                                  f"{_signal_name(self.process.exitcode or 0)}, during {stage}")
-            if self.progress.value != count:
-                count, since = self.progress.value, time.monotonic()
+            now = time.monotonic()
             limit = BUILD_TIMEOUT_S if stage == "the build" else call_timeout_s
-            if time.monotonic() - since > limit:
+            if now - since > limit or now > deadline:
                 self.stop(kill=True)
+                count = self.progress.value
                 what = f"timed call {count}" if stage == "timed calls" and count else stage
                 knob = "FUSEDKIT_BUILD_TIMEOUT_S" if stage == "the build" else "call_timeout_s"
                 raise WorkerDied(f"{HUNG}: {what} did not return within {limit:g} s "
                                  f"({knob} sets the limit)")
+
+
+MAX_STAGES = 12
+"""The most stage changes one job makes (a check's: the build, its calls; a timing's: the build,
+the timed calls, the device-wide timing); more restart no limit."""
+_KINDS = {"ready": int, "stage": str, "ask": object, "done": object, "crashed": str, "error": str}
+
+
+def _message(msg: object) -> tuple[str, object]:
+    """(kind, body) of a message the worker sent, checked: a pair whose kind is one of
+    :data:`_KINDS` and whose body is of that kind's type; a crash's line starts as one."""
+    if not (isinstance(msg, list) and len(msg) == 2 and isinstance(msg[0], str) and msg[0] in _KINDS):
+        raise wire.Malformed(f"a message that is not one of {', '.join(_KINDS)}")
+    kind, body = msg
+    want = _KINDS[kind]
+    if want is not object and (type(body) is not want or (want is str and len(body) > 100_000)):
+        raise wire.Malformed(f"a {kind!r} message whose body is not a {want.__name__}")
+    if kind == "crashed" and not body.startswith(CRASHED + ": "):
+        raise wire.Malformed("a crash report that does not say the kernel crashed")
+    if kind == "stage":
+        body = body[:300]
+    return kind, body
+
+
+def _descendants(pid: int | None) -> list[int]:
+    """The pids of every living descendant of ``pid`` (a zombie counts as ended)."""
+    if pid is None:
+        return []
+    try:
+        kids = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    alive = []
+    for k in kids:
+        with contextlib.suppress(psutil.Error):
+            if k.status() != psutil.STATUS_ZOMBIE:
+                alive.append(k.pid)
+    return alive
+
+
+def _end_group(process: multiprocessing.process.BaseProcess) -> None:
+    """Kill the worker, every process of its process group (it leads one of its own) and every
+    other descendant (one that left the group), then reap the worker."""
+    pid = process.pid
+    if pid is not None:
+        for kid in _descendants(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(kid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    if process.is_alive():
+        process.kill()
+    process.join(5.0)
 
 
 _workers: dict[str, Worker] = {}   # the worker of the candidate being measured, per device
@@ -386,13 +507,15 @@ def fresh(device: str | torch.device) -> None:
 
 
 def run(job: Callable, problem, build: Callable, device: torch.device, *,
-        call_timeout_s: float = CALL_TIMEOUT_S, timeline: list | None = None, **kwargs) -> object:
+        call_timeout_s: float = CALL_TIMEOUT_S, timeline: list | None = None,
+        answer: Callable[[object], object] | None = None, calls: int = 1, **kwargs) -> object:
     """Run ``job(build=, report=, progress=, problem_key=, device=, **kwargs)`` (a module-level
     function of fusedkit: :func:`fusedkit.check.candidate_calls`,
     :func:`fusedkit.measure.candidate_timing`) on ``build`` for ``problem`` on ``device`` in the
     current worker (a fresh one when there is none or it ended); returns its result, or raises
     :class:`WorkerDied` with the verdict (the worker is then ended). ``timeline`` collects the
-    job's stages on this process's clock (:meth:`Worker.run`)."""
+    job's stages on this process's clock; ``answer`` answers the job's questions; ``calls`` is
+    how many calls of the kernel the job makes besides those it asks for (:meth:`Worker.run`)."""
     spec = builder_spec(problem, build)
     key = str(device)
     with _lock:
@@ -402,7 +525,7 @@ def run(job: Callable, problem, build: Callable, device: torch.device, *,
             w = _workers[key]
         try:
             return w.run(job, spec, dict(kwargs, problem_key=problem.key, device=key),
-                         call_timeout_s, timeline)
+                         call_timeout_s, timeline, answer, calls)
         except BaseException:
             retire(key)
             raise
@@ -448,6 +571,7 @@ def harness_stream(device: torch.device) -> Iterator[None]:
     torch.cuda.current_stream(device).wait_stream(stream)
 
 
-__all__ = ["BUILD_TIMEOUT_S", "CALL_TIMEOUT_S", "CRASHED", "HUNG", "Worker", "WorkerDied",
+__all__ = ["BUILD_TIMEOUT_S", "CALL_TIMEOUT_S", "CRASHED", "HUNG", "LEFT_RUNNING", "MALFORMED",
+           "Worker", "WorkerDied",
            "builder_spec", "fresh", "harness_stream", "is_device_fault", "one_line", "pack",
            "retire", "run", "seconds_between", "unpack"]

@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from fusedkit import bench, isolation, problems
+from fusedkit import bench, isolation, problems, wire
 from fusedkit.check import (EPS32, SEEDS, Build, CheckResult, check_call_timeout, check_seeds,
                             check_variant, device_refusal, harness_device, plain_output_fault,
                             short)
@@ -50,7 +50,7 @@ from fusedkit.roofline import achieved, fused_floor
 
 # Bound once, here, as fusedkit.bench binds its clock: the rows each timed call is verified on are
 # chosen and copied with these, whatever a candidate later puts in their place.
-_rand, _topk, _index_select = torch.rand, torch.topk, torch.index_select
+_index_select = torch.index_select
 
 VERIFIED_ROWS = 8
 """Rows of every timed call's output (all of them when there are fewer) compared with float64.
@@ -61,6 +61,10 @@ TIMED_ERROR_FACTOR = 4.0
 """A timed output is wrong when its rel. error is beyond both what its declared precision can
 explain on its rows and this many times the worst checked one (a kb-pass kernel's error may lie
 beyond its precision's bound, but not grow when timed)."""
+MIN_TIMED_CALLS, MIN_TIMED_CALLS_CPU = 10, 3
+"""The fewest timed calls a measurement makes on a GPU and on a CPU (where a call may take
+seconds), however slow the kernel makes its estimating calls look: the caller decides the
+count, not the kernel."""
 JUDGED_CALLS_AT_ONCE = 256
 """Timed calls whose verified rows are judged in one float64 forward (a chunk's rows are a
 few MB whatever the sizes)."""
@@ -263,63 +267,133 @@ def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes |
     return m
 
 
-def _generators(device: torch.device, seeds: dict) -> tuple[object, torch.Generator]:
-    """The input values' generator and the verified rows' one, from ``seeds``: the worker and
-    this process make the same ones, so this one replays exactly what the worker drew."""
-    values = (torch.Generator(device).manual_seed(seeds["values"]) if device.type == "cuda"
-              else np.random.default_rng(seeds["values"]))
-    return values, torch.Generator(device).manual_seed(seeds["picks"])
+def _refill(problem: Problem, inputs: list[torch.Tensor], seed: int) -> None:
+    """Fresh values into ``inputs`` from a generator seeded by ``seed``, on their device (the
+    device's own Philox on a GPU, numpy's PCG64 on a CPU): the worker and this process make the
+    same values from the same seed."""
+    device = inputs[0].device
+    rng = (torch.Generator(device).manual_seed(seed) if device.type == "cuda"
+           else np.random.default_rng(seed))
+    problem.refill_inputs(inputs, rng)
 
 
-def _pick_rows(problem: Problem, inputs: list[torch.Tensor], values: object,
-               picks: torch.Generator) -> torch.Tensor:
-    """Fresh values into ``inputs``, then the rows the next call is verified on: the rows of the
-    largest of ``rows`` uniform draws, a random subset, drawn on the device (no copy from the
-    host, so nothing waits for the calls before)."""
-    problem.refill_inputs(inputs, values)
-    rows = inputs[0].shape[0]
-    return _topk(_rand(rows, generator=picks, device=inputs[0].device), min(rows, VERIFIED_ROWS)).indices
+class TimedCallsDriver:
+    """This process's side of the timed calls (:func:`candidate_timing` asks it before each
+    call): it decides how many calls there are, each call's input (a seed drawn here, sent just
+    before that call), and which rows of each call's output are verified, drawn only once that
+    call has returned (the worker asks for its next order after it). The number of calls comes
+    from this process's clock: five estimating calls, then a device-wide sync, timed from here,
+    size the warm-up (``warmup_ms``, randomised by a quarter) and the timed calls (``rep_ms``),
+    at least :data:`MIN_TIMED_CALLS` and at most :data:`fusedkit.bench.MAX_CALLS` whatever
+    the kernel does."""
+
+    ESTIMATING = 5
+
+    def __init__(self, rows: int, gpu: bool, warmup_ms: float, rep_ms: float) -> None:
+        self.rows, self.gpu, self.warmup_ms, self.rep_ms = rows, gpu, warmup_ms, rep_ms
+        self.rng = random.Random(secrets.randbits(64))
+        self.seeds: list[int] = []          # per call ordered: its input's seed
+        self.verified: list[list[int]] = []   # per call returned: its verified rows
+        self.first_timed = self.total = -1    # set once the estimate is in
+        self.started = self.synced = math.nan
+        self.timed_from = math.nan            # this clock when the first timed call was ordered
+        self.estimate_ms = math.nan
+
+    def __call__(self, question: object) -> dict:
+        if not (isinstance(question, list) and len(question) in (2, 3) and question[0] == "next"
+                and type(question[1]) is int):
+            raise wire.Malformed("a timed call's question that is not ['next', calls made]")
+        made = question[1]
+        said = question[2] if len(question) == 3 else None   # the estimating calls' own times
+        if made != len(self.seeds):
+            raise wire.Malformed(f"the worker says it made {made} timed calls; {len(self.seeds)} "
+                                 "were ordered")
+        rows = None
+        if len(self.verified) < made:   # the last call has returned: now its rows are drawn
+            rows = sorted(self.rng.sample(range(self.rows), min(self.rows, VERIFIED_ROWS)))
+            self.verified.append(rows)
+        now = time.monotonic()   # the clock of isolation's timeline
+        if made == 0:
+            self.started = now
+        if made == self.ESTIMATING and math.isnan(self.synced):
+            self.synced = now
+            return {"op": "sync", "seed": None, "rows": rows}
+        if made == self.ESTIMATING and self.total < 0:
+            # The estimating calls' own times, as the worker says them, but never more than five
+            # calls and a device-wide sync took on this clock: a kernel can push the count only
+            # between the floor and the cap.
+            seen = (now - self.started) * 1e3 / self.ESTIMATING
+            if not (isinstance(said, list) and len(said) == self.ESTIMATING
+                    and all(type(t) is float and math.isfinite(t) and t > 0 for t in said)):
+                raise wire.Malformed("the estimating calls' times are not five positive numbers")
+            self.estimate_ms = max(min(float(np.median(said)), seen), 1e-4)
+            warm = int(self.warmup_ms / self.estimate_ms * self.rng.uniform(0.75, 1.25))
+            warm = min(bench.MAX_CALLS // 4, max(1 if self.gpu else 0, warm))
+            floor = MIN_TIMED_CALLS if self.gpu else MIN_TIMED_CALLS_CPU
+            timed = min(bench.MAX_CALLS, max(floor, int(self.rep_ms / self.estimate_ms)))
+            self.first_timed = self.ESTIMATING + warm
+            self.total = self.first_timed + timed
+        if made == self.first_timed:
+            self.timed_from = now
+        if self.total >= 0 and made >= self.total:
+            return {"op": "stop", "seed": None, "rows": rows}
+        self.seeds.append(secrets.randbits(63))
+        return {"op": "call", "seed": self.seeds[-1], "rows": rows}
 
 
 def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float,
           call_timeout_s: float = CALL_TIMEOUT_S) -> None:
-    """Time ``m``'s variant in its worker (:func:`candidate_timing`) on fresh weights, with fresh
-    random inputs before every call, then judge here, where it never ran: the times' statistics,
-    every call's :data:`VERIFIED_ROWS` random rows against float64 (the inputs replayed from the
-    same generators), and on a GPU the events against device-wide wall time. Fills ``m``."""
+    """Time ``m``'s variant in its worker (:func:`candidate_timing`) on fresh weights, every call
+    ordered from here (:class:`TimedCallsDriver`: its input's seed, then its rows to verify),
+    then judge here, where it never ran: the times' statistics, every call's
+    :data:`VERIFIED_ROWS` random rows against float64 (the inputs replayed from the same seeds),
+    the report against what this process saw, and on a GPU the events against device-wide wall
+    time. Fills ``m``."""
     problem, sizes, device = m.problem, m.sizes, m.device
-    # Every random choice is drawn here; the worker gets only the seeds.
-    seeds = {k: secrets.randbits(63) for k in ("rng", "values", "picks")}
+    rows = problem.input_shapes(sizes)[0][0]
+    driver = TimedCallsDriver(rows, device.type == "cuda", warmup_ms, rep_ms)
+    timeline: list = []
     try:
         got = isolation.run(candidate_timing, problem, m.variant.build, device,
-                            call_timeout_s=call_timeout_s,
-                            sizes=dict(sizes), seed=seed, seeds=seeds, warmup_ms=warmup_ms,
-                            rep_ms=rep_ms)
+                            call_timeout_s=call_timeout_s, answer=driver, timeline=timeline,
+                            sizes=dict(sizes), seed=seed)
+        got = wire.fields(got, dict(raised=str, faults=list, samples_ms=list, timer=str,
+                                    rows=(torch.Tensor, type(None)), wall_ms=float,
+                                    host_ms=float, peak_mem_mb=(float, type(None))))
     except isolation.WorkerDied as e:
         m.refused = e.line
+        return
+    except wire.Malformed as e:
+        isolation.retire(device)
+        m.refused = f"{isolation.MALFORMED} ({e})"
         return
     if got["raised"]:
         m.refused = f"raised an error while timed: {got['raised']}"
         return
-    faults = got["faults"]
+    faults = [str(f) for f in got["faults"]]
     patched = [f for f in faults if f.startswith("patched ")]
     if patched:
         isolation.retire(device)
         m.refused = patched[0]
         return
-    m.timing = bench.summarize(got["samples_ms"], got["timer"])
-    checkpoint()
     if faults:
         m.refused = f"{TIMED_DIFFER}: {faults[0]}; a kernel must return the same kind of output when timed"
         return
-    rel, allowed = _judge_rows(m, seed, seeds, unpack(got["rows"], device))
+    forged = _report_fault(driver, got, timeline, device)
+    if forged:
+        isolation.retire(device)
+        m.refused = f"{isolation.MALFORMED} ({forged})"
+        return
+    m.timing = bench.summarize(got["samples_ms"][driver.first_timed:driver.total], got["timer"])
+    checkpoint()
+    rel, allowed = _judge_rows(m, seed, driver, unpack(got["rows"], device))
     wrong = (~(rel <= allowed)).nonzero().flatten().tolist()
     if wrong:
         i = wrong[0]
         m.refused = (f"{TIMED_DIFFER}: {len(wrong)} of {rel.numel()} calls made while timed gave outputs "
                      f"beyond what {m.variant.precision} explains and {TIMED_ERROR_FACTOR:g}x the "
                      f"checked calls' error (call {i + 1}: rel. error {short(rel[i].item())} on "
-                     f"{got['verified_rows']} random rows of its own fresh input, allowed "
+                     f"{len(driver.verified[i])} random rows of its own fresh input, allowed "
                      f"{short(allowed[i].item())}); a kernel must not change what it computes when "
                      "it is timed")
         return
@@ -334,24 +408,45 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float,
         m.peak_mem_mb = got["peak_mem_mb"]
 
 
-def _judge_rows(m: Measurement, seed: int, seeds: dict,
+def _report_fault(driver: TimedCallsDriver, got: dict, timeline: list, device: torch.device) -> str:
+    """What in the worker's report of its timed calls cannot be true given what this process
+    saw ("" when nothing): a sample per call ordered, rows for each, and timed calls that took,
+    together, no longer than this clock saw pass from the first timed order to the report."""
+    samples, calls = got["samples_ms"], len(driver.seeds)
+    if driver.total < 0 or calls != driver.total:
+        return f"the timed calls stopped after {calls} calls, before the {driver.total} ordered"
+    if len(samples) != calls or not all(type(t) is float and math.isfinite(t) and t > 0
+                                        for t in samples):
+        return f"{len(samples)} times for {calls} calls, or a time that is not a positive number"
+    rows = got["rows"]
+    if rows is None or rows.dim() < 2 or rows.shape[0] != calls or \
+            rows.shape[1] != len(driver.verified[0]):
+        return f"verified rows of shape {tuple(rows.shape) if rows is not None else None} for {calls} calls"
+    done = next((t for stage, t in reversed(timeline) if stage == "done"), math.nan)
+    seen_ms = (done - driver.timed_from) * 1e3
+    claimed = sum(samples[driver.first_timed:driver.total])
+    if claimed > 1.05 * seen_ms + 5.0:
+        return (f"its timed calls took {claimed:.4g} ms by its own report, more than the "
+                f"{seen_ms:.4g} ms this process saw them take")
+    return ""
+
+
+def _judge_rows(m: Measurement, seed: int, driver: TimedCallsDriver,
                 rows_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per timed call, the rel. error of the rows the worker sent and what is allowed: the
-    inputs and the rows picked are replayed from ``seeds`` (the worker's very draws), the
-    references computed from the model regenerated from ``seed`` in float64."""
+    """Per timed call, the rel. error of the rows the worker sent and what is allowed: each
+    call's input replayed from its seed and its rows those drawn here, the references computed
+    from the model regenerated from ``seed`` in float64."""
     problem, sizes, device = m.problem, m.sizes, m.device
-    values, picks = _generators(device, seeds)
     hidden64 = problem.make_model(sizes, seed=seed, device=device).double()
     inputs = problem.get_inputs(sizes, seed=seed, device=device)
     floor = TIMED_ERROR_FACTOR * max(m.check.rel_error, m.check.eager_rel_error, 2 * EPS32)
     calls = rows_out.shape[0]
     if not calls:
         return torch.zeros(0), torch.zeros(0)
-    # Every call's input replayed in order (each refill follows the last), its rows kept; then
-    # the references and bounds of a chunk of calls in one float64 forward, not one per call.
     kept = []
-    for _ in range(calls):
-        idx = _pick_rows(problem, inputs, values, picks)
+    for call_seed, rows in zip(driver.seeds, driver.verified):
+        _refill(problem, inputs, call_seed)
+        idx = torch.tensor(rows, device=device)
         kept.append([_index_select(t, 0, idx) for t in inputs])
     per = kept[0][0].shape[0]
     rels, allowed = [], []
@@ -370,39 +465,35 @@ def _judge_rows(m: Measurement, seed: int, seeds: dict,
 
 
 def candidate_timing(*, build: Build, report: Callable[[str], None], progress: object,
-                     problem_key: str, sizes: Sizes, seed: int, device: str, seeds: dict,
-                     warmup_ms: float, rep_ms: float) -> dict:
+                     ask: Callable[[object], object], problem_key: str, sizes: Sizes, seed: int,
+                     device: str) -> dict:
     """The candidate's side of a timing, run in its worker process: the model and inputs under
-    ``seed``, the candidate built, then :func:`fusedkit.bench.time_calls` with fresh values in the
-    inputs before every call and, after it, the rows drawn for that call copied from its output
-    (sent back whole: the verdict on them is :func:`_judge_rows`'). Library functions the
-    candidate replaced are named and put back."""
+    ``seed``, the candidate built, then each call as the caller orders it (``ask``: its input's
+    seed; after it returned, the rows of its output to keep, sent back whole: the verdict on
+    them is :func:`_judge_rows`'). Library functions the candidate replaced are named and put
+    back."""
     problem, device = problems.get(problem_key), torch.device(device)
     sizes = problem.sizes(sizes)
-    rng = random.Random(seeds["rng"])
-    values, picks = _generators(device, seeds)
     model = problem.make_model(sizes, seed=seed, device=device)
     inputs = problem.get_inputs(sizes, seed=seed, device=device)
     expect = tuple(problem.output_shape(sizes))
-    out = dict(build_s=math.nan, raised="", faults=[], samples_ms=[], timer="", rows=None,
-               verified_rows=min(inputs[0].shape[0], VERIFIED_ROWS), wall_ms=math.nan,
+    out = dict(raised="", faults=[], samples_ms=[], timer="", rows=None, wall_ms=math.nan,
                host_ms=math.nan, peak_mem_mb=None)
     snapshot = Snapshot(problem, model)   # before the build: what torch and fusedkit hold
     try:
-        _candidate_timing(out, problem, build, model, inputs, expect, rng, values, picks,
-                          warmup_ms, rep_ms, device, snapshot, report, progress)
+        _candidate_timing(out, problem, build, model, inputs, expect, ask, device, snapshot,
+                          report, progress)
     finally:
         snapshot.restore()
     return out
 
 
 def _candidate_timing(out: dict, problem: Problem, build: Build, model: torch.nn.Module,
-                      inputs: list[torch.Tensor], expect: tuple[int, ...], rng: random.Random,
-                      values: object, picks: torch.Generator, warmup_ms: float, rep_ms: float,
-                      device: torch.device, snapshot: Snapshot, report: Callable[[str], None],
-                      progress: object) -> None:
-    """:func:`candidate_timing` once its model, inputs, generators and snapshot exist."""
-    t0 = time.perf_counter()
+                      inputs: list[torch.Tensor], expect: tuple[int, ...],
+                      ask: Callable[[object], object], device: torch.device, snapshot: Snapshot,
+                      report: Callable[[str], None], progress: object) -> None:
+    """:func:`candidate_timing` once its model, inputs and snapshot exist."""
+    report("the build")
     try:
         fn = build(model)
     except Exception as e:  # noqa: BLE001 - a build that breaks while timed is a finding
@@ -411,38 +502,43 @@ def _candidate_timing(out: dict, problem: Problem, build: Build, model: torch.nn
         out["faults"] = [f for f in [snapshot.fault("during the timing's build")] if f]
         out["raised"] = "" if out["faults"] else one_line(e)
         return
-    finally:
-        out["build_s"] = time.perf_counter() - t0
     patched = snapshot.fault("during the timing's build")
     if patched:
         out["faults"] = [patched]
         return
     report("timed calls")
-    picked: list = [None]          # the rows the next call is verified on
+    gpu = device.type == "cuda"
+    flush = bench.flush_buffer(device) if gpu else None
+    marks: list = []
     rows: list[torch.Tensor] = []
     faults: list[str] = out["faults"]
-
-    def prepare(i: int) -> None:
-        progress.value = i + 1
-        picked[0] = _pick_rows(problem, inputs, values, picks)
-
-    @torch.no_grad()
-    def call() -> torch.Tensor:
-        return fn(*inputs)
-
-    def after(i: int, got: object) -> None:
-        patched = snapshot.fault(f"during timed call {i + 1}")
-        if patched:
-            faults.append(patched)
-        fault = plain_output_fault(got, expect, device)
-        if fault:
-            faults.append(f"call {i + 1}: {fault}")
-            return
-        rows.append(_index_select(got.detach(), 0, picked[0]))   # queued; read once at the end
-
+    last = None   # the last call's output, until its rows are chosen
+    said: list = []   # after the caller's sync: the estimating calls' times, sent once
     try:
-        timed = bench.time_calls(call, prepare=prepare, after=after, warmup_ms=warmup_ms,
-                                 rep_ms=rep_ms, device=device, rng=rng)
+        while True:
+            order = ask(["next", len(marks), *said])
+            said = []
+            if order["rows"] is not None and last is not None:
+                rows.append(_index_select(last.detach(), 0,
+                                          torch.tensor(order["rows"], device=device)))  # queued
+            last = None
+            if order["op"] == "sync":
+                said = [bench.elapsed_ms(marks, device)]   # waits for the device
+                continue
+            if order["op"] == "stop":
+                break
+            checkpoint()
+            progress.value = len(marks) + 1
+            _refill(problem, inputs, order["seed"])
+            marks.append(bench.timed_call(lambda: _call(fn, inputs), device, flush))
+            got = marks[-1][1]
+            marks[-1] = marks[-1][0]
+            patched = snapshot.fault(f"during timed call {len(marks)}")
+            fault = patched or plain_output_fault(got, expect, device)
+            if fault:
+                faults.append(fault if patched else f"call {len(marks)}: {fault}")
+                return
+            last = got
     except Exception as e:  # noqa: BLE001
         if isolation.is_device_fault(e):
             raise
@@ -450,13 +546,16 @@ def _candidate_timing(out: dict, problem: Problem, build: Build, model: torch.nn
         out["faults"] = [patched] if patched else faults
         out["raised"] = "" if patched else one_line(e)
         return
-    out["samples_ms"], out["timer"] = timed.samples_ms, timed.timing.timer
-    if faults:
-        return
-    out["rows"] = isolation.pack(torch.stack(rows))
-    if device.type == "cuda":
+    out["samples_ms"], out["timer"] = bench.elapsed_ms(marks, device), bench.timer_name(device)
+    out["rows"] = isolation.pack(torch.stack(rows)) if rows else None
+    if gpu:
         report("device-wide timing")
-        prepare(0)
-        out["wall_ms"], out["host_ms"] = bench.device_busy_ms(call, device,
-                                                              per_call_ms=timed.timing.median_ms)
-        out["peak_mem_mb"] = bench.peak_memory_mb(call, device)
+        median = float(np.median(out["samples_ms"])) if out["samples_ms"] else 0.01
+        out["wall_ms"], out["host_ms"] = bench.device_busy_ms(lambda: _call(fn, inputs), device,
+                                                              per_call_ms=median)
+        out["peak_mem_mb"] = bench.peak_memory_mb(lambda: _call(fn, inputs), device)
+
+
+@torch.no_grad()
+def _call(fn: Callable[..., torch.Tensor], inputs: list[torch.Tensor]) -> torch.Tensor:
+    return fn(*inputs)

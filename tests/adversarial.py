@@ -483,3 +483,165 @@ def _oob_kernel():
         i = tl.arange(0, BLOCK)
         tl.store(y_ptr + i, tl.load(x_ptr + far + i))
     return oob
+
+
+# -- kernels that own their process (the worker): what they can reach there ----------------------
+
+def _worker_connection():
+    """The worker's pipe to the caller, found among the process's objects (as a kernel could)."""
+    import gc
+    from multiprocessing.connection import Connection
+
+    return next(o for o in gc.get_objects() if isinstance(o, Connection) and not o.closed)
+
+
+def _frames_with(name: str):
+    """Every frame of this thread's stack that holds a local called ``name``, innermost first."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if name in frame.f_locals:
+            yield frame
+        frame = frame.f_back
+
+
+class _RunsInTheCaller:
+    """Unpickled, it writes the pid of the process that unpickled it into ``path``."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        code = f"open({self.path!r}, 'w').write(str(__import__('os').getpid()))"
+        return exec, (code,)
+
+
+def sends_a_pickle(path):
+    """Honest work, plus a message on the worker's pipe holding an object that runs code in
+    whichever process unpickles it (it writes that process's pid to ``path``)."""
+    import pickle
+
+    def build(model):
+        def run(x):
+            _worker_connection().send_bytes(pickle.dumps(("stage", _RunsInTheCaller(path))))
+            return model(x)
+        return run
+    return build
+
+
+def computes_only_the_verified_rows(model):
+    """Right on the check's two calls of each build; when timed, only the rows it expects to be
+    verified are computed: those the harness drew before the call, if it can find them on its
+    stack (``picked``), else the first eight."""
+    calls = [0]
+
+    def run(x):
+        calls[0] += 1
+        if calls[0] <= REFERENCE_CALLS:
+            return model(x)
+        rows = None
+        for frame in _frames_with("picked"):
+            rows = frame.f_locals["picked"][0]
+            break
+        rows = torch.arange(min(8, x.shape[0])) if rows is None else rows.to(x.device)
+        out = torch.zeros(x.shape[0], model.gemm.out_features, device=x.device)
+        out[rows] = model(x[rows])
+        return out
+    return run
+
+
+def knows_the_next_input(model):
+    """Right on the check's calls; when timed, each call returns the answer it computed ahead,
+    during the call before, for the input the harness's generator will draw next (found on the
+    stack, ``values``, and copied); with no generator to copy, the last answer again."""
+    import copy
+
+    calls, ahead = [0], [None]
+
+    def run(x):
+        calls[0] += 1
+        if calls[0] <= REFERENCE_CALLS:
+            return model(x)
+        gen = next((f.f_locals["values"] for f in _frames_with("values")), None)
+        out = ahead[0] if ahead[0] is not None else model(x)
+        if gen is not None and not isinstance(gen, torch.Generator):   # numpy's, on a CPU
+            future = copy.deepcopy(gen).random(x.shape, dtype="float32")
+            ahead[0] = model(torch.from_numpy(future))
+        else:
+            ahead[0] = out   # nothing to foresee: the last answer stands in for the next
+        return out.clone()
+    return run
+
+
+def ticks_while_it_hangs(model):
+    """Right on the check's calls; its first timed call never returns, but keeps ticking the
+    worker's progress counter and announcing stages, the heartbeat the watchdog watched."""
+    import ctypes
+    import gc
+    import time as _time
+
+    calls = [0]
+
+    def announce(conn):   # in the harness's own words, whichever protocol it speaks
+        from fusedkit import isolation
+        if hasattr(isolation, "wire"):
+            isolation.wire.send(conn, ("stage", "timed calls"))
+        else:
+            conn.send(("stage", "timed calls"))
+
+    def run(x):
+        calls[0] += 1
+        if calls[0] <= REFERENCE_CALLS:
+            return model(x)
+        counters = [o for o in gc.get_objects() if type(o) is ctypes.c_long]
+        conn = _worker_connection()
+        while True:
+            for c in counters:
+                c.value += 1
+            announce(conn)
+            _time.sleep(0.2)
+    return run
+
+
+def leaves_a_process_running(path):
+    """Honest work, and a process started at the first call that goes on running (its pid in
+    ``path``), beside whatever is measured next."""
+    import subprocess
+    import sys
+
+    started = [False]
+
+    def build(model):
+        def run(x):
+            if not started[0]:
+                started[0] = True
+                p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                                     start_new_session=True)
+                open(path, "w").write(str(p.pid))
+            return model(x)
+        return run
+    return build
+
+
+def signals_its_process_group(model):
+    """Honest answer, then SIGTERM to every process of its process group."""
+    import os
+    import signal
+
+    def run(x):
+        y = model(x)
+        os.killpg(0, signal.SIGTERM)
+        return y
+    return run
+
+
+def kills_its_parent(model):
+    """SIGKILL to the process that started its worker."""
+    import os
+    import signal
+
+    def run(x):
+        os.kill(os.getppid(), signal.SIGKILL)
+        return model(x)
+    return run

@@ -38,7 +38,7 @@ import triton
 
 from fusedkit.check import (ALIASING, MUTATION, NOT_PLAIN, RAISED, REUSE, SPECIALISED, STREAM,
                             UNWRITTEN, WRONG, nearby_odd, rel_error)
-from fusedkit import isolation
+from fusedkit import isolation, wire
 from fusedkit.measure import Measurement, measure
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
@@ -397,8 +397,13 @@ def probe(ex: Exercise, kernel: Any, sizes: Sizes, device: torch.device, *,
     p = Probe(sizes)
     try:
         got = isolation.run(probe_call, problem, kernel, device, exercise=ex.name, sizes=dict(sizes))
+        got = wire.fields(got, dict(out=(torch.Tensor, type(None)), outside=int, error=str))
     except isolation.WorkerDied as e:
         p.error = e.line
+        return p
+    except wire.Malformed as e:
+        isolation.retire(device)
+        p.error = f"{isolation.MALFORMED} ({e})"
         return p
     p.out, p.outside, p.error = isolation.unpack(got["out"], device), got["outside"], got["error"]
     if want_parts and not p.error:
@@ -417,8 +422,8 @@ def _probe_draw(problem: Problem, sizes: Sizes,
     return model, x
 
 
-def probe_call(*, build: Any, report: Callable[[str], None], progress: object, problem_key: str,
-               device: str, exercise: str, sizes: Sizes) -> dict:
+def probe_call(*, build: Any, report: Callable[[str], None], progress: object, ask: Any,
+               problem_key: str, device: str, exercise: str, sizes: Sizes) -> dict:
     """:func:`probe`'s call of the learner's kernel (``build``), run in its worker: its output
     and how many elements it stored past the output's end, or the error it raised."""
     from fusedkit import exercises  # noqa: PLC0415 - the package imports this module
