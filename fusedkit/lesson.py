@@ -125,7 +125,7 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
                      "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
                      "% of measured": r.get("pct_of_measured", math.nan),
                      "speedup": r["speedup"], "run_id": r["run_id"], "p10_ms": r["p10_ms"],
-                     "p90_ms": r["p90_ms"]})
+                     "p90_ms": r["p90_ms"], "repeats": r["repeats"]})
     elif not rows:
         rows.append({"source": "no GPU here and no recorded run of this step yet"})
     return rows
@@ -433,8 +433,8 @@ def prediction_verdict(predicted_ms: float, measured_ms: float, where: str = "",
     With ``baseline_ms`` (the time of the step the prediction changes, named ``baseline``), the
     prediction is of an *effect*, ``predicted_ms - baseline_ms``, and the verdict says whether the
     measured change, ``measured_ms - baseline_ms``, had its sign and its size (within
-    :data:`EFFECT_HIT`); a measured change within ``noise_ms`` (the spread of the timings) is
-    said to be too small to tell a sign. Without a baseline the prediction is of the time itself,
+    :data:`EFFECT_HIT`); a measured change within ``noise_ms`` (the noise of the difference of
+    the two medians) is said to be too small to tell a sign. Without a baseline the prediction is of the time itself,
     right within :data:`TIME_HIT` either way; otherwise the miss is named with its direction."""
     if not (math.isfinite(predicted_ms) and predicted_ms > 0):
         raise ValueError(f"predicted_ms={predicted_ms!r}: a prediction is a time in ms > 0")
@@ -464,7 +464,7 @@ def _effect_verdict(predicted: float, measured: float, base_ms: float, base: str
         return f"{said}; no change was predicted, and the step came out {_change(measured, base_ms)}."
     if abs(measured) <= noise:
         return (f"{said} and measured {_change(measured, base_ms) if measured else 'no change'}, "
-                f"within the spread of the timings ({present.us(1e3 * noise)} µs): **no measurable "
+                f"within the noise of the two medians ({present.us(1e3 * noise)} µs): **no measurable "
                 "effect**, so neither its sign nor its size held.")
     said += f", measured {_change(measured, base_ms)}"
     if (predicted > 0) != (measured > 0):
@@ -487,16 +487,20 @@ def _measured(rows: list[dict[str, Any]]) -> tuple[float, str, dict[str, Any]]:
     return math.nan, "", {}
 
 
-def _spread(row: Mapping[str, Any]) -> float:
-    """Half the p10-p90 width of a recorded row (ms); 0 where it has none."""
-    lo, hi = row.get("p10_ms"), row.get("p90_ms")
-    return 0.0 if lo is None or hi is None or present._missing(lo) or present._missing(hi) else (hi - lo) / 2
+def _median_error(row: Mapping[str, Any]) -> float:
+    """The standard error of a recorded row's median (ms), from its p10-p90 width and its number
+    of timed calls: 1.2533 sigma / sqrt(n), sigma = (p90 - p10) / 2.5631 for a normal spread;
+    0 where the row has none."""
+    lo, hi, n = row.get("p10_ms"), row.get("p90_ms"), row.get("repeats")
+    if any(v is None or present._missing(v) for v in (lo, hi, n)) or n < 1:
+        return 0.0
+    return 1.2533 * (hi - lo) / 2.5631 / math.sqrt(n)
 
 
 def _baseline(problem: Problem, against: str, measured: Mapping[str, Any],
               recorded: pd.DataFrame) -> tuple[float, str, float]:
     """The baseline of an effect: ``against``'s recorded time, its name (saying so when its run
-    is not the measurement's), and the spread of the two timings (ms)."""
+    is not the measurement's), and the noise of the difference of the two medians (ms)."""
     hit = recorded[recorded["variant"] == against] if not recorded.empty else recorded
     if hit.empty or present._missing(hit.iloc[0]["median_ms"]):
         return math.nan, "", 0.0
@@ -506,7 +510,8 @@ def _baseline(problem: Problem, against: str, measured: Mapping[str, Any],
     same = measured.get("run_id") == b["run_id"]
     if not same:
         name += f", recorded in another run ({caption(b)})"
-    noise = max(_spread(measured), _spread(b)) if same else 0.0
+    # Two standard errors of the difference of the two medians: a smaller change has no sign.
+    noise = 2 * math.hypot(_median_error(measured), _median_error(b)) if same else 0.0
     return float(b["median_ms"]), name, noise
 
 

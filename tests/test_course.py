@@ -107,3 +107,38 @@ def test_no_lab_history_in_the_lesson_body(path):
     notes = [i for i, c in enumerate(_cells(path)) if LAB_NOTES.search(_source(c)) or
              re.search(r"\bLab notes\b", _source(c))]
     assert not notes, f"{path.name}: cells {notes} hold or cite Lab notes; history is in data/logs/lab_notes.md"
+
+
+# Sentences an expert audit (2026-12-04) found wrong, each gone from the page: (notebook, phrase).
+WRONG = [
+    ("03_p45", "all H columns of h before GEMM2 can use them"),     # a contraction streams; the
+    ("03_p45", "which FlashAttention keeps in shared memory"),      # accumulator is what stays
+    ("01_p12_simt", "is what this GPU sustains"),                   # a library's rate, a reference
+    ("01_p12_simt", "the headroom a kernel can win"),
+    ("02_p12_hopper", "compares like with like"),                   # ceilings of another run
+    ("06_results", "every run also measures the device's own ceilings"),
+    ("04_small_batches", "within the factor of 1.25"),              # a band, not a verdict
+    ("05_precision_lab", "which lies below fp32's own rounding"),   # lo·lo is near it
+    ("05_precision_lab", "whose own error is thousands of times smaller"),  # truncation: 20-30x
+    ("04_small_batches", "whatever the precision"),                 # W in 2 bytes halves it
+    ("02_p12_hopper", "each in a bit field, in 16-byte units"),     # the mode is a code
+    ("06_results", "in small ways"),                                # KernelBench's timing differs
+]
+
+
+@pytest.mark.parametrize("stem, phrase", WRONG)
+def test_an_audited_wrong_sentence_is_gone(stem, phrase):
+    path = ROOT / "notebooks" / f"{stem}.ipynb"
+    text = " ".join(" ".join(_source(c).split()) for c in _cells(path))
+    assert phrase not in text, f"{path.name}: still says {phrase!r}"
+
+
+def test_the_two_gemm_fusion_limit_is_the_accumulator_rows_by_n():
+    # Notebook 03 computes the fit on GEMM2's accumulator (rows x N fp32), not on h's rows x H.
+    src = "\n".join(_source(c) for c in _cells(ROOT / "notebooks" / "03_p45.ipynb") if c["cell_type"] == "code")
+    assert "tile_rows * N * 4" in src and "tile_rows * H * 4" not in src and "// (H * 4)" not in src
+
+
+def test_the_exercise_hint_labels_the_whole_cublas_call():
+    hint = (ROOT / "fusedkit" / "exercises" / "p12_predict_speedup.py").read_text()
+    assert "cuBLAS's own fp16 GEMM reached" not in hint and "below fp32's" not in hint
