@@ -520,7 +520,7 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
          names: Iterable[str] | None = None, fold: Iterable[str] = (),
          extra: Sequence[tuple[str, Sequence[str]]] = (),
          predict: float | Mapping[str, float] | None = None, basis: str = "",
-         against: str | None = None) -> None:
+         against: str | Mapping[str, str] | None = None) -> None:
     """Display one ladder step after its explanation (a markdown cell above it), in the order
     a reader needs it: the code that matters (:func:`fusedkit.source_view.show_step`, marked
     against the previous step), the prediction, the hardware counters (:func:`show_counters`),
@@ -533,9 +533,9 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
     time in ms (one number, or one per slug), computed in the cell from numbers the page has
     shown; ``basis`` says in a few words how (shown beside it). The prediction is held against
     the live time on a GPU, else the recorded one where ``recorded`` holds the step at ``sizes``.
-    ``against`` names the step a prediction changes (its recorded time in ``recorded`` the
-    baseline): the verdict then judges the predicted *effect*, its sign and its size
-    (:func:`prediction_verdict`), not the time alone.
+    ``against`` names the step a prediction changes (one for all slugs, or one per slug; its
+    recorded time in ``recorded`` the baseline): the verdict then judges the predicted *effect*,
+    its sign and its size (:func:`prediction_verdict`), not the time alone.
     The counters shown are those collected at ``sizes`` where there are any, else at the defaults.
     """
     from IPython.display import display  # noqa: PLC0415
@@ -572,7 +572,8 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
         for s, ms in predicted.items():
             measured, where, row = _measured([r for r in rows[s] if str(r.get("source", "")).startswith("live")
                                               or r.get("sizes") == short_sizes(here)])
-            base_ms, base, noise = (_baseline(problem, against, row, recorded) if against and row
+            base_slug = against.get(s) if isinstance(against, Mapping) else against
+            base_ms, base, noise = (_baseline(problem, base_slug, row, recorded) if base_slug and row
                                     else (math.nan, "", 0.0))
             verdict = prediction_verdict(ms, measured, where, baseline_ms=base_ms, baseline=base,
                                          noise_ms=noise)

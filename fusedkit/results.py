@@ -726,8 +726,9 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
     Columns: ``dim``; ``routed`` (slug) and ``routed_step`` (its number); the by-batch step's
     ``ms``, ``p10_ms``, ``p90_ms`` and ``speedup`` (over eager, same sweep); the routed step's
     ``routed_ms``, ``routed_p10_ms``, ``routed_p90_ms``, ``routed_speedup``; ``eager_ms``;
-    ``ratio`` (the by-batch median over the routed one); ``verdict``: "as fast" where either
-    step's median lies within the other's p10-p90 (no difference the timings can tell), else
+    ``ratio`` (the by-batch median over the routed one); ``verdict``: "as fast" where each
+    step's median lies within the other's p10-p90 (no difference the timings can tell; a wide,
+    bimodal spread of one step does not swallow the other's median), else
     "1.68x slower" / "2.46x faster";
     ``wide``: True where either spread exceeds :data:`WIDE_SPREAD`; and the sweep's run_id,
     device, timestamp and commit (for :func:`caption`). The routes are read as registered now:
@@ -749,7 +750,7 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
         own, there, eager = at.loc[(slug, point)], at.loc[(routed, point)], at.loc[("eager", point)]
         ratio = float(own["median_ms"] / there["median_ms"])
         inside = lambda m, r: r["p10_ms"] <= m <= r["p90_ms"]   # noqa: E731
-        same = inside(own["median_ms"], there) or inside(there["median_ms"], own)
+        same = inside(own["median_ms"], there) and inside(there["median_ms"], own)
         verdict = ("as fast" if same else
                    f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster")
         spread = lambda r: (r["p90_ms"] - r["p10_ms"]) / r["median_ms"]   # noqa: E731
