@@ -142,3 +142,44 @@ def test_the_two_gemm_fusion_limit_is_the_accumulator_rows_by_n():
 def test_the_exercise_hint_labels_the_whole_cublas_call():
     hint = (ROOT / "fusedkit" / "exercises" / "p12_predict_speedup.py").read_text()
     assert "cuBLAS's own fp16 GEMM reached" not in hint and "below fp32's" not in hint
+
+
+def _template_texts(code: str) -> list[str]:
+    """The text of each lesson.say / present.md template of a cell, its fields as "{...}"
+    (an f-string's expressions too)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+
+    def text(node) -> str:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return "".join(text(v) if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        if isinstance(node, ast.BinOp):
+            return text(node.left) + text(node.right)
+        if isinstance(node, ast.IfExp):
+            return text(node.body) + " " + text(node.orelse)
+        return "{}"
+
+    return [text(node.args[0]) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("say", "md") and node.args]
+
+
+@pytest.mark.parametrize("path", list(_params()))
+def test_a_sentence_without_a_number_is_markdown_not_a_template(path):
+    # A reader of the .ipynb sees the explanation, not code: a template keeps only the sentences
+    # that carry a generated number; the others live in Markdown cells.
+    bare = []
+    for i, c in enumerate(_cells(path)):
+        if c["cell_type"] != "code":
+            continue
+        for t in _template_texts(_source(c)):
+            for s in re.split(r"(?<=[.;!?])\s+(?=[A-Z`(*])", t):
+                if "{" not in s and len(s.split()) > 3 and not s.lstrip().startswith("*"):
+                    bare.append((i, s[:80]))
+    assert not bare, f"{path.name}: sentences with no number in code-cell templates: {bare}"
