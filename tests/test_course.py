@@ -183,3 +183,11 @@ def test_a_sentence_without_a_number_is_markdown_not_a_template(path):
                 if "{" not in s and len(s.split()) > 3 and not s.lstrip().startswith("*"):
                     bare.append((i, s[:80]))
     assert not bare, f"{path.name}: sentences with no number in code-cell templates: {bare}"
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if not p.stem.startswith("06")], ids=lambda p: p.stem)
+def test_a_lesson_reads_the_ceilings_of_one_run_not_the_newest_of_each(path):
+    # ceilings.newest mixes runs (each ceiling its newest value, from whichever run measured it):
+    # a lesson's ceilings come from one run, the run of the steps they judge (ceilings.of_run).
+    code = [i for i, c in enumerate(_cells(path)) if c["cell_type"] == "code" and "ceilings.newest(" in _source(c)]
+    assert not code, f"{path.name}: cells {code} read ceilings.newest"
