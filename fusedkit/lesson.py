@@ -434,8 +434,9 @@ def prediction_verdict(predicted_ms: float, measured_ms: float, where: str = "",
     prediction is of an *effect*, ``predicted_ms - baseline_ms``, and the verdict says whether the
     measured change, ``measured_ms - baseline_ms``, had its sign and its size (within
     :data:`EFFECT_HIT`); a measured change within ``noise_ms`` (the noise of the difference of
-    the two medians) is said to be too small to tell a sign. Without a baseline the prediction is of the time itself,
-    right within :data:`TIME_HIT` either way; otherwise the miss is named with its direction."""
+    the two medians) is said to be too small to tell a sign. Without a baseline the prediction is
+    of the time itself, right within :data:`TIME_HIT` either way; otherwise the miss is named with
+    its direction."""
     if not (math.isfinite(predicted_ms) and predicted_ms > 0):
         raise ValueError(f"predicted_ms={predicted_ms!r}: a prediction is a time in ms > 0")
     if not (math.isfinite(measured_ms) and measured_ms > 0):
@@ -570,8 +571,9 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
         # Held against the live time, else a recorded one at the sizes predicted for.
         lines = []
         for s, ms in predicted.items():
-            measured, where, row = _measured([r for r in rows[s] if str(r.get("source", "")).startswith("live")
-                                              or r.get("sizes") == short_sizes(here)])
+            here_rows = [r for r in rows[s] if str(r.get("source", "")).startswith("live")
+                         or r.get("sizes") == short_sizes(here)]
+            measured, where, row = _measured(here_rows)
             base_slug = against.get(s) if isinstance(against, Mapping) else against
             base_ms, base, noise = (_baseline(problem, base_slug, row, recorded) if base_slug and row
                                     else (math.nan, "", 0.0))

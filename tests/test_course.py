@@ -106,7 +106,8 @@ def test_no_lab_history_in_the_lesson_body(path):
     assert not found, f"{path.name}: lab history in the prose (captions and data/logs hold it): {found}"
     notes = [i for i, c in enumerate(_cells(path)) if LAB_NOTES.search(_source(c)) or
              re.search(r"\bLab notes\b", _source(c))]
-    assert not notes, f"{path.name}: cells {notes} hold or cite Lab notes; history is in data/logs/lab_notes.md"
+    assert not notes, (f"{path.name}: cells {notes} hold or cite Lab notes; history is in "
+                       "data/logs/lab_notes.md")
 
 
 # Sentences an expert audit (2026-12-04) found wrong, each gone from the page: (notebook, phrase).
@@ -135,7 +136,8 @@ def test_an_audited_wrong_sentence_is_gone(stem, phrase):
 
 def test_the_two_gemm_fusion_limit_is_the_accumulator_rows_by_n():
     # Notebook 03 computes the fit on GEMM2's accumulator (rows x N fp32), not on h's rows x H.
-    src = "\n".join(_source(c) for c in _cells(ROOT / "notebooks" / "03_p45.ipynb") if c["cell_type"] == "code")
+    cells = _cells(ROOT / "notebooks" / "03_p45.ipynb")
+    src = "\n".join(_source(c) for c in cells if c["cell_type"] == "code")
     assert "tile_rows * N * 4" in src and "tile_rows * H * 4" not in src and "// (H * 4)" not in src
 
 
@@ -189,5 +191,6 @@ def test_a_sentence_without_a_number_is_markdown_not_a_template(path):
 def test_a_lesson_reads_the_ceilings_of_one_run_not_the_newest_of_each(path):
     # ceilings.newest mixes runs (each ceiling its newest value, from whichever run measured it):
     # a lesson's ceilings come from one run, the run of the steps they judge (ceilings.of_run).
-    code = [i for i, c in enumerate(_cells(path)) if c["cell_type"] == "code" and "ceilings.newest(" in _source(c)]
+    code = [i for i, c in enumerate(_cells(path))
+            if c["cell_type"] == "code" and "ceilings.newest(" in _source(c)]
     assert not code, f"{path.name}: cells {code} read ceilings.newest"
