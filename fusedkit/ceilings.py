@@ -355,14 +355,14 @@ def for_problem(problem: Problem, ceilings: pd.DataFrame, sizes: Sizes | None = 
 
 
 def for_run(device: str, run_id: str | None, ceilings: pd.DataFrame) -> pd.DataFrame:
-    """Each ceiling as the run ``run_id`` measured it, or, where that run did not, the newest
-    on ``device``: a run's ratios stay within the run wherever it recorded the ceiling."""
+    """The ceilings the run ``run_id`` measured on ``device`` itself: a run's "% of measured" is
+    judged on its own clocks and power state, never on another run's (empty where the run
+    measured none; a ceiling it did not measure is missing, not borrowed). With ``run_id`` None
+    (a frame that names no run, e.g. a kernel of one's own): the newest of each on ``device``."""
     on_device = ceilings[ceilings["device"] == device]
-    own = on_device[on_device["run_id"] == run_id] if run_id else on_device.iloc[0:0]
-    both = pd.concat([_newest_per_key(on_device).assign(_own=0), own.assign(_own=1)])
-    keyed = both.assign(**{c: both[c].fillna(-1) for c in ("m", "n", "k", "bytes")})
-    pick = keyed.sort_values(["_own", "timestamp"]).groupby(_KEY, sort=False).tail(1).index
-    return both.loc[pick].drop(columns="_own").reset_index(drop=True)
+    if run_id is None:
+        return _newest_per_key(on_device)
+    return _newest_per_key(on_device[on_device["run_id"] == run_id])
 
 
 def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
@@ -389,7 +389,7 @@ def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
 def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
                    ceilings: pd.DataFrame) -> Floor | None:
     """The floor of a perfectly fused kernel of ``problem`` at ``sizes`` and ``precision`` on
-    measured ceilings (one row per ceiling, e.g. :func:`newest` or :func:`for_run`): fewest
+    measured ceilings (one row per ceiling, e.g. :func:`for_run` or :func:`newest`): fewest
     bytes over ``ceiling_copy``, each GEMM stage's FLOPs over cuBLAS's rate of that precision's
     operands at the stage's own (M, N, K), divided by the products per term (tf32x3, fp16x3:
     3); other stages at the device's datasheet FP32 rate. None where a needed ceiling is not
@@ -424,20 +424,23 @@ def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path 
                         ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
     """``df`` with a ``pct_of_measured`` column: :func:`measured_floor` over ``median_ms``, x 100,
     for each row's ``sizes``, ``device`` and precision (a ``precision`` column, else the
-    variant's in ``problem``'s registry, else the row's ``precision=`` note), on the ceilings of
-    the row's run where ``df`` has ``run_id`` and that run recorded them, else the newest on its
-    device (:func:`for_run`). NaN where a ceiling is missing on that device, or the row was not
-    timed with CUDA events. ``ceilings`` (from :func:`read_ceilings`) saves re-reading ``path``."""
+    variant's in ``problem``'s registry, else the row's ``precision=`` note), on the ceilings
+    that the row's own run measured where ``df`` has ``run_id`` (:func:`for_run`; without
+    ``run_id``, the newest on its device), and ``ceilings_run``, the run those ceilings come
+    from. NaN (and ``ceilings_run`` "") where the run measured no such ceiling: never another
+    run's, whose clocks and power state differ. NaN too where the row was not timed with CUDA
+    events. ``ceilings`` (from :func:`read_ceilings`) saves re-reading ``path``."""
     out = df.copy()
     if out.empty:
         out["pct_of_measured"] = pd.Series(dtype="float64")
+        out["ceilings_run"] = pd.Series(dtype="object")
         return out
     missing = [c for c in ("variant", "sizes", "device", "median_ms") if c not in out]
     if missing:
         raise ValueError(f"add_pct_of_measured: df lacks column(s) {', '.join(missing)}")
     ceilings = read_ceilings(path) if ceilings is None else ceilings
-    floors: dict[tuple, float] = {}
-    pct = []
+    floors: dict[tuple, tuple[float, str]] = {}
+    pct, runs = [], []
     for _, row in out.iterrows():
         run = row["run_id"] if "run_id" in out else None
         key = (row["device"], run, row["sizes"], _precision_of(problem, row))
@@ -445,11 +448,15 @@ def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path 
             chosen = for_run(row["device"], run, ceilings)
             f = (measured_floor(problem, row["sizes"], key[3], chosen)
                  if key[3] in PRECISION_CEILING and not chosen.empty else None)
-            floors[key] = f.floor_ms if f is not None else math.nan
+            floors[key] = ((f.floor_ms, run or str(chosen["run_id"].iloc[-1])) if f is not None
+                           else (math.nan, ""))
         timed = "timer" not in out or row["timer"] == "cuda-events"
         ms = row["median_ms"]
-        pct.append(100.0 * floors[key] / ms if timed and pd.notna(ms) and ms > 0 else math.nan)
+        ok = timed and pd.notna(ms) and ms > 0 and math.isfinite(floors[key][0])
+        pct.append(100.0 * floors[key][0] / ms if ok else math.nan)
+        runs.append(floors[key][1] if ok else "")
     out["pct_of_measured"] = pd.Series(pct, index=out.index, dtype="float64")
+    out["ceilings_run"] = pd.Series(runs, index=out.index, dtype="object")
     return out
 
 

@@ -124,7 +124,8 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
                      "tier": r["tier"], "rel. error": r["rel_error"], "ms": r["median_ms"],
                      "TFLOP/s": r["tflops"], "% of floor": r["pct_of_floor"],
                      "% of measured": r.get("pct_of_measured", math.nan),
-                     "speedup": r["speedup"]})
+                     "speedup": r["speedup"], "run_id": r["run_id"], "p10_ms": r["p10_ms"],
+                     "p90_ms": r["p90_ms"], "repeats": r["repeats"]})
     elif not rows:
         rows.append({"source": "no GPU here and no recorded run of this step yet"})
     return rows
@@ -164,22 +165,10 @@ def live_row(problem: Problem, slug: str, sizes: Sizes, device: str, *, label: s
         return row
     row.update({"ms": m.timing.median_ms, "timer": m.timing.timer, "TFLOP/s": m.tflops,
                 "% of floor": m.pct_of_floor,
-                "% of measured": live_pct_of_measured(problem, slug, sizes, m.timing.median_ms)})
+                # No ceilings are measured beside a live time, and another run's (other clocks,
+                # another power state) would not judge it: `fusedkit ceilings` measures them.
+                "% of measured": math.nan})
     return row
-
-
-def live_pct_of_measured(problem: Problem, slug: str, sizes: Sizes, ms: float) -> float:
-    """A live time on this GPU against the floor of the ceilings last measured on a device of
-    the same name (:func:`fusedkit.ceilings.measured_floor`), in percent; NaN when none are
-    recorded for it (``python -m fusedkit ceilings`` measures them)."""
-    from fusedkit import ceilings  # noqa: PLC0415
-
-    if not torch.cuda.is_available() or not ms or not math.isfinite(ms):
-        return math.nan
-    recorded_ceilings = ceilings.newest(torch.cuda.get_device_name())
-    floor = (ceilings.measured_floor(problem, sizes, problem.variant(slug).precision, recorded_ceilings)
-             if not recorded_ceilings.empty else None)
-    return 100.0 * floor.floor_ms / ms if floor is not None else math.nan
 
 
 def kernel_path(source: str) -> Path:
@@ -428,42 +417,111 @@ class _Captioned:
 
 # -- one step, in the order a reader needs it ----------------------------------------------------
 
-PREDICTION_HIT = 1.25
-"""A measurement within this factor of its prediction (either way) counts as predicted."""
+TIME_HIT = 1.10
+"""A predicted *time* (no baseline) counts as right when the measurement lies within this factor
+of it, either way; outside, the verdict names the miss and its direction."""
+EFFECT_HIT = 1.5
+"""A predicted *effect* (the change from a baseline step) has the right size when the measured
+change has its sign and lies within this factor of it, either way."""
 
 
-def prediction_verdict(predicted_ms: float, measured_ms: float, where: str = "") -> str:
-    """One sentence comparing a prediction with a measurement of the same step (both ms):
-    within :data:`PREDICTION_HIT` either way it held; otherwise it names the miss and its
-    direction, for the explanation that must follow it."""
+def prediction_verdict(predicted_ms: float, measured_ms: float, where: str = "", *,
+                       baseline_ms: float = math.nan, baseline: str = "",
+                       noise_ms: float = 0.0) -> str:
+    """One sentence comparing a prediction with a measurement of the same step (both ms).
+
+    With ``baseline_ms`` (the time of the step the prediction changes, named ``baseline``), the
+    prediction is of an *effect*, ``predicted_ms - baseline_ms``, and the verdict says whether the
+    measured change, ``measured_ms - baseline_ms``, had its sign and its size (within
+    :data:`EFFECT_HIT`); a measured change within ``noise_ms`` (the noise of the difference of
+    the two medians) is said to be too small to tell a sign. Without a baseline the prediction is
+    of the time itself, right within :data:`TIME_HIT` either way; otherwise the miss is named with
+    its direction."""
     if not (math.isfinite(predicted_ms) and predicted_ms > 0):
         raise ValueError(f"predicted_ms={predicted_ms!r}: a prediction is a time in ms > 0")
     if not (math.isfinite(measured_ms) and measured_ms > 0):
         return f"Predicted {present.ms(predicted_ms)} ms; nothing measured yet to hold it against."
-    ratio = measured_ms / predicted_ms
     told = f"Predicted {present.ms(predicted_ms)} ms, measured {present.ms(measured_ms)} ms{where}"
-    if 1 / PREDICTION_HIT <= ratio <= PREDICTION_HIT:
-        return f"{told}: the prediction held ({present.share(ratio)} of it)."
+    if math.isfinite(baseline_ms) and baseline_ms > 0:
+        return told + ": " + _effect_verdict(predicted_ms - baseline_ms, measured_ms - baseline_ms,
+                                             baseline_ms, baseline or "the baseline", noise_ms)
+    ratio = measured_ms / predicted_ms
+    if 1 / TIME_HIT <= ratio <= TIME_HIT:
+        return f"{told}: right to within {present.pct(100 * (TIME_HIT - 1))} ({present.share(ratio)} of it)."
     way = (f"{present.speedup(ratio)} slower" if ratio > 1 else f"{present.speedup(1 / ratio)} faster")
     return f"{told}: **{way} than predicted**, a miss the next cell explains."
 
 
-def _measured(rows: list[dict[str, Any]]) -> tuple[float, str]:
+def _change(ms: float, base: float) -> str:
+    """"0.046 ms slower (+7.4%)" or "4.0 µs faster (-1.6%)"."""
+    size = f"{present.us(1e3 * abs(ms))} µs" if abs(ms) < 0.1 else f"{present.ms(abs(ms))} ms"
+    return f"{size} {'slower' if ms > 0 else 'faster'} ({100 * ms / base:+.1f}%)"
+
+
+def _effect_verdict(predicted: float, measured: float, base_ms: float, base: str, noise: float) -> str:
+    """The verdict on a predicted change from a baseline time (all ms)."""
+    said = f"against {base}'s {present.ms(base_ms)} ms it predicted {_change(predicted, base_ms)}"
+    if predicted == 0:
+        return f"{said}; no change was predicted, and the step came out {_change(measured, base_ms)}."
+    if abs(measured) <= noise:
+        return (f"{said} and measured {_change(measured, base_ms) if measured else 'no change'}, "
+                f"within the noise of the two medians ({present.us(1e3 * noise)} µs): **no measurable "
+                "effect**, so neither its sign nor its size held.")
+    said += f", measured {_change(measured, base_ms)}"
+    if (predicted > 0) != (measured > 0):
+        return f"{said}: **the sign was wrong**, a miss the next cell explains."
+    size = measured / predicted
+    if 1 / EFFECT_HIT <= size <= EFFECT_HIT:
+        return f"{said}: the sign and the size were right ({present.share(size)} of the predicted change)."
+    return (f"{said}: the sign was right, **the size was not**: {present.share(size)} of the predicted "
+            "change, a miss the next cell explains.")
+
+
+def _measured(rows: list[dict[str, Any]]) -> tuple[float, str, dict[str, Any]]:
     """The time a prediction is held against: the live GPU time where one ran, else the
-    recorded one, with where it comes from."""
+    recorded one, with where it comes from and the row itself."""
     for r in rows:
         ms = r.get("ms")
         if ms is not None and not present._missing(ms) and r.get("timer", "cuda-events") == "cuda-events":
             # The table row above names the run; the sentence keeps the device and date.
-            return float(ms), f" ({r.get('where', r['source'])})"
-    return math.nan, ""
+            return float(ms), f" ({r.get('where', r['source'])})", r
+    return math.nan, "", {}
+
+
+def _median_error(row: Mapping[str, Any]) -> float:
+    """The standard error of a recorded row's median (ms), from its p10-p90 width and its number
+    of timed calls: 1.2533 sigma / sqrt(n), sigma = (p90 - p10) / 2.5631 for a normal spread;
+    0 where the row has none."""
+    lo, hi, n = row.get("p10_ms"), row.get("p90_ms"), row.get("repeats")
+    if any(v is None or present._missing(v) for v in (lo, hi, n)) or n < 1:
+        return 0.0
+    return 1.2533 * (hi - lo) / 2.5631 / math.sqrt(n)
+
+
+def _baseline(problem: Problem, against: str, measured: Mapping[str, Any],
+              recorded: pd.DataFrame) -> tuple[float, str, float]:
+    """The baseline of an effect: ``against``'s recorded time, its name (saying so when its run
+    is not the measurement's), and the noise of the difference of the two medians (ms)."""
+    hit = recorded[recorded["variant"] == against] if not recorded.empty else recorded
+    if hit.empty or present._missing(hit.iloc[0]["median_ms"]):
+        return math.nan, "", 0.0
+    b = hit.iloc[0]
+    v = problem.variant(against)
+    name = f"step {v.number} (`{against}`)" if v.number else f"`{against}`"
+    same = measured.get("run_id") == b["run_id"]
+    if not same:
+        name += f", recorded in another run ({caption(b)})"
+    # Two standard errors of the difference of the two medians: a smaller change has no sign.
+    noise = 2 * math.hypot(_median_error(measured), _median_error(b)) if same else 0.0
+    return float(b["median_ms"]), name, noise
 
 
 def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
          recorded: pd.DataFrame, *, previous: str | None = None, code: bool = True,
          names: Iterable[str] | None = None, fold: Iterable[str] = (),
          extra: Sequence[tuple[str, Sequence[str]]] = (),
-         predict: float | Mapping[str, float] | None = None, basis: str = "") -> None:
+         predict: float | Mapping[str, float] | None = None, basis: str = "",
+         against: str | Mapping[str, str] | None = None) -> None:
     """Display one ladder step after its explanation (a markdown cell above it), in the order
     a reader needs it: the code that matters (:func:`fusedkit.source_view.show_step`, marked
     against the previous step), the prediction, the hardware counters (:func:`show_counters`),
@@ -476,6 +534,9 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
     time in ms (one number, or one per slug), computed in the cell from numbers the page has
     shown; ``basis`` says in a few words how (shown beside it). The prediction is held against
     the live time on a GPU, else the recorded one where ``recorded`` holds the step at ``sizes``.
+    ``against`` names the step a prediction changes (one for all slugs, or one per slug; its
+    recorded time in ``recorded`` the baseline): the verdict then judges the predicted *effect*,
+    its sign and its size (:func:`prediction_verdict`), not the time alone.
     The counters shown are those collected at ``sizes`` where there are any, else at the defaults.
     """
     from IPython.display import display  # noqa: PLC0415
@@ -510,9 +571,14 @@ def step(problem: Problem, slugs: str | Sequence[str], sizes: Sizes, mode: Mode,
         # Held against the live time, else a recorded one at the sizes predicted for.
         lines = []
         for s, ms in predicted.items():
-            measured, where = _measured([r for r in rows[s] if str(r.get("source", "")).startswith("live")
-                                         or r.get("sizes") == short_sizes(here)])
-            verdict = prediction_verdict(ms, measured, where)
+            here_rows = [r for r in rows[s] if str(r.get("source", "")).startswith("live")
+                         or r.get("sizes") == short_sizes(here)]
+            measured, where, row = _measured(here_rows)
+            base_slug = against.get(s) if isinstance(against, Mapping) else against
+            base_ms, base, noise = (_baseline(problem, base_slug, row, recorded) if base_slug and row
+                                    else (math.nan, "", 0.0))
+            verdict = prediction_verdict(ms, measured, where, baseline_ms=base_ms, baseline=base,
+                                         noise_ms=noise)
             lines.append(f"`{s}`: {verdict}" if len(slugs) > 1 else verdict)
         display(present.md("\n\n".join(lines)))
 

@@ -146,8 +146,9 @@ def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H20
     (``eager_ms``), and ``run_id``, ``commit``, ``timestamp`` and ``device`` say where it comes
     from (:func:`caption` for a table, :func:`run_short_label` for a row). ``as_of``: the
     records as they stood at that time. ``pct_of_measured`` is the row's time against the floor
-    of the ceilings measured on its device (:func:`fusedkit.ceilings.add_pct_of_measured`),
-    beside ``pct_of_floor``, the datasheet's. Empty (same columns) when nothing is recorded.
+    of the ceilings measured in the row's own run, NaN where that run measured none
+    (:func:`fusedkit.ceilings.add_pct_of_measured`; ``ceilings_run`` names it), beside
+    ``pct_of_floor``, the datasheet's. Empty (same columns) when nothing is recorded.
     """
     from fusedkit.ceilings import add_pct_of_measured  # noqa: PLC0415 - ceilings reads records too
 
@@ -427,7 +428,7 @@ def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
     rows may come from several runs: the day, and the device too (:func:`run_short_label`) where
     the rows come from more than one (one device is named once, by the table's caption,
     :func:`caption`). "% of floor" is against the datasheet's floor, "% of measured" against the
-    ceilings measured on the device. The median alone, no p10 and p90 (a chart's error bars show
+    ceilings measured in the row's own run (a dash where that run measured none). The median alone, no p10 and p90 (a chart's error bars show
     the spread): the table fits a page about 820 px wide."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
     one_device = rows["device"].nunique() <= 1 if "device" in rows.columns else True
@@ -725,15 +726,15 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
     Columns: ``dim``; ``routed`` (slug) and ``routed_step`` (its number); the by-batch step's
     ``ms``, ``p10_ms``, ``p90_ms`` and ``speedup`` (over eager, same sweep); the routed step's
     ``routed_ms``, ``routed_p10_ms``, ``routed_p90_ms``, ``routed_speedup``; ``eager_ms``;
-    ``ratio`` (the by-batch median over the routed one); ``verdict``: "as fast" within
-    :data:`fusedkit.lesson.PREDICTION_HIT` either way, else "1.68x slower" / "2.46x faster";
+    ``ratio`` (the by-batch median over the routed one); ``verdict``: "as fast" where each
+    step's median lies within the other's p10-p90 (no difference the timings can tell; a wide,
+    bimodal spread of one step does not swallow the other's median), else
+    "1.68x slower" / "2.46x faster";
     ``wide``: True where either spread exceeds :data:`WIDE_SPREAD`; and the sweep's run_id,
     device, timestamp and commit (for :func:`caption`). The routes are read as registered now:
     in the newest sweep they are the code that ran unless they changed after it. Empty when no
     sweep timed them all.
     """
-    from fusedkit.lesson import PREDICTION_HIT  # noqa: PLC0415 - lesson imports this module
-
     candidates = _route_slugs(problem, slug)
     series = sweep_series(problem, dim, device, path, having=["eager", slug, *candidates], newest=True)
     cols = [dim, "routed", "routed_step", "ms", "p10_ms", "p90_ms", "speedup", "routed_ms",
@@ -748,7 +749,9 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
         routed = route_for(problem, slug, int(point), timed)
         own, there, eager = at.loc[(slug, point)], at.loc[(routed, point)], at.loc[("eager", point)]
         ratio = float(own["median_ms"] / there["median_ms"])
-        verdict = ("as fast" if 1 / PREDICTION_HIT <= ratio <= PREDICTION_HIT else
+        inside = lambda m, r: r["p10_ms"] <= m <= r["p90_ms"]   # noqa: E731
+        same = inside(own["median_ms"], there) and inside(there["median_ms"], own)
+        verdict = ("as fast" if same else
                    f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster")
         spread = lambda r: (r["p90_ms"] - r["p10_ms"]) / r["median_ms"]   # noqa: E731
         rows.append({dim: int(point), "routed": routed, "routed_step": problem.variant(routed).number,

@@ -129,16 +129,26 @@ def frame(run_id: str | None, median_ms: float, variant: str = "eager", device: 
     return pd.DataFrame([row])
 
 
-def test_pct_of_measured_uses_the_rows_run_then_the_newest(recorded):
+def test_pct_of_measured_uses_the_rows_own_run_and_never_another(recorded):
     # eager is fp32: its floor is the fp32 cuBLAS rate at p12's shape
     fp32 = p12_floor_ms(50.0, 4000.0)
-    got = ceilings.add_pct_of_measured(frame(None, 2 * fp32), P12, path=recorded)
+    new = "20261202T000000Z-000002"
+    got = ceilings.add_pct_of_measured(frame(new, 2 * fp32), P12, path=recorded)
     assert got["pct_of_measured"].item() == pytest.approx(50.0)
-    # The old run recorded only a (slower) copy: its own copy, the newest GEMM rates.
+    assert got["ceilings_run"].item() == new
+    # The old run recorded only a copy: no cuBLAS rate of its own, so no % of measured. It
+    # used to borrow the newer run's GEMM rates, a ratio across two runs and power states.
     old = "20261201T000000Z-000001"
     fp16 = ceilings.add_pct_of_measured(frame(old, 1.0, "wgmma_persistent"), P12, path=recorded)
-    assert fp16["pct_of_measured"].item() == pytest.approx(100 * p12_floor_ms(700.0, 3000.0))
+    assert math.isnan(fp16["pct_of_measured"].item()) and fp16["ceilings_run"].item() == ""
     assert P12.variant("wgmma_persistent").precision == "fp16"
+    # A run that recorded nothing at all: none either.
+    none = ceilings.add_pct_of_measured(frame("20261203T000000Z-000003", 1.0), P12, path=recorded)
+    assert math.isnan(none["pct_of_measured"].item())
+    # A frame that names no run (a kernel of one's own): the newest on the device, named.
+    mine = ceilings.add_pct_of_measured(frame(None, 2 * fp32), P12, path=recorded)
+    assert mine["pct_of_measured"].item() == pytest.approx(50.0)
+    assert mine["ceilings_run"].item() == new
 
 
 def test_pct_of_measured_is_nan_without_ceilings(recorded, tmp_path):

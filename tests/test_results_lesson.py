@@ -129,7 +129,7 @@ def test_the_best_is_by_same_run_speedup_not_by_time(tmp_path):
 
 
 @pytest.mark.parametrize("key, tier, slug", [("p12", "fp32-faithful", "wgmma_fp16x3"),
-                                             ("p45", "kb-pass", "triton_fused_lse_bf16")])
+                                             ("p45", "kb-pass", "triton_fused_lse_fp16")])
 def test_the_committed_records_best_is_the_newest_row_of_the_fastest(key, tier, slug):
     """On data/records.csv: the steps timed in partial runs after the fullest one are the best
     (the summaries once read only the fullest run and named older kernels)."""
@@ -478,18 +478,52 @@ def test_step_holds_its_prediction_against_the_measurement(capsys, tmp_path, mon
     assert order == sorted(order)
     assert "1.74x slower than predicted" in out and "three products at the fp16 rate" in out
     lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=0.8, code=False)
-    assert "the prediction held (109% of it)" in capsys.readouterr().out
+    assert "right to within 10% (109% of it)" in capsys.readouterr().out
     for bad in (0.0, -1.0, float("nan"), {"eager": 1.0}):
         with pytest.raises(ValueError, match="predict"):
             lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=bad)
 
 
 def test_prediction_verdict_names_the_direction_of_a_miss():
-    assert "held" in lesson.prediction_verdict(1.0, 1.2)
+    assert "right to within 10%" in lesson.prediction_verdict(1.0, 1.05)
+    # A time 19% off its prediction is a miss, not "held" (the old 1.25x band passed it).
+    assert "1.19x slower than predicted" in lesson.prediction_verdict(1.0, 1.19)
+    assert "held" not in lesson.prediction_verdict(1.0, 1.2)
     assert "2.00x faster than predicted" in lesson.prediction_verdict(1.0, 0.5)
     assert "nothing measured" in lesson.prediction_verdict(1.0, float("nan"))
     with pytest.raises(ValueError, match="predicted_ms"):
         lesson.prediction_verdict(0.0, 1.0)
+
+
+def test_a_predicted_effect_is_judged_by_its_sign_and_its_size():
+    # The audit's two cases: a predicted -4.0 us that measured -0.4 us, and a step predicted
+    # faster than its baseline that came out slower. The 1.25x band called both "held".
+    small = lesson.prediction_verdict(0.2465, 0.2501, baseline_ms=0.2505, baseline="step 12")
+    assert "the sign was right, **the size was not**: 10% of the predicted change" in small
+    assert "4.0 µs faster" in small and "0.4 µs faster" in small
+    wrong = lesson.prediction_verdict(0.617, 0.663, baseline_ms=0.640, baseline="step 14")
+    assert "**the sign was wrong**" in wrong and "held" not in wrong
+    right = lesson.prediction_verdict(0.600, 0.610, baseline_ms=0.640, baseline="step 14")
+    assert "the sign and the size were right (75% of the predicted change)" in right
+    # A change inside the timings' spread shows no sign at all.
+    noisy = lesson.prediction_verdict(0.2465, 0.2501, baseline_ms=0.2505, baseline="step 12",
+                                      noise_ms=0.002)
+    assert "**no measurable effect**" in noisy
+
+
+def test_step_judges_an_effect_against_the_step_it_changes(capsys, tmp_path, monkeypatch):
+    from fusedkit import counters
+
+    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
+    path = tmp_path / "r.csv"
+    _write_run(path, _ctx(), 2.724032, 0.871936)
+    rec = results.recorded(P12, path=path)
+    # Predicted 0.1 ms faster than eager, measured 1.85 ms faster: the sign right, the size not.
+    lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=2.624, code=False,
+                against="eager")
+    out = capsys.readouterr().out
+    assert "against `eager`'s 2.724 ms it predicted 0.100 ms faster" in out
+    assert "the sign was right, **the size was not**" in out
 
 
 def test_recorded_rows_carry_the_share_of_the_measured_ceiling(tmp_path):

@@ -357,6 +357,29 @@ def test_route_check_holds_the_by_batch_step_against_the_step_it_routes_to(tmp_p
     assert results.route_check(P12, "faithful_by_batch", path=tmp_path / "none.csv").empty
 
 
+def test_route_check_calls_a_difference_beyond_both_spreads_a_miss(tmp_path):
+    # 1.2x slower with tight spreads: the old 1.25x band called it "as fast".
+    path = tmp_path / "r.csv"
+    ctx = _ctx("20260103T000000Z-cccccc", "2026-01-03T00:00:00Z")
+    _timed(path, ctx, {("eager", 1024): (2.7, 2.69, 2.71), ("small_batch_stream", 1024): (18.0, 17.9, 18.1),
+                       ("triton_fp16x3", 1024): (0.78, 0.77, 0.79),
+                       ("wgmma_fp16x3", 1024): (0.65, 0.64, 0.66),
+                       ("faithful_by_batch", 1024): (0.78, 0.77, 0.79),
+                       **{(v, 1): (0.1, 0.099, 0.101) for v in ("eager", *CANDIDATES, "faithful_by_batch")}})
+    check = results.route_check(P12, "faithful_by_batch", path=path).set_index("batch_size")
+    assert check.loc[1024, "verdict"] == "1.20x slower"
+    # A wide spread of one step does not swallow the other's median: 1.68x slower is a miss
+    # though the routed median lies inside the by-batch step's p10 to p90.
+    wide = tmp_path / "wide.csv"
+    _timed(wide, _ctx("20260104T000000Z-dddddd", "2026-01-04T00:00:00Z"),
+           {("eager", 1024): (2.7, 2.69, 2.71), ("small_batch_stream", 1024): (18.0, 17.9, 18.1),
+            ("triton_fp16x3", 1024): (0.78, 0.77, 0.79), ("wgmma_fp16x3", 1024): (0.176, 0.174, 0.177),
+            ("faithful_by_batch", 1024): (0.295, 0.174, 0.333),
+            **{(v, 1): (0.1, 0.099, 0.101) for v in ("eager", *CANDIDATES, "faithful_by_batch")}})
+    check = results.route_check(P12, "faithful_by_batch", path=wide).set_index("batch_size")
+    assert check.loc[1024, "verdict"] == f"{0.295 / 0.176:.2f}x slower"
+
+
 def test_route_evidence_names_the_winner_by_each_reading_of_the_spread(tmp_path):
     path = tmp_path / "r.csv"
     _two_sweeps(path)

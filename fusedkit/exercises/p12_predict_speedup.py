@@ -2,7 +2,7 @@
 eager fp32 can an fp32-faithful p12 be on fp16 tensor cores?
 
 fp32-faithful on fp16 tensor cores takes the fp16x3 split: x and W each as fp16 hi + lo, and
-three products per tile, hi·hi + hi·lo + lo·hi (lo·lo is below fp32's rounding and dropped).
+three products per tile, hi·hi + hi·lo + lo·hi (lo·lo, near fp32's own rounding, is dropped).
 At KernelBench's sizes p12 is compute-bound, so the three products cost about three times one
 fp16 GEMM. The learner predicts the speed-up over eager fp32 of step ``wgmma_fp16x3`` (the
 fp16x3 GEMM on Hopper's wgmma) from the facts :meth:`given` prints (the FLOPs, eager's time
@@ -77,7 +77,8 @@ def models(out: Outcome) -> list[Model]:
         Model(f"the datasheet's fp16 rate over {PRODUCTS} passes, against FP32's rate",
               fp16 / PRODUCTS / fp32, True),
         Model(f"{PRODUCTS} fp16 products at the datasheet's fp16 rate", eager / (PRODUCTS * at_peak), False,
-              f"no GEMM runs at the datasheet rate: cuBLAS's own fp16 GEMM reached {reached} of it "
+              f"no GEMM runs at the datasheet rate: the whole cuBLAS fp16 call (cast of x, GEMM, epilogue) "
+              f"ran at {reached} of it "
               f"here; price each product at its measured time ({ONE_PRODUCT})"),
         Model("one fp16 product at cuBLAS's time", eager / one, False,
               f"one fp16 product is the fast tier (rel. error {present.err(one_error)} against float64 "
@@ -85,7 +86,7 @@ def models(out: Outcome) -> list[Model]:
         Model("the ratio of the fp16 and FP32 datasheet rates", fp16 / fp32, False,
               f"that is one fp16 product, the fast tier; {three}"),
         Model("four fp16 products at cuBLAS's time", eager / (4 * one), False,
-              "the fourth, lo·lo, is about 2^-22 of the result, below fp32's own rounding: the split "
+              "the fourth, lo·lo, is at most 2^-22 of the product, near fp32's own rounding: the split "
               f"drops it; {PRODUCTS} products"),
         Model("three TF32 products (tf32x3) at the datasheet's TF32 rate", eager / (3 * flops / tf32 * 1e3),
               False, f"that is tf32x3; fp16 tensor cores run at {fp16 / tf32:.0f}x TF32's rate (datasheet), "
