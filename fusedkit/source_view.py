@@ -358,8 +358,14 @@ def previous_source(problem_key: str, slug: str) -> str | None:
 
 # -- diff --------------------------------------------------------------------------------------
 
+# A namespace qualifier (``sm90::``, ``fp::``, ``fusedkit::sm90::``): code moved into a header's
+# namespace loses it there, and it changes nothing the step computes, so lines compare without it.
+_QUALIFIER = re.compile(r"(?<![\w\[:])(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~])")
+
+
 def _norm(line: str) -> str:
-    return " ".join(line.split())
+    """``line`` as compared: whitespace runs made one space, namespace qualifiers dropped."""
+    return _QUALIFIER.sub("", " ".join(line.split()))
 
 
 @dataclass
@@ -652,7 +658,7 @@ def show_source(source: str | Path, *, previous: str | Path | None = None, names
              for f in fns]
     fold = set(fold)
 
-    head = title or source
+    head = title or str(source)
     against = f" — marked against {previous}" if previous else ""
     parts_html = [f'<div class="fk-step-code" style="max-width:100%;">'
                   f'<div style="{_CAPTION} font-weight:600;">{html.escape(head)}'

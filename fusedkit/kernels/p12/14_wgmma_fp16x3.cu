@@ -37,22 +37,11 @@ p12_wgmma_fp16x3_kernel(const __grid_constant__ CUtensorMap xh_map,  // xh (M, K
     const int k_tiles = (K + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < fp::kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], fp::kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, fp::kConsumers * 4);
     __syncthreads();  // the last block-wide barrier
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<fp::kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&xh_map);
-            sm90::tma_prefetch_map(&xl_map);
-            sm90::tma_prefetch_map(&wh_map);
-            sm90::tma_prefetch_map(&wl_map);
+        if (sm90::become_producer<fp::kProducerRegs>(&xh_map, &xl_map, &wh_map, &wl_map)) {
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;

@@ -132,21 +132,11 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
     const int k_tiles = (Kp + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < fp::kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], fp::kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, fp::kConsumers * 4);
     __syncthreads();  // the last block-wide barrier (id 0); the consumers sync on ids 1 and 2
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<fp::kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&x_map);
-            sm90::tma_prefetch_map(&wh_map);
-            sm90::tma_prefetch_map(&wl_map);
+        if (sm90::become_producer<fp::kProducerRegs>(&x_map, &wh_map, &wl_map)) {
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;

@@ -54,22 +54,11 @@ p12_wgmma_fp16x3_multicast_kernel(const __grid_constant__ CUtensorMap xh_map,  /
     const int k_tiles = (K + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < fp::kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kCluster * fp::kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, kCluster * fp::kConsumers * 4);
     sm90::cluster_sync();  // both blocks' barriers exist before a copy or an arrival crosses over
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<fp::kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&xh_map);
-            sm90::tma_prefetch_map(&xl_map);
-            sm90::tma_prefetch_map(&wh_map);
-            sm90::tma_prefetch_map(&wl_map);
+        if (sm90::become_producer<fp::kProducerRegs>(&xh_map, &xl_map, &wh_map, &wl_map)) {
             const CUtensorMap* shared_w = rank == 0 ? &wh_map : &wl_map;  // the W box this block brings to both
             uint32_t it = 0;
             for (int t = cluster; t < pairs; t += clusters) {

@@ -79,22 +79,11 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
     const int k_tiles = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, kConsumers * 4);
     __syncthreads();  // the last block-wide barrier
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(ah_map);
-            sm90::tma_prefetch_map(al_map);
-            sm90::tma_prefetch_map(bh_map);
-            sm90::tma_prefetch_map(bl_map);
+        if (sm90::become_producer<kProducerRegs>(ah_map, al_map, bh_map, bl_map)) {
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;
