@@ -137,7 +137,7 @@ def test_hopper_helpers_show_beside_step_8_with_their_explanations():
 
 
 def test_a_braced_default_argument_is_not_a_function_body():
-    fns = {f.name: f for f in source_view.parse(KERNELS / "p12" / "hopper_fp16x3.cuh")}
+    fns = {f.name: f for f in source_view.parse(KERNELS / "common" / "hopper_fp16x3.cuh")}
     consume = fns["consume_tile"].source            # `Prepare prepare = Prepare{}` in its list
     assert consume.count("{") == consume.count("}") and "sm90::wgmma_commit();" in consume
 
@@ -209,3 +209,42 @@ def test_a_call_to_a_header_helper_counts_as_its_body(tmp_path):
     assert shown.added == {0, call}              # the signature (renamed) and the call line
     assert not shown.removed                     # the loop lives on in the helper
     assert plain.added == {0, call} and sum(plain.removed.values()) == 2   # text alone: 3 for 1
+
+
+def test_a_function_moved_into_an_included_header_is_still_shown_whole():
+    """Step 14's page asks p12/hopper_fp16x3.cuh for consume_tile (notebook 02); the tile moved to
+    common/hopper_fp16x3.cuh, a template over its epilogue, and the epilogue stayed in the p12
+    header. The page shows both: the k-loop from common, then the epilogue it runs."""
+    view = source_view.show_step("p12", "wgmma_fp16x3", previous="wgmma_persistent",
+                                 extra=[("p12/hopper_fp16x3.cuh", ["consume_tile"])])
+    shown = {s.function.name: s.function for s in view.shown}
+    tile, epilogue = shown["consume_tile"].source, shown["LeakyReluEpilogue"].source
+    assert "sm90::wgmma_commit();" in tile and "epilogue(sum, cross, loaded, at);" in tile
+    assert "store_tile_m64<BN>(sum, y, b" in epilogue and "__fmul_rn(__fmul_rn(__fadd_rn(" in epilogue
+    names = [s.function.name for s in view.shown]
+    assert names.index("consume_tile") + 1 == names.index("LeakyReluEpilogue")
+    assert "--- consume_tile (device helper, " in view.text
+    assert "; from common/hopper_fp16x3.cuh)" in view.text
+    with pytest.raises(KeyError, match="nor do the headers it includes"):
+        source_view.show_source("p12/hopper_fp16x3.cuh", names=["no_such_function"])
+
+
+def test_a_functor_built_with_braces_counts_as_its_body(tmp_path):
+    """An epilogue moved into a functor that a shared template runs (``Epilogue e{...}``) pairs
+    with the loop the previous step wrote out: it is not counted as removed."""
+    (tmp_path / "h.cuh").write_text(
+        "struct Twice {\n    float k;\n    __device__ void operator()(float* dst, int n) const {\n"
+        "        for (int i = 0; i < n; ++i) {\n            dst[i] = dst[i] * k;\n        }\n"
+        "    }\n};\n")
+    (tmp_path / "before.cu").write_text(
+        '#include "h.cuh"\n__global__ void a_kernel(float* dst, int n) {\n    float k = 2.0f;\n'
+        "    for (int i = 0; i < n; ++i) {\n        dst[i] = dst[i] * k;\n    }\n}\n")
+    (tmp_path / "after.cu").write_text(
+        '#include "h.cuh"\n__global__ void a_kernel(float* dst, int n) {\n'
+        "    const Twice twice{2.0f};\n    twice.apply(dst, n);\n}\n")
+    after, before = (source_view.parse(tmp_path / f"{n}.cu")[0] for n in ("after", "before"))
+    helpers = source_view.header_helpers(tmp_path / "after.cu")
+    shown = source_view.compare(after, [before], helpers=helpers, previous_helpers=helpers)
+    assert not shown.removed and not shown.new
+    plain = source_view.compare(after, [before], (tmp_path / "before.cu").read_text())
+    assert plain.removed                         # the text alone: the loop reads as gone

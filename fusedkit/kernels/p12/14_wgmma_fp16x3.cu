@@ -8,9 +8,10 @@
 #include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
-// The tile, its stages and the consumers' k-loop and epilogue are shared with step 16
-// (hopper_fp16x3.cuh); what is this step's own is who loads what: one block per tile, its
-// producer bringing all four 16 KB boxes of a stage.
+// The tile, its stages and the consumers' k-loop are shared with steps 15, 16 and p45's step 07
+// (common/hopper_fp16x3.cuh), the LeakyReLU epilogue with steps 15 and 16 (hopper_fp16x3.cuh);
+// what is this step's own is who loads what: one block per tile, its producer bringing all four
+// 16 KB boxes of a stage.
 namespace fp = p12::fp16x3;
 namespace sm90 = fusedkit::sm90;
 
@@ -60,12 +61,13 @@ p12_wgmma_fp16x3_kernel(const __grid_constant__ CUtensorMap xh_map,  // xh (M, K
         }
     } else {
         sm90::setmaxnreg_inc<fp::kConsumerRegs>();
+        const fp::LeakyReluEpilogue epilogue{x_inv, w_inv, b, y, M, N, multiplier, negative_slope,
+                                             pairs_ok != 0};
         uint32_t it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int mt, nt;
             fp::grouped_tile(t, m_tiles, n_tiles, fp::kGroupM, mt, nt);
-            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, x_inv, w_inv, b, y, M,
-                             N, multiplier, negative_slope, pairs_ok != 0,
+            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, epilogue,
                              [&](int s) { sm90::mbar_arrive(&empty[s]); });
         }
     }

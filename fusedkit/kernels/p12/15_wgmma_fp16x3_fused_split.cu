@@ -9,8 +9,9 @@
 #include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
-// Step 14's tile, stages, order, k-loop and epilogue (hopper_fp16x3.cuh); this step's own parts
-// are the row-scale pass, the fp32 boxes of x in a stage, and the split before the wgmmas.
+// Step 14's tile, stages, order, k-loop (common/hopper_fp16x3.cuh) and epilogue (hopper_fp16x3.cuh);
+// this step's own parts are the row-scale pass, the fp32 boxes of x in a stage, and the split
+// before the wgmmas.
 namespace fp = p12::fp16x3;
 namespace sm90 = fusedkit::sm90;
 
@@ -155,6 +156,8 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
         }
     } else {
         sm90::setmaxnreg_inc<fp::kConsumerRegs>();
+        const fp::LeakyReluEpilogue epilogue{x_inv, w_inv, b, y, M, N, multiplier, negative_slope,
+                                             pairs_ok != 0};
         const int c = warpgroup - 1;
         const int tw = threadIdx.x % 128;
         // The split's thread map: warp w takes 16 rows, lanes 0-15 box 0 and lanes 16-31 box 1
@@ -176,8 +179,7 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
                                    s_row);
                 if (c == 0) publish_to_wgmma<1>(); else publish_to_wgmma<2>();
             };
-            fp::consume_tile(ring, full, it, k_tiles, c, mt, nt, x_inv, w_inv, b, y, M, N, multiplier,
-                             negative_slope, pairs_ok != 0,
+            fp::consume_tile(ring, full, it, k_tiles, c, mt, nt, epilogue,
                              [&](int s) { sm90::mbar_arrive(&empty[s]); }, split_stage);
         }
     }

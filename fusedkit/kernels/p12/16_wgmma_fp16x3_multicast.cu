@@ -85,13 +85,14 @@ p12_wgmma_fp16x3_multicast_kernel(const __grid_constant__ CUtensorMap xh_map,  /
         }
     } else {
         sm90::setmaxnreg_inc<fp::kConsumerRegs>();
+        const fp::LeakyReluEpilogue epilogue{x_inv, w_inv, b, y, M, N, multiplier, negative_slope,
+                                             pairs_ok != 0};
         uint32_t it = 0;
         for (int t = cluster; t < pairs; t += clusters) {
             int pm, nt;
             fp::grouped_tile(t, m_pairs, n_tiles, kGroupPairs, pm, nt);
             const int mt = kCluster * pm + static_cast<int>(rank);
-            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, x_inv, w_inv, b, y, M,
-                             N, multiplier, negative_slope, pairs_ok != 0, [&](int s) {
+            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, epilogue, [&](int s) {
                                  sm90::mbar_arrive_cluster(&empty[s], 0);
                                  sm90::mbar_arrive_cluster(&empty[s], 1);
                              });
