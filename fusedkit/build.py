@@ -143,7 +143,8 @@ def required_arch(source_path: str | os.PathLike[str]) -> str:
 def kernel_sources(problem: str = "p12") -> list[Path]:
     """The problem's CUDA steps built for any GPU, ``fusedkit/kernels/<problem>/*.cu`` in step
     order (file names are zero-padded step numbers), without the Hopper-only ones
-    (:func:`hopper_sources`). A new step is a new file."""
+    (:func:`hopper_sources`). A new step is a new file (with its sidecar ``NN_slug.step`` for the
+    registry, :func:`fusedkit.kernels.step_files`)."""
     return [p for p in sorted(_problem_dir(problem).glob("*.cu")) if not needs_hopper(p)]
 
 

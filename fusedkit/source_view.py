@@ -337,10 +337,18 @@ def included_headers(path: str | Path) -> list[Path]:
 def header_helpers(path: str | Path) -> dict[str, Function]:
     """The functions a CUDA/C++ file can call from the headers it includes with quotes
     (:func:`included_headers`), name -> Function; empty for a Python file."""
-    path = Path(path)
+    return {name: fn for name, (_, fn) in _helpers_with_files(Path(path)).items()}
+
+
+def _helpers_with_files(path: Path) -> dict[str, tuple[Path, Function]]:
+    """:func:`header_helpers` with the header that defines each (the first to include it)."""
     if path.suffix not in CUDA_SUFFIXES:
         return {}
-    return {f.name: f for h in included_headers(path) for f in parse(h)}
+    out: dict[str, tuple[Path, Function]] = {}
+    for h in included_headers(path):
+        for f in parse(h):
+            out.setdefault(f.name, (h, f))
+    return out
 
 
 def previous_source(problem_key: str, slug: str) -> str | None:
@@ -358,8 +366,14 @@ def previous_source(problem_key: str, slug: str) -> str | None:
 
 # -- diff --------------------------------------------------------------------------------------
 
+# A namespace qualifier (``sm90::``, ``fp::``, ``fusedkit::sm90::``): code moved into a header's
+# namespace loses it there, and it changes nothing the step computes, so lines compare without it.
+_QUALIFIER = re.compile(r"(?<![\w\[:])(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~])")
+
+
 def _norm(line: str) -> str:
-    return " ".join(line.split())
+    """``line`` as compared: whitespace runs made one space, namespace qualifiers dropped."""
+    return _QUALIFIER.sub("", " ".join(line.split()))
 
 
 @dataclass
@@ -384,6 +398,9 @@ def _is_code(line: str) -> bool:
 
 
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\(")
+# A struct built with braces, ``Epilogue e{...}`` or ``Epilogue{...}``: an epilogue functor that a
+# shared template then runs counts as used where it is built.
+_BRACED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?(?:[A-Za-z_]\w*\s*)?\{")
 INLINE_DEPTH = 3
 """Helpers called from inlined helpers are inlined too, this many levels deep."""
 
@@ -396,9 +413,10 @@ class _Line:
 
 
 def _calls(lines: Iterable[str]) -> set[str]:
-    """Names called (``name(`` or ``name<...>(``) in code ``lines``, comments and strings left out."""
+    """Names called (``name(`` or ``name<...>(``) or built with braces (``Name n{``) in code
+    ``lines``, comments and strings left out."""
     code = _mask_comments_and_strings("\n".join(lines))
-    return set(_CALL.findall(code))
+    return set(_CALL.findall(code)) | set(_BRACED.findall(code))
 
 
 def _body_lines(fn: Function) -> list[str]:
@@ -627,19 +645,32 @@ def show_source(source: str | Path, *, previous: str | Path | None = None, names
     that order), marked against ``previous`` (another source, or None for no comparison); the
     functions in ``fold`` are shown folded (a click opens them). A previous file in another
     language (CUDA before a first Triton step) is named but not compared. ``inline=False``
-    compares the files' text alone, without their helpers inlined (see :func:`compare`)."""
+    compares the files' text alone, without their helpers inlined (see :func:`compare`).
+
+    A name of ``names`` that ``source`` no longer defines, because it moved into a header that
+    ``source`` includes (a step's tile moved to ``kernels/common/``, say), is shown from that
+    header, its caption naming it, and then ``source``'s own functions with it: what the moved
+    function used to hold and ``source`` still does (the epilogue a shared template runs), so
+    the code asked for is on the page whole."""
     path = source_path(source)
     other_language = None
     if previous and (Path(previous).suffix == ".py") != (path.suffix == ".py"):
         other_language, previous = previous, None
     all_fns = parse(path)
     wanted = list(names) if names is not None else None
+    where: dict[str, str] = {}      # a function shown from a header: that header
     if wanted is not None:
-        missing = [n for n in wanted if n not in {f.name for f in all_fns}]
+        own = {f.name: f for f in all_fns}
+        moved = {n: hit for n, hit in _helpers_with_files(path).items()
+                 if n in wanted and n not in own}
+        missing = [n for n in wanted if n not in own and n not in moved]
         if missing:
-            raise KeyError(f"{source} has no function {', '.join(missing)}; it has: "
-                           f"{', '.join(f.name for f in all_fns)}")
-        fns = [f for n in dict.fromkeys(wanted) for f in all_fns if f.name == n]  # in the order asked
+            raise KeyError(f"{source} has no function {', '.join(missing)}, nor do the headers it "
+                           f"includes; it has: {', '.join(f.name for f in all_fns)}")
+        fns = [own[n] if n in own else moved[n][1] for n in dict.fromkeys(wanted)]  # in the order asked
+        if moved:
+            fns += [f for f in all_fns if f.kind != "other" and f.name not in wanted]
+        where = {n: _kernels_relative(h) for n, (h, _) in moved.items()}
     else:
         fns = [f for f in all_fns if f.kind != "other"] or all_fns
     prev_path = source_path(previous) if previous else None
@@ -652,7 +683,7 @@ def show_source(source: str | Path, *, previous: str | Path | None = None, names
              for f in fns]
     fold = set(fold)
 
-    head = title or source
+    head = title or str(source)
     against = f" — marked against {previous}" if previous else ""
     parts_html = [f'<div class="fk-step-code" style="max-width:100%;">'
                   f'<div style="{_CAPTION} font-weight:600;">{html.escape(head)}'
@@ -674,8 +705,11 @@ def show_source(source: str | Path, *, previous: str | Path | None = None, names
                           f'<span style="{_ADDED} display:inline; padding:0 4px;">green bar</span> '
                           f'= added or changed against {html.escape(prev_name)}</div>')
     for s in shown:
-        cap = html.escape(_caption(s, prev_name))
-        parts_text.append(f"--- {_caption(s, prev_name)}")
+        caption = _caption(s, prev_name)
+        if s.function.name in where:
+            caption = f"{caption[:-1]}; from {where[s.function.name]})"
+        cap = html.escape(caption)
+        parts_text.append(f"--- {caption}")
         if s.unchanged or s.function.name in fold:
             if not s.unchanged:
                 cap += " (folded: click to open)"
@@ -697,6 +731,14 @@ def show_source(source: str | Path, *, previous: str | Path | None = None, names
             parts_text.append(f"{mark} {s.function.line + i:>5} | {raw}")
     parts_html.append("</div>")
     return CodeView("".join(parts_html), "\n".join(parts_text), shown)
+
+
+def _kernels_relative(path: Path) -> str:
+    """``common/hopper_fp16x3.cuh`` for a file under ``fusedkit/kernels``, else its name."""
+    try:
+        return path.resolve().relative_to(KERNELS.resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 def show_step(problem_key: str, slug: str, previous: str | None = None, *,

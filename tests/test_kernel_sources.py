@@ -47,3 +47,63 @@ def test_every_step_compiles_to_ptx(src, tmp_path, monkeypatch):
     assert ".target sm_90" in text
     problem = src.parent.name
     assert re.search(rf"\.entry {problem}_\w+_kernel", text), f'expected an extern "C" {problem}_*_kernel entry'
+
+
+# The PTX of every sm_90a step as nvcc 13.0.88 wrote it at f07ed99, the kernels whose H200
+# timings data/records.csv holds (sha256 of build.ptx's text, the path-derived part of the names
+# of anonymous-namespace symbols masked). A refactor of the Hopper steps or their headers must
+# leave these as they are; a change that means to alter a kernel updates its digest here and
+# re-times the step, since the records no longer describe it otherwise.
+HOPPER_PTX_NVCC = "Build cuda_13.0.r13.0/compiler.36424714_0"   # nvcc --version, last line
+HOPPER_PTX_SHA256 = {
+    "p12/11_wgmma_tma.cu": "8e65f045c9cdbb8997bec354a010d291209778f252a5c7a20a941b771324a649",
+    "p12/12_wgmma_warpspec.cu": "c19f3304b6e00297dc4ad0a15d252118b436b980274f76fe1734c4c8fcdf3854",
+    "p12/13_wgmma_persistent.cu": "1dffeb5aa25ea4a7faa70cb75719f2ff7ac7b5c5bfb944fc058499dade8e367c",
+    "p12/14_wgmma_fp16x3.cu": "4e04d99e3c35ced9536d3782e160d5935d4c9bf15ed6bbcbe2f57248d59ccb83",
+    "p12/15_wgmma_fp16x3_fused_split.cu": "619c98908f1a2aaba4ed36c2f8a4dfb2538cf2938d354d04733141a2d2cedd0e",
+    "p12/16_wgmma_fp16x3_multicast.cu": "027ca00408aa2e366ea8790f7e75f8bb52e4876f3374911b853d8084200c0afc",
+    "p45/07_wgmma_fp16x3_lse.cu": "200ac33524a6d05cfc678381d513a5272e35fb78d3b828c59d4ca5cae7de44bb",
+}
+# nvcc names an anonymous namespace after a hash of the source's path: _INTERNAL_0d8259f4_22_07_...
+_PATH_HASHED = re.compile(r"[0-9a-f]{8}_(\d+_\w+?_cu)_[0-9a-f]{8}")
+
+
+def _nvcc_is_the_recorded_one() -> bool:
+    return build.nvcc_available() and build._nvcc_version(build._nvcc_path()) == HOPPER_PTX_NVCC
+
+
+@pytest.mark.skipif(not _nvcc_is_the_recorded_one(),
+                    reason=f"the digests are of nvcc {HOPPER_PTX_NVCC}'s PTX; another nvcc writes other PTX")
+@pytest.mark.parametrize("step", sorted(HOPPER_PTX_SHA256))
+def test_the_hopper_steps_compile_to_the_measured_ptx(step, tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.setenv("FUSEDKIT_BUILD_DIR", str(tmp_path / "build"))
+    text = _PATH_HASHED.sub(r"H_\1_H", build.ptx(build.KERNELS_DIR / step))
+    got = hashlib.sha256(text.encode()).hexdigest()
+    assert got == HOPPER_PTX_SHA256[step], (
+        f"{step}: its PTX is not the one measured on the H200 (sha256 {got}); if the kernel is "
+        "meant to change, re-time it and record the new digest here")
+
+
+def test_every_hopper_step_has_a_recorded_ptx_digest():
+    hopper = {f"{p}/{s.name}" for p in PROBLEMS for s in build.hopper_sources(p)}
+    assert hopper == set(HOPPER_PTX_SHA256)
+
+
+def test_the_pipeline_prologue_and_the_fp16x3_tile_are_typed_once():
+    """The stage barriers' set-up lives in common/hopper.cuh (init_ring), the fp16x3 tile's shapes
+    in common/hopper_fp16x3.cuh; the steps call them."""
+    steps = {src: src.read_text() for src in SOURCES}
+    assert not [s.name for s, t in steps.items() if "mbar_init(" in t]
+    hopper = [s for s in SOURCES if build.needs_hopper(s)]
+    assert all("init_ring(full, empty," in steps[s] for s in hopper)
+    fp16x3 = [s for s in hopper if '#include "../common/hopper_fp16x3.cuh"' in steps[s]
+              or '#include "hopper_fp16x3.cuh"' in steps[s]]
+    assert {s.name for s in fp16x3} == {"14_wgmma_fp16x3.cu", "15_wgmma_fp16x3_fused_split.cu",
+                                        "16_wgmma_fp16x3_multicast.cu", "07_wgmma_fp16x3_lse.cu"}
+    tile = (build.KERNELS_DIR / "common" / "hopper_fp16x3.cuh").read_text()
+    users = [*fp16x3, build.KERNELS_DIR / "p12" / "hopper_fp16x3.cuh"]
+    for name in ("constexpr uint32_t kStageBytes", "constexpr int kConsumerRegs", "struct Ring",
+                 "void grouped_tile("):
+        assert name in tile and not [s.name for s in users if name in s.read_text()], name

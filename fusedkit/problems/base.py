@@ -1,8 +1,9 @@
 """What every problem module provides: sizes with their limits, FLOP and byte counts per
 stage, the reference model, inputs, and the registry of variants (the kernel ladder).
 
-A problem is a :class:`Problem` instance in its own module; adding a third problem is one
-new module plus one line in :mod:`fusedkit.problems`.
+A problem is a :class:`Problem` instance in its own module (:mod:`fusedkit.problems` finds it);
+its kernel steps are the step files of ``fusedkit/kernels/<problem>/`` with their sidecars
+(:func:`discover_steps`), which the module puts in order beside the baselines.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fusedkit.build import HOPPER_ARCH
+from fusedkit.build import HOPPER_ARCH, needs_hopper
+from fusedkit.kernels import StepFile, step_files
 from fusedkit.mode import triton_interprets
 from fusedkit.precision import PRECISIONS, ErrorModel
 
@@ -482,6 +484,56 @@ def hopper_step(problem_key: str, function: str | tuple[str, ...], weights: Weig
     """A step of the problem's Hopper extension (sm_90a) fed by 16-bit operands:
     :func:`operands_step` with ``hopper=True``."""
     return operands_step(problem_key, function, weights, operands_file, operands, hopper=True)
+
+
+def discover_steps(problem_key: str, weights: Weights) -> list[Variant]:
+    """Every variant of every step file of ``fusedkit/kernels/<problem_key>/``, in number order
+    (:func:`fusedkit.kernels.step_files`), each called with ``weights`` after x. What the sidecar
+    ``NN_slug.step`` says is the variant's slug, title, summary, precision (fp32 if not given) and
+    call; the rest is the file's: its number, its source, a Triton step for a ``.py`` file (it runs
+    anywhere, in the interpreter on a CPU), a CUDA step for a ``.cu`` one (GPU only; sm_90a, in the
+    problem's Hopper extension, when it includes ``common/hopper.cuh``: :func:`needs_hopper`)."""
+    return [_step_variant(step, fields, weights)
+            for step in step_files(problem_key) for fields in step.variants]
+
+
+def _step_variant(step: StepFile, fields: Mapping[str, str], weights: Weights) -> Variant:
+    """One variant of ``step`` from its sidecar's ``fields`` (see :func:`discover_steps`):
+    ``function`` names the call (a comma-separated list: the launches of a chained step, in
+    order), ``operands`` the module of ``kernels/common/`` and its function that makes a CUDA
+    step's operands (``fp16_operands.py:call_fp16``), ``options`` a Triton step's keyword
+    arguments (``precision=tf32``)."""
+    where = f"{step.problem}/{step.path.stem}.step ({fields['slug']})"
+    functions = tuple(f.strip() for f in fields["function"].split(","))
+    function = functions[0] if len(functions) == 1 else functions
+    options = {}
+    for item in filter(None, (o.strip() for o in fields.get("options", "").split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{where}: options item {item!r} is not name=value")
+        options[name.strip()] = value.strip()
+    operands_file, _, operands = fields.get("operands", "").partition(":")
+    triton = step.path.suffix == ".py"
+    if triton and operands_file:
+        raise ValueError(f"{where}: a Triton step makes its own operands; allowed: no operands field")
+    if not triton and options:
+        raise ValueError(f"{where}: only a Triton step takes options, got {fields['options']!r}")
+    if operands_file and not operands:
+        raise ValueError(f"{where}: operands={fields['operands']!r}; allowed: file.py:function")
+    hopper = not triton and needs_hopper(step.path)
+    if hopper and not operands_file:
+        raise ValueError(f"{where}: a Hopper step (it includes common/hopper.cuh) needs operands: "
+                         "file.py:function of kernels/common/, which makes its 16-bit operands")
+    if triton:
+        call = triton_step(step.problem, step.path.name, function, weights, **options)
+    elif operands_file:
+        call = operands_step(step.problem, function, weights, operands_file, operands, hopper=hopper)
+    else:
+        call = cuda_step(step.problem, function, weights)
+    return Variant(step.number, fields["slug"], fields["title"], fields["summary"], call,
+                   precision=fields.get("precision", "fp32"), needs_gpu=not triton,
+                   source=f"{step.problem}/{step.path.name}", triton=triton,
+                   arch=HOPPER_ARCH if hopper else "any")
 
 
 def by_batch(problem: Callable[[], "Problem"], routes: Sequence[Route]

@@ -13,9 +13,8 @@ from torch import nn
 from torch.linalg import vector_norm
 
 from fusedkit.precision import ErrorModel, Rounding, row_chunks
-from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, StepCall, Stage, Variant,
-                                     Weights, by_batch, cuda_step, hopper_step, operands_step,
-                                     triton_step)
+from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, Weights,
+                                     by_batch, discover_steps)
 from fusedkit.problems.baselines import baseline_variants, tf32_matmul
 
 
@@ -110,20 +109,6 @@ def _addmm_alpha_beta(model: nn.Module) -> Callable[..., torch.Tensor]:
 _weights = Weights(("gemm.weight", "gemm.bias"), ("multiplier", "leaky_relu.negative_slope"))
 
 
-def _cuda_step(function: str) -> StepCall:
-    return cuda_step("p12", function, _weights)
-
-
-def _cuda_step_wt(function: str) -> StepCall:
-    """A CUDA step that reads W transposed, (K, N), made once per weight version
-    (``kernels/common/transposed_weight.py``)."""
-    return operands_step("p12", function, _weights, "transposed_weight.py", "call_wt")
-
-
-def _triton_step(filename: str, function: str, **options: object) -> StepCall:
-    return triton_step("p12", filename, function, _weights, **options)
-
-
 PROBLEM = Problem(
     key="p12",
     slug="gemm_multiply_leakyrelu",
@@ -150,71 +135,16 @@ PROBLEM.add_variant(Variant(
     "the multiply folded into cuBLAS's alpha/beta: one elementwise pass instead of two",
     _addmm_alpha_beta, precision="fp32", baseline=True))
 
-# The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p12/).
-_STEPS = [
-    Variant(1, "naive", "naive: one thread per output, everything fused",
-            "GEMM, bias, multiply and LeakyReLU in one kernel; every thread re-reads a row of x "
-            "and of W from memory", _cuda_step("naive"), needs_gpu=True, source="p12/01_naive.cu"),
-    Variant(2, "coalesced", "coalesced: step 1 reading W transposed",
-            "W transposed once per weight version to (K, N), so the 32 lanes of a warp read 32 "
-            "consecutive floats of it (one 128-byte line per load, not 32)",
-            _cuda_step_wt("coalesced"), needs_gpu=True, source="p12/02_coalesced.cu"),
-    Variant(3, "cublas_epilogue", "cuBLAS GEMM + one fused epilogue kernel",
-            "cublasSgemm on PyTorch's handle and stream (the proved mapping), then bias, multiply "
-            "and LeakyReLU in one elementwise pass", _cuda_step("cublas_epilogue"),
-            needs_gpu=True, source="p12/03_cublas_epilogue.cu"),
-    Variant(4, "cublas_epilogue_vec4", "cuBLAS GEMM + 16-byte vectorized epilogue",
-            "the epilogue with float4 loads and stores, scalar fallback when unaligned",
-            _cuda_step("cublas_epilogue_vec4"), needs_gpu=True,
-            source="p12/04_cublas_epilogue_vec4.cu"),
-    Variant(4, "cublas_tf32_epilogue_vec4", "cuBLAS GEMM on TF32 tensor cores + float4 epilogue",
-            "step 4 with cuBLAS's TF32 math: eager TF32's GEMM, but one epilogue pass instead of "
-            "two; the tf32 bar every Triton kernel below is measured against",
-            _cuda_step("cublas_tf32_epilogue_vec4"), precision="tf32", needs_gpu=True,
-            source="p12/04_cublas_epilogue_vec4.cu"),
-    Variant(5, "smem_tiles", "shared-memory tiles: 32x32 tiles of x and W, one output per thread",
-            "a block loads 32x32 tiles of x and W once, coalesced along K, and its threads read "
-            "them from shared memory (W's rows padded: no bank conflicts)",
-            _cuda_step("smem_tiles"), needs_gpu=True, source="p12/05_smem_tiles.cu"),
-    Variant(6, "register_tiles", "register tiles (1-D): 8 outputs of one column per thread",
-            "64x64 block tiles; a thread keeps W[n, k] in a register for 8 FMAs, one per row of y, "
-            "so one shared load of W feeds 8",
-            _cuda_step("register_tiles"), needs_gpu=True, source="p12/06_register_tiles.cu"),
-    Variant(7, "tiled", "2-D register tiles: 8x8 outputs per thread, epilogue fused into the store",
-            "128x128 block tiles, 8x8 accumulators per thread from float4 shared reads of "
-            "transposed, padded tiles; the next slice's float4 loads in flight",
-            _cuda_step("tiled"), needs_gpu=True, source="p12/07_tiled.cu"),
-    *[Variant(8, f"triton_{prec}", f"Triton GEMM + fused epilogue, {prec} dots",
-              "tensor cores through tl.dot with the epilogue applied before the only store",
-              _triton_step("08_triton_fused.py", "linear_leakyrelu", precision=prec),
-              precision={"ieee": "fp32"}.get(prec, prec), source="p12/08_triton_fused.py",
-              triton=True) for prec in ("ieee", "tf32x3", "tf32")],
-    Variant(9, "triton_fp16x3", "Triton GEMM on fp16 tensor cores, three-term split",
-            "x and W split into fp16 hi + lo; hi*hi accumulated outside the MMA keeps fp32 accuracy",
-            _triton_step("09_triton_fp16x3.py", "linear_leakyrelu_fp16x3"), precision="fp16x3",
-            source="p12/09_triton_fp16x3.py", triton=True),
-    Variant(10, "triton_tf32_persistent", "persistent Triton GEMM fed by TMA, tf32 dots",
-            "one program per SM looping over tiles; operands and output through Hopper's tensor "
-            "descriptors (bulk copies), the tile loop flattened into the K loop",
-            _triton_step("10_triton_persistent_tma.py", "linear_leakyrelu_persistent", precision="tf32"),
-            precision="tf32", source="p12/10_triton_persistent_tma.py", triton=True),
-    Variant(17, "small_batch_stream", "small batches: warps stream W once, fp32 FMAs",
-            "at a few rows the GEMM is a matrix-vector product bound by reading W: each warp "
-            "streams 4 rows of W with float4 loads against up to 16 rows of x, epilogue fused",
-            _cuda_step("small_batch"), needs_gpu=True, source="p12/17_small_batch_stream.cu"),
-]
+# The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p12/), each with its
+# sidecar NN_slug.step saying what the registry shows of it (base.discover_steps). The steps built
+# for any device come here; the Hopper ones below, after the cuBLAS fp16 bar they are measured against.
+_STEPS = discover_steps("p12", _weights)
 for _v in _STEPS:
-    PROBLEM.add_variant(_v)
+    if not _v.hopper:
+        PROBLEM.add_variant(_v)
 
 
 # -- one fp16 product on Hopper: the wgmma steps (11-16) and the cuBLAS fp16 bar -----------------------
-
-
-def _hopper_step(function: str | tuple[str, ...], operands_file: str, operands: str) -> StepCall:
-    """A step of p12's Hopper extension fed by ``kernels/common/<operands_file>``: one fp16
-    product (``fp16_operands.py``: x cast per call, W once per weight version, K padded to a
-    multiple of 8 for TMA) or the fp16x3 splits (``fp16x3_split.py``, step 09's)."""
-    return hopper_step("p12", function, _weights, operands_file, operands)
 
 
 def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
@@ -243,40 +173,7 @@ HOPPER_VARIANTS = (
             "torch.mm on fp16 x and W with an fp32 output, then step 04's epilogue: the fp16 bar "
             "the wgmma steps are measured against", _cublas_fp16_epilogue, precision="fp16",
             needs_gpu=True, baseline=True),
-    Variant(11, "wgmma_tma", "Hopper wgmma fed by TMA through an mbarrier pipeline",
-            "fp16 tensor cores through wgmma m64n128k16 on 128x128 tiles that the TMA engine "
-            "copies into 3 shared-memory stages; epilogue from the accumulator registers",
-            _hopper_step("wgmma_tma", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, arch="sm_90a", source="p12/11_wgmma_tma.cu"),
-    Variant(12, "wgmma_warpspec", "warp-specialised wgmma: a TMA producer, two wgmma consumers",
-            "128x256 tiles: one warpgroup only copies (registers given back with setmaxnreg), two "
-            "issue wgmma m64n256k16; full/empty mbarriers per stage, 4 stages",
-            _hopper_step("wgmma_warpspec", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, arch="sm_90a", source="p12/12_wgmma_warpspec.cu"),
-    Variant(13, "wgmma_persistent", "persistent warp-specialised wgmma, grouped tile order",
-            "one block per SM walks the tiles in super-row order (W tiles shared in L2); the "
-            "producer loads the next tile while the consumers store the last",
-            _hopper_step("wgmma_persistent", "fp16_operands.py", "call_fp16"), precision="fp16",
-            needs_gpu=True, arch="sm_90a", source="p12/13_wgmma_persistent.cu"),
-    Variant(14, "wgmma_fp16x3", "fp32-faithful wgmma: three fp16 products on fp16x3 splits",
-            "step 09's split (x per call, W cached) on step 13's persistent kernel with 128x128 "
-            "tiles: per k-tile hi*hi from zero, added with round-to-nearest FADDs outside the "
-            "tensor cores while hi*lo + lo*hi run on them",
-            _hopper_step("wgmma_fp16x3", "fp16x3_split.py", "call_fp16x3"), precision="fp16x3",
-            needs_gpu=True, arch="sm_90a", source="p12/14_wgmma_fp16x3.cu"),
-    Variant(15, "wgmma_fp16x3_fused_split", "step 14 with the split of x done in shared memory",
-            "x loaded by TMA as fp32 and split into fp16 hi + lo by the consumer warpgroups in "
-            "place, before their wgmmas; a pass that reads x once finds the row scales (step 14 "
-            "otherwise, when x is not contiguous, 16-byte aligned with K % 4 == 0)",
-            _hopper_step(("x_row_scales", "wgmma_fp16x3_fused_split", "wgmma_fp16x3"),
-                         "fp16x3_split.py", "call_fp16x3_fused_x"), precision="fp16x3",
-            needs_gpu=True, arch="sm_90a", source="p12/15_wgmma_fp16x3_fused_split.cu"),
-    Variant(16, "wgmma_fp16x3_multicast", "step 14 in clusters of two blocks sharing W (TMA multicast)",
-            "two blocks on adjacent row tiles of one column tile form a cluster; each copies one of "
-            "a stage's W boxes (wh or wl) from L2 into both, so a block reads 48 KB a k-tile "
-            "instead of 64 (the counters put step 14's consumers waiting on stages)",
-            _hopper_step("wgmma_fp16x3_multicast", "fp16x3_split.py", "call_fp16x3"),
-            precision="fp16x3", needs_gpu=True, arch="sm_90a", source="p12/16_wgmma_fp16x3_multicast.cu"),
+    *(v for v in _STEPS if v.hopper),
 )
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)

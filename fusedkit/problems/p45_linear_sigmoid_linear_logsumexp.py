@@ -13,8 +13,8 @@ from torch import nn
 from torch.linalg import vector_norm
 
 from fusedkit.precision import ErrorModel, Rounding, row_chunks
-from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, StepCall, Stage, Variant,
-                                     Weights, by_batch, cuda_step, hopper_step, triton_step)
+from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, Weights,
+                                     by_batch, discover_steps)
 from fusedkit.problems.baselines import baseline_variants
 
 
@@ -153,52 +153,13 @@ for _v in baseline_variants():
 _weights = Weights(("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"))
 
 
-def _cuda_step(function: str) -> StepCall:
-    return cuda_step("p45", function, _weights)
-
-
-def _triton_step(filename: str, function: str, **options: object) -> StepCall:
-    return triton_step("p45", filename, function, _weights, **options)
-
-
-# The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p45/).
-_STEPS = [
-    Variant(1, "naive", "naive: one thread per output of each stage",
-            "GEMM1 + sigmoid, GEMM2 + bias and the row logsumexp as three untiled kernels; every "
-            "thread re-reads a row of its operands from memory", _cuda_step("naive"),
-            needs_gpu=True, source="p45/01_naive.cu"),
-    Variant(2, "cublas_epilogues", "cuBLAS GEMMs + fused bias-sigmoid + fused bias-logsumexp",
-            "both GEMMs in cublasSgemm (PyTorch's handle and stream), the bias and sigmoid in one "
-            "pass over h, the bias and logsumexp in one warp-per-row reduction",
-            _cuda_step("cublas_epilogues"), needs_gpu=True, source="p45/02_cublas_epilogues.cu"),
-    Variant(3, "cublas_epilogues_vec4", "cuBLAS GEMMs + float4 epilogues",
-            "the two epilogue kernels with 16-byte loads and stores, several in flight per lane",
-            _cuda_step("cublas_epilogues_vec4"), needs_gpu=True,
-            source="p45/03_cublas_epilogues_vec4.cu"),
-    Variant(3, "cublas_tf32_epilogues_vec4", "cuBLAS GEMMs on TF32 tensor cores + float4 epilogues",
-            "step 3 with cuBLAS's TF32 math: eager TF32's GEMMs with one pass per epilogue",
-            _cuda_step("cublas_tf32_epilogues_vec4"), precision="tf32", needs_gpu=True,
-            source="p45/03_cublas_epilogues_vec4.cu"),
-    *[Variant(4, f"triton_fused_lse_{prec}", f"Triton GEMMs, sigmoid and partial logsumexp fused, {prec} dots",
-              "GEMM2's tiles reduce to per-row (max, sum-exp) pairs: the 16384x1024 logits are never "
-              "written; a small kernel combines the pairs", 
-              _triton_step("04_triton_fused_lse.py", "linear_sigmoid_linear_lse", precision=prec),
-              precision={"ieee": "fp32"}.get(prec, prec), source="p45/04_triton_fused_lse.py",
-              triton=True) for prec in ("ieee", "tf32x3", "tf32")],
-    Variant(5, "triton_fused_lse_fp16x3", "fp16x3 Triton GEMMs with the fused epilogues",
-            "x, W1, W2 split into fp16 hi + lo; GEMM1 writes sigmoid(h) already split, so GEMM2 "
-            "needs no split pass of its own; fp32-faithful on fp16 tensor cores",
-            _triton_step("05_triton_fp16x3_lse.py", "linear_sigmoid_linear_lse_fp16x3"),
-            precision="fp16x3", source="p45/05_triton_fp16x3_lse.py", triton=True),
-    *[Variant(6, f"triton_fused_lse_{prec}", f"Triton GEMMs on {prec} tensor cores, one product per term",
-              f"x rounded to {prec} as GEMM1 loads it, the weights cast once (cached), h stored in "
-              f"{prec}: one 16-bit MMA per chunk instead of three, fp32 sums",
-              _triton_step("06_triton_fp16_lse.py", "linear_sigmoid_linear_lse_fp16", precision=prec),
-              precision=prec, source="p45/06_triton_fp16_lse.py", triton=True)
-      for prec in ("fp16", "bf16")],
-]
+# The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p45/), each with its
+# sidecar NN_slug.step saying what the registry shows of it (base.discover_steps). The steps built
+# for any device come here, the Hopper one below.
+_STEPS = discover_steps("p45", _weights)
 for _v in _STEPS:
-    PROBLEM.add_variant(_v)
+    if not _v.hopper:
+        PROBLEM.add_variant(_v)
 
 # -- fp32-faithful on Hopper: step 07, the fp16x3 pipeline on the hand-written wgmma kernel --------
 
@@ -207,15 +168,7 @@ for _v in _STEPS:
 # python -m fusedkit.devtools.hopper_probe_p45 and its tests. Its build hands the extension's two
 # GEMMs to common/fp16x3_lse.py (x split per call, the weights once per weight version, GEMM1,
 # GEMM2, the combine): the module the exported KernelBench file runs too (fusedkit.export).
-HOPPER_VARIANTS = (
-    Variant(7, "wgmma_fp16x3_lse", "fp32-faithful wgmma: both GEMMs on fp16x3 splits",
-            "step 05's pipeline on p12 step 14's persistent wgmma kernel: GEMM1's epilogue "
-            "writes sigmoid(h) already split, GEMM2's reduces each 128-column tile to per-row "
-            "(max, sum-exp) pairs from the registers (quad shuffles); the combine as step 04",
-            hopper_step("p45", ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse"), _weights,
-                        "fp16x3_lse.py", "call_fp16x3_lse"), precision="fp16x3", needs_gpu=True, arch="sm_90a",
-            source="p45/07_wgmma_fp16x3_lse.cu"),
-)
+HOPPER_VARIANTS = tuple(v for v in _STEPS if v.hopper)
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
 

@@ -309,6 +309,36 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The pipeline's prologue, written once for every wgmma step. A ring of kStages stages has two
+// mbarriers a stage: full[s] takes one arrival (the copying thread's expect_tx) and the stage's
+// TMA bytes; empty[s] takes `consumer_arrivals`, one per warp (of every block of a cluster that
+// reads the stage) once its wgmmas no longer read it. Thread 0 initialises them and fences the
+// init; the caller's block-wide (or cluster-wide) barrier right after makes them visible before
+// anyone waits on them, and is the last one: from there on the roles meet only at mbarriers.
+template <int kStages>
+__device__ __forceinline__ void init_ring(uint64_t (&full)[kStages], uint64_t (&empty)[kStages],
+                                          uint32_t consumer_arrivals) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], consumer_arrivals);
+        }
+        mbar_fence_init();
+    }
+}
+
+// Warpgroup 0 of a warp-specialised kernel becomes the producer: all its 128 threads hand
+// registers back to the consumers (setmaxnreg.dec down to kRegs), and its thread 0, which issues
+// every copy, prefetches the descriptors of the tensor maps it will read. True on that thread.
+template <int kRegs, class... Maps>
+__device__ __forceinline__ bool become_producer(const Maps*... maps) {
+    setmaxnreg_dec<kRegs>();
+    if (threadIdx.x != 0) return false;
+    (tma_prefetch_map(maps), ...);
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Host: the tensor map (TMA descriptor) of a row-major fp16 or fp32 matrix (rows, cols), read in
 // boxes of box_rows x 128 bytes (64 fp16 or 32 fp32: the 128-byte swizzle span). The driver function
 // cuTensorMapEncodeTiled is fetched through the runtime (cudaGetDriverEntryPoint*), so the

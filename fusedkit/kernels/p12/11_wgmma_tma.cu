@@ -54,13 +54,7 @@ p12_wgmma_tma_kernel(const __grid_constant__ CUtensorMap x_map,  // x (M, K) fp1
     const int lane = threadIdx.x % 32;
     const bool copier = threadIdx.x == 0;
 
-    if (copier) {
-        for (int s = 0; s < kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kWarps);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, kWarps);
     __syncthreads();  // barriers initialised before anyone waits on them
 
     // Starts the copy of k-tile kt into stage s: announce the bytes, then two TMA boxes.

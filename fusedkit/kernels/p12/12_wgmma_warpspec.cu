@@ -55,21 +55,12 @@ p12_wgmma_warpspec_kernel(const __grid_constant__ CUtensorMap x_map,  // x (M, K
     const int k_tiles = (K + BK - 1) / BK;  // a partial last k-tile is zero-filled by TMA
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, kConsumers * 4);
     __syncthreads();  // the last block-wide barrier: from here on the roles only meet at mbarriers
 
     if (warpgroup == 0) {
         // Producer: one thread issues every copy; the other 127 threads have nothing to do.
-        sm90::setmaxnreg_dec<kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&x_map);
-            sm90::tma_prefetch_map(&w_map);
+        if (sm90::become_producer<kProducerRegs>(&x_map, &w_map)) {
             for (int kt = 0; kt < k_tiles; ++kt) {
                 const int s = kt % kStages;
                 // Wait until the consumers released this stage's previous use (round kt / kStages

@@ -68,20 +68,11 @@ p12_wgmma_persistent_kernel(const __grid_constant__ CUtensorMap x_map,  // x (M,
     const int k_tiles = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, kConsumers * 4);
     __syncthreads();  // the last block-wide barrier
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&x_map);
-            sm90::tma_prefetch_map(&w_map);
+        if (sm90::become_producer<kProducerRegs>(&x_map, &w_map)) {
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;

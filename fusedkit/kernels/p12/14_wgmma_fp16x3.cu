@@ -8,9 +8,10 @@
 #include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
-// The tile, its stages and the consumers' k-loop and epilogue are shared with step 16
-// (hopper_fp16x3.cuh); what is this step's own is who loads what: one block per tile, its
-// producer bringing all four 16 KB boxes of a stage.
+// The tile, its stages and the consumers' k-loop are shared with steps 15, 16 and p45's step 07
+// (common/hopper_fp16x3.cuh), the LeakyReLU epilogue with steps 15 and 16 (hopper_fp16x3.cuh);
+// what is this step's own is who loads what: one block per tile, its producer bringing all four
+// 16 KB boxes of a stage.
 namespace fp = p12::fp16x3;
 namespace sm90 = fusedkit::sm90;
 
@@ -37,22 +38,11 @@ p12_wgmma_fp16x3_kernel(const __grid_constant__ CUtensorMap xh_map,  // xh (M, K
     const int k_tiles = (K + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < fp::kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], fp::kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, fp::kConsumers * 4);
     __syncthreads();  // the last block-wide barrier
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<fp::kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&xh_map);
-            sm90::tma_prefetch_map(&xl_map);
-            sm90::tma_prefetch_map(&wh_map);
-            sm90::tma_prefetch_map(&wl_map);
+        if (sm90::become_producer<fp::kProducerRegs>(&xh_map, &xl_map, &wh_map, &wl_map)) {
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;
@@ -71,12 +61,13 @@ p12_wgmma_fp16x3_kernel(const __grid_constant__ CUtensorMap xh_map,  // xh (M, K
         }
     } else {
         sm90::setmaxnreg_inc<fp::kConsumerRegs>();
+        const fp::LeakyReluEpilogue epilogue{x_inv, w_inv, b, y, M, N, multiplier, negative_slope,
+                                             pairs_ok != 0};
         uint32_t it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int mt, nt;
             fp::grouped_tile(t, m_tiles, n_tiles, fp::kGroupM, mt, nt);
-            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, x_inv, w_inv, b, y, M,
-                             N, multiplier, negative_slope, pairs_ok != 0,
+            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, epilogue,
                              [&](int s) { sm90::mbar_arrive(&empty[s]); });
         }
     }

@@ -9,8 +9,9 @@
 #include "hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
-// Step 14's tile, stages, order, k-loop and epilogue (hopper_fp16x3.cuh); this step's own parts
-// are the row-scale pass, the fp32 boxes of x in a stage, and the split before the wgmmas.
+// Step 14's tile, stages, order, k-loop (common/hopper_fp16x3.cuh) and epilogue (hopper_fp16x3.cuh);
+// this step's own parts are the row-scale pass, the fp32 boxes of x in a stage, and the split
+// before the wgmmas.
 namespace fp = p12::fp16x3;
 namespace sm90 = fusedkit::sm90;
 
@@ -132,21 +133,11 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
     const int k_tiles = (Kp + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < fp::kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], fp::kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, fp::kConsumers * 4);
     __syncthreads();  // the last block-wide barrier (id 0); the consumers sync on ids 1 and 2
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<fp::kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&x_map);
-            sm90::tma_prefetch_map(&wh_map);
-            sm90::tma_prefetch_map(&wl_map);
+        if (sm90::become_producer<fp::kProducerRegs>(&x_map, &wh_map, &wl_map)) {
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;
@@ -165,6 +156,8 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
         }
     } else {
         sm90::setmaxnreg_inc<fp::kConsumerRegs>();
+        const fp::LeakyReluEpilogue epilogue{x_inv, w_inv, b, y, M, N, multiplier, negative_slope,
+                                             pairs_ok != 0};
         const int c = warpgroup - 1;
         const int tw = threadIdx.x % 128;
         // The split's thread map: warp w takes 16 rows, lanes 0-15 box 0 and lanes 16-31 box 1
@@ -186,8 +179,7 @@ p12_wgmma_fp16x3_fused_split_kernel(const __grid_constant__ CUtensorMap x_map,  
                                    s_row);
                 if (c == 0) publish_to_wgmma<1>(); else publish_to_wgmma<2>();
             };
-            fp::consume_tile(ring, full, it, k_tiles, c, mt, nt, x_inv, w_inv, b, y, M, N, multiplier,
-                             negative_slope, pairs_ok != 0,
+            fp::consume_tile(ring, full, it, k_tiles, c, mt, nt, epilogue,
                              [&](int s) { sm90::mbar_arrive(&empty[s]); }, split_stage);
         }
     }

@@ -54,22 +54,11 @@ p12_wgmma_fp16x3_multicast_kernel(const __grid_constant__ CUtensorMap xh_map,  /
     const int k_tiles = (K + fp::BK - 1) / fp::BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < fp::kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kCluster * fp::kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, kCluster * fp::kConsumers * 4);
     sm90::cluster_sync();  // both blocks' barriers exist before a copy or an arrival crosses over
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<fp::kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(&xh_map);
-            sm90::tma_prefetch_map(&xl_map);
-            sm90::tma_prefetch_map(&wh_map);
-            sm90::tma_prefetch_map(&wl_map);
+        if (sm90::become_producer<fp::kProducerRegs>(&xh_map, &xl_map, &wh_map, &wl_map)) {
             const CUtensorMap* shared_w = rank == 0 ? &wh_map : &wl_map;  // the W box this block brings to both
             uint32_t it = 0;
             for (int t = cluster; t < pairs; t += clusters) {
@@ -96,13 +85,14 @@ p12_wgmma_fp16x3_multicast_kernel(const __grid_constant__ CUtensorMap xh_map,  /
         }
     } else {
         sm90::setmaxnreg_inc<fp::kConsumerRegs>();
+        const fp::LeakyReluEpilogue epilogue{x_inv, w_inv, b, y, M, N, multiplier, negative_slope,
+                                             pairs_ok != 0};
         uint32_t it = 0;
         for (int t = cluster; t < pairs; t += clusters) {
             int pm, nt;
             fp::grouped_tile(t, m_pairs, n_tiles, kGroupPairs, pm, nt);
             const int mt = kCluster * pm + static_cast<int>(rank);
-            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, x_inv, w_inv, b, y, M,
-                             N, multiplier, negative_slope, pairs_ok != 0, [&](int s) {
+            fp::consume_tile(ring, full, it, k_tiles, warpgroup - 1, mt, nt, epilogue, [&](int s) {
                                  sm90::mbar_arrive_cluster(&empty[s], 0);
                                  sm90::mbar_arrive_cluster(&empty[s], 1);
                              });

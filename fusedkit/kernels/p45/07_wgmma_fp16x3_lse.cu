@@ -7,47 +7,30 @@
 #include <cuda_runtime.h>
 
 #include "../common/hopper.cuh"
+#include "../common/hopper_fp16x3.cuh"
 #include "launchers_hopper.h"
 
 namespace {
 
 namespace sm90 = fusedkit::sm90;
+namespace fp = fusedkit::fp16x3;
 
 // Shapes: GEMM1 multiplies xh, xl (M, Kp) by W1's wh, wl (H, Kp); GEMM2 multiplies hh, hl
 // (M, Hp) by W2's wh, wl (N, Hp); all fp16, K-contiguous, Kp and Hp padded to 64 with zeros.
-// The math (common/fp16x3_split.py): A @ B.T = (sum_k ah bh + (ah bl + al bh) / 2048) * ai[m] * bi[n].
-// Tiles, pipeline and registers are p12 step 14's (14_wgmma_fp16x3.cu says why each number).
-constexpr int BM = 128;         // rows per tile: consumer c owns rows 64c .. 64c + 63, whole rows
-constexpr int BN = 128;         // columns per tile: the n of one wgmma; one logsumexp tile
-constexpr int BK = 64;          // k per stage: 64 fp16 = 128 bytes, one 128-byte swizzle row
-constexpr int kStages = 3;      // 3 x 64 KB = 192 KB of the 227 KB a block may have
-constexpr int kConsumers = 2;   // consumer warpgroups
-constexpr int kThreads = 128 * (1 + kConsumers);
-constexpr int kProducerRegs = 40;   // 128 * 40 + 256 * 232 = 64512 <= 65536
-constexpr int kConsumerRegs = 232;  // sum, cross, chunk: 3 x 64 fp32 a thread
-constexpr int kGroupM = 8;      // grouped tile order: 8 row tiles share each W tile in L2
-
-constexpr int kAcc = BN / 2;    // fp32 accumulators a thread per 64 x 128 fragment
-constexpr uint32_t kTileBytes = 128 * BK * 2;     // 16 KB: one 128 x 64 fp16 box
-constexpr uint32_t kStageBytes = 4 * kTileBytes;  // ah, al, bh, bl: 64 KB
-constexpr size_t kSmemBytes = kStages * kStageBytes + sm90::kSwizzleAtomBytes;  // + alignment slack
-static_assert(kSmemBytes + 2 * kStages * sizeof(uint64_t) <= 227 * 1024, "shared memory");
-static_assert(BM == 128 && BN == 128, "every TMA box here is 128 rows x 64 columns");
+// Tiles, stages, registers, the ring and the tile order are p12 step 14's, written once in
+// common/hopper_fp16x3.cuh (which says why each number).
+using fp::BK;
+using fp::BM;
+using fp::BN;
+using fp::kAcc;
+using fp::kConsumers;
+using fp::kStages;
+using fp::kThreads;
 static_assert(p45::kHopperLseTile == BN, "the binding sizes pmax, psum with kHopperLseTile");
 static_assert(p45::kHopperPad % BK == 0 && p45::kHopperPad % 2 == 0,
               "Hp is a whole number of k-tiles, and even (h is stored in column pairs)");
 
-constexpr float kLoScale = 2048.0f;  // lo holds the residual times 2**11
 constexpr float kNegInf = -INFINITY;
-
-__device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, int& mt, int& nt) {
-    const int per_group = kGroupM * n_tiles;
-    const int first_m = (t / per_group) * kGroupM;
-    const int group_m = min(m_tiles - first_m, kGroupM);  // the last group may be shorter
-    const int r = t % per_group;
-    mt = first_m + r % group_m;
-    nt = r / group_m;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The mainloop, p12 step 14's: a persistent block walks the (M / 128) x (N / 128) tiles in grouped
@@ -59,6 +42,10 @@ __device__ __forceinline__ void grouped_tile(int t, int m_tiles, int n_tiles, in
 // top-left element is (row0, col0) of the output, fragment map in common/hopper.cuh; params is
 // what epilogue.load(row0, col0) read from memory (scales, biases) while the tile's last
 // cross products were still running on the tensor cores.
+// The consumers' k-loop is common/hopper_fp16x3.cuh's consume_tile typed out again: here the
+// fragments are declared once, before the tile loop, and nvcc carries chunk's registers from
+// tile to tile; through consume_tile (a fresh set a tile) the PTX differs, so the kernel the
+// H200 measured keeps its own loop until a new measurement takes the shared one.
 template <class Epilogue>
 __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUtensorMap* al_map,
                                             const CUtensorMap* bh_map, const CUtensorMap* bl_map,
@@ -68,51 +55,36 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
     // across tiles on both sides: stage it % kStages, parity (it / kStages) & 1.
     __shared__ uint64_t full[kStages], empty[kStages];
     extern __shared__ uint8_t smem_raw[];
-    const uint32_t raw = sm90::smem_addr(smem_raw);
-    uint8_t* smem = smem_raw + ((sm90::kSwizzleAtomBytes - raw % sm90::kSwizzleAtomBytes) %
-                                sm90::kSwizzleAtomBytes);
-    // Stage s: [ah | al | bh | bl], each 16 KB and 1024-byte aligned (the swizzle atom).
-    const auto tile = [smem](int s, int which) { return smem + s * kStageBytes + which * kTileBytes; };
+    const fp::Ring ring(smem_raw);  // stage s: [ah | al | bh | bl], 16 KB each
 
     const int m_tiles = (M + BM - 1) / BM, n_tiles = (N + BN - 1) / BN;
     const int tiles = m_tiles * n_tiles;
     const int k_tiles = (K + BK - 1) / BK;
     const int warpgroup = threadIdx.x / 128;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; ++s) {
-            sm90::mbar_init(&full[s], 1);
-            sm90::mbar_init(&empty[s], kConsumers * 4);
-        }
-        sm90::mbar_fence_init();
-    }
+    sm90::init_ring(full, empty, kConsumers * 4);
     __syncthreads();  // the last block-wide barrier
 
     if (warpgroup == 0) {
-        sm90::setmaxnreg_dec<kProducerRegs>();
-        if (threadIdx.x == 0) {
-            sm90::tma_prefetch_map(ah_map);
-            sm90::tma_prefetch_map(al_map);
-            sm90::tma_prefetch_map(bh_map);
-            sm90::tma_prefetch_map(bl_map);
+        if (sm90::become_producer<fp::kProducerRegs>(ah_map, al_map, bh_map, bl_map)) {
             uint32_t it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int mt, nt;
-                grouped_tile(t, m_tiles, n_tiles, mt, nt);
+                fp::grouped_tile(t, m_tiles, n_tiles, fp::kGroupM, mt, nt);
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % kStages;
                     sm90::mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
                     // Zero-filled rows past M or N still count their bytes: always 64 KB.
-                    sm90::mbar_arrive_expect_tx(&full[s], kStageBytes);
-                    sm90::tma_load_2d(tile(s, 0), ah_map, &full[s], kt * BK, mt * BM);
-                    sm90::tma_load_2d(tile(s, 1), al_map, &full[s], kt * BK, mt * BM);
-                    sm90::tma_load_2d(tile(s, 2), bh_map, &full[s], kt * BK, nt * BN);
-                    sm90::tma_load_2d(tile(s, 3), bl_map, &full[s], kt * BK, nt * BN);
+                    sm90::mbar_arrive_expect_tx(&full[s], fp::kStageBytes);
+                    sm90::tma_load_2d(ring.tile(s, fp::kXh), ah_map, &full[s], kt * BK, mt * BM);
+                    sm90::tma_load_2d(ring.tile(s, fp::kXl), al_map, &full[s], kt * BK, mt * BM);
+                    sm90::tma_load_2d(ring.tile(s, fp::kWh), bh_map, &full[s], kt * BK, nt * BN);
+                    sm90::tma_load_2d(ring.tile(s, fp::kWl), bl_map, &full[s], kt * BK, nt * BN);
                 }
             }
         }
     } else {
-        sm90::setmaxnreg_inc<kConsumerRegs>();
+        sm90::setmaxnreg_inc<fp::kConsumerRegs>();
         const int c = warpgroup - 1;
         const bool lane0 = threadIdx.x % 32 == 0;
         float sum[kAcc];    // sum over k-tiles of hi*hi, added by FADD.RN outside the tensor cores
@@ -121,16 +93,16 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
         uint32_t it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int mt, nt;
-            grouped_tile(t, m_tiles, n_tiles, mt, nt);
+            fp::grouped_tile(t, m_tiles, n_tiles, fp::kGroupM, mt, nt);
 #pragma unroll
             for (int i = 0; i < kAcc; ++i) sum[i] = cross[i] = 0.0f;
             for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                 const int s = it % kStages;
                 sm90::mbar_wait(&full[s], (it / kStages) & 1);
-                const uint32_t ah = sm90::smem_addr(tile(s, 0)) + c * 64 * 128;  // this consumer's 64 rows
-                const uint32_t al = sm90::smem_addr(tile(s, 1)) + c * 64 * 128;
-                const uint32_t bh = sm90::smem_addr(tile(s, 2));
-                const uint32_t bl = sm90::smem_addr(tile(s, 3));
+                const uint32_t ah = sm90::smem_addr(ring.tile(s, fp::kXh)) + c * 64 * 128;  // this consumer's 64 rows
+                const uint32_t al = sm90::smem_addr(ring.tile(s, fp::kXl)) + c * 64 * 128;
+                const uint32_t bh = sm90::smem_addr(ring.tile(s, fp::kWh));
+                const uint32_t bl = sm90::smem_addr(ring.tile(s, fp::kWl));
                 // chunk was read by the FADDs and cross zeroed by plain code: fence before wgmma.
                 sm90::fence_accumulators(chunk);
                 sm90::fence_accumulators(cross);
@@ -168,8 +140,7 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
             sm90::wgmma_wait<0>();  // the last k-tile's cross
             sm90::fence_accumulators(cross);
             if (k_tiles > 0 && lane0) sm90::mbar_arrive(&empty[(it + kStages - 1) % kStages]);
-#pragma unroll
-            for (int i = 0; i < kAcc; ++i) sum[i] = __fadd_rn(sum[i], cross[i] * (1.0f / kLoScale));
+            fp::add_cross(sum, cross);
             epilogue(sum, params, mt * BM + 64 * c, nt * BN, nt);
         }
     }
@@ -270,8 +241,8 @@ struct SigmoidSplit {
                 // * 2048 are exact (hi is hs rounded to 11 bits).
                 const __half2 hi = __floats2half2_rn(hs[0], hs[1]);
                 const float2 back = __half22float2(hi);
-                const __half2 lo = __floats2half2_rn((hs[0] - back.x) * kLoScale,
-                                                     (hs[1] - back.y) * kLoScale);
+                const __half2 lo = __floats2half2_rn((hs[0] - back.x) * fp::kLoScale,
+                                                     (hs[1] - back.y) * fp::kLoScale);
                 const int64_t at = static_cast<int64_t>(r) * Hp + c;
                 *reinterpret_cast<__half2*>(hh + at) = hi;
                 *reinterpret_cast<__half2*>(hl + at) = lo;
@@ -417,7 +388,7 @@ const char* prepare(Kernel kernel, CUtensorMap (&maps)[4], const __half* ah, con
     if (const char* err = sm90::make_tensor_map_f16(&maps[2], bh, b_rows, K, BN)) return err;
     if (const char* err = sm90::make_tensor_map_f16(&maps[3], bl, b_rows, K, BN)) return err;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kSmemBytes)) != cudaSuccess) {
+                             static_cast<int>(fp::kSmemBytes)) != cudaSuccess) {
         return "cudaFuncSetAttribute (dynamic shared memory) failed";
     }
     int device = 0, sms = 0;
@@ -448,7 +419,7 @@ const char* launch_wgmma_fp16x3_sigmoid_split(const __half* xh, const __half* xl
                                   H, K, blocks)) {
         return err;
     }
-    p45_wgmma_fp16x3_sigmoid_split_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(
+    p45_wgmma_fp16x3_sigmoid_split_kernel<<<blocks, kThreads, fp::kSmemBytes, stream>>>(
         maps[0], maps[1], maps[2], maps[3], x_inv, w_inv, b, hh, hl, M, H, K, Hp);
     return nullptr;
 }
@@ -464,7 +435,7 @@ const char* launch_wgmma_fp16x3_partial_lse(const __half* hh, const __half* hl, 
         return err;
     }
     const int T = (N + kHopperLseTile - 1) / kHopperLseTile;
-    p45_wgmma_fp16x3_partial_lse_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(
+    p45_wgmma_fp16x3_partial_lse_kernel<<<blocks, kThreads, fp::kSmemBytes, stream>>>(
         maps[0], maps[1], maps[2], maps[3], h_inv, w_inv, b, pmax, psum, M, N, K, T);
     return nullptr;
 }
