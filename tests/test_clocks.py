@@ -247,7 +247,10 @@ def test_readings_beside_a_load_are_those_of_the_newest_run_that_timed_it():
     # The p45 bench with fp16x3 on wgmma had nvidia-smi read beside it; the ceilings were timed
     # alone once (2026-12-01) and again beside p12's SIMT ladder a minute later.
     fp16x3 = clocks.readings_beside(["wgmma_fp16x3_lse", "wgmma_fp16x3"])
-    assert set(fp16x3["run_id"]) == {LOG_RUN}
+    recs = records.read_records(DATA / "records.csv")
+    read = set(pd.read_csv(DATA / "clocks.csv", usecols=["run_id"])["run_id"])
+    timed = recs[recs["variant"].isin(["wgmma_fp16x3_lse", "wgmma_fp16x3"]) & recs["run_id"].isin(read)]
+    assert set(fp16x3["run_id"]) == {timed.sort_values("timestamp")["run_id"].iloc[-1]}
     both = clocks.readings_beside(["ceiling_gemm_fp16"], problem="device")
     alone = clocks.readings_beside(["ceiling_gemm_fp16"], problem="device", alone=True)
     assert len(set(both["run_id"])) == len(set(alone["run_id"])) == 1

@@ -25,7 +25,7 @@ def test_the_block_names_the_best_of_each_tier_from_the_newest_rows():
     block = readme.measured_state()
     assert "| p12 | fp32-faithful | `wgmma_fp16x3` |" in block
     assert "| p12 | fast | `wgmma_persistent` |" in block
-    assert "| p45 | kb-pass | `triton_fused_lse_bf16` |" in block
+    assert "| p45 | kb-pass | `triton_fused_lse_fp16` |" in block   # the 2026-12-04 run
     assert "`faithful_by_batch`, from 1 to 1024 rows" in block
 
 
@@ -96,4 +96,4 @@ def test_listed_best_reads_the_tiers_back_from_the_block(small_records):
     listed = readme.listed_best(doc)
     assert listed[("p12", "fp32-faithful")] == "wgmma_fp16x3" and listed[("p12", "reference")] == "eager"
     assert not any(k[0] == "p45" for k in listed)            # "nothing recorded" names no variant
-    assert readme.listed_best()[("p45", "kb-pass")] == "triton_fused_lse_bf16"   # the repository's
+    assert readme.listed_best()[("p45", "kb-pass")] == "triton_fused_lse_fp16"   # the repository's

@@ -1,6 +1,6 @@
 // Computes out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) to fp32 accuracy on wgmma from fp16x3 splits.
 // Changed against 05: both GEMMs on p12 step 14's wgmma kernel; epilogues split h, reduce z from registers.
-// Bound: fp16 tensor compute, 3 products of 412 GFLOP; p12's kernel ran 213 TFLOP/s counted once: ~2.0-2.2 ms.
+// Bound: fp16 tensor compute, three products of 412 GFLOP each.
 #include <cmath>
 #include <cstdint>
 #include <cuda_fp16.h>
