@@ -78,14 +78,21 @@ def summarize(samples_ms: list[float], timer: str) -> Timing:
                   float(_percentile(a, 90)), int(a.size), timer)
 
 
+MAX_BUDGET_MS = 60_000.0
+"""The longest timing budget, warm-up or timed, in ms (a minute: a typo such as 1e12 is
+refused before anything runs)."""
+
+
 def check_budgets(warmup_ms: float, rep_ms: float) -> None:
     """Refuse timing budgets (ms) that are not numbers, not finite, or out of range: a
     ValueError (TypeError for a non-number) naming the budget, its value and what is allowed."""
     for name, value, low in (("warmup_ms", warmup_ms, 0.0), ("rep_ms", rep_ms, None)):
-        allowed = "a finite number >= 0" if low is not None else "a finite number > 0"
+        allowed = ("a finite number >= 0" if low is not None else "a finite number > 0") + \
+            f", at most {MAX_BUDGET_MS:g}"
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{name}={value!r} is not a number; allowed: {allowed}")
-        if not math.isfinite(value) or (value < low if low is not None else value <= 0):
+        if not math.isfinite(value) or value > MAX_BUDGET_MS or (
+                value < low if low is not None else value <= 0):
             raise ValueError(f"{name}={value!r} is out of range; allowed: {allowed}")
 
 

@@ -58,7 +58,7 @@ import torch
 from fusedkit import isolation
 from fusedkit.guard import PATCHED, Snapshot
 from fusedkit.interrupts import checkpoint
-from fusedkit.isolation import (CALL_TIMEOUT_S, CRASHED, HUNG, LEFT_RUNNING, MALFORMED, is_device_fault,
+from fusedkit.isolation import (BUILD_TIMEOUT_S, CALL_TIMEOUT_S, CRASHED, HUNG, LEFT_RUNNING, MALFORMED, is_device_fault,
                                 one_line, pack, unpack)
 from fusedkit.precision import EPS32, TIERS, error_bound
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
@@ -120,13 +120,12 @@ def check_seeds(seeds: object) -> None:
         raise ValueError(f"seeds has {len(seeds)} seeds; allowed: {allowed}")
 
 
-def check_call_timeout(call_timeout_s: object) -> None:
-    """Refuse a call time limit that is not a finite number of seconds above 0 (one line)."""
-    allowed = "a finite number of seconds > 0"
-    if isinstance(call_timeout_s, bool) or not isinstance(call_timeout_s, numbers.Real):
-        raise TypeError(f"call_timeout_s={call_timeout_s!r} is not a number; allowed: {allowed}")
-    if not math.isfinite(call_timeout_s) or call_timeout_s <= 0:
-        raise ValueError(f"call_timeout_s={call_timeout_s!r} is out of range; allowed: {allowed}")
+def check_call_timeout(call_timeout_s: object, build_timeout_s: object = BUILD_TIMEOUT_S) -> None:
+    """Refuse time limits that are not finite numbers of seconds above 0, and a bad variable of
+    the environment that sets a default (one line naming it)."""
+    isolation.check_environment()
+    isolation.check_seconds("call_timeout_s", call_timeout_s)
+    isolation.check_seconds("build_timeout_s", build_timeout_s)
 
 
 def harness_device(device: object) -> torch.device:
@@ -342,7 +341,7 @@ def _input_name(k: int) -> str:
 
 def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
                 device: torch.device, precision: str = "fp32", *,
-                call_timeout_s: float = CALL_TIMEOUT_S,
+                call_timeout_s: float = CALL_TIMEOUT_S, build_timeout_s: float = BUILD_TIMEOUT_S,
                 timeline: list | None = None) -> tuple[list[str], list[_Compared]]:
     """Build once under ``seed``, call on two independent inputs, and check both calls, the
     errors against what ``precision`` arithmetic can explain.
@@ -359,7 +358,8 @@ def check_build(problem: Problem, build: Build, sizes: Sizes, seed: int,
     try:
         failures, outs = isolation.run(candidate_calls, problem, build, device,
                                        call_timeout_s=call_timeout_s, timeline=timeline,
-                                       calls=CALLS_PER_BUILD, sizes=dict(sizes), seed=seed)
+                                       calls=CALLS_PER_BUILD, build_timeout_s=build_timeout_s,
+                                       sizes=dict(sizes), seed=seed)
     except isolation.WorkerDied as e:
         return [e.line], []
     expect = tuple(problem.output_shape(sizes))
@@ -516,19 +516,21 @@ def judge_calls(problem: Problem, sizes: Sizes, seed: int, device: torch.device,
 def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
                   device: str | torch.device = "cpu", seeds: int | Sequence[int] = SEEDS,
                   build: Build | None = None, odd_shape: bool = True,
-                  call_timeout_s: float = CALL_TIMEOUT_S) -> CheckResult:
+                  call_timeout_s: float = CALL_TIMEOUT_S,
+                  build_timeout_s: float = BUILD_TIMEOUT_S) -> CheckResult:
     """Check ``variant`` on ``seeds`` fresh builds (weights drawn under each seed), each called
     on two independent inputs, then once more at :func:`nearby_odd` sizes.
 
     ``seeds`` is a count (fresh random seeds, recorded in the result) or explicit seeds.
     ``build`` overrides ``variant.build`` (to check a function that is not registered).
-    ``call_timeout_s``: seconds one call may take before it counts as hung.
+    ``call_timeout_s``: seconds one call may take before it counts as hung; ``build_timeout_s``
+    the same for a build (which may compile).
     """
     variant = problem.variant(variant) if isinstance(variant, str) else variant
     sizes = problem.sizes(sizes)
     device = harness_device(device)
     check_seeds(seeds)
-    check_call_timeout(call_timeout_s)
+    check_call_timeout(call_timeout_s, build_timeout_s)
     count = seeds if isinstance(seeds, numbers.Integral) else len(seeds)
     refusal = device_refusal(problem, variant, sizes, device, seeds=count, time_it=False)
     if refusal:
@@ -545,7 +547,8 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
         checkpoint()
         timeline: list = []
         failures, got = check_build(problem, build, sizes, seed, device, variant.precision,
-                                    call_timeout_s=call_timeout_s, timeline=timeline)
+                                    call_timeout_s=call_timeout_s,
+                                    build_timeout_s=build_timeout_s, timeline=timeline)
         if math.isnan(res.build_s):
             res.build_s = isolation.seconds_between(timeline, "the build", f"call {CALLS_PER_BUILD}")
         res.calls += CALLS_PER_BUILD
@@ -559,7 +562,8 @@ def check_variant(problem: Problem, variant: Variant | str, sizes: Sizes, *,
     if odd_shape:
         res.odd_sizes = nearby_odd(problem, sizes)
         failures, got = check_build(problem, build, res.odd_sizes, res.seeds[0] + 17, device,
-                                    variant.precision, call_timeout_s=call_timeout_s)
+                                    variant.precision, call_timeout_s=call_timeout_s,
+                                    build_timeout_s=build_timeout_s)
         res.calls += CALLS_PER_BUILD
         worst = max((c.rel for c in got), default=math.nan)
         allowed = SPECIALISED_FACTOR * max([res.rel_error, *(c.eager_rel for c in got), 2 * EPS32])

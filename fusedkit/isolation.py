@@ -31,6 +31,7 @@ import ctypes
 import io
 import linecache
 import marshal
+import math
 import multiprocessing
 import os
 import pickle
@@ -50,9 +51,45 @@ import torch
 from fusedkit import wire
 from fusedkit.interrupts import checkpoint
 
-CALL_TIMEOUT_S = float(os.environ.get("FUSEDKIT_CALL_TIMEOUT_S", 60.0))
+ENV_FAULTS: dict[str, str] = {}
+"""Variables of the environment that were set to something other than what they allow: named
+by :func:`check_environment` in one line before anything runs (never a traceback at import)."""
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """``$name`` as seconds (a finite number > 0), the default where unset; a bad value is kept
+    in :data:`ENV_FAULTS` and the default stands in until it is named."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        ENV_FAULTS[name] = f"{name}={text!r} is not a number of seconds; allowed: a finite number > 0"
+        return default
+    return value
+
+
+def check_environment() -> None:
+    """Raise ValueError naming the first variable of the environment set to a bad value."""
+    if ENV_FAULTS:
+        raise ValueError(next(iter(ENV_FAULTS.values())))
+
+
+def check_seconds(name: str, value: object) -> None:
+    """Refuse a time limit that is not a finite number of seconds above 0 (one line naming it)."""
+    allowed = "a finite number of seconds > 0"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}={value!r} is not a number; allowed: {allowed}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}={value!r} is out of range; allowed: {allowed}")
+
+
+CALL_TIMEOUT_S = _env_seconds("FUSEDKIT_CALL_TIMEOUT_S", 60.0)
 """Seconds a call of the candidate may go without returning before it counts as hung."""
-BUILD_TIMEOUT_S = float(os.environ.get("FUSEDKIT_BUILD_TIMEOUT_S", 900.0))
+BUILD_TIMEOUT_S = _env_seconds("FUSEDKIT_BUILD_TIMEOUT_S", 900.0)
 """Seconds a build (compiling a CUDA or Triton kernel included) may take before it counts as hung."""
 
 CRASHED = "the kernel crashed"
@@ -345,7 +382,7 @@ class Worker:
 
     def run(self, job: Callable, spec: tuple, kwargs: dict, call_timeout_s: float,
             timeline: list | None = None, answer: Callable[[object], object] | None = None,
-            calls: int = 0) -> object:
+            calls: int = 0, build_timeout_s: float = BUILD_TIMEOUT_S) -> object:
         """Send one job and wait for its result, watching for a crash, a hang and an interrupt.
         Raises :class:`WorkerDied` with the verdict line when the worker dies, hangs, or sends
         anything but the data it should (:mod:`fusedkit.wire`; nothing it sends is unpickled).
@@ -362,7 +399,7 @@ class Worker:
         self.conn.send((job, spec, kwargs))
         start = since = time.monotonic()
         stage, changes = "the build", 0
-        deadline = start + BUILD_TIMEOUT_S + call_timeout_s * (calls + 1)
+        deadline = start + build_timeout_s + call_timeout_s * (calls + 1)
         timeline = timeline if timeline is not None else []
         while True:
             try:
@@ -424,12 +461,12 @@ class Worker:
                 raise WorkerDied(f"{CRASHED}: the process ended with "
                                  f"{_signal_name(self.process.exitcode or 0)}, during {stage}")
             now = time.monotonic()
-            limit = BUILD_TIMEOUT_S if stage == "the build" else call_timeout_s
+            limit = build_timeout_s if stage == "the build" else call_timeout_s
             if now - since > limit or now > deadline:
                 self.stop(kill=True)
                 count = self.progress.value
                 what = f"timed call {count}" if stage == "timed calls" and count else stage
-                knob = "FUSEDKIT_BUILD_TIMEOUT_S" if stage == "the build" else "call_timeout_s"
+                knob = "build_timeout_s" if stage == "the build" else "call_timeout_s"
                 raise WorkerDied(f"{HUNG}: {what} did not return within {limit:g} s "
                                  f"({knob} sets the limit)")
 
@@ -508,7 +545,8 @@ def fresh(device: str | torch.device) -> None:
 
 def run(job: Callable, problem, build: Callable, device: torch.device, *,
         call_timeout_s: float = CALL_TIMEOUT_S, timeline: list | None = None,
-        answer: Callable[[object], object] | None = None, calls: int = 1, **kwargs) -> object:
+        answer: Callable[[object], object] | None = None, calls: int = 1,
+        build_timeout_s: float = BUILD_TIMEOUT_S, **kwargs) -> object:
     """Run ``job(build=, report=, progress=, problem_key=, device=, **kwargs)`` (a module-level
     function of fusedkit: :func:`fusedkit.check.candidate_calls`,
     :func:`fusedkit.measure.candidate_timing`) on ``build`` for ``problem`` on ``device`` in the
@@ -525,7 +563,7 @@ def run(job: Callable, problem, build: Callable, device: torch.device, *,
             w = _workers[key]
         try:
             return w.run(job, spec, dict(kwargs, problem_key=problem.key, device=key),
-                         call_timeout_s, timeline, answer, calls)
+                         call_timeout_s, timeline, answer, calls, build_timeout_s)
         except BaseException:
             retire(key)
             raise
@@ -571,7 +609,7 @@ def harness_stream(device: torch.device) -> Iterator[None]:
     torch.cuda.current_stream(device).wait_stream(stream)
 
 
-__all__ = ["BUILD_TIMEOUT_S", "CALL_TIMEOUT_S", "CRASHED", "HUNG", "LEFT_RUNNING", "MALFORMED",
-           "Worker", "WorkerDied",
+__all__ = ["BUILD_TIMEOUT_S", "CALL_TIMEOUT_S", "CRASHED", "ENV_FAULTS", "HUNG", "LEFT_RUNNING",
+           "MALFORMED", "Worker", "WorkerDied", "check_environment", "check_seconds",
            "builder_spec", "fresh", "harness_stream", "is_device_fault", "one_line", "pack",
            "retire", "run", "seconds_between", "unpack"]

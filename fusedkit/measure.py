@@ -30,7 +30,7 @@ import random
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 import torch
@@ -42,8 +42,8 @@ from fusedkit.check import (EPS32, SEEDS, Build, CheckResult, check_call_timeout
 from fusedkit.guard import Snapshot
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.interrupts import checkpoint
-from fusedkit.isolation import CALL_TIMEOUT_S, harness_stream, one_line, unpack  # noqa: F401 - re-exported
-from fusedkit.precision import grouped_error_bounds
+from fusedkit.isolation import BUILD_TIMEOUT_S, CALL_TIMEOUT_S, harness_stream, one_line, unpack  # noqa: F401 - re-exported
+from fusedkit.precision import PRECISIONS, grouped_error_bounds
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.base import harness_bytes  # noqa: F401 - measure's memory, re-exported
 from fusedkit.roofline import achieved, fused_floor
@@ -201,7 +201,8 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
             device: str | torch.device | None = None, seeds: int = SEEDS,
             warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, gpu: GpuSpec | None = None,
             time_it: bool = True, name: str = "", precision: str = "fp32",
-            triton: bool = False, call_timeout_s: float = CALL_TIMEOUT_S) -> Measurement:
+            triton: bool = False, call_timeout_s: float = CALL_TIMEOUT_S,
+            build_timeout_s: float = BUILD_TIMEOUT_S) -> Measurement:
     """Check ``what`` (a variant, its name, or a builder) of ``problem`` (a Problem or its name,
     e.g. "p12") at ``sizes`` on ``device``, then, if the check found no fault, time it.
     Returns the :class:`Measurement`; never records.
@@ -209,7 +210,8 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
     ``seeds`` builds are checked (1 to :data:`~fusedkit.check.MAX_SEEDS`); ``warmup_ms`` and
     ``rep_ms`` are the timing budgets in ms; ``call_timeout_s`` the seconds one call of the
     kernel may take before it counts as hung (default :data:`fusedkit.isolation.CALL_TIMEOUT_S`,
-    60 s; a build may take :data:`~fusedkit.isolation.BUILD_TIMEOUT_S`). ``gpu`` is the spec the
+    60 s; ``build_timeout_s`` the same for a build, default
+    :data:`~fusedkit.isolation.BUILD_TIMEOUT_S`, 900 s). ``gpu`` is the spec the
     % of floor is computed on
     (default: the detected GPU's datasheet; the ladder passes measured ceilings). The refusal of
     impossible speed always uses the datasheet. Every argument is checked before anything runs:
@@ -220,7 +222,7 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
     started = time.perf_counter()
     m = _measure(problem, what, sizes, device=device, seeds=seeds, warmup_ms=warmup_ms,
                  rep_ms=rep_ms, gpu=gpu, time_it=time_it, name=name, precision=precision,
-                 triton=triton, call_timeout_s=call_timeout_s)
+                 triton=triton, call_timeout_s=call_timeout_s, build_timeout_s=build_timeout_s)
     m.seconds = time.perf_counter() - started
     return m
 
@@ -228,7 +230,7 @@ def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | 
 def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | None, *,
              device: str | torch.device | None, seeds: int, warmup_ms: float, rep_ms: float,
              gpu: GpuSpec | None, time_it: bool, name: str, precision: str, triton: bool,
-             call_timeout_s: float) -> Measurement:
+             call_timeout_s: float, build_timeout_s: float) -> Measurement:
     """:func:`measure` but for the wall seconds it fills in."""
     if isinstance(problem, str):
         problem = problems.get(problem)
@@ -237,7 +239,8 @@ def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes |
                         f"{', '.join(problems.names())}")
     check_seeds(seeds)
     bench.check_budgets(warmup_ms, rep_ms)
-    check_call_timeout(call_timeout_s)
+    check_call_timeout(call_timeout_s, build_timeout_s)
+    _check_options(sizes, gpu, time_it, name, precision, triton)
     v = candidate(problem, what, name=name, precision=precision, triton=triton)
     sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
     device = harness_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -251,13 +254,13 @@ def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes |
         m.notes.append("measured in Triton's CPU interpreter, which computes every dot in fp32 "
                        "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
     m.check = check_variant(problem, v, sizes, device=device, seeds=seeds,
-                            call_timeout_s=call_timeout_s)
+                            call_timeout_s=call_timeout_s, build_timeout_s=build_timeout_s)
     m.build_s = m.check.build_s
     if not m.check.ok or not time_it:
         return m
     seed = m.check.seeds[0] + 7919      # never a checked draw
     m.floor_ms = fused_floor(problem, sizes, m.gpu, v.precision).floor_ms
-    _time(m, seed, warmup_ms, rep_ms, call_timeout_s)
+    _time(m, seed, warmup_ms, rep_ms, call_timeout_s, build_timeout_s)
     if m.timing and m.timing.timer == "cuda-events" and not m.refused:
         floor = fused_floor(problem, sizes, datasheet, v.precision).floor_ms
         if m.timing.median_ms < floor:
@@ -265,6 +268,24 @@ def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes |
                          f"of {floor:.4g} ms on {datasheet.name}'s datasheet; it cannot be doing "
                          f"the work at {v.precision} (declare the precision it really uses)")
     return m
+
+
+def _check_options(sizes: object, gpu: object, time_it: object, name: object, precision: object,
+                   triton: object) -> None:
+    """Refuse, in one line naming it, an option of :func:`measure` of the wrong kind."""
+    if sizes is not None and not isinstance(sizes, Mapping):
+        raise TypeError(f"sizes={sizes!r} is not a mapping of sizes, e.g. "
+                        "{'batch_size': 8}; allowed: a dict or None (the problem's defaults)")
+    if gpu is not None and not isinstance(gpu, GpuSpec):
+        raise TypeError(f"gpu={gpu!r} is not a GpuSpec; allowed: None (the detected GPU) or a "
+                        "spec of fusedkit.hardware, e.g. hardware.detect_gpu().spec")
+    for key, value in (("time_it", time_it), ("triton", triton)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{key}={value!r} is not True or False")
+    if not isinstance(name, str):
+        raise TypeError(f"name={name!r} is not a string")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is not a precision; allowed: {', '.join(PRECISIONS)}")
 
 
 def _refill(problem: Problem, inputs: list[torch.Tensor], seed: int) -> None:
@@ -342,7 +363,7 @@ class TimedCallsDriver:
 
 
 def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float,
-          call_timeout_s: float = CALL_TIMEOUT_S) -> None:
+          call_timeout_s: float = CALL_TIMEOUT_S, build_timeout_s: float = BUILD_TIMEOUT_S) -> None:
     """Time ``m``'s variant in its worker (:func:`candidate_timing`) on fresh weights, every call
     ordered from here (:class:`TimedCallsDriver`: its input's seed, then its rows to verify),
     then judge here, where it never ran: the times' statistics, every call's
@@ -356,7 +377,7 @@ def _time(m: Measurement, seed: int, warmup_ms: float, rep_ms: float,
     try:
         got = isolation.run(candidate_timing, problem, m.variant.build, device,
                             call_timeout_s=call_timeout_s, answer=driver, timeline=timeline,
-                            sizes=dict(sizes), seed=seed)
+                            build_timeout_s=build_timeout_s, sizes=dict(sizes), seed=seed)
         got = wire.fields(got, dict(raised=str, faults=list, samples_ms=list, timer=str,
                                     rows=(torch.Tensor, type(None)), wall_ms=float,
                                     host_ms=float, peak_mem_mb=(float, type(None))))

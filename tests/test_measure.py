@@ -362,6 +362,15 @@ def nothing_runs(monkeypatch):
     (dict(seeds=10**9), ValueError, "seeds=1000000000 is out of range"),
     (dict(seeds=True), TypeError, "seeds=True is not a count"),
     (dict(device="tpu"), ValueError, "device='tpu' is not a device; allowed: 'cpu'"),
+    # Each of these below ran, or raised a traceback from deep inside, at b60d11b.
+    (dict(gpu="H200"), TypeError, "gpu='H200' is not a GpuSpec"),
+    (dict(warmup_ms=1e12), ValueError, "warmup_ms=1000000000000.0 is out of range"),
+    (dict(rep_ms=1e9), ValueError, "at most 60000"),
+    (dict(triton="no"), TypeError, "triton='no' is not True or False"),
+    (dict(time_it=1), TypeError, "time_it=1 is not True or False"),
+    (dict(precision="fp8"), ValueError, "precision='fp8' is not a precision"),
+    (dict(build_timeout_s=float("nan")), ValueError, "build_timeout_s=nan is out of range"),
+    (dict(call_timeout_s=0), ValueError, "call_timeout_s=0 is out of range"),
 ])
 def test_bad_arguments_are_one_clear_error(kw, error, phrase, nothing_runs):
     """A bad rep_ms was reported as the kernel's failure ("raised an error while timed")."""
@@ -470,3 +479,30 @@ def test_harness_bytes_is_what_a_measurement_really_holds(key, sizes):
     p = problems.get(key)
     predicted = measure.harness_bytes(p, p.sizes(problems.parse_sizes(sizes)))
     assert 0.9 * predicted <= held <= 1.05 * predicted, (held / 2**20, predicted / 2**20)
+
+
+@pytest.mark.parametrize("variable,value", [("FUSEDKIT_CALL_TIMEOUT_S", "abc"),
+                                            ("FUSEDKIT_BUILD_TIMEOUT_S", "nan"),
+                                            ("FUSEDKIT_CALL_TIMEOUT_S", "0")])
+def test_a_bad_limit_in_the_environment_is_named_before_anything_runs(variable, value):
+    # At b60d11b "abc" was a traceback at import, "nan" was taken, and "0" was refused under
+    # the name call_timeout_s, which the learner never typed.
+    import os
+    import subprocess
+    import sys
+
+    code = ("import fusedkit.measure as m\n"
+            "try:\n    m.measure('p12', 'eager', {'batch_size': 4, 'in_features': 8, 'out_features': 8},"
+            " device='cpu', seeds=1)\nexcept ValueError as e:\n    print('refused:', e)")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, variable: value})
+    assert got.returncode == 0 and not got.stderr.strip(), got.stderr[-2000:]
+    assert got.stdout.strip() == (f"refused: {variable}={value!r} is not a number of seconds; "
+                                  "allowed: a finite number > 0"), got.stdout
+
+
+def test_sizes_that_are_not_a_mapping_are_one_clear_error(nothing_runs):
+    # At b60d11b: "dictionary update sequence element #0 has length 1; 2 is required".
+    with pytest.raises(TypeError) as e:
+        measure.measure(P12, "eager", "batch_size=8", device="cpu")
+    assert "sizes='batch_size=8' is not a mapping of sizes" in str(e.value)
