@@ -114,7 +114,8 @@ def step_rows(problem: Problem, slug: str, sizes: Sizes, mode: Mode,
         m = measure(problem, v, small, device="cpu", time_it=False)
         rows.append({"source": "live: Triton's CPU interpreter (the logic, not the precision)",
                      "sizes": short_sizes(small),
-                     "tier": (m.tier or "logic right") if m.ok else "FAILED: " + m.failure,
+                     "tier": ((m.tier or "logic right") if m.ok else
+                              ("not run: " if m.skipped else "FAILED: ") + m.failure),
                      "rel. error": m.check.rel_error})
     hit = recorded[recorded["variant"] == slug] if not recorded.empty else recorded
     if not hit.empty:

@@ -78,6 +78,8 @@ WARMUP_MS, REP_MS = 100.0, 500.0
 HIDDEN_WORK = "work outside the caller's stream"
 TIMED_DIFFER = "timed calls differ from checked ones"
 IMPOSSIBLE = "faster than this GPU allows"
+CANNOT_RUN = "cannot run here"
+"""The verdict of a plan that cannot run on its device (:attr:`Plan.refusal`): not a fault."""
 
 
 @dataclass
@@ -108,6 +110,11 @@ class Measurement:
     @property
     def timed(self) -> bool:
         return self.ok and self.timing is not None
+
+    @property
+    def skipped(self) -> bool:
+        """Not run at all: it cannot run here (:attr:`Plan.refusal`), which is no fault of it."""
+        return self.refused.startswith(CANNOT_RUN + ":")
 
     @property
     def tier(self) -> str:
@@ -166,6 +173,8 @@ class Measurement:
     def summary(self) -> str:
         """One line for logs and learners."""
         name = self.variant.slug
+        if self.skipped:
+            return f"{name}: not run — {self.failure}"
         if not self.ok:
             return f"{name}: FAILED — {self.failure}"
         tier = self.tier or "tier not judged (interpreter)"
@@ -197,41 +206,35 @@ def candidate(problem: Problem, what: Variant | str | Build, *, name: str = "",
     return Variant(99, slug, slug, "a kernel of your own", what, precision=precision, triton=triton)
 
 
-def measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | None = None, *,
-            device: str | torch.device | None = None, seeds: int = SEEDS,
-            warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, gpu: GpuSpec | None = None,
-            time_it: bool = True, name: str = "", precision: str = "fp32",
-            triton: bool = False, call_timeout_s: float = CALL_TIMEOUT_S,
-            build_timeout_s: float = BUILD_TIMEOUT_S) -> Measurement:
-    """Check ``what`` (a variant, its name, or a builder) of ``problem`` (a Problem or its name,
-    e.g. "p12") at ``sizes`` on ``device``, then, if the check found no fault, time it.
-    Returns the :class:`Measurement`; never records.
+@dataclass(frozen=True)
+class Plan:
+    """One measurement, every argument checked once, where it is given (the command line, a
+    widget, a probe, a learner's call): the measuring path takes it as it is. ``refusal`` says
+    why it cannot run here ("" when it can): a GPU step on a CPU, a Hopper step on another GPU,
+    a Triton step over the interpreter's budget or outside the interpreter on a CPU; measuring
+    such a plan gives that verdict, not an exception."""
 
-    ``seeds`` builds are checked (1 to :data:`~fusedkit.check.MAX_SEEDS`); ``warmup_ms`` and
-    ``rep_ms`` are the timing budgets in ms; ``call_timeout_s`` the seconds one call of the
-    kernel may take before it counts as hung (default :data:`fusedkit.isolation.CALL_TIMEOUT_S`,
-    60 s; ``build_timeout_s`` the same for a build, default
-    :data:`~fusedkit.isolation.BUILD_TIMEOUT_S`, 900 s). ``gpu`` is the spec the
-    % of floor is computed on
-    (default: the detected GPU's datasheet; the ladder passes measured ceilings). The refusal of
-    impossible speed always uses the datasheet. Every argument is checked before anything runs:
-    a bad one is a ValueError or TypeError naming it, never a failure of the kernel. Raises
-    ValueError too when the variant cannot run here at all (a GPU-only variant on a CPU, sizes
-    over the interpreter's budget): ask :func:`fusedkit.check.device_refusal` first.
-    """
-    started = time.perf_counter()
-    m = _measure(problem, what, sizes, device=device, seeds=seeds, warmup_ms=warmup_ms,
-                 rep_ms=rep_ms, gpu=gpu, time_it=time_it, name=name, precision=precision,
-                 triton=triton, call_timeout_s=call_timeout_s, build_timeout_s=build_timeout_s)
-    m.seconds = time.perf_counter() - started
-    return m
+    problem: Problem
+    variant: Variant
+    sizes: Sizes
+    device: torch.device
+    seeds: int | tuple[int, ...] = SEEDS
+    warmup_ms: float = WARMUP_MS
+    rep_ms: float = REP_MS
+    time_it: bool = True
+    gpu: GpuSpec | None = None
+    call_timeout_s: float = CALL_TIMEOUT_S
+    build_timeout_s: float = BUILD_TIMEOUT_S
+    refusal: str = ""
 
 
-def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | None, *,
-             device: str | torch.device | None, seeds: int, warmup_ms: float, rep_ms: float,
-             gpu: GpuSpec | None, time_it: bool, name: str, precision: str, triton: bool,
-             call_timeout_s: float, build_timeout_s: float) -> Measurement:
-    """:func:`measure` but for the wall seconds it fills in."""
+def plan(problem: Problem | str, what: Variant | str | Build, sizes: Sizes | None = None, *,
+         device: str | torch.device | None = None, seeds: int = SEEDS,
+         warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, gpu: GpuSpec | None = None,
+         time_it: bool = True, name: str = "", precision: str = "fp32", triton: bool = False,
+         call_timeout_s: float = CALL_TIMEOUT_S, build_timeout_s: float = BUILD_TIMEOUT_S) -> Plan:
+    """The :class:`Plan` of :func:`measure`'s arguments (see there), each checked: a bad one is
+    a ValueError or TypeError in one line naming it. Nothing runs."""
     if isinstance(problem, str):
         problem = problems.get(problem)
     elif not isinstance(problem, Problem):
@@ -244,23 +247,67 @@ def _measure(problem: Problem | str, what: Variant | str | Build, sizes: Sizes |
     v = candidate(problem, what, name=name, precision=precision, triton=triton)
     sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
     device = harness_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    refusal = device_refusal(problem, v, sizes, device, seeds=seeds, time_it=time_it)
-    if refusal:
-        raise ValueError(f"variant={v.slug!r} on {device}: {refusal}")
+    seeds = seeds if isinstance(seeds, int) else tuple(seeds)
+    count = seeds if isinstance(seeds, int) else len(seeds)
+    refusal = device_refusal(problem, v, sizes, device, seeds=count, time_it=time_it)
+    return Plan(problem, v, sizes, device, seeds, float(warmup_ms), float(rep_ms), time_it, gpu,
+                float(call_timeout_s), float(build_timeout_s),
+                f"{CANNOT_RUN}: variant={v.slug!r} on {device} {refusal}" if refusal else "")
+
+
+def measure(problem: Problem | str | Plan, what: Variant | str | Build | None = None,
+            sizes: Sizes | None = None, **options: object) -> Measurement:
+    """Check ``what`` (a variant, its name, or a builder) of ``problem`` (a Problem or its name,
+    e.g. "p12") at ``sizes`` on ``device``, then, if the check found no fault, time it; or
+    measure a :class:`Plan` made before (``measure(plan)``). Returns the :class:`Measurement`;
+    never records.
+
+    ``seeds`` builds are checked (1 to :data:`~fusedkit.check.MAX_SEEDS`); ``warmup_ms`` and
+    ``rep_ms`` are the timing budgets in ms; ``call_timeout_s`` the seconds one call of the
+    kernel may take before it counts as hung (default :data:`fusedkit.isolation.CALL_TIMEOUT_S`,
+    60 s; ``build_timeout_s`` the same for a build, default
+    :data:`~fusedkit.isolation.BUILD_TIMEOUT_S`, 900 s). ``gpu`` is the spec the
+    % of floor is computed on
+    (default: the detected GPU's datasheet; the ladder passes measured ceilings). The refusal of
+    impossible speed always uses the datasheet. Every argument is checked before anything runs
+    (:func:`plan`): a bad one is a ValueError or TypeError naming it, never a failure of the
+    kernel. A variant that cannot run here at all (a GPU-only variant on a CPU, sizes over the
+    interpreter's budget) is a verdict: the measurement is ``skipped``, its ``failure`` says why.
+    """
+    started = time.perf_counter()
+    if isinstance(problem, Plan):
+        if what is not None or sizes is not None or options:
+            raise TypeError("measure(plan) takes the plan alone; its arguments are the plan's")
+        p = problem
+    else:
+        if what is None:
+            raise TypeError("measure() needs what to measure: a variant, its name or a builder")
+        p = plan(problem, what, sizes, **options)
+    m = _measure(p)
+    m.seconds = time.perf_counter() - started
+    return m
+
+
+def _measure(p: Plan) -> Measurement:
+    """:func:`measure` of a plan, but for the wall seconds it fills in."""
+    problem, v, sizes, device = p.problem, p.variant, p.sizes, p.device
     datasheet = detect_gpu().spec
     m = Measurement(problem, v, sizes, device, check=CheckResult(problem.key, v.slug, sizes, []),
-                    gpu=gpu or datasheet, interpreter=v.triton and device.type == "cpu")
+                    gpu=p.gpu or datasheet, interpreter=v.triton and device.type == "cpu")
+    if p.refusal:
+        m.refused = p.refusal
+        return m
     if m.interpreter:
         m.notes.append("measured in Triton's CPU interpreter, which computes every dot in fp32 "
                        "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
-    m.check = check_variant(problem, v, sizes, device=device, seeds=seeds,
-                            call_timeout_s=call_timeout_s, build_timeout_s=build_timeout_s)
+    m.check = check_variant(problem, v, sizes, device=device, seeds=p.seeds,
+                            call_timeout_s=p.call_timeout_s, build_timeout_s=p.build_timeout_s)
     m.build_s = m.check.build_s
-    if not m.check.ok or not time_it:
+    if not m.check.ok or not p.time_it:
         return m
     seed = m.check.seeds[0] + 7919      # never a checked draw
     m.floor_ms = fused_floor(problem, sizes, m.gpu, v.precision).floor_ms
-    _time(m, seed, warmup_ms, rep_ms, call_timeout_s, build_timeout_s)
+    _time(m, seed, p.warmup_ms, p.rep_ms, p.call_timeout_s, p.build_timeout_s)
     if m.timing and m.timing.timer == "cuda-events" and not m.refused:
         floor = fused_floor(problem, sizes, datasheet, v.precision).floor_ms
         if m.timing.median_ms < floor:

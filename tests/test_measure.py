@@ -245,7 +245,7 @@ def test_a_raising_kernel_is_one_line():
 def test_impossible_speed_is_refused(monkeypatch):
     # The refusal itself, on any machine: a time below the datasheet floor of the declared
     # precision is not a result.
-    def instant(m, seed, warmup_ms, rep_ms, call_timeout_s):
+    def instant(m, seed, warmup_ms, rep_ms, *limits):
         m.timing = Timing(1e-6, 1e-6, 1e-6, 10, "cuda-events")
     monkeypatch.setattr(measure, "_time", instant)
     m = run(bad.tf32_declared_fp32, sizes=P12.sizes(batch_size=64, in_features=64, out_features=64))
@@ -506,3 +506,22 @@ def test_sizes_that_are_not_a_mapping_are_one_clear_error(nothing_runs):
     with pytest.raises(TypeError) as e:
         measure.measure(P12, "eager", "batch_size=8", device="cpu")
     assert "sizes='batch_size=8' is not a mapping of sizes" in str(e.value)
+
+
+def test_a_variant_that_cannot_run_here_is_a_verdict_not_an_exception(nothing_runs):
+    # At b60d11b measure raised ValueError, and every caller had to ask device_refusal first.
+    m = measure.measure(P12, "cublas_fp16_epilogue", SMALL, device="cpu")
+    assert m.skipped and not m.ok and not m.timed
+    assert m.failure.startswith("cannot run here: variant='cublas_fp16_epilogue' on cpu needs a CUDA GPU")
+    assert m.summary().startswith("cublas_fp16_epilogue: not run — cannot run here")
+
+
+def test_a_plan_is_checked_once_and_measured_as_it_is():
+    p = measure.plan(P12, "eager", SMALL, device="cpu", seeds=1, warmup_ms=1, rep_ms=5)
+    assert p.refusal == "" and p.sizes == SMALL and p.device == torch.device("cpu")
+    with pytest.raises(AttributeError):
+        p.rep_ms = 1e12                       # frozen: what was checked is what runs
+    m = measure.measure(p)
+    assert m.timed and m.variant.slug == "eager"
+    with pytest.raises(TypeError, match="takes the plan alone"):
+        measure.measure(p, "eager")

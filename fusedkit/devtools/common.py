@@ -70,6 +70,9 @@ class Probe:
         except ValueError as e:
             print(f"{label}: not run: {' '.join(str(e).split())}", flush=True)
             return None
+        if m.skipped:
+            print(f"{label}: not run: {m.failure}", flush=True)
+            return None
         if m.timed:
             row = m.record_fields()
             row["notes"] = "; ".join([row["notes"], f"probe {self.name}", *notes])
