@@ -7,12 +7,14 @@ a builder instead of a registered variant). So every caller gets the same checks
 worker process (:mod:`fusedkit.isolation`); every verdict is reached in the caller's process,
 which never runs it. The guards on the timing itself:
 
-- the timed model and inputs are fresh draws, never the checked ones; before every call, warm-up
-  included, the input buffer is refilled with fresh random values (never a set seen before, so a
-  result cached by pointer or by content is wrong, or never found), a few of its rows drawn at
-  random are copied, and after the call (outside the timed region) the same rows of its output
-  are compared with float64 on those copies: every call is verified, so a kernel wrong on one
-  call in five, or one in fifty, is caught whenever it is wrong while timed;
+- the timed model and inputs are fresh draws, never the checked ones; this process orders every
+  timed call (:class:`TimedCallsDriver`): before it, warm-up included, the input buffer is refilled
+  with fresh random values from a seed sent just then (never a set seen before, so a result cached
+  by pointer or by content is wrong, or never found, and no later input can be known); after it
+  has returned, a few rows of its output, drawn here only then, are sent back and compared with
+  float64 on the same rows of the input replayed here: every call is verified, so a kernel wrong on
+  one call in five, or one in fifty, is caught whenever it is wrong while timed, and one that
+  computes only some rows cannot know which;
 - a library function the candidate replaces, during its build or any call, checked or timed
   (torch's, torch.Tensor's, fusedkit's own: :mod:`fusedkit.guard`), is named in one line, put
   back, and refuses the measurement;
@@ -55,8 +57,8 @@ _index_select = torch.index_select
 VERIFIED_ROWS = 8
 """Rows of every timed call's output (all of them when there are fewer) compared with float64.
 Each problem here maps row m of x to row m of its output alone, so a few rows are a whole check
-of the call at a few rows' cost; which rows is drawn at random before each call, from the
-harness's own generator, and their inputs are copied then, before the kernel runs."""
+of the call at a few rows' cost; which rows is drawn at random in the caller once the call has
+returned (:class:`TimedCallsDriver`), and their inputs are replayed there from the call's seed."""
 TIMED_ERROR_FACTOR = 4.0
 """A timed output is wrong when its rel. error is beyond both what its declared precision can
 explain on its rows and this many times the worst checked one (a kb-pass kernel's error may lie
