@@ -237,6 +237,11 @@ def _child(conn, progress, device: str) -> None:
     if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
         _use_gpu(torch.device(device))
         torch.empty(1, device=device)
+    else:
+        # One thread: the caller orders each timed call, so between calls the worker waits on
+        # its pipe, and a pool of threads gone to sleep meanwhile costs a scheduler tick (ms) to
+        # wake at the next call: the time of the waking, not of the kernel.
+        torch.set_num_threads(1)
     wire.send(conn, ("ready", os.getpid()))
     stage = ["starting"]
 
