@@ -80,7 +80,7 @@ def test_a_kernel_wrong_on_one_call_in_n_is_caught_every_time(n, tmp_path):
     """Every call made while timing (warm-up included) is verified on random rows of its own
     fresh input, so a kernel that is right on the check's calls and then wrong on one call in n
     (the previous answer again) is caught in exactly the measurements in which it was wrong at
-    all: for one in 5 that is every one, for one in 50 most (a timing makes 36 to 177 calls on
+    all: for one in 5 that is every one, for one in 50 most (a timing makes 46 to 117 calls on
     this CPU; tests/catch_rates.py counts the rates of the README's table)."""
     tally = bad.Tally(tmp_path / "tally")
     builder = bad.wrong_one_call_in(n, tally)
