@@ -12,6 +12,7 @@ import torch
 from fusedkit import problems, records, results
 from fusedkit.devtools import (common, hopper_probe, hopper_probe_p45, probe_p12_tf32, probe_tma_tf32,
                                small_batch_probe, sweep_p12_triton)
+from fusedkit.mode import triton_interprets
 
 REPO = Path(__file__).resolve().parents[1]
 P12, P45 = problems.get("p12"), problems.get("p45")
@@ -78,6 +79,7 @@ def test_a_config_is_measured_and_recorded_under_its_own_name(module, step, tmp_
     assert "precision=tf32" in row["notes"] and row["sizes"] == problems.fmt_sizes(sizes)
 
 
+@pytest.mark.skipif(not triton_interprets(), reason="runs Triton on CPU tensors: the interpreter only")
 def test_a_tma_config_is_checked_at_shapes_tma_cannot_read():
     """K and N not multiples of 4 (the check's nearby odd shape) are padded, not refused."""
     model = P12.make_model(P12.sizes(batch_size=5, in_features=7, out_features=9), seed=1)

@@ -22,6 +22,7 @@ if torch.cuda.is_available():
 from fusedkit import interpreter_cost as ic  # noqa: E402
 from fusedkit.kernels import KERNELS  # noqa: E402
 from fusedkit.problems import get, parse_sizes  # noqa: E402
+from fusedkit.mode import triton_interprets
 
 P12, P45 = get("p12"), get("p45")
 SMALL = {"p12": dict(batch_size=17, in_features=33, out_features=65),
@@ -164,6 +165,7 @@ def test_calibration_reproduces_the_constants_and_the_measurements():
         assert 0.6 * pt.wall_s <= est <= 3.5 * pt.wall_s, pt
 
 
+@pytest.mark.skipif(not triton_interprets(), reason="runs Triton on CPU tensors: the interpreter only")
 @pytest.mark.parametrize("problem,slug,sizes", [
     (P12, "triton_ieee", dict(batch_size=64, in_features=256, out_features=256)),
     (P45, "triton_fused_lse_fp16x3", dict(batch_size=64, input_size=256, hidden_size=256,

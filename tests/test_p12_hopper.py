@@ -25,6 +25,7 @@ import torch
 from fusedkit import build
 from fusedkit.kernels import load_step
 from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
+from fusedkit.mode import triton_interprets
 from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, rel_error
 
 P12 = p12mod.PROBLEM
@@ -202,6 +203,7 @@ def test_fused_split_ptx_splits_x_in_shared_memory_before_the_wgmmas():
     assert "CU_TENSOR_MAP_DATA_TYPE_FLOAT32" in hopper
 
 
+@pytest.mark.skipif(not triton_interprets(), reason="runs Triton on CPU tensors: the interpreter only")
 def test_fused_x_feeder_passes_x_as_it_is_or_falls_back_to_step_14(monkeypatch):
     """call_fp16x3_fused_x: fp32 x with its row scales and W's cached split go to the fused
     function; an x the TMA cannot load (here: any CPU tensor) takes step 14's path instead."""
