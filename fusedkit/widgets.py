@@ -471,7 +471,9 @@ class LadderExplorer:
                 continue
             try:
                 m = measure(problem, v, sizes, device=device, gpu=gpu, seeds=self._seeds)
-                if not m.ok:
+                if m.skipped:
+                    row["tier"] = "not run: " + m.failure
+                elif not m.ok:
                     row["tier"] = "FAILED: " + m.failure
                 else:
                     row.update(tier=m.tier, rel_error=m.check.rel_error, median_ms=m.timing.median_ms,
