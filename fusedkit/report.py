@@ -54,7 +54,7 @@ from tqdm.auto import tqdm
 
 from fusedkit import interrupts, problems
 from fusedkit.problems import Sizes, fmt_sizes
-from fusedkit.paths import folder_fault, write_target
+from fusedkit.paths import file_fault, folder_fault, write_failed, write_target
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
@@ -314,11 +314,30 @@ def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
         metadata={"tags": ["fusedkit-sizes-note"]})
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _refuse_special(path: Path) -> Path:
+    """``path``'s write target (:func:`fusedkit.paths.write_target`), refused when a rename over
+    it would replace what is not a regular file (a device, a FIFO, a looping link)."""
     path = write_target(path)   # a symbolic link stays and its target is rewritten
+    fault = file_fault(path)
+    if fault:
+        raise PermissionError(f"{path} {fault}, and is left as it is; allowed: a folder whose "
+                              "reports are regular files (or not there yet)")
+    return path
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """``text`` as ``path``'s content in one rename; a failed write (a full disk) removes its
+    temporary file and names ``path`` (the old file is left as it was)."""
+    path = _refuse_special(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise write_failed(e, path, "an earlier one is left as it was") from None
+        raise
 
 
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
@@ -660,6 +679,8 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     if fault:
         raise PermissionError(f"{out_dir} cannot hold the reports: {fault}; allowed: a folder in a "
                               "writable place")
+    for name in [*(f"{Path(p).stem}.html" for p in paths), "index.html", "index.json"]:
+        _refuse_special(out_dir / name)   # before any notebook runs, not after the first
     out_dir.mkdir(parents=True, exist_ok=True)
     headlines = headline_numbers()   # once: the records do not change while notebooks run
     results: list[ReportResult] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -671,3 +672,171 @@ def test_hopper_variants_beside_others_on_another_gpu_reach_the_runner(an_a100, 
     assert [v.slug for v in chosen] == ["eager"]
     (note,) = skipped
     assert note.startswith("wgmma_tma: needs a Hopper (sm_90) GPU") and "\n" not in note
+
+
+# --- names that are not regular files: a rename over them would replace them ---------------------
+
+def special(tmp_path: Path, kind: str) -> Path:
+    """A name in ``tmp_path`` that is not a regular file: a FIFO, a character device (a twin of
+    /dev/null, made with mknod) or a symbolic link that points to itself."""
+    path = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        try:
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("mknod needs CAP_MKNOD")
+    else:
+        path.symlink_to(path.name)
+    return path
+
+
+def kept_as_it_was(path: Path, kind: str) -> None:
+    mode = os.lstat(path).st_mode
+    assert {"fifo": stat.S_ISFIFO, "device": stat.S_ISCHR, "loop": stat.S_ISLNK}[kind](mode), kind
+    if kind == "loop":
+        assert os.readlink(path) == path.name
+
+
+SPECIAL = [("fifo", "is a FIFO (named pipe), not a regular file"),
+           ("device", "is a character device, not a regular file"),
+           ("loop", "is a symbolic link that loops")]
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+@pytest.mark.parametrize("force", [False, True])
+def test_export_refuses_a_name_that_is_not_a_regular_file(kind, phrase, force, tmp_path, capsys):
+    """``export -o /dev/full --force`` (a device, a FIFO) exited 0 and the device became a regular
+    file; a link to itself was replaced by a file, --force or not."""
+    path = special(tmp_path, kind)
+    assert exported("-o", str(path), *(["--force"] if force else [])) == 2
+    one_line(capsys.readouterr().err, "error: -o: ", str(path), phrase, "allowed: a regular file")
+    kept_as_it_was(path, kind)
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+def test_export_all_refuses_a_name_in_its_folder_that_is_not_a_regular_file(kind, phrase, tmp_path,
+                                                                           capsys):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    path = special(folder, kind).rename(folder / "p12_triton_fp16x3.py") if kind != "loop" else None
+    if kind == "loop":
+        path = folder / "p12_triton_fp16x3.py"
+        path.symlink_to(path.name)
+    assert main(["export", "--problem", "p12", "--all", str(folder), "--force"]) == 2
+    one_line(capsys.readouterr().err, "error: --all: ", str(path), phrase)
+    kept_as_it_was(path, kind)
+    assert [p.name for p in folder.iterdir()] == [path.name]   # refused before the first write
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+def test_records_that_are_not_a_regular_file_are_refused_before_measuring(kind, phrase, tmp_path,
+                                                                          capsys, no_measuring):
+    """A link to itself as ``--records`` passed the preflight and was replaced by a file."""
+    path = special(tmp_path, kind)
+    assert main(["bench", *TINY, "--records", str(path)]) == 2
+    one_line(capsys.readouterr().err, "error: --records: ", str(path), phrase)
+    kept_as_it_was(path, kind)
+
+
+def test_a_folder_named_as_the_records_lock_is_refused_before_measuring(tmp_path, capsys, no_measuring):
+    """A folder ``r.csv.lock`` was found only by the first append, after the measurement: the row
+    was lost."""
+    (tmp_path / "r.csv.lock").mkdir()
+    assert main(["bench", *TINY, "--records", str(tmp_path / "r.csv")]) == 2
+    one_line(capsys.readouterr().err, "error: --records: ", "its lock file", "r.csv.lock is a folder",
+             "allowed: ")
+    assert not (tmp_path / "r.csv").exists()
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+def test_report_refuses_an_output_that_is_not_a_regular_file(kind, phrase, tmp_path, capsys,
+                                                            monkeypatch):
+    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    out = tmp_path / "reports"
+    out.mkdir()
+    path = special(out, kind)
+    path = path.rename(out / "01_quick.html") if kind != "loop" else path
+    if kind == "loop":
+        path.unlink()
+        path = out / "01_quick.html"
+        path.symlink_to(path.name)
+    assert main(["report", "--out", str(out), str(quick)]) == 2
+    one_line(capsys.readouterr().err, "error: --out: ", str(path), phrase)
+    kept_as_it_was(path, kind)
+
+
+def stale_readme(tmp_path: Path) -> tuple[Path, Path]:
+    from fusedkit import readme
+
+    doc, path = tmp_path / "README.md", tmp_path / "r.csv"
+    valid_records(path)
+    doc.write_text(f"# x\n\n{readme.BEGIN}\nold\n{readme.END}\n", encoding="utf-8")
+    return doc, path
+
+
+def test_readme_keeps_a_read_only_stale_copy(tmp_path, capsys):
+    """``readme --readme`` rewrote a stale copy marked read-only (mode 444), as root."""
+    doc, path = stale_readme(tmp_path)
+    before = doc.read_bytes()
+    doc.chmod(0o444)
+    assert main(["readme", "--readme", str(doc), "--records", str(path)]) == 2
+    one_line(capsys.readouterr().err, "error: --readme: ", str(doc), "is read-only (mode 0o444)",
+             "allowed: a writable README")
+    assert doc.read_bytes() == before and (doc.stat().st_mode & 0o777) == 0o444
+
+
+# --- a full disk ---------------------------------------------------------------------------------
+
+def disk_full_after(monkeypatch, n: int = 0) -> None:
+    """Every os.write of more than ``n`` bytes writes ``n`` and fails as a full disk does."""
+    real = os.write
+
+    def write(fd, data):
+        if len(data) > n:
+            real(fd, bytes(data[:n]))
+            raise OSError(28, "No space left on device")
+        return real(fd, data)
+    monkeypatch.setattr(os, "write", write)
+
+
+def test_records_on_a_full_disk_name_the_file_and_keep_it_whole(tmp_path, capsys, monkeypatch):
+    """A full disk while appending gave a bare ``error: [Errno 28] No space left on device``."""
+    path = tmp_path / "r.csv"
+    before = valid_records(path)
+
+    def full_disk_at_the_append(*args, **kwargs):
+        disk_full_after(monkeypatch, 16)
+        records.append_rows(path, [records.make_row(
+            records.RunContext.collect(), problem="p12", sizes="batch_size=4", variant="eager",
+            timer="cpu-wall", median_ms=1.0)])
+    monkeypatch.setattr("fusedkit.runner.run_ladder", full_disk_at_the_append)
+    assert main(["bench", *TINY, "--records", str(path)]) == 2
+    monkeypatch.undo()
+    one_line(capsys.readouterr().err, "error: [Errno 28] No space left on device: ", str(path),
+             "was not written", "left as it was")
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.csv",
+                                                                                         "r.csv.lock"]
+
+
+def test_a_report_on_a_full_disk_leaves_no_partial_temporary_file(tmp_path, capsys, monkeypatch):
+    """A full disk left ``01_quick.html.tmp``, half written, beside the reports."""
+    from fusedkit import report
+
+    out = tmp_path / "reports"
+    out.mkdir()
+    real = Path.write_text
+
+    def write_text(self, text, *args, **kwargs):
+        if self.name.endswith(".tmp"):
+            real(self, text[:100], *args, **kwargs)
+            raise OSError(28, "No space left on device")
+        return real(self, text, *args, **kwargs)
+    monkeypatch.setattr(Path, "write_text", write_text)
+    with pytest.raises(OSError) as caught:
+        report._atomic_write(out / "01_quick.html", "<html>" + "x" * 1000)
+    monkeypatch.undo()
+    assert "No space left on device: " in str(caught.value) and str(out / "01_quick.html") in str(caught.value)
+    assert list(out.iterdir()) == []
