@@ -429,13 +429,56 @@ def _one_line(message: str) -> str:
     return " ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
+class _Once(argparse.Action):
+    """Store an option's value, converted by ``convert`` (an argparse type), refusing the option
+    given a second time: argparse would keep the last value and drop the first without a word
+    (``--records a.csv ... --records b.csv`` appending to b.csv only)."""
+
+    def __init__(self, option_strings: list[str], dest: str,
+                 convert: Callable[[str], object] | None = None, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.convert = convert
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        given = namespace.__dict__.setdefault("_given", {})   # the text each option came with
+        if self.dest in given:
+            raise argparse.ArgumentError(self, f"{'/'.join(self.option_strings)} is given twice ({given[self.dest]!r}, "
+                                               f"then {values!r}); allowed: it once")
+        given[self.dest] = values
+        try:
+            value = self.convert(values) if self.convert else values   # type: ignore[arg-type]
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
+        setattr(namespace, self.dest, value)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block)."""
+    """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block),
+    where an option that takes a value may be given once (:class:`_Once`), and where an unknown
+    option before the command is named as such (not as the command's missing option)."""
+
+    def add_argument(self, *names: str, **kwargs: object) -> argparse.Action:
+        if names and names[0].startswith("-") and kwargs.get("action", "store") == "store":
+            kwargs["action"], kwargs["convert"] = _Once, kwargs.pop("type", None)
+        return super().add_argument(*names, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's
+        if self._subparsers is not None:   # the top level: only -h/--help may come before the command
+            words = sys.argv[1:] if args is None else list(args)
+            for word in words:
+                if not word.startswith("-") or word == "--":
+                    break
+                if word not in ("-h", "--help"):
+                    self.error(f"unrecognized arguments: {word} (before the command); allowed there: "
+                               "-h or --help; a command's options go after it, e.g. bench --problem p12")
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        # argparse prefixes a type's message with "argument --seeds: "; ours already name the option.
+        # argparse prefixes a type's message with "argument -o/--output: "; ours already name the option.
         head, sep, rest = message.partition(": ")
-        if sep and head.startswith("argument ") and rest.startswith(head.split()[-1].split("/")[0]):
+        if sep and head.startswith("argument ") and any(
+                rest.startswith(name) for name in head.split()[-1].split("/")):
             message = rest
         self.exit(2, f"error: {_one_line(message)}\n")
 

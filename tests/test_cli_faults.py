@@ -840,3 +840,35 @@ def test_a_report_on_a_full_disk_leaves_no_partial_temporary_file(tmp_path, caps
     monkeypatch.undo()
     assert "No space left on device: " in str(caught.value) and str(out / "01_quick.html") in str(caught.value)
     assert list(out.iterdir()) == []
+
+
+# --- an option given twice, an unknown option before the command -------------------------------
+
+@pytest.mark.parametrize("argv,option,first,second", [
+    (["bench", "--problem", "p12", "--problem", "p45"], "--problem", "p12", "p45"),
+    (["bench", *TINY, "--sizes", "batch_size=8"], "--sizes",
+     "batch_size=4,in_features=8,out_features=8", "batch_size=8"),
+    (["bench", *TINY, "--variants", "eager", "--variants", "compile"], "--variants", "eager", "compile"),
+    (["bench", *TINY, "--records", "{tmp}/a.csv", "--records={tmp}/b.csv"], "--records",
+     "{tmp}/a.csv", "{tmp}/b.csv"),
+    (["report", "--out", "{tmp}/a", "--out", "{tmp}/b"], "--out", "{tmp}/a", "{tmp}/b"),
+    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", "{tmp}/a.py", "--output",
+      "{tmp}/b.py"], "-o/--output", "{tmp}/a.py", "{tmp}/b.py"),
+    (["bench", *TINY, "--seeds", "3", "--seeds", "0"], "--seeds", "3", "0"),
+])
+def test_an_option_given_twice_is_refused_naming_both_values(argv, option, first, second, tmp_path,
+                                                            capsys, monkeypatch, no_measuring):
+    """The last one was taken silently: ``--records a.csv --records b.csv`` appended to b.csv."""
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    fill = lambda text: text.replace("{tmp}", str(tmp_path))   # noqa: E731
+    assert main([fill(a) for a in argv]) == 2
+    one_line(capsys.readouterr().err, f"error: {option} is given twice ({fill(first)!r}, then "
+             f"{fill(second)!r}); allowed: it once")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_option_before_the_command_is_named(capsys):
+    """``--frob bench`` said ``the following arguments are required: --problem``."""
+    assert main(["--frob", "bench"]) == 2
+    one_line(capsys.readouterr().err, "error: unrecognized arguments: --frob (before the command)")
+    assert main(["--help"]) == 0
