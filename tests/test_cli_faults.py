@@ -193,11 +193,14 @@ def test_debug_setting_shows_the_traceback(tmp_path, monkeypatch):
 
 
 def test_interrupt_counts_the_rows_kept(tmp_path, capsys, monkeypatch):
-    """In process: a Ctrl-C after one row was appended reports that row, exit 2."""
+    """In process: a Ctrl-C after one row was appended reports that row, exit 2; a row another
+    bench appended meanwhile to the same file is not counted (it said "2 rows")."""
     path = tmp_path / "r.csv"
 
-    def one_row_then_ctrl_c(*args, **kwargs):
-        valid_records(path)
+    def one_row_then_ctrl_c(*args, ctx, **kwargs):
+        valid_records(path)   # another run's row
+        records.append_rows(path, [records.make_row(ctx, problem="p12", sizes="batch_size=4",
+                                                    variant="eager", timer="cpu-wall", median_ms=1.0)])
         raise KeyboardInterrupt
     monkeypatch.setattr("fusedkit.runner.run_ladder", one_row_then_ctrl_c)
     try:
@@ -228,10 +231,12 @@ def stop(child: subprocess.Popen, signum: int, timeout: float = 60) -> tuple[str
 
 
 @pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted: "),
-                                        (signal.SIGTERM, "interrupted by SIGTERM: ")])
+                                        (signal.SIGTERM, "interrupted by SIGTERM: "),
+                                        (signal.SIGHUP, "interrupted by SIGHUP: ")])
 def test_a_signal_during_a_bench_keeps_measured_rows(signum, how, tmp_path):
-    """A real Ctrl-C (SIGINT) or SIGTERM once the first row is on disk: one line, exit 2, rows
-    kept. SIGTERM used to end the bench silently."""
+    """A real Ctrl-C (SIGINT), SIGTERM or SIGHUP (a closed terminal) once the first row is on
+    disk: one line, exit 2, rows kept. SIGTERM used to end the bench silently, SIGHUP with
+    exit status 129."""
     path = tmp_path / "r.csv"
     child = fusedkit_child("bench", "--problem", "p12", "--sizes",
                            "batch_size=64,in_features=256,out_features=256",
@@ -251,6 +256,57 @@ def test_a_signal_during_a_bench_keeps_measured_rows(signum, how, tmp_path):
     one_line(err, how, f"{n} row{'' if n == 1 else 's'} measured", str(path))
 
 
+def bench_with_a_row(path: Path) -> subprocess.Popen:
+    """A bench in a process of its own, once its first row is on disk."""
+    child = fusedkit_child("bench", "--problem", "p12", "--sizes",
+                           "batch_size=64,in_features=256,out_features=256",
+                           "--variants", "eager,addmm_alpha_beta", "--seeds", "50", "--rep-ms", "2000",
+                           "--records", str(path))
+    deadline = time.monotonic() + 60
+    while not (path.exists() and len(records.read_records(path)) >= 1):
+        if child.poll() is not None or time.monotonic() > deadline:
+            out, err = stop(child, signal.SIGKILL)
+            pytest.fail(f"no row was recorded within 60 s: {err}")
+        time.sleep(0.05)
+    return child
+
+
+@pytest.mark.parametrize("pause", [0.05, 0.3])
+def test_a_second_ctrl_c_while_the_bench_stops_changes_nothing(pause, tmp_path):
+    """A second SIGINT 0.3 s after the first ended the bench with exit status 130 (killed by
+    SIGINT), 0.05 s after it added a second line, "interrupted while starting"."""
+    path = tmp_path / "r.csv"
+    child = bench_with_a_row(path)
+    child.send_signal(signal.SIGINT)
+    time.sleep(pause)
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+    out, err = stop(child, signal.SIGINT, timeout=30)   # and a third
+    assert child.returncode == 2, (out, err)
+    one_line(err, "interrupted: ", "measured before the interrupt", str(path))
+
+
+def test_the_fork_server_ignores_ctrl_c_while_it_imports_fusedkit(tmp_path):
+    """A Ctrl-C at the terminal reaches the measuring worker's fork server too, which ignores
+    SIGINT only once its imports (fusedkit, torch: a second or more) are done: during them it
+    printed a 15-70 line traceback from inside torch's import beside the bench's one line.
+    Now fusedkit, imported first there, ignores it already; a module preloaded after it says
+    what SIGINT does in the server at that point."""
+    (tmp_path / "probe_preload.py").write_text(
+        "import os, signal\n"
+        "open(os.environ['PROBE_OUT'], 'w').write(repr(signal.getsignal(signal.SIGINT)))\n")
+    script = ("import multiprocessing as mp\n"
+              "ctx = mp.get_context('forkserver')\n"
+              "ctx.set_forkserver_preload(['fusedkit', 'probe_preload'])\n"
+              "p = ctx.Process(target=print)\n"
+              "p.start(); p.join()\n")
+    out = tmp_path / "sigint.txt"
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True, timeout=120,
+                   env={**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}",
+                        "PROBE_OUT": str(out)})
+    assert out.read_text() == repr(signal.SIG_IGN)
+
+
 def catches(pid: int, signum: int) -> bool:
     """Whether process ``pid`` has a handler of its own for ``signum`` (Linux: SigCgt)."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -260,7 +316,8 @@ def catches(pid: int, signum: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
 @pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted while starting"),
-                                        (signal.SIGTERM, "interrupted by SIGTERM while starting")])
+                                        (signal.SIGTERM, "interrupted by SIGTERM while starting"),
+                                        (signal.SIGHUP, "interrupted by SIGHUP while starting")])
 def test_a_signal_while_the_command_starts_is_one_line(signum, how):
     """Ctrl-C in the first second (while torch is imported) printed a 24-37 line traceback.
     The handler is the first thing ``python -m fusedkit`` installs: once the child catches
