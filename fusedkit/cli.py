@@ -55,13 +55,28 @@ def _info(_: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from fusedkit.report import ParametersError, build_reports, sizes_line  # noqa: PLC0415
+    from fusedkit.report import ParametersError, build_reports, notebook_paths, sizes_line  # noqa: PLC0415
 
-    notebooks = [Path(p) for p in args.notebooks] or None
-    for p in notebooks or []:
-        if not p.is_file():
-            raise SizeError(f"notebook={str(p)!r} does not exist; allowed: a notebook file "
-                            "(default: every notebooks/NN_*.ipynb)")
+    notebooks: list[Path] = []
+    for p in map(Path, args.notebooks):
+        if p.is_dir():   # a folder: its numbered notebooks, as the default is notebooks/'s
+            try:
+                notebooks += notebook_paths(p)
+            except FileNotFoundError:
+                raise SizeError(f"notebook={str(p)!r} is a folder without numbered notebooks "
+                                "(NN_name.ipynb); allowed: notebook files, or a folder of them") from None
+        elif p.is_file():
+            notebooks.append(p)
+        else:
+            what = "is not a file" if p.exists() else "does not exist"
+            raise SizeError(f"notebook={str(p)!r} {what}; allowed: a notebook file or a folder of "
+                            "them (default: every notebooks/NN_*.ipynb)")
+    seen: dict[str, Path] = {}
+    for p in notebooks:   # the same file twice would run twice and write one report
+        first = seen.setdefault(os.path.realpath(p), p)
+        if first is not p:
+            same = "" if str(first) == str(p) else f" ({str(first)!r} is the same file)"
+            raise SizeError(f"notebook={str(p)!r} is given twice{same}; allowed: each notebook once")
     sizes: dict[str, dict[str, int]] = {}
     for key, values in args.sizes or []:
         if key in sizes:
@@ -70,7 +85,7 @@ def _report(args: argparse.Namespace) -> int:
         sizes[key] = values
     with _option("--out", args.out):   # the reports and the index are written there
         try:
-            results = build_reports(args.out, notebooks, timeout=args.timeout, sizes=sizes)
+            results = build_reports(args.out, notebooks or None, timeout=args.timeout, sizes=sizes)
         except ParametersError as e:
             raise ParametersError(f"--sizes: {e}") from None
     for r in results:

@@ -51,6 +51,7 @@ from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
+from traitlets.config import Config
 
 from fusedkit import interrupts, problems
 from fusedkit.problems import Sizes, fmt_sizes
@@ -351,23 +352,38 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     nb = nbformat.read(path, as_version=4)
     if sizes:
         inject_sizes(nb, sizes, name=path.name)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}},
-                            store_widget_state=True)
     cells = [c for c in nb.cells if c.cell_type == "code"]
-    # disable=None: bars on a terminal only, not in a log or a pipe.
-    bar = tqdm(total=len(cells), desc=path.stem, unit="cell", leave=False, disable=None)
-    client.on_cell_executed = lambda **_: bar.update(1)
-    t0, error = time.perf_counter(), ""
-    try:
-        _execute(client)
-    except CellExecutionError as e:
-        lines = _ANSI.sub("", str(e)).strip().splitlines()
-        error = lines[-1] if lines else repr(e)
-    except Exception as e:  # a dead kernel or a timeout: still write what ran
-        error = f"{type(e).__name__}: {e}"
-    finally:
-        bar.close()
+    started = [0]   # the number of the code cell running, from 1
+    # A cell past the limit is interrupted (then the kernel ends cleanly; killed mid-cell it
+    # logged a ZMQ traceback on stderr) and its error is one line saying so.
+    timed_out = (f"CellTimeoutError: ran longer than the {timeout} s allowed per cell "
+                 "(--timeout); the cells after it did not run")
+    with tempfile.TemporaryDirectory(prefix="fusedkit-kernel-") as sockets:
+        # The kernel talks over Unix sockets in a folder of this run's own, not over TCP, of which
+        # every kernel warned on stderr ("[IPKernelApp] WARNING | ... TCP without encryption").
+        config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
+                                resources={"metadata": {"path": str(path.parent)}},
+                                store_widget_state=True, interrupt_on_timeout=True,
+                                error_on_timeout={"ename": "CellTimeoutError", "evalue": timed_out,
+                                                  "traceback": [timed_out]})
+        # disable=None: bars on a terminal only, not in a log or a pipe.
+        bar = tqdm(total=len(cells), desc=path.stem, unit="cell", leave=False, disable=None)
+        client.on_cell_executed = lambda **_: bar.update(1)
+        client.on_cell_start = lambda cell, **_: started.__setitem__(
+            0, started[0] + (cell.cell_type == "code"))
+        t0, error = time.perf_counter(), ""
+        try:
+            _execute(client)
+        except CellExecutionError as e:
+            lines = _ANSI.sub("", str(e)).strip().splitlines()
+            error = lines[-1] if lines else repr(e)
+            if error == timed_out:
+                error = f"code cell {started[0]} of {len(cells)} {timed_out.split(': ', 1)[1]}"
+        except Exception as e:  # a dead kernel: still write what ran
+            error = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        finally:
+            bar.close()
     if error and "widgets" not in nb.metadata:
         # nbclient stores the widgets' state only after the last cell: keep what the cells
         # before the failing one showed, so they are drawn rather than "not stored".

@@ -451,6 +451,50 @@ def test_report_out_that_cannot_hold_reports_names_the_option(how, phrase, tmp_p
     assert not (locked / "reports").exists()
 
 
+def test_report_takes_a_folder_as_its_notebooks_and_each_notebook_once(tmp_path, capsys, monkeypatch):
+    """``report notebooks`` (a folder) said "does not exist"; the same notebook given twice ran
+    twice."""
+    quick, slow = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
+    got = []
+    monkeypatch.setattr("fusedkit.report.build_reports",
+                        lambda out, notebooks, **kw: got.append(notebooks) or [])
+    assert main(["report", "--out", str(tmp_path / "r"), str(tmp_path / "nb")]) == 0
+    assert got == [[quick, slow]]
+    capsys.readouterr()
+    (tmp_path / "empty").mkdir()
+    for argv, phrase in [([str(quick), str(quick)], f"notebook={str(quick)!r} is given twice;"),
+                         ([str(tmp_path / "nb"), str(slow)], f"notebook={str(slow)!r} is given twice"),
+                         ([str(tmp_path / "empty")], "is a folder without numbered notebooks")]:
+        assert main(["report", "--out", str(tmp_path / "r"), *argv]) == 2
+        one_line(capsys.readouterr().err, "error: ", phrase, "allowed: ")
+    assert len(got) == 1
+
+
+def test_a_cell_past_the_timeout_is_one_line_and_the_kernel_says_nothing(tmp_path):
+    """``report --timeout 1`` printed a 7-line FAILED message and the kernel's ZMQ traceback;
+    every report printed the kernel's "[IPKernelApp] WARNING | ... TCP without encryption"."""
+    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
+    slow = tmp_path / "nb" / "03_sleeps.ipynb"
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1"),
+                                         nbformat.v4.new_code_cell("import time\ntime.sleep(30)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, slow)
+    child = fusedkit_child("report", "--out", str(tmp_path / "r"), "--timeout", "1", str(quick), str(slow))
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 1, (out, err)
+    assert err.strip() == "", err
+    lines = out.strip().splitlines()
+    assert len(lines) == 3, out
+    assert lines[0].endswith("ok")
+    assert lines[1].endswith("FAILED: code cell 2 of 2 ran longer than the 1 s allowed per cell "
+                             "(--timeout); the cells after it did not run"), out
+    # The kernel's sockets lived in a temporary folder, not beside the notebooks.
+    assert sorted(p.name for p in (tmp_path / "nb").iterdir()) == ["01_quick.ipynb", "02_slow.ipynb",
+                                                                  "03_sleeps.ipynb"]
+
+
 # --- report --sizes ----------------------------------------------------------------------------------
 
 ALLOWED = "allowed: PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: kernelbench, small)"
