@@ -119,10 +119,10 @@ def _shut_down_kernels(base: str, token: str) -> None:
         urllib.request.urlopen(req, timeout=30)
 
 
-def _open(page, base: str, token: str) -> None:
+def _open(page, base: str, token: str, notebook: str = NOTEBOOK) -> None:
     """Open the notebook; answer JupyterLab's kernel dialog (shown when the kernel specs load
     after the notebook) with its preselected Python 3, as a reader would."""
-    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
     try:
         page.locator(".jp-Dialog button", has_text="Select").first.click(timeout=15_000)
@@ -247,3 +247,31 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
     # The session wrote outputs and widget state into the notebook; git sees none of it.
     assert _git(clone, "status", "--porcelain") == ""
     assert "outputs" in (clone / NOTEBOOK).read_text() and ran_s > 0
+
+
+def test_an_untouched_notebook_opens_and_closes_without_asking_to_be_saved(lab):
+    """Every notebook opened marked unsaved, untouched: stored without the kernel's
+    language_info, which JupyterLab writes in when the kernel starts; closing it asked "Save
+    changes ... before closing?". The working files carry it (fusedkit.notebook_git)."""
+    base, token, clone = lab
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            _open(page, base, token, "notebooks/06_results.ipynb")
+            time.sleep(3)   # the kernel's info has arrived: the indicator is idle
+            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="06_results.ipynb")
+            assert tab.count() == 1
+            assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), "opened marked unsaved"
+            page.keyboard.press("Alt+w")   # File > Close Tab
+            page.wait_for_function("() => !document.body.innerText.includes('06_results.ipynb') || "
+                                   "document.querySelector('.jp-Dialog')", timeout=30_000)
+            assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").inner_text()
+        except BaseException:
+            SHOTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(SHOTS / "lab-untouched-failure.png"))
+            raise
+        finally:
+            browser.close()
+    _shut_down_kernels(base, token)
+    assert _git(clone, "status", "--porcelain") == ""
