@@ -263,9 +263,12 @@ def test_an_untouched_notebook_opens_and_closes_without_asking_to_be_saved(lab):
             tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="06_results.ipynb")
             assert tab.count() == 1
             assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), "opened marked unsaved"
-            page.keyboard.press("Alt+w")   # File > Close Tab
-            page.wait_for_function("() => !document.body.innerText.includes('06_results.ipynb') || "
-                                   "document.querySelector('.jp-Dialog')", timeout=30_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Close Tab").first.click()
+            deadline = time.monotonic() + 30
+            while tab.count() and not page.locator(".jp-Dialog").count():
+                assert time.monotonic() < deadline, "the tab did not close"
+                time.sleep(0.2)
             assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").inner_text()
         except BaseException:
             SHOTS.mkdir(exist_ok=True)
