@@ -84,6 +84,23 @@ def _seconds(s: float) -> str:
 _ROW = dict(flex_flow="row wrap", max_width="100%")
 
 
+# A notebook saved with its widget state shows its widgets after a kernel restart too, drawn
+# from that state but tied to no kernel: their buttons do nothing (ipywidgets marks each with a
+# broken-link icon and the class below). This note, hidden while the widget is live, says so.
+STALE_CLASS = "fusedkit-stale-note"
+STALE_NOTE = (
+    f"<style>.{STALE_CLASS} {{display: none}} "
+    f".jupyter-widgets-disconnected .{STALE_CLASS} {{display: block; color: #a60; "
+    "font-weight: bold}</style>"
+    f"<div class='{STALE_CLASS}'>⚠ Drawn from the notebook's saved state: the kernel that ran this "
+    "cell is gone, so these boxes and buttons do nothing. Run this cell (or Run All) to use "
+    "them.</div>")
+"""The picker's first line (the explorer's too, which holds a picker): empty while the widget
+is live, a warning once the kernel behind it is gone (CSS on ipywidgets' own
+``jupyter-widgets-disconnected`` class, which a widget's element carries while no kernel holds
+its model)."""
+
+
 def _fixed(width: str) -> w.Layout:
     """A widget ``width`` wide, or as wide as its column when that is narrower."""
     return w.Layout(width=width, max_width="100%")
@@ -128,7 +145,9 @@ class SizePicker:
             box.observe(self._changed, names="value")
         hints = "".join(f"<li><code>{d.name}</code>: {d.description}, default {d.default}, "
                         f"1 to {d.maximum}</li>" for d in problem.dims)
+        self.stale = w.HTML(STALE_NOTE)
         self.widget = w.VBox([
+            self.stale,
             w.HTML(f"<b>Sizes for {problem.key}: {problem.title}</b><ul>{hints}</ul>"),
             w.HBox(list(self.boxes.values())[:2], layout=w.Layout(**_ROW)),
             w.HBox(list(self.boxes.values())[2:], layout=w.Layout(**_ROW)),

@@ -278,3 +278,53 @@ def test_an_untouched_notebook_opens_and_closes_without_asking_to_be_saved(lab):
             browser.close()
     _shut_down_kernels(base, token)
     assert _git(clone, "status", "--porcelain") == ""
+
+
+def test_widgets_drawn_from_saved_state_say_they_need_their_cell_run(lab):
+    """After a kernel restart the reopened notebook showed the pickers and the explorer from the
+    saved state, with ipywidgets' broken-link icons: Run and the presets did nothing and nothing
+    said why. Now the picker's first line says so, and only then (fusedkit.widgets.STALE_NOTE)."""
+    import nbformat
+
+    base, token, clone = lab
+    scratch = clone / "scratch"   # untracked, removed after: git status stays clean
+    scratch.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from fusedkit import problems\nfrom fusedkit.widgets import SizePicker\n"
+        "SizePicker(problems.get('p12'))")])
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                 "name": "python3"}
+    nbformat.write(nb, scratch / "stale.ipynb")
+    note = "Drawn from the notebook's saved state"
+    try:
+        with playwright.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            try:
+                _open(page, base, token, "scratch/stale.ipynb")
+                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+                _wait_idle(page, 120)
+                page.wait_for_selector(".fusedkit-size-picker", timeout=60_000)
+                live = page.locator(".fusedkit-size-picker").first.inner_text()
+                assert "Sizes for p12" in live and note not in live, live
+                page.keyboard.press("Control+s")
+                page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')",
+                                       timeout=30_000)
+                time.sleep(1)
+                _shut_down_kernels(base, token)
+                page.reload()
+                _open(page, base, token, "scratch/stale.ipynb")   # a new kernel: the old models are gone
+                page.wait_for_selector(".fusedkit-size-picker", timeout=60_000)
+                page.wait_for_function(f"() => document.body.innerText.includes({note!r})",
+                                       timeout=60_000)
+                assert page.locator(".fusedkit-stale-note").first.is_visible()
+            except BaseException:
+                SHOTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(SHOTS / "lab-stale-failure.png"))
+                raise
+            finally:
+                browser.close()
+    finally:
+        _shut_down_kernels(base, token)
+        shutil.rmtree(scratch)
