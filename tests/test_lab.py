@@ -128,7 +128,9 @@ def _open(page, base: str, token: str, notebook: str = NOTEBOOK) -> None:
         page.locator(".jp-Dialog button", has_text="Select").first.click(timeout=15_000)
     except playwright.TimeoutError:
         pass   # the kernel started without asking
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    # The visible one: a tab JupyterLab restores from an earlier session has its own, hidden.
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").first.wait_for(
+        timeout=60_000)
 
 
 def _wait_idle(page, timeout_s: float) -> None:
@@ -137,7 +139,7 @@ def _wait_idle(page, timeout_s: float) -> None:
     while time.monotonic() < deadline:
         pending = page.evaluate("""() => Array.from(document.querySelectorAll(
             '.jp-CodeCell .jp-InputPrompt')).filter(p => /\\[[ *]\\]/.test(p.textContent)).length""")
-        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count()
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").count()
         if pending == 0 and idle:
             return
         time.sleep(1)
