@@ -78,7 +78,9 @@ def lab(tmp_path_factory):
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     port, token = _free_port(), "fusedkit-test"
     env = dict(os.environ, PYTHONPATH=str(clone), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), MPLBACKEND="module://matplotlib_inline.backend_inline",
+               # its own workspace: not the tabs an earlier session left open in ~/.jupyter
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
     log = open(tmp / "lab.log", "w")
     cmd = [str(VENV_BIN / "jupyter"), "lab", "--no-browser", f"--port={port}",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={clone}",
@@ -123,7 +125,7 @@ def _open(page, base: str, token: str, notebook: str = NOTEBOOK) -> None:
     """Open the notebook; answer JupyterLab's kernel dialog (shown when the kernel specs load
     after the notebook) with its preselected Python 3, as a reader would."""
     page.goto(f"{base}/lab/tree/{notebook}?token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell:visible", timeout=120_000)
     try:
         page.locator(".jp-Dialog button", has_text="Select").first.click(timeout=15_000)
     except playwright.TimeoutError:
