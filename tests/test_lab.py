@@ -136,11 +136,11 @@ def _open(page, base: str, token: str, notebook: str = NOTEBOOK) -> None:
 
 
 def _wait_idle(page, timeout_s: float) -> None:
-    """Until every code cell has run (no "[*]" or "[ ]" prompt left) and the kernel is idle."""
+    """Until every code cell shown has run (no "[*]" or "[ ]" prompt left) and the kernel is idle."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         pending = page.evaluate("""() => Array.from(document.querySelectorAll(
-            '.jp-CodeCell .jp-InputPrompt')).filter(p => /\\[[ *]\\]/.test(p.textContent)).length""")
+            '.jp-CodeCell .jp-InputPrompt')).filter(p => p.offsetParent !== null && /\\[[ *]\\]/.test(p.textContent)).length""")
         idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").count()
         if pending == 0 and idle:
             return
