@@ -95,7 +95,12 @@ def fill(paths: list[str]) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["smudge"]:   # git's smudge filter: the notebook on stdin, out on stdout
-        sys.stdout.write(with_language_info(sys.stdin.read()))
+        notebook = sys.stdin.read()
+        try:
+            notebook = with_language_info(notebook)
+        except Exception:  # noqa: BLE001 - no ipykernel here, say: the file as git holds it
+            pass
+        sys.stdout.write(notebook)
     elif sys.argv[1:2] == ["fill"]:
         fill(sys.argv[2:])
     else:
