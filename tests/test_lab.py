@@ -309,8 +309,9 @@ def test_widgets_drawn_from_saved_state_say_they_need_their_cell_run(lab):
                 page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
                 page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
                 _wait_idle(page, 120)
-                page.wait_for_selector(".fusedkit-size-picker", timeout=60_000)
-                live = page.locator(".fusedkit-size-picker").first.inner_text()
+                picker = ".fusedkit-size-picker-p12:visible"   # not a tab restored from before
+                page.wait_for_selector(picker, timeout=60_000)
+                live = page.locator(picker).first.inner_text()
                 assert "Sizes for p12" in live and note not in live, live
                 page.keyboard.press("Control+s")
                 page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')",
@@ -319,10 +320,10 @@ def test_widgets_drawn_from_saved_state_say_they_need_their_cell_run(lab):
                 _shut_down_kernels(base, token)
                 page.reload()
                 _open(page, base, token, "scratch/stale.ipynb")   # a new kernel: the old models are gone
-                page.wait_for_selector(".fusedkit-size-picker", timeout=60_000)
-                page.wait_for_function(f"() => document.body.innerText.includes({note!r})",
-                                       timeout=60_000)
-                assert page.locator(".fusedkit-stale-note").first.is_visible()
+                page.wait_for_selector(picker, timeout=60_000)
+                stale = page.locator(f"{picker} .fusedkit-stale-note").first
+                stale.wait_for(state="visible", timeout=60_000)
+                assert note in stale.inner_text()
             except BaseException:
                 SHOTS.mkdir(exist_ok=True)
                 page.screenshot(path=str(SHOTS / "lab-stale-failure.png"))
