@@ -314,8 +314,11 @@ def test_widgets_drawn_from_saved_state_say_they_need_their_cell_run(lab):
                 live = page.locator(picker).first.inner_text()
                 assert "Sizes for p12" in live and note not in live, live
                 page.keyboard.press("Control+s")
-                page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')",
-                                       timeout=30_000)
+                tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="stale.ipynb")
+                deadline = time.monotonic() + 30
+                while "jp-mod-dirty" in (tab.get_attribute("class") or ""):
+                    assert time.monotonic() < deadline, "the notebook was not saved"
+                    time.sleep(0.2)
                 time.sleep(1)
                 _shut_down_kernels(base, token)
                 page.reload()
