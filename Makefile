@@ -3,6 +3,7 @@
 #   make test     run the test suite
 # Both create the virtual environment in .venv first if it is missing.
 
+HERE   := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -38,13 +39,18 @@ $(VENV)/.installed: pyproject.toml
 # checkout of its own (an unpacked archive) there is nothing to set up.
 # language_info is what the kernel says of itself (its Python's version, lexer names): written
 # by JupyterLab on every save, it differs from machine to machine, so it is stripped too.
+# JupyterLab adds it to a notebook that lacks it as soon as the kernel starts, so an untouched
+# notebook would open marked unsaved: the smudge side writes this machine's language_info into
+# the files git checks out, and the notebooks already checked out get it here.
 NBSTRIPOUT_ARGS = --keep-id --extra-keys metadata.language_info
 NBSTRIPOUT = "$(abspath $(PY))" -m nbstripout $(NBSTRIPOUT_ARGS)
+NB_SMUDGE = "$(abspath $(PY))" -I "$(HERE)fusedkit/notebook_git.py"
 git-filter:
 	@if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$$(pwd -P)" ]; then \
 	    git config filter.nbstripout.clean '$(NBSTRIPOUT)' && \
-	    git config filter.nbstripout.smudge cat && \
-	    git config diff.ipynb.textconv '$(NBSTRIPOUT) -t'; \
+	    git config filter.nbstripout.smudge '$(NB_SMUDGE) smudge' && \
+	    git config diff.ipynb.textconv '$(NBSTRIPOUT) -t' && \
+	    git ls-files -z -- '*.ipynb' | xargs -0 -r $(NB_SMUDGE) fill; \
 	fi
 
 report: env

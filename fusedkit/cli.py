@@ -1,6 +1,6 @@
 """``python -m fusedkit``: info, report, bench, ceilings, export and readme from the command line.
 
-Bad input and faults (an unwritable or corrupt records file, Ctrl-C, SIGTERM) get one line
+Bad input and faults (an unwritable or corrupt records file, Ctrl-C, SIGTERM, SIGHUP) get one line
 on stderr naming the option, the value and what is allowed, and exit status 2; never a
 traceback from deep inside a kernel (set FUSEDKIT_DEBUG=1 to see one). Everything that
 can be refused is refused before anything is measured, and a command stopped by a signal
@@ -25,6 +25,8 @@ from fusedkit.problems import Problem, SizeError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from fusedkit import records
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -53,13 +55,28 @@ def _info(_: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from fusedkit.report import ParametersError, build_reports, sizes_line  # noqa: PLC0415
+    from fusedkit.report import ParametersError, build_reports, notebook_paths, sizes_line  # noqa: PLC0415
 
-    notebooks = [Path(p) for p in args.notebooks] or None
-    for p in notebooks or []:
-        if not p.is_file():
-            raise SizeError(f"notebook={str(p)!r} does not exist; allowed: a notebook file "
-                            "(default: every notebooks/NN_*.ipynb)")
+    notebooks: list[Path] = []
+    for p in map(Path, args.notebooks):
+        if p.is_dir():   # a folder: its numbered notebooks, as the default is notebooks/'s
+            try:
+                notebooks += notebook_paths(p)
+            except FileNotFoundError:
+                raise SizeError(f"notebook={str(p)!r} is a folder without numbered notebooks "
+                                "(NN_name.ipynb); allowed: notebook files, or a folder of them") from None
+        elif p.is_file():
+            notebooks.append(p)
+        else:
+            what = "is not a file" if p.exists() else "does not exist"
+            raise SizeError(f"notebook={str(p)!r} {what}; allowed: a notebook file or a folder of "
+                            "them (default: every notebooks/NN_*.ipynb)")
+    seen: dict[str, Path] = {}
+    for p in notebooks:   # the same file twice would run twice and write one report
+        first = seen.setdefault(os.path.realpath(p), p)
+        if first is not p:
+            same = "" if str(first) == str(p) else f" ({str(first)!r} is the same file)"
+            raise SizeError(f"notebook={str(p)!r} is given twice{same}; allowed: each notebook once")
     sizes: dict[str, dict[str, int]] = {}
     for key, values in args.sizes or []:
         if key in sizes:
@@ -68,7 +85,7 @@ def _report(args: argparse.Namespace) -> int:
         sizes[key] = values
     with _option("--out", args.out):   # the reports and the index are written there
         try:
-            results = build_reports(args.out, notebooks, timeout=args.timeout, sizes=sizes)
+            results = build_reports(args.out, notebooks or None, timeout=args.timeout, sizes=sizes)
         except ParametersError as e:
             raise ParametersError(f"--sizes: {e}") from None
     for r in results:
@@ -106,18 +123,21 @@ def _bench(args: argparse.Namespace) -> int:
     _refuse_unrunnable(problem, names, sizes)
     if axes is None:
         problem.check_runnable(sizes, device)   # a sweep checks each point (skipping those too big)
-    before = _count_rows(path)
+    # The run's context now, so that a stopped bench counts the rows of its own run (another
+    # bench may be appending to the same file).
+    ctx = records.RunContext.collect()
     try:
         if axes is not None:
-            return _sweep(args, problem, names, axes, base, path)
+            return _sweep(args, problem, names, axes, base, path, ctx)
         from fusedkit.runner import run_ladder  # noqa: PLC0415
         # A progress bar is for a person at a terminal; in a log or a pipe it is noise on stderr.
         df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                        records_path=path, progress=sys.stderr.isatty())
+                        records_path=path, progress=sys.stderr.isatty(), ctx=ctx,
+                        clocks_beside=True)
     except KeyboardInterrupt as e:
         # Each row was appended as it was measured, so what finished is on disk: say so.
         how = interrupts.signal_name(e)
-        raise interrupts.Interrupted(_kept(path, before, how), how) from None
+        raise interrupts.Interrupted(_kept(path, ctx.run_id, how), how) from None
     cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps",
                         "pct_of_floor", "pct_of_measured", "pct_of_copy", "rel_error", "speedup")
             if c in df]
@@ -139,14 +159,15 @@ def _failures(df: pd.DataFrame) -> int:
 
 
 def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None,
-           axes: dict[str, list[int]], base: dict[str, int], path: Path) -> int:
+           axes: dict[str, list[int]], base: dict[str, int], path: Path,
+           ctx: records.RunContext) -> int:
     """``bench --sweep``: the ladder at every size point, recorded as one series."""
     import pandas as pd  # noqa: PLC0415
 
     from fusedkit.sweep import run_sweep  # noqa: PLC0415
 
     res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                    records_path=path, progress=sys.stderr.isatty())
+                    records_path=path, progress=sys.stderr.isatty(), ctx=ctx)
     cols = [c for c in ("variant", *axes, "tier", "median_ms", "tflops", "gbps", "pct_of_floor",
                         "pct_of_measured", "rel_error", "speedup") if c in res.rows]
     rows = res.rows
@@ -264,23 +285,23 @@ def _refuse_unrunnable(problem: Problem, names: list[str] | None, sizes: dict[st
                      f"none is visible; allowed here (--variants): {cpu or 'none'}")
 
 
-def _count_rows(path: Path) -> int | None:
-    """Rows in the records file (0 if missing), or None if it cannot be read now."""
+def _count_rows(path: Path, run_id: str) -> int | None:
+    """Rows of run ``run_id`` in the records file (0 if missing), or None if it cannot be read now."""
     from fusedkit import records  # noqa: PLC0415
 
     try:
-        return len(records.read_records(path))
+        return int((records.read_records(path)["run_id"] == run_id).sum())
     except (OSError, ValueError):
         return None
 
 
-def _kept(path: Path, before: int | None, signal_name: str = "SIGINT") -> str:
-    """What a bench stopped by ``signal_name`` says: how many measured rows the records kept."""
+def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
+    """What a bench stopped by ``signal_name`` says: how many rows of its own run (``run_id``;
+    not another bench's appending to the same file) the records kept."""
     how = interrupts.stopped_by(signal_name)
-    after = _count_rows(path)
-    if before is None or after is None:
+    n = _count_rows(path, run_id)   # appends are atomic, so the file holds whole rows only
+    if n is None:
         return f"{how}: rows measured before the interrupt are kept in {path}"
-    n = after - before   # appends are atomic, so the file holds whole rows only
     return (f"{how}: {n} row{'' if n == 1 else 's'} measured before the interrupt "
             f"{'is' if n == 1 else 'are'} kept in {path}")
 
@@ -429,13 +450,56 @@ def _one_line(message: str) -> str:
     return " ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
+class _Once(argparse.Action):
+    """Store an option's value, converted by ``convert`` (an argparse type), refusing the option
+    given a second time: argparse would keep the last value and drop the first without a word
+    (``--records a.csv ... --records b.csv`` appending to b.csv only)."""
+
+    def __init__(self, option_strings: list[str], dest: str,
+                 convert: Callable[[str], object] | None = None, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.convert = convert
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        given = namespace.__dict__.setdefault("_given", {})   # the text each option came with
+        if self.dest in given:
+            raise argparse.ArgumentError(self, f"{'/'.join(self.option_strings)} is given twice ({given[self.dest]!r}, "
+                                               f"then {values!r}); allowed: it once")
+        given[self.dest] = values
+        try:
+            value = self.convert(values) if self.convert else values   # type: ignore[arg-type]
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
+        setattr(namespace, self.dest, value)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block)."""
+    """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block),
+    where an option that takes a value may be given once (:class:`_Once`), and where an unknown
+    option before the command is named as such (not as the command's missing option)."""
+
+    def add_argument(self, *names: str, **kwargs: object) -> argparse.Action:
+        if names and names[0].startswith("-") and kwargs.get("action", "store") == "store":
+            kwargs["action"], kwargs["convert"] = _Once, kwargs.pop("type", None)
+        return super().add_argument(*names, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's
+        if self._subparsers is not None:   # the top level: only -h/--help may come before the command
+            words = sys.argv[1:] if args is None else list(args)
+            for word in words:
+                if not word.startswith("-") or word == "--":
+                    break
+                if word not in ("-h", "--help"):
+                    self.error(f"unrecognized arguments: {word} (before the command); allowed there: "
+                               "-h or --help; a command's options go after it, e.g. bench --problem p12")
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        # argparse prefixes a type's message with "argument --seeds: "; ours already name the option.
+        # argparse prefixes a type's message with "argument -o/--output: "; ours already name the option.
         head, sep, rest = message.partition(": ")
-        if sep and head.startswith("argument ") and rest.startswith(head.split()[-1].split("/")[0]):
+        if sep and head.startswith("argument ") and any(
+                rest.startswith(name) for name in head.split()[-1].split("/")):
             message = rest
         self.exit(2, f"error: {_one_line(message)}\n")
 
@@ -507,15 +571,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit status: 0 done, 1 a report failed, 2 refused or interrupted
-    (Ctrl-C or SIGTERM: :func:`fusedkit.interrupts.raising`)."""
+    (Ctrl-C, SIGTERM or SIGHUP: :func:`fusedkit.interrupts.raising`)."""
     debug = bool(os.environ.get("FUSEDKIT_DEBUG"))
     try:
-        with interrupts.raising():
+        # The command exits after a signal: a second one then changes nothing (in a test or a
+        # script that calls main, the handlers from before are put back).
+        with interrupts.raising(keep_ignoring=interrupts.launched_as_command()):
             return _run(argv)
     except KeyboardInterrupt as e:
         if debug:
             raise
-        print(_one_line(str(e)) or interrupts.stopped_by(interrupts.signal_name(e)), file=sys.stderr)
+        with contextlib.suppress(OSError):   # after a SIGHUP the terminal may be gone
+            print(_one_line(str(e)) or interrupts.stopped_by(interrupts.signal_name(e)),
+                  file=sys.stderr)
         return interrupts.EXIT_STATUS
 
 

@@ -39,7 +39,7 @@ from typing import Callable
 
 from fusedkit import build as fk_build
 from fusedkit.kernels import KERNELS, step_path
-from fusedkit.paths import folder_fault, mode_text, read_only, write_target
+from fusedkit.paths import file_fault, folder_fault, mode_text, read_only, write_target
 from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
@@ -282,6 +282,10 @@ def _check_writable(path: Path, force: bool) -> None:
     (one marked read-only is kept, as it is for root too: :func:`fusedkit.paths.read_only`)."""
     if path.is_dir():
         raise IsADirectoryError(f"path={str(path)!r} is a folder; allowed: a file path")
+    fault = file_fault(path)   # a device, a FIFO or a looping link would be replaced by a file
+    if fault:
+        raise PermissionError(f"path={str(path)!r} {fault}, and is kept, --force or not; "
+                              "allowed: a regular file (existing or new) or another path")
     if path.exists() and not force:
         raise FileExistsError(f"path={str(path)!r} exists; pass --force (force=True) to overwrite it")
     parent = path.parent

@@ -1,5 +1,6 @@
-"""Ctrl-C and SIGTERM on the command line: one line on stderr and exit status 2, from the first
-instant, and nothing already done is lost.
+"""Ctrl-C, SIGTERM and SIGHUP on the command line: one line on stderr and exit status 2, from the
+first instant, and nothing already done is lost; a second signal while the command stops
+changes nothing.
 
 Two phases. While the command starts (Python imports torch, pandas, nbclient: a second or two)
 nothing has been done yet, so a signal ends the process at once with one line
@@ -7,6 +8,13 @@ nothing has been done yet, so a signal ends the process at once with one line
 import when the process is the command, :func:`launched_as_command`). Once a command runs, a
 signal raises :class:`Interrupted` in the main thread (:func:`raising`), so that the command
 can say what it kept (the rows a bench measured, the reports a report built) before it exits.
+The first such signal makes the others ignored: a second Ctrl-C while the command says what it
+kept would otherwise end it with a traceback (exit status 130), the line unsaid.
+
+A Ctrl-C at a terminal reaches the whole process group, the measuring worker's fork server too
+(:mod:`fusedkit.isolation`), which imports fusedkit and torch before it protects itself from
+SIGINT: while it does, it ignores SIGINT already (:func:`preloading_in_forkserver`), or it
+would print a traceback from inside torch's import beside the command's one line.
 
 Standard library only: this module is imported before torch.
 """
@@ -21,8 +29,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
-"""The signals a person or a job scheduler sends to stop a command."""
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals a person, a job scheduler or a closed terminal sends to stop a command."""
 EXIT_STATUS = 2
 """The exit status of a command stopped by a signal, as of one refused (see fusedkit.cli)."""
 
@@ -53,7 +61,10 @@ def signal_name(e: BaseException) -> str:
 def launched_as_command() -> bool:
     """True when this process is ``python -m fusedkit`` or the ``fusedkit`` command (the
     console script), and not a notebook, a test or a script that imports fusedkit."""
-    if Path(sys.argv[0]).name == "fusedkit":
+    if Path(sys.argv[0]).name == "fusedkit":   # the console script
+        return True
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if getattr(spec, "name", None) == "fusedkit.__main__":   # -m fusedkit, once runpy runs it
         return True
     if sys.argv[:1] != ["-m"]:   # runpy sets it so while it imports the package run by -m
         return False
@@ -71,23 +82,47 @@ def exit_while_starting() -> None:
     :data:`EXIT_STATUS` (nothing has been done, so there is nothing to keep or clean up)."""
     def stop(signum: int, _frame: object) -> None:
         name = signal.Signals(signum).name
-        os.write(2, f"{stopped_by(name)} while starting: nothing was done\n".encode())
+        with contextlib.suppress(OSError):   # after a SIGHUP the terminal may be gone
+            os.write(2, f"{stopped_by(name)} while starting: nothing was done\n".encode())
         os._exit(EXIT_STATUS)
 
     for s in SIGNALS:
         signal.signal(s, stop)
 
 
+def preloading_in_forkserver() -> bool:
+    """True while this process is a multiprocessing fork server importing its preload modules
+    (``multiprocessing.forkserver.main`` is on the stack): it sets SIGINT to SIG_IGN itself only
+    once they are imported."""
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    if forkserver is None:
+        return False
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code is forkserver.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
-def raising() -> Iterator[None]:
-    """Within: SIGINT and SIGTERM raise :class:`Interrupted` in the main thread; after it, the
-    handlers from before. Outside the main thread (where Python delivers no signal) it does
-    nothing."""
+def raising(keep_ignoring: bool = False) -> Iterator[None]:
+    """Within: SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread, the
+    first of them only: from then on they are ignored, so that a second one cannot cut short
+    what the command does to stop (say what it kept, end its workers). After it, the handlers
+    from before, unless it ended by a signal and ``keep_ignoring`` (a command about to exit:
+    they stay ignored until it has). Outside the main thread (where Python delivers no signal)
+    it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stopped = False
 
     def interrupt(signum: int, _frame: object) -> None:
+        nonlocal stopped
+        stopped = True
+        for s in SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
         raise Interrupted(signal_name=signal.Signals(signum).name)
 
     before = {s: signal.getsignal(s) for s in SIGNALS}
@@ -96,8 +131,9 @@ def raising() -> Iterator[None]:
     try:
         yield
     finally:
-        for s, handler in before.items():
-            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if not (stopped and keep_ignoring):
+            for s, handler in before.items():
+                signal.signal(s, handler if handler is not None else signal.SIG_DFL)
 
 
 # -- stopping a run that works in a thread of its own (the explorer's Run button) -------------

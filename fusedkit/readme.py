@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from fusedkit import dashboard, present, problems, records, results
+from fusedkit.paths import file_fault, mode_text, read_only, write_target
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -120,13 +121,23 @@ def listed_best(readme: str | Path = README) -> dict[tuple[str, str], str]:
 
 
 def update(readme: str | Path = README, records_path: str | Path | None = None) -> bool:
-    """Write the measured-state block into ``readme`` from the records; True when it changed."""
+    """Write the measured-state block into ``readme`` from the records; True when it changed.
+
+    A stale README that is not a regular file, or is marked read-only (refused as root too:
+    :func:`fusedkit.paths.read_only`), is left as it is: PermissionError, one line."""
     readme = Path(readme)
     text = readme.read_text(encoding="utf-8")
     old = current_block(text)
     new = measured_state(records_path)
     if old == new:
         return False
+    target = write_target(readme)
+    fault = file_fault(target)
+    if fault:
+        raise PermissionError(f"{readme} {fault}, and is left as it is; allowed: a README file")
+    if read_only(target):
+        raise PermissionError(f"{readme} is read-only (mode {mode_text(target)}) and is left as it "
+                              "is, stale; allowed: a writable README (chmod u+w) or another path")
     start, end = text.find(BEGIN) + len(BEGIN), text.find(END)
     readme.write_text(text[:start] + "\n" + new + text[end:], encoding="utf-8")
     return True

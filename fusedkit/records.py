@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from fusedkit.paths import folder_fault, mode_text, read_only, write_target
+from fusedkit.paths import file_fault, folder_fault, mode_text, read_only, write_failed, write_target
 from fusedkit.precision import TIERS as PRECISION_TIERS
 
 if TYPE_CHECKING:
@@ -234,19 +234,24 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
     if not lines:
         return
     _refuse_unwritable(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path):
-        _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
-        old = path.read_bytes() if path.exists() else b""
-        if old.strip():
-            anew = check(path, _decode(path, old))
-            if isinstance(anew, str):
-                old = anew.encode()
-            if not old.endswith(b"\n"):
-                old += b"\n"
-        else:
-            old = header.rstrip("\n").encode() + b"\n"
-        _replace_durably(path, old + (lines if lines.endswith("\n") else lines + "\n").encode())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(path):
+            _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
+            old = path.read_bytes() if path.exists() else b""
+            if old.strip():
+                anew = check(path, _decode(path, old))
+                if isinstance(anew, str):
+                    old = anew.encode()
+                if not old.endswith(b"\n"):
+                    old += b"\n"
+            else:
+                old = header.rstrip("\n").encode() + b"\n"
+            _replace_durably(path, old + (lines if lines.endswith("\n") else lines + "\n").encode())
+    except RecordsError:
+        raise
+    except OSError as e:   # a full disk, an I/O error: say which file, and that it is whole
+        raise write_failed(e, path, "it is left as it was (rows appended before are kept)") from None
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
@@ -275,6 +280,10 @@ def _preflight(path: Path) -> None:
         raise RecordsError(f"{path} is a folder; allowed: a records CSV file, existing or new")
     _refuse_unwritable(path)
     lock = path.with_name(path.name + ".lock")
+    fault = file_fault(lock)   # a folder of that name: the first append would fail to open it
+    if fault:
+        raise RecordsNotWritable(f"{path}: its lock file {lock} {fault}; allowed: a lock file "
+                                 f"an append can open (move {lock} aside), or another records path")
     if lock.exists() and not os.access(lock, os.R_OK | os.W_OK):
         raise RecordsNotWritable(f"{path}: its lock file {lock} is not writable; allowed: a lock "
                                  "this user may open, or another records path")
@@ -475,6 +484,10 @@ def _refuse_unwritable(path: Path) -> None:
     if fault:
         raise RecordsNotWritable(f"{path}: {fault}, and an append writes a temporary file there; "
                                  "allowed: a path in a writable folder, existing or created")
+    fault = file_fault(path)   # the append's rename would replace a device, a FIFO, a looping link
+    if fault:
+        raise RecordsNotWritable(f"{path} {fault}, and is left as it is; allowed: a records CSV "
+                                 "file, existing or new")
     if path.exists() and read_only(path):
         raise RecordsNotWritable(f"{path} is read-only (mode {mode_text(path)}) and is left as "
                                  "it is; allowed: a writable records file (chmod u+w) or another path")

@@ -51,10 +51,11 @@ from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
+from traitlets.config import Config
 
 from fusedkit import interrupts, problems
 from fusedkit.problems import Sizes, fmt_sizes
-from fusedkit.paths import folder_fault, write_target
+from fusedkit.paths import file_fault, folder_fault, write_failed, write_target
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
@@ -314,11 +315,30 @@ def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
         metadata={"tags": ["fusedkit-sizes-note"]})
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _refuse_special(path: Path) -> Path:
+    """``path``'s write target (:func:`fusedkit.paths.write_target`), refused when a rename over
+    it would replace what is not a regular file (a device, a FIFO, a looping link)."""
     path = write_target(path)   # a symbolic link stays and its target is rewritten
+    fault = file_fault(path)
+    if fault:
+        raise PermissionError(f"{path} {fault}, and is left as it is; allowed: a folder whose "
+                              "reports are regular files (or not there yet)")
+    return path
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """``text`` as ``path``'s content in one rename; a failed write (a full disk) removes its
+    temporary file and names ``path`` (the old file is left as it was)."""
+    path = _refuse_special(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise write_failed(e, path, "an earlier one is left as it was") from None
+        raise
 
 
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
@@ -332,23 +352,38 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     nb = nbformat.read(path, as_version=4)
     if sizes:
         inject_sizes(nb, sizes, name=path.name)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}},
-                            store_widget_state=True)
     cells = [c for c in nb.cells if c.cell_type == "code"]
-    # disable=None: bars on a terminal only, not in a log or a pipe.
-    bar = tqdm(total=len(cells), desc=path.stem, unit="cell", leave=False, disable=None)
-    client.on_cell_executed = lambda **_: bar.update(1)
-    t0, error = time.perf_counter(), ""
-    try:
-        _execute(client)
-    except CellExecutionError as e:
-        lines = _ANSI.sub("", str(e)).strip().splitlines()
-        error = lines[-1] if lines else repr(e)
-    except Exception as e:  # a dead kernel or a timeout: still write what ran
-        error = f"{type(e).__name__}: {e}"
-    finally:
-        bar.close()
+    started = [0]   # the number of the code cell running, from 1
+    # A cell past the limit is interrupted (then the kernel ends cleanly; killed mid-cell it
+    # logged a ZMQ traceback on stderr) and its error is one line saying so.
+    timed_out = (f"CellTimeoutError: ran longer than the {timeout} s allowed per cell "
+                 "(--timeout); the cells after it did not run")
+    with tempfile.TemporaryDirectory(prefix="fusedkit-kernel-") as sockets:
+        # The kernel talks over Unix sockets in a folder of this run's own, not over TCP, of which
+        # every kernel warned on stderr ("[IPKernelApp] WARNING | ... TCP without encryption").
+        config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
+                                resources={"metadata": {"path": str(path.parent)}},
+                                store_widget_state=True, interrupt_on_timeout=True,
+                                error_on_timeout={"ename": "CellTimeoutError", "evalue": timed_out,
+                                                  "traceback": [timed_out]})
+        # disable=None: bars on a terminal only, not in a log or a pipe.
+        bar = tqdm(total=len(cells), desc=path.stem, unit="cell", leave=False, disable=None)
+        client.on_cell_executed = lambda **_: bar.update(1)
+        client.on_cell_start = lambda cell, **_: started.__setitem__(
+            0, started[0] + (cell.cell_type == "code"))
+        t0, error = time.perf_counter(), ""
+        try:
+            _execute(client)
+        except CellExecutionError as e:
+            lines = _ANSI.sub("", str(e)).strip().splitlines()
+            error = lines[-1] if lines else repr(e)
+            if error == timed_out:
+                error = f"code cell {started[0]} of {len(cells)} {timed_out.split(': ', 1)[1]}"
+        except Exception as e:  # a dead kernel: still write what ran
+            error = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        finally:
+            bar.close()
     if error and "widgets" not in nb.metadata:
         # nbclient stores the widgets' state only after the last cell: keep what the cells
         # before the failing one showed, so they are drawn rather than "not stored".
@@ -660,6 +695,8 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     if fault:
         raise PermissionError(f"{out_dir} cannot hold the reports: {fault}; allowed: a folder in a "
                               "writable place")
+    for name in [*(f"{Path(p).stem}.html" for p in paths), "index.html", "index.json"]:
+        _refuse_special(out_dir / name)   # before any notebook runs, not after the first
     out_dir.mkdir(parents=True, exist_ok=True)
     headlines = headline_numbers()   # once: the records do not change while notebooks run
     results: list[ReportResult] = []

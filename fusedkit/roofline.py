@@ -126,6 +126,35 @@ def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
     return pd.DataFrame(rows)
 
 
+_PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+_TIMES = ((1.0, "ms"), (1e-3, "µs"), (1e-6, "ns"))
+_TIME_COLUMNS = ("compute", "memory", "floor")
+
+
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """:func:`table`'s frame with its work, bytes and times each in the unit in which its
+    largest value is at least 1 (GFLOP, MFLOP or kFLOP; MB, kB or B; ms, µs or ns, the three
+    times in one unit), to 3 significant digits: at small sizes (17 x 33 x 65) every GFLOP and
+    ms rounded to 0.0 and 0.000."""
+    out = df.copy()
+
+    def signif(values: pd.Series) -> pd.Series:
+        return values.map(lambda v: float(f"{v:.3g}"))
+
+    for column, base, unit in (("GFLOP", 1e9, "FLOP"), ("MB", 1e6, "B")):
+        amounts = out[column] * base
+        scale, prefix = next(((f, p) for f, p in _PREFIXES if amounts.abs().max() >= f), (1.0, ""))
+        name = f"{prefix}{unit}" if unit == "FLOP" or prefix != "k" else "kB"
+        out[column] = signif(amounts / scale)
+        out = out.rename(columns={column: name})
+    longest = max(out[f"{c} ms"].abs().max() for c in _TIME_COLUMNS)
+    scale, unit = next(((f, u) for f, u in _TIMES if longest >= f), _TIMES[-1])
+    for c in _TIME_COLUMNS:
+        out[f"{c} ms"] = signif(out[f"{c} ms"] / scale)
+    out["FLOP/B"] = signif(out["FLOP/B"])
+    return out.rename(columns={f"{c} ms": f"{c} {unit}" for c in _TIME_COLUMNS})
+
+
 def ridge_point(gpu: GpuSpec, precision: str = "fp32") -> float:
     """Intensity (FLOP/B) above which ``precision``'s arithmetic, not memory, binds."""
     return gpu.peak_tflops(precision) * 1e12 / (gpu.mem_gbps * 1e9)

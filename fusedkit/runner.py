@@ -58,7 +58,8 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
                warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS,
                records_path: Path | None = None, ceilings: bool = True,
                components: Sequence[str] | None = None, progress: bool = True,
-               ctx: records.RunContext | None = None, gpu: GpuSpec | None = None) -> pd.DataFrame:
+               ctx: records.RunContext | None = None, gpu: GpuSpec | None = None,
+               clocks_beside: bool | None = None) -> pd.DataFrame:
     """Check and time the chosen variants of ``problem`` at ``sizes`` through
     :func:`fusedkit.measure.measure`; append each clean row to the records as it is measured.
 
@@ -75,7 +76,10 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
     GPU's datasheet with the copy bandwidth measured when ``ceilings`` is true on a GPU). A
     caller that shares ``ctx`` over several calls measures the ceilings once itself and passes
     ``ceilings=False``: a run records each ceiling once. On a GPU the frame also has
-    ``pct_of_measured`` (:func:`fusedkit.ceilings.add_pct_of_measured`).
+    ``pct_of_measured`` (:func:`fusedkit.ceilings.add_pct_of_measured`). ``clocks_beside`` says
+    whether this call reads the clocks (default: when ``ctx`` is None); a caller that made
+    ``ctx`` only to know the run's ``run_id`` (the command line, which counts the rows of its
+    own run when stopped) passes True.
     """
     sizes = problem.sizes(sizes)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -85,7 +89,7 @@ def run_ladder(problem: Problem, sizes: Sizes, *, variants: Sequence[str] | None
         tqdm.write(f"skipped {note}")
     if ctx is not None and not isinstance(ctx, records.RunContext):
         raise TypeError(f"ctx={ctx!r} is not a RunContext; use records.RunContext.collect()")
-    owner = ctx is None    # this call is the whole run: it reads the clocks beside it
+    owner = ctx is None if clocks_beside is None else clocks_beside   # the whole run: clocks beside it
     ctx = ctx or records.RunContext.collect()
     path = records.path_for(device, records_path)
     sampler = (clocks.sampling(ctx.run_id, clocks.path_for(path), say=tqdm.write)

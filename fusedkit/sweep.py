@@ -181,7 +181,8 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
               base: Mapping[str, object] | None = None, *, variants: Sequence[str] | None = None,
               device: str | torch.device | None = None, seeds: int = SEEDS,
               warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, records_path: Path | None = None,
-              ceilings: bool = True, progress: bool = True) -> SweepResult:
+              ceilings: bool = True, progress: bool = True,
+              ctx: records.RunContext | None = None) -> SweepResult:
     """Run the ladder at every point of a sweep, as one recorded series (one ``run_id``).
 
     ``axes`` is :func:`parse_sweep`'s {dimension: values}; ``base`` fixes the other sizes.
@@ -192,7 +193,8 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
     once, before the first point, every point's % of floor uses the copy bandwidth, and the
     SM clock and power are read beside the whole series (:mod:`fusedkit.clocks`). Components (memory-bound pieces) are not timed in a sweep.
     A fault found in a variant is reported and the sweep goes on; an interruption (Ctrl-C)
-    ends it, and the rows finished before it stay recorded.
+    ends it, and the rows finished before it stay recorded. ``ctx`` is the run the series is
+    recorded as (default: a new one), so that a caller knows its ``run_id`` before it ends.
     """
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if variants:
@@ -212,7 +214,7 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
             plan.append((sizes, [v.slug for v in runnable(problem, variants, sizes, device)[0]]))
     if not plan:
         raise SizeError(f"sweep {', '.join(axes)}: no point can run on {device.type}; first: {skipped[0]}")
-    ctx = records.RunContext.collect()
+    ctx = ctx or records.RunContext.collect()
     path = records.path_for(device, records_path)
     gpu = detect_gpu().spec
     frames = []

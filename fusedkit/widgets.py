@@ -39,7 +39,7 @@ from fusedkit.interrupts import route_kernel_interrupt, stoppable
 from fusedkit.interpreter_cost import run_seconds
 from fusedkit.measure import REP_MS, WARMUP_MS, measure
 from fusedkit.results import add_speedup
-from fusedkit.roofline import fused_floor, table
+from fusedkit.roofline import fused_floor, readable, table
 
 
 
@@ -82,6 +82,23 @@ def _seconds(s: float) -> str:
 # Layouts that fit a 1280-pixel page (and a narrower notebook): fixed widths never exceed
 # their column, rows wrap, and the output area scrolls a wide table instead of the page.
 _ROW = dict(flex_flow="row wrap", max_width="100%")
+
+
+# A notebook saved with its widget state shows its widgets after a kernel restart too, drawn
+# from that state but tied to no kernel: their buttons do nothing (ipywidgets marks each with a
+# broken-link icon and the class below). This note, hidden while the widget is live, says so.
+STALE_CLASS = "fusedkit-stale-note"
+STALE_NOTE = (
+    f"<style>.{STALE_CLASS} {{display: none}} "
+    f".jupyter-widgets-disconnected .{STALE_CLASS} {{display: block; color: #a60; "
+    "font-weight: bold}</style>"
+    f"<div class='{STALE_CLASS}'>⚠ Drawn from the notebook's saved state: the kernel that ran this "
+    "cell is gone, so these boxes and buttons do nothing. Run this cell (or Run All) to use "
+    "them.</div>")
+"""The picker's first line (the explorer's too, which holds a picker): empty while the widget
+is live, a warning once the kernel behind it is gone (CSS on ipywidgets' own
+``jupyter-widgets-disconnected`` class, which a widget's element carries while no kernel holds
+its model)."""
 
 
 def _fixed(width: str) -> w.Layout:
@@ -128,7 +145,9 @@ class SizePicker:
             box.observe(self._changed, names="value")
         hints = "".join(f"<li><code>{d.name}</code>: {d.description}, default {d.default}, "
                         f"1 to {d.maximum}</li>" for d in problem.dims)
+        self.stale = w.HTML(STALE_NOTE)
         self.widget = w.VBox([
+            self.stale,
             w.HTML(f"<b>Sizes for {problem.key}: {problem.title}</b><ul>{hints}</ul>"),
             w.HBox(list(self.boxes.values())[:2], layout=w.Layout(**_ROW)),
             w.HBox(list(self.boxes.values())[2:], layout=w.Layout(**_ROW)),
@@ -218,6 +237,8 @@ class LadderExplorer:
         self.picker = SizePicker(problem, to_use="press Run to use them")
         self.result = pd.DataFrame()
         self.status = "idle"           # idle, running, done, failed or interrupted
+        self._refused = False          # the message says why the last Run did not start
+        self._ran: tuple[Sizes, tuple[str, ...]] | None = None   # what the tables below show
         self._device = "cuda" if mode.gpu else "cpu"   # where live checks run
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -228,6 +249,9 @@ class LadderExplorer:
                                          description="variants", rows=len(ladder),
                                          layout=_fixed("640px"))
         self.precision.observe(self._filter, names="value")
+        for box in self.picker.boxes.values():   # after the picker's own: its sizes are current
+            box.observe(self._choices_changed, names="value")
+        self.variants.observe(self._choices_changed, names="value")
         self.button = w.Button(description="Run", icon="play", button_style="primary",
                                tooltip="check (and on a GPU, time) the chosen variants")
         self.button.on_click(lambda _: self.start())
@@ -276,6 +300,30 @@ class LadderExplorer:
                              f"valid: {', '.join(self.problem.variants)}")
         self.precision.value = "all"
         self.variants.value = tuple(slugs)
+
+    def _choices_changed(self, _change: object = None) -> None:
+        """Sizes or variants changed between runs: a refusal of the last Run no longer applies
+        (it is cleared), and tables of a finished run are labelled as that run's."""
+        if self.status == "running":
+            return
+        if self._refused:
+            self._refused = False
+            self.message.value = ""
+        elif self._ran is not None and self.output.outputs and \
+                self._ran != (self.picker.sizes, tuple(self.variants.value)):
+            sizes, slugs = self._ran
+            self.message.value = ("<span style='color:#a60'>⚠ the tables below are from the last "
+                                  f"run ({len(slugs)} variant(s) at {html.escape(fmt_sizes(sizes))}); "
+                                  "press Run for the sizes and variants chosen now.</span>")
+
+    def _refuse(self, text: str) -> None:
+        """Say why Run did not start; the bar and the tables of an earlier run are cleared, so
+        that nothing under the message looks like its result."""
+        self._say(text)
+        self._refused, self._ran = True, None
+        self.output.outputs, self.result = (), pd.DataFrame()
+        self.status = "idle"
+        self.progress.value, self.progress.bar_style, self.progress.description = 0, "", "not run"
 
     def _say(self, text: str, ok: bool = False) -> None:
         colour, mark = ("#070", "✓") if ok else ("#b00", "⚠")
@@ -337,18 +385,18 @@ class LadderExplorer:
         """The sizes, the chosen variants, the estimate and the variants left out; or None after
         saying what is wrong (bad sizes, sizes that do not fit, nothing selected)."""
         if self.picker.error:
-            self._say(f"{self.picker.error}. Fix the sizes above, then press Run again.")
+            self._refuse(f"{self.picker.error}. Fix the sizes above, then press Run again.")
             return None
         chosen = list(self.variants.value)
         if not chosen:
-            self._say("no variant is selected: choose one or more in the list (ctrl- or "
-                      "shift-click for several; the precision menu filters the list).")
+            self._refuse("no variant is selected: choose one or more in the list (ctrl- or "
+                         "shift-click for several; the precision menu filters the list).")
             return None
         sizes = self.picker.sizes
         try:
             self.problem.check_runnable(sizes, self._device)   # memory for every harness copy
         except SizeError as e:
-            self._say(f"{e}. Pick smaller sizes, then press Run again.")
+            self._refuse(f"{e}. Pick smaller sizes, then press Run again.")
             return None
         total, left_out = self.estimate(sizes, chosen)
         return sizes, chosen, total, left_out
@@ -396,6 +444,7 @@ class LadderExplorer:
     def _begin(self, plan: tuple[Sizes, list[str], float, dict[str, str]]) -> None:
         sizes, chosen, total, left_out = plan
         self.output.outputs, self.result = (), pd.DataFrame()
+        self._refused, self._ran = False, (dict(sizes), tuple(chosen))
         self._stop.clear()
         self.status = "running"
         self.button.disabled, self.cancel.disabled = True, False
@@ -419,10 +468,19 @@ class LadderExplorer:
                       if any(str(r.get(c, "")).startswith(("FAILED", "ERROR"))
                              for c in ("tier", "live here"))]
             took = f"{time.perf_counter() - t0:.0f} s (estimated {_seconds(total)})"
+            ran = sum(r["variant"] not in left_out for r in self._rows)
+            what = f"{ran} of {len(self._rows)} variant(s)" if left_out else f"{ran} variant(s)"
+            if left_out:   # what ran, and what did not and why: the table has a row for each
+                why: dict[str, list[str]] = {}
+                for slug, reason in left_out.items():
+                    why.setdefault(reason, []).append(slug)
+                what += " ran; left out: " + "; ".join(f"{', '.join(slugs)} ({reason})"
+                                                       for reason, slugs in why.items())
             if failed:
-                self._end("failed", f"failed: {', '.join(failed)} (see the table); took {took}")
+                self._end("failed", f"failed: {', '.join(failed)} (see the table); {what}; took {took}")
             else:
-                self._end("done", f"done: {len(self._rows)} variant(s) in {took}")
+                self._end("done", f"done: {what} in {took}" if not left_out else
+                          f"done: {what}; took {took}")
         except KeyboardInterrupt:   # Cancel, or the kernel's interrupt (interrupts.Interrupted)
             finished = len(self._rows)
             self.result = pd.DataFrame(self._rows)
@@ -501,7 +559,8 @@ class LadderExplorer:
         gpu = detected.spec
         precision = self.precision.value if self.precision.value != "all" else "fp32"
         self._show_line(f"{detected.reason}\nRoofline at {fmt_sizes(sizes)}, {precision} GEMMs:")
-        self._show_table(f"roofline on {gpu.name} ({precision})", table(problem, sizes, gpu, precision).round(4))
+        self._show_table(f"roofline on {gpu.name} ({precision}; each column in the unit that shows "
+                         "its values)", readable(table(problem, sizes, gpu, precision)))
         self._start(len(chosen))
         device = torch.device(self._device)
         rows = self._rows

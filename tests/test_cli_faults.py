@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -192,11 +194,14 @@ def test_debug_setting_shows_the_traceback(tmp_path, monkeypatch):
 
 
 def test_interrupt_counts_the_rows_kept(tmp_path, capsys, monkeypatch):
-    """In process: a Ctrl-C after one row was appended reports that row, exit 2."""
+    """In process: a Ctrl-C after one row was appended reports that row, exit 2; a row another
+    bench appended meanwhile to the same file is not counted (it said "2 rows")."""
     path = tmp_path / "r.csv"
 
-    def one_row_then_ctrl_c(*args, **kwargs):
-        valid_records(path)
+    def one_row_then_ctrl_c(*args, ctx, **kwargs):
+        valid_records(path)   # another run's row
+        records.append_rows(path, [records.make_row(ctx, problem="p12", sizes="batch_size=4",
+                                                    variant="eager", timer="cpu-wall", median_ms=1.0)])
         raise KeyboardInterrupt
     monkeypatch.setattr("fusedkit.runner.run_ladder", one_row_then_ctrl_c)
     try:
@@ -227,10 +232,12 @@ def stop(child: subprocess.Popen, signum: int, timeout: float = 60) -> tuple[str
 
 
 @pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted: "),
-                                        (signal.SIGTERM, "interrupted by SIGTERM: ")])
+                                        (signal.SIGTERM, "interrupted by SIGTERM: "),
+                                        (signal.SIGHUP, "interrupted by SIGHUP: ")])
 def test_a_signal_during_a_bench_keeps_measured_rows(signum, how, tmp_path):
-    """A real Ctrl-C (SIGINT) or SIGTERM once the first row is on disk: one line, exit 2, rows
-    kept. SIGTERM used to end the bench silently."""
+    """A real Ctrl-C (SIGINT), SIGTERM or SIGHUP (a closed terminal) once the first row is on
+    disk: one line, exit 2, rows kept. SIGTERM used to end the bench silently, SIGHUP with
+    exit status 129."""
     path = tmp_path / "r.csv"
     child = fusedkit_child("bench", "--problem", "p12", "--sizes",
                            "batch_size=64,in_features=256,out_features=256",
@@ -250,6 +257,57 @@ def test_a_signal_during_a_bench_keeps_measured_rows(signum, how, tmp_path):
     one_line(err, how, f"{n} row{'' if n == 1 else 's'} measured", str(path))
 
 
+def bench_with_a_row(path: Path) -> subprocess.Popen:
+    """A bench in a process of its own, once its first row is on disk."""
+    child = fusedkit_child("bench", "--problem", "p12", "--sizes",
+                           "batch_size=64,in_features=256,out_features=256",
+                           "--variants", "eager,addmm_alpha_beta", "--seeds", "50", "--rep-ms", "2000",
+                           "--records", str(path))
+    deadline = time.monotonic() + 60
+    while not (path.exists() and len(records.read_records(path)) >= 1):
+        if child.poll() is not None or time.monotonic() > deadline:
+            out, err = stop(child, signal.SIGKILL)
+            pytest.fail(f"no row was recorded within 60 s: {err}")
+        time.sleep(0.05)
+    return child
+
+
+@pytest.mark.parametrize("pause", [0.05, 0.3])
+def test_a_second_ctrl_c_while_the_bench_stops_changes_nothing(pause, tmp_path):
+    """A second SIGINT 0.3 s after the first ended the bench with exit status 130 (killed by
+    SIGINT), 0.05 s after it added a second line, "interrupted while starting"."""
+    path = tmp_path / "r.csv"
+    child = bench_with_a_row(path)
+    child.send_signal(signal.SIGINT)
+    time.sleep(pause)
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+    out, err = stop(child, signal.SIGINT, timeout=30)   # and a third
+    assert child.returncode == 2, (out, err)
+    one_line(err, "interrupted: ", "measured before the interrupt", str(path))
+
+
+def test_the_fork_server_ignores_ctrl_c_while_it_imports_fusedkit(tmp_path):
+    """A Ctrl-C at the terminal reaches the measuring worker's fork server too, which ignores
+    SIGINT only once its imports (fusedkit, torch: a second or more) are done: during them it
+    printed a 15-70 line traceback from inside torch's import beside the bench's one line.
+    Now fusedkit, imported first there, ignores it already; a module preloaded after it says
+    what SIGINT does in the server at that point."""
+    (tmp_path / "probe_preload.py").write_text(
+        "import os, signal\n"
+        "open(os.environ['PROBE_OUT'], 'w').write(repr(signal.getsignal(signal.SIGINT)))\n")
+    script = ("import multiprocessing as mp\n"
+              "ctx = mp.get_context('forkserver')\n"
+              "ctx.set_forkserver_preload(['fusedkit', 'probe_preload'])\n"
+              "p = ctx.Process(target=print)\n"
+              "p.start(); p.join()\n")
+    out = tmp_path / "sigint.txt"
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True, timeout=120,
+                   env={**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}",
+                        "PROBE_OUT": str(out)})
+    assert out.read_text() == repr(signal.SIG_IGN)
+
+
 def catches(pid: int, signum: int) -> bool:
     """Whether process ``pid`` has a handler of its own for ``signum`` (Linux: SigCgt)."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -259,7 +317,8 @@ def catches(pid: int, signum: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
 @pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted while starting"),
-                                        (signal.SIGTERM, "interrupted by SIGTERM while starting")])
+                                        (signal.SIGTERM, "interrupted by SIGTERM while starting"),
+                                        (signal.SIGHUP, "interrupted by SIGHUP while starting")])
 def test_a_signal_while_the_command_starts_is_one_line(signum, how):
     """Ctrl-C in the first second (while torch is imported) printed a 24-37 line traceback.
     The handler is the first thing ``python -m fusedkit`` installs: once the child catches
@@ -391,6 +450,50 @@ def test_report_out_that_cannot_hold_reports_names_the_option(how, phrase, tmp_p
         locked.chmod(0o755)
     one_line(capsys.readouterr().err, "error: --out: ", str(out), phrase)
     assert not (locked / "reports").exists()
+
+
+def test_report_takes_a_folder_as_its_notebooks_and_each_notebook_once(tmp_path, capsys, monkeypatch):
+    """``report notebooks`` (a folder) said "does not exist"; the same notebook given twice ran
+    twice."""
+    quick, slow = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
+    got = []
+    monkeypatch.setattr("fusedkit.report.build_reports",
+                        lambda out, notebooks, **kw: got.append(notebooks) or [])
+    assert main(["report", "--out", str(tmp_path / "r"), str(tmp_path / "nb")]) == 0
+    assert got == [[quick, slow]]
+    capsys.readouterr()
+    (tmp_path / "empty").mkdir()
+    for argv, phrase in [([str(quick), str(quick)], f"notebook={str(quick)!r} is given twice;"),
+                         ([str(tmp_path / "nb"), str(slow)], f"notebook={str(slow)!r} is given twice"),
+                         ([str(tmp_path / "empty")], "is a folder without numbered notebooks")]:
+        assert main(["report", "--out", str(tmp_path / "r"), *argv]) == 2
+        one_line(capsys.readouterr().err, "error: ", phrase, "allowed: ")
+    assert len(got) == 1
+
+
+def test_a_cell_past_the_timeout_is_one_line_and_the_kernel_says_nothing(tmp_path):
+    """``report --timeout 1`` printed a 7-line FAILED message and the kernel's ZMQ traceback;
+    every report printed the kernel's "[IPKernelApp] WARNING | ... TCP without encryption"."""
+    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
+    slow = tmp_path / "nb" / "03_sleeps.ipynb"
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1"),
+                                         nbformat.v4.new_code_cell("import time\ntime.sleep(30)")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, slow)
+    child = fusedkit_child("report", "--out", str(tmp_path / "r"), "--timeout", "1", str(quick), str(slow))
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 1, (out, err)
+    assert err.strip() == "", err
+    lines = out.strip().splitlines()
+    assert len(lines) == 3, out
+    assert lines[0].endswith("ok")
+    assert lines[1].endswith("FAILED: code cell 2 of 2 ran longer than the 1 s allowed per cell "
+                             "(--timeout); the cells after it did not run"), out
+    # The kernel's sockets lived in a temporary folder, not beside the notebooks.
+    assert sorted(p.name for p in (tmp_path / "nb").iterdir()) == ["01_quick.ipynb", "02_slow.ipynb",
+                                                                  "03_sleeps.ipynb"]
 
 
 # --- report --sizes ----------------------------------------------------------------------------------
@@ -643,6 +746,9 @@ def an_a100(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (80 * 2**30, 80 * 2**30))
+    # what the bench's run context reads of it (fusedkit.mode.detect_mode)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: types.SimpleNamespace(
+        name="NVIDIA A100-SXM4-80GB", major=8, minor=0, total_memory=80 * 2**30))
 
 
 @pytest.mark.parametrize("names", ["wgmma_tma", "wgmma_persistent,wgmma_fp16x3"])
@@ -671,3 +777,203 @@ def test_hopper_variants_beside_others_on_another_gpu_reach_the_runner(an_a100, 
     assert [v.slug for v in chosen] == ["eager"]
     (note,) = skipped
     assert note.startswith("wgmma_tma: needs a Hopper (sm_90) GPU") and "\n" not in note
+
+
+# --- names that are not regular files: a rename over them would replace them ---------------------
+
+def special(tmp_path: Path, kind: str) -> Path:
+    """A name in ``tmp_path`` that is not a regular file: a FIFO, a character device (a twin of
+    /dev/null, made with mknod) or a symbolic link that points to itself."""
+    path = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        try:
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("mknod needs CAP_MKNOD")
+    else:
+        path.symlink_to(path.name)
+    return path
+
+
+def kept_as_it_was(path: Path, kind: str) -> None:
+    mode = os.lstat(path).st_mode
+    assert {"fifo": stat.S_ISFIFO, "device": stat.S_ISCHR, "loop": stat.S_ISLNK}[kind](mode), kind
+    if kind == "loop":
+        assert os.readlink(path) == path.name
+
+
+SPECIAL = [("fifo", "is a FIFO (named pipe), not a regular file"),
+           ("device", "is a character device, not a regular file"),
+           ("loop", "is a symbolic link that loops")]
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+@pytest.mark.parametrize("force", [False, True])
+def test_export_refuses_a_name_that_is_not_a_regular_file(kind, phrase, force, tmp_path, capsys):
+    """``export -o /dev/full --force`` (a device, a FIFO) exited 0 and the device became a regular
+    file; a link to itself was replaced by a file, --force or not."""
+    path = special(tmp_path, kind)
+    assert exported("-o", str(path), *(["--force"] if force else [])) == 2
+    one_line(capsys.readouterr().err, "error: -o: ", str(path), phrase, "allowed: a regular file")
+    kept_as_it_was(path, kind)
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+def test_export_all_refuses_a_name_in_its_folder_that_is_not_a_regular_file(kind, phrase, tmp_path,
+                                                                           capsys):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    path = special(folder, kind).rename(folder / "p12_triton_fp16x3.py") if kind != "loop" else None
+    if kind == "loop":
+        path = folder / "p12_triton_fp16x3.py"
+        path.symlink_to(path.name)
+    assert main(["export", "--problem", "p12", "--all", str(folder), "--force"]) == 2
+    one_line(capsys.readouterr().err, "error: --all: ", str(path), phrase)
+    kept_as_it_was(path, kind)
+    assert [p.name for p in folder.iterdir()] == [path.name]   # refused before the first write
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+def test_records_that_are_not_a_regular_file_are_refused_before_measuring(kind, phrase, tmp_path,
+                                                                          capsys, no_measuring):
+    """A link to itself as ``--records`` passed the preflight and was replaced by a file."""
+    path = special(tmp_path, kind)
+    assert main(["bench", *TINY, "--records", str(path)]) == 2
+    one_line(capsys.readouterr().err, "error: --records: ", str(path), phrase)
+    kept_as_it_was(path, kind)
+
+
+def test_a_folder_named_as_the_records_lock_is_refused_before_measuring(tmp_path, capsys, no_measuring):
+    """A folder ``r.csv.lock`` was found only by the first append, after the measurement: the row
+    was lost."""
+    (tmp_path / "r.csv.lock").mkdir()
+    assert main(["bench", *TINY, "--records", str(tmp_path / "r.csv")]) == 2
+    one_line(capsys.readouterr().err, "error: --records: ", "its lock file", "r.csv.lock is a folder",
+             "allowed: ")
+    assert not (tmp_path / "r.csv").exists()
+
+
+@pytest.mark.parametrize("kind,phrase", SPECIAL)
+def test_report_refuses_an_output_that_is_not_a_regular_file(kind, phrase, tmp_path, capsys,
+                                                            monkeypatch):
+    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    out = tmp_path / "reports"
+    out.mkdir()
+    path = special(out, kind)
+    path = path.rename(out / "01_quick.html") if kind != "loop" else path
+    if kind == "loop":
+        path.unlink()
+        path = out / "01_quick.html"
+        path.symlink_to(path.name)
+    assert main(["report", "--out", str(out), str(quick)]) == 2
+    one_line(capsys.readouterr().err, "error: --out: ", str(path), phrase)
+    kept_as_it_was(path, kind)
+
+
+def stale_readme(tmp_path: Path) -> tuple[Path, Path]:
+    from fusedkit import readme
+
+    doc, path = tmp_path / "README.md", tmp_path / "r.csv"
+    valid_records(path)
+    doc.write_text(f"# x\n\n{readme.BEGIN}\nold\n{readme.END}\n", encoding="utf-8")
+    return doc, path
+
+
+def test_readme_keeps_a_read_only_stale_copy(tmp_path, capsys):
+    """``readme --readme`` rewrote a stale copy marked read-only (mode 444), as root."""
+    doc, path = stale_readme(tmp_path)
+    before = doc.read_bytes()
+    doc.chmod(0o444)
+    assert main(["readme", "--readme", str(doc), "--records", str(path)]) == 2
+    one_line(capsys.readouterr().err, "error: --readme: ", str(doc), "is read-only (mode 0o444)",
+             "allowed: a writable README")
+    assert doc.read_bytes() == before and (doc.stat().st_mode & 0o777) == 0o444
+
+
+# --- a full disk ---------------------------------------------------------------------------------
+
+def disk_full_after(monkeypatch, n: int = 0) -> None:
+    """Every os.write of more than ``n`` bytes writes ``n`` and fails as a full disk does."""
+    real = os.write
+
+    def write(fd, data):
+        if len(data) > n:
+            real(fd, bytes(data[:n]))
+            raise OSError(28, "No space left on device")
+        return real(fd, data)
+    monkeypatch.setattr(os, "write", write)
+
+
+def test_records_on_a_full_disk_name_the_file_and_keep_it_whole(tmp_path, capsys, monkeypatch):
+    """A full disk while appending gave a bare ``error: [Errno 28] No space left on device``."""
+    path = tmp_path / "r.csv"
+    before = valid_records(path)
+
+    def full_disk_at_the_append(*args, **kwargs):
+        disk_full_after(monkeypatch, 16)
+        records.append_rows(path, [records.make_row(
+            records.RunContext.collect(), problem="p12", sizes="batch_size=4", variant="eager",
+            timer="cpu-wall", median_ms=1.0)])
+    monkeypatch.setattr("fusedkit.runner.run_ladder", full_disk_at_the_append)
+    assert main(["bench", *TINY, "--records", str(path)]) == 2
+    monkeypatch.undo()
+    one_line(capsys.readouterr().err, "error: [Errno 28] No space left on device: ", str(path),
+             "was not written", "left as it was")
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.csv",
+                                                                                         "r.csv.lock"]
+
+
+def test_a_report_on_a_full_disk_leaves_no_partial_temporary_file(tmp_path, capsys, monkeypatch):
+    """A full disk left ``01_quick.html.tmp``, half written, beside the reports."""
+    from fusedkit import report
+
+    out = tmp_path / "reports"
+    out.mkdir()
+    real = Path.write_text
+
+    def write_text(self, text, *args, **kwargs):
+        if self.name.endswith(".tmp"):
+            real(self, text[:100], *args, **kwargs)
+            raise OSError(28, "No space left on device")
+        return real(self, text, *args, **kwargs)
+    monkeypatch.setattr(Path, "write_text", write_text)
+    with pytest.raises(OSError) as caught:
+        report._atomic_write(out / "01_quick.html", "<html>" + "x" * 1000)
+    monkeypatch.undo()
+    assert "No space left on device: " in str(caught.value) and str(out / "01_quick.html") in str(caught.value)
+    assert list(out.iterdir()) == []
+
+
+# --- an option given twice, an unknown option before the command -------------------------------
+
+@pytest.mark.parametrize("argv,option,first,second", [
+    (["bench", "--problem", "p12", "--problem", "p45"], "--problem", "p12", "p45"),
+    (["bench", *TINY, "--sizes", "batch_size=8"], "--sizes",
+     "batch_size=4,in_features=8,out_features=8", "batch_size=8"),
+    (["bench", *TINY, "--variants", "eager", "--variants", "compile"], "--variants", "eager", "compile"),
+    (["bench", *TINY, "--records", "{tmp}/a.csv", "--records={tmp}/b.csv"], "--records",
+     "{tmp}/a.csv", "{tmp}/b.csv"),
+    (["report", "--out", "{tmp}/a", "--out", "{tmp}/b"], "--out", "{tmp}/a", "{tmp}/b"),
+    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", "{tmp}/a.py", "--output",
+      "{tmp}/b.py"], "-o/--output", "{tmp}/a.py", "{tmp}/b.py"),
+    (["bench", *TINY, "--seeds", "3", "--seeds", "0"], "--seeds", "3", "0"),
+])
+def test_an_option_given_twice_is_refused_naming_both_values(argv, option, first, second, tmp_path,
+                                                            capsys, monkeypatch, no_measuring):
+    """The last one was taken silently: ``--records a.csv --records b.csv`` appended to b.csv."""
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+    fill = lambda text: text.replace("{tmp}", str(tmp_path))   # noqa: E731
+    assert main([fill(a) for a in argv]) == 2
+    one_line(capsys.readouterr().err, f"error: {option} is given twice ({fill(first)!r}, then "
+             f"{fill(second)!r}); allowed: it once")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_option_before_the_command_is_named(capsys):
+    """``--frob bench`` said ``the following arguments are required: --problem``."""
+    assert main(["--frob", "bench"]) == 2
+    one_line(capsys.readouterr().err, "error: unrecognized arguments: --frob (before the command)")
+    assert main(["--help"]) == 0

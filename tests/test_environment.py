@@ -75,6 +75,35 @@ def _executed(path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None, reason="no make or git")
+def test_notebooks_checked_out_carry_the_kernels_language_info_and_git_stays_clean(tmp_path):
+    """JupyterLab writes the kernel's language_info into a notebook that lacks it when the kernel
+    starts, so every notebook (stored without it) opened marked unsaved, untouched. The filter's
+    smudge side writes it on checkout, make git-filter into those already checked out; git
+    stores the notebooks without it and git status stays clean."""
+    from fusedkit.notebook_git import kernel_language_info
+
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    shutil.copy(ROOT / ".gitattributes", repo)
+    path = repo / "notebooks" / "01_demo.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nbformat.write(nb, path)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "before the filter")   # as a fresh clone's files: no language_info
+    make = ["make", "-s", "-f", str(ROOT / "Makefile"), f"PY={sys.executable}", "git-filter"]
+    subprocess.run(make, cwd=repo, check=True)
+    assert nbformat.read(path, as_version=4).metadata.language_info == kernel_language_info()
+    assert _git(repo, "status", "--porcelain") == ""
+    assert "language_info" not in _git(repo, "show", "HEAD:notebooks/01_demo.ipynb")
+    path.unlink()
+    _git(repo, "checkout", "--", "notebooks/01_demo.ipynb")   # the smudge side
+    assert nbformat.read(path, as_version=4).metadata.language_info == kernel_language_info()
+    assert _git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None, reason="no make or git")
 def test_running_and_saving_a_notebook_leaves_git_clean(tmp_path):
     """JupyterLab's autosave wrote executed notebooks into the tracked files (+19,309 lines after
     one session). With the Makefile's filter git sees no change, and the save hook of make lab
@@ -118,7 +147,11 @@ def test_committed_notebooks_are_what_the_filter_writes(path):
     and JupyterLab write would show as changed after any save, outputs or not."""
     out = subprocess.run([sys.executable, "-m", "nbstripout", *STRIP_ARGS, "-t", str(path)],
                          capture_output=True, text=True, check=True)
-    assert out.stdout == path.read_text(encoding="utf-8"), (
+    # What git stores (the working file has this machine's language_info: notebook_git's smudge).
+    stored = subprocess.run(["git", "show", f":{path.relative_to(ROOT)}"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert out.stdout == (stored.stdout if stored.returncode == 0 else
+                          path.read_text(encoding="utf-8")), (
         f"{path.name} is not stored as git's filter writes it; rewrite it with "
         f"python -m nbstripout {' '.join(STRIP_ARGS)} {path.relative_to(ROOT)}")
 

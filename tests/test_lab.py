@@ -78,7 +78,9 @@ def lab(tmp_path_factory):
     (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     port, token = _free_port(), "fusedkit-test"
     env = dict(os.environ, PYTHONPATH=str(clone), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), MPLBACKEND="module://matplotlib_inline.backend_inline",
+               # its own workspace: not the tabs an earlier session left open in ~/.jupyter
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
     log = open(tmp / "lab.log", "w")
     cmd = [str(VENV_BIN / "jupyter"), "lab", "--no-browser", f"--port={port}",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={clone}",
@@ -119,25 +121,27 @@ def _shut_down_kernels(base: str, token: str) -> None:
         urllib.request.urlopen(req, timeout=30)
 
 
-def _open(page, base: str, token: str) -> None:
+def _open(page, base: str, token: str, notebook: str = NOTEBOOK) -> None:
     """Open the notebook; answer JupyterLab's kernel dialog (shown when the kernel specs load
     after the notebook) with its preselected Python 3, as a reader would."""
-    page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell:visible", timeout=120_000)
     try:
         page.locator(".jp-Dialog button", has_text="Select").first.click(timeout=15_000)
     except playwright.TimeoutError:
         pass   # the kernel started without asking
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    # The visible one: a tab JupyterLab restores from an earlier session has its own, hidden.
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").first.wait_for(
+        timeout=60_000)
 
 
 def _wait_idle(page, timeout_s: float) -> None:
-    """Until every code cell has run (no "[*]" or "[ ]" prompt left) and the kernel is idle."""
+    """Until every code cell shown has run (no "[*]" or "[ ]" prompt left) and the kernel is idle."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         pending = page.evaluate("""() => Array.from(document.querySelectorAll(
-            '.jp-CodeCell .jp-InputPrompt')).filter(p => /\\[[ *]\\]/.test(p.textContent)).length""")
-        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count()
+            '.jp-CodeCell .jp-InputPrompt')).filter(p => p.offsetParent !== null && /\\[[ *]\\]/.test(p.textContent)).length""")
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").count()
         if pending == 0 and idle:
             return
         time.sleep(1)
@@ -247,3 +251,88 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
     # The session wrote outputs and widget state into the notebook; git sees none of it.
     assert _git(clone, "status", "--porcelain") == ""
     assert "outputs" in (clone / NOTEBOOK).read_text() and ran_s > 0
+
+
+def test_an_untouched_notebook_opens_and_closes_without_asking_to_be_saved(lab):
+    """Every notebook opened marked unsaved, untouched: stored without the kernel's
+    language_info, which JupyterLab writes in when the kernel starts; closing it asked "Save
+    changes ... before closing?". The working files carry it (fusedkit.notebook_git)."""
+    base, token, clone = lab
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            _open(page, base, token, "notebooks/06_results.ipynb")
+            time.sleep(3)   # the kernel's info has arrived: the indicator is idle
+            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="06_results.ipynb")
+            assert tab.count() == 1
+            assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), "opened marked unsaved"
+            page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Close Tab").first.click()
+            deadline = time.monotonic() + 30
+            while tab.count() and not page.locator(".jp-Dialog").count():
+                assert time.monotonic() < deadline, "the tab did not close"
+                time.sleep(0.2)
+            assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").inner_text()
+        except BaseException:
+            SHOTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(SHOTS / "lab-untouched-failure.png"))
+            raise
+        finally:
+            browser.close()
+    _shut_down_kernels(base, token)
+    assert _git(clone, "status", "--porcelain") == ""
+
+
+def test_widgets_drawn_from_saved_state_say_they_need_their_cell_run(lab):
+    """After a kernel restart the reopened notebook showed the pickers and the explorer from the
+    saved state, with ipywidgets' broken-link icons: Run and the presets did nothing and nothing
+    said why. Now the picker's first line says so, and only then (fusedkit.widgets.STALE_NOTE)."""
+    import nbformat
+
+    base, token, clone = lab
+    scratch = clone / "scratch"   # untracked, removed after: git status stays clean
+    scratch.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from fusedkit import problems\nfrom fusedkit.widgets import SizePicker\n"
+        "SizePicker(problems.get('p12'))")])
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                 "name": "python3"}
+    nbformat.write(nb, scratch / "stale.ipynb")
+    note = "Drawn from the notebook's saved state"
+    try:
+        with playwright.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            try:
+                _open(page, base, token, "scratch/stale.ipynb")
+                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+                _wait_idle(page, 120)
+                picker = ".fusedkit-size-picker-p12:visible"   # not a tab restored from before
+                page.wait_for_selector(picker, timeout=60_000)
+                live = page.locator(picker).first.inner_text()
+                assert "Sizes for p12" in live and note not in live, live
+                page.keyboard.press("Control+s")
+                tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="stale.ipynb")
+                deadline = time.monotonic() + 30
+                while "jp-mod-dirty" in (tab.get_attribute("class") or ""):
+                    assert time.monotonic() < deadline, "the notebook was not saved"
+                    time.sleep(0.2)
+                time.sleep(1)
+                _shut_down_kernels(base, token)
+                page.reload()
+                _open(page, base, token, "scratch/stale.ipynb")   # a new kernel: the old models are gone
+                page.wait_for_selector(picker, timeout=60_000)
+                stale = page.locator(f"{picker} .fusedkit-stale-note").first
+                stale.wait_for(state="visible", timeout=60_000)
+                assert note in stale.inner_text()
+            except BaseException:
+                SHOTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(SHOTS / "lab-stale-failure.png"))
+                raise
+            finally:
+                browser.close()
+    finally:
+        _shut_down_kernels(base, token)
+        shutil.rmtree(scratch)

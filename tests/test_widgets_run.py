@@ -74,7 +74,9 @@ def test_small_sizes_run_triton_in_the_interpreter_and_cuda_needs_a_gpu(empty_re
     assert "roofline on H200 SXM" in text and "needs a CUDA GPU" in text
     assert "no GPU measurement of these variants is recorded" in text
     assert ex.progress.value == 3 and ex.status == "done" and ex.progress.description == "done"
-    assert "done: 3 variant(s)" in ex.message.value and "estimated" in ex.message.value
+    # What ran and what was left out, and why ("done: 3 variant(s)" counted the one left out).
+    assert "done: 2 of 3 variant(s) ran; left out: cublas_epilogue (needs a CUDA GPU" in ex.message.value
+    assert "estimated" in ex.message.value
     assert not ex.button.disabled and ex.cancel.disabled
 
 
@@ -321,3 +323,43 @@ def test_the_running_line_shows_the_call_limit(empty_records, monkeypatch):
     ex.run()
     assert seen and "each kernel runs in a process of its own" in seen[0]
     assert f"a call that takes over {isolation.CALL_TIMEOUT_S:g} s counts as hung" in seen[0]
+
+
+def test_a_refused_run_clears_the_last_runs_tables_and_its_line_goes_once_the_sizes_are_fixed(
+        empty_records):
+    """After a refused Run (bad sizes) the bar stayed green "done" and the previous run's tables
+    stayed under the red message; fixed sizes left the "out of range" line until Run."""
+    ex = LadderExplorer(P12, CPU, recorded_path=empty_records)
+    type_sizes(ex, [17, 33, 65])
+    ex.select(["eager"])
+    ex.button.click()
+    ex.wait()
+    assert ex.status == "done" and ex.output.outputs and ex.progress.bar_style == "success"
+    ex.picker.boxes["batch_size"].value = 0
+    ex.button.click()
+    ex.wait()
+    assert "out of range" in ex.message.value and "Fix the sizes" in ex.message.value
+    assert ex.output.outputs == () and ex.result.empty
+    assert ex.progress.bar_style == "" and ex.progress.description == "not run" and ex.status == "idle"
+    ex.picker.boxes["batch_size"].value = 19
+    assert ex.message.value == ""
+    ex.button.click()
+    ex.wait()
+    assert ex.status == "done" and "batch_size=19" in shown(ex)
+    ex.picker.boxes["batch_size"].value = 21   # the tables are now another run's: said so
+    assert "the tables below are from the last run (1 variant(s) at batch_size=19," in ex.message.value
+
+
+def test_the_roofline_table_at_tiny_sizes_shows_readable_units(empty_records):
+    """At 17 x 33 x 65 the roofline table showed only 0.0 / 0.000 (GFLOP and ms at 4 decimals)."""
+    ex = LadderExplorer(P12, CPU, recorded_path=empty_records)
+    type_sizes(ex, [17, 33, 65])
+    ex.select(["eager"])
+    ex.button.click()
+    ex.wait()
+    roofline = next(o["data"]["text/plain"] for o in ex.output.outputs
+                    if o.get("data", {}).get("text/plain", "").startswith("roofline on"))
+    header = roofline.splitlines()[1]
+    assert "kFLOP" in header and "kB" in header and "floor ns" in header, roofline
+    fused = next(ln for ln in roofline.splitlines() if "total, fused" in ln).split()
+    assert float(fused[-7]) > 1 and float(fused[-2]) > 1, roofline   # kFLOP, floor ns
