@@ -242,16 +242,25 @@ def _child(conn, progress, device: str) -> None:
         # its pipe, and a pool of threads gone to sleep meanwhile costs a scheduler tick (ms) to
         # wake at the next call: the time of the waking, not of the kernel.
         torch.set_num_threads(1)
-    wire.send(conn, ("ready", os.getpid()))
+    def say(message: object) -> None:
+        try:
+            wire.send(conn, message)
+        except (BrokenPipeError, ConnectionResetError):   # the caller has gone (stopped, say):
+            os._exit(0)                                   # no one to tell, nothing to keep
+
+    say(("ready", os.getpid()))
     stage = ["starting"]
 
     def report(text: str) -> None:
         stage[0] = text
-        wire.send(conn, ("stage", text))
+        say(("stage", text))
 
     def ask(question: object) -> object:
-        wire.send(conn, ("ask", question))
-        return conn.recv()   # from the caller, which is trusted: its own pickle
+        say(("ask", question))
+        try:
+            return conn.recv()   # from the caller, which is trusted: its own pickle
+        except (EOFError, ConnectionResetError):
+            os._exit(0)
 
     while True:
         try:
@@ -268,15 +277,15 @@ def _child(conn, progress, device: str) -> None:
             build = _resolve_builder(spec)
             with harness_stream(device):
                 result = job(build=build, report=report, progress=progress, ask=ask, **kwargs)
-            wire.send(conn, ("done", result))
+            say(("done", result))
             del result, build   # nothing of this job is held while the caller judges it
         except BaseException as e:  # noqa: BLE001 - sent to the caller, never lost
             if is_device_fault(e) or not isinstance(e, Exception):
                 # A dead CUDA context, or the kernel raised SystemExit or KeyboardInterrupt (Ctrl-C
                 # itself goes to the caller): this worker cannot go on.
-                wire.send(conn, ("crashed", f"{CRASHED}: {one_line(e)}, during {stage[0]}"))
+                say(("crashed", f"{CRASHED}: {one_line(e)}, during {stage[0]}"))
                 os._exit(1)   # nothing here can be trusted to clean up
-            wire.send(conn, ("error", traceback.format_exc()))
+            say(("error", traceback.format_exc()))
 
 
 def _adopt_orphans() -> None:
