@@ -213,6 +213,31 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             shown = " ".join(" ".join(explorer.locator(".jp-OutputArea-output").all_inner_texts()).split())
             assert "Roofline at batch_size=23," in shown and "checked in Triton's CPU interpreter" in shown, shown[-3000:]
 
+            # Tiny sizes and a variant this machine cannot run: the status says what ran and what
+            # was left out, and why (it said "done: 2 variant(s)" when one was left out), and the
+            # roofline table shows its values in units they can be read in (it showed 0.0 / 0.000).
+            before = {name: explorer.locator(f".widget-inline-hbox:has(label:text-is('{name}')) "
+                                             "input").first.input_value()
+                      for name in ("input_size", "hidden_size")}
+            for name, value in (("batch_size", 17), ("input_size", 33), ("hidden_size", 65)):
+                _set_size(explorer, name, value)
+            _choose(explorer, lambda label: ": eager (" in label or ": cublas_epilogues (" in label)
+            run.click()
+            _wait_for_message(explorer, "done: 1 of 2 variant(s) ran; left out: cublas_epilogues (", 120)
+            shown = " ".join(" ".join(explorer.locator(".jp-OutputArea-output").all_inner_texts()).split())
+            assert "Roofline at batch_size=17," in shown and "kFLOP" in shown, shown[-3000:]
+
+            # A refused Run: its line, and the last run's tables gone with it (they stayed, under a
+            # green "done", below the red refusal).
+            _set_size(explorer, "batch_size", 0)
+            run.click()
+            _wait_for_message(explorer, "Fix the sizes above, then press Run again", 30)
+            shown = " ".join(" ".join(explorer.locator(".jp-OutputArea-output").all_inner_texts()).split())
+            assert "Roofline at batch_size=17," not in shown, shown[-3000:]
+            _set_size(explorer, "batch_size", 23)
+            for name, value in before.items():   # the long runs below need their sizes back
+                _set_size(explorer, name, int(value))
+
             # A long run, cancelled with the button, then with the toolbar's interrupt.
             for size in (200, 240):
                 _set_size(explorer, "batch_size", size)
