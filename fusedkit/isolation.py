@@ -33,6 +33,7 @@ import linecache
 import marshal
 import math
 import multiprocessing
+import multiprocessing.spawn
 import os
 import pickle
 import signal
@@ -48,7 +49,7 @@ import cloudpickle
 import psutil
 import torch
 
-from fusedkit import wire
+from fusedkit import interrupts, wire
 from fusedkit.interrupts import checkpoint
 
 ENV_FAULTS: dict[str, str] = {}
@@ -91,6 +92,20 @@ CALL_TIMEOUT_S = _env_seconds("FUSEDKIT_CALL_TIMEOUT_S", 60.0)
 """Seconds a call of the candidate may go without returning before it counts as hung."""
 BUILD_TIMEOUT_S = _env_seconds("FUSEDKIT_BUILD_TIMEOUT_S", 900.0)
 """Seconds a build (compiling a CUDA or Triton kernel included) may take before it counts as hung."""
+
+def _quiet_start(*args: object, **kwargs: object) -> object:
+    """multiprocessing's start of a worker in the fork server, ended without a traceback when
+    the caller went away while the worker was being started (a stopped command): the worker has
+    nothing to do and no one to tell, and its traceback would sit beside the command's line."""
+    try:
+        return _spawn_main(*args, **kwargs)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        os._exit(0)
+
+
+_spawn_main = multiprocessing.spawn._main
+if interrupts.preloading_in_forkserver():   # only the fork server's own copy of this module
+    multiprocessing.spawn._main = _quiet_start
 
 CRASHED = "the kernel crashed"
 HUNG = "the kernel hung"
@@ -245,8 +260,8 @@ def _child(conn, progress, device: str) -> None:
     def say(message: object) -> None:
         try:
             wire.send(conn, message)
-        except (BrokenPipeError, ConnectionResetError):   # the caller has gone (stopped, say):
-            os._exit(0)                                   # no one to tell, nothing to keep
+        except OSError:   # the caller has gone (stopped, say): no one to tell, nothing to keep
+            os._exit(0)
 
     say(("ready", os.getpid()))
     stage = ["starting"]
@@ -259,13 +274,13 @@ def _child(conn, progress, device: str) -> None:
         say(("ask", question))
         try:
             return conn.recv()   # from the caller, which is trusted: its own pickle
-        except (EOFError, ConnectionResetError):
+        except (EOFError, OSError):
             os._exit(0)
 
     while True:
         try:
             job, spec, kwargs = conn.recv()   # the job is a function of fusedkit, by reference
-        except EOFError:
+        except (EOFError, OSError):   # the caller has gone: nothing to do, no one to tell
             return
         if job is None:
             return

@@ -347,7 +347,8 @@ def test_every_ladder_step_with_a_clean_record_shows_its_recorded_ms(monkeypatch
 
     # What runs here is not under test (and the interpreter is slow): every live check fails fast.
     monkeypatch.setattr(lesson, "measure", lambda *a, **k: SimpleNamespace(
-        ok=False, failure="not run in this test", tier="", check=SimpleNamespace(rel_error=math.nan)))
+        ok=False, skipped=False, failure="not run in this test", tier="",
+        check=SimpleNamespace(rel_error=math.nan)))
     every = records.read_records(records.default_path())
     for key in problems.names():
         p = problems.get(key)
