@@ -6,10 +6,8 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
