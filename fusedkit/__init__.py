@@ -11,12 +11,6 @@ if _interrupts.launched_as_command():
     # Before torch is imported (a second or two): a Ctrl-C or SIGTERM while the command
     # starts is one line and exit status 2, not a traceback from inside an import.
     _interrupts.exit_while_starting()
-elif _interrupts.preloading_in_forkserver():
-    # The measuring worker's fork server (fusedkit.isolation) ignores Ctrl-C once its imports
-    # are done; a Ctrl-C at the terminal during them would print a traceback from inside torch.
-    import signal as _signal
-
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 
 from fusedkit.mode import ensure_triton_mode as _ensure_triton_mode  # noqa: E402
 

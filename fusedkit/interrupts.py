@@ -13,8 +13,8 @@ kept would otherwise end it with a traceback (exit status 130), the line unsaid.
 
 A Ctrl-C at a terminal reaches the whole process group, the measuring worker's fork server too
 (:mod:`fusedkit.isolation`), which imports fusedkit and torch before it protects itself from
-SIGINT: while it does, it ignores SIGINT already (:func:`preloading_in_forkserver`), or it
-would print a traceback from inside torch's import beside the command's one line.
+SIGINT: it is started with SIGINT blocked (:func:`sigint_blocked`), or a Ctrl-C while it starts
+would print a traceback from inside an import beside the command's one line, or end it.
 
 Standard library only: this module is imported before torch.
 """
@@ -92,8 +92,7 @@ def exit_while_starting() -> None:
 
 def preloading_in_forkserver() -> bool:
     """True while this process is a multiprocessing fork server importing its preload modules
-    (``multiprocessing.forkserver.main`` is on the stack): it sets SIGINT to SIG_IGN itself only
-    once they are imported."""
+    (``multiprocessing.forkserver.main`` is on the stack)."""
     forkserver = sys.modules.get("multiprocessing.forkserver")
     if forkserver is None:
         return False
@@ -103,6 +102,20 @@ def preloading_in_forkserver() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Within, this thread takes no SIGINT; a process started meanwhile inherits the blocked
+    signal through its exec, from its first instant, before its Python has a handler (before
+    which a SIGINT ends it) or a module is imported (during which it prints a traceback).
+    multiprocessing starts its resource tracker the same way. A SIGINT that arrives meanwhile is
+    not lost: another thread takes it, or this one once it is unblocked."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager

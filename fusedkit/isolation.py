@@ -33,6 +33,8 @@ import linecache
 import marshal
 import math
 import multiprocessing
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import multiprocessing.spawn
 import os
 import pickle
@@ -249,6 +251,9 @@ def _child(conn, progress, device: str) -> None:
     _adopt_orphans()
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")   # no compile pool left running
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the caller decides; Ctrl-C reaches it
+    # Blocked since the fork server started (Worker.start); ignored now, so what the kernel
+    # starts gets the usual mask.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
         _use_gpu(torch.device(device))
         torch.empty(1, device=device)
@@ -361,6 +366,13 @@ class Worker:
         ctx = multiprocessing.get_context(_START)
         if _START == "forkserver":
             ctx.set_forkserver_preload(_PRELOAD)
+            # Started (or started again, if it was ended) with SIGINT blocked, which it and every
+            # worker it forks inherit: a Ctrl-C at the terminal reaches them all, and while they
+            # start it would end them or print a traceback beside the command's one line. The
+            # resource tracker first: starting it unblocks SIGINT in this thread.
+            multiprocessing.resource_tracker.ensure_running()
+            with interrupts.sigint_blocked():
+                multiprocessing.forkserver.ensure_running()
         # The server checks for CUDA through NVML (no CUDA runtime in it, so forks may use CUDA).
         os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         ours, theirs = ctx.Pipe()
