@@ -97,35 +97,36 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    import pandas as pd  # noqa: PLC0415
-
-    from fusedkit import problems, records  # noqa: PLC0415
-
     # Everything that can be refused is refused here, before the first (slow) measurement.
-    problem = problems.get(args.problem)
-    names = args.variants   # a list of distinct names, or None for all (see _variant_names)
-    if names:
-        problem.ladder(names)   # validate names before any work
-    base = problems.parse_sizes(",".join(args.sizes or []))
-    sizes = problem.sizes(base)
-    axes = None
-    if args.sweep:
-        from fusedkit.sweep import parse_sweep  # noqa: PLC0415
+    with _before_measuring():
+        import pandas as pd  # noqa: PLC0415
 
-        axes = parse_sweep(problem, args.sweep)
-    import torch  # noqa: PLC0415
+        from fusedkit import problems, records  # noqa: PLC0415
 
-    # A CPU run records to an ignored local file unless told otherwise (data/README.md).
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    path = records.path_for(device, args.records)
-    with _option("--records", args.records):
-        records.preflight(path)
-    _refuse_unrunnable(problem, names, sizes)
-    if axes is None:
-        problem.check_runnable(sizes, device)   # a sweep checks each point (skipping those too big)
-    # The run's context now, so that a stopped bench counts the rows of its own run (another
-    # bench may be appending to the same file).
-    ctx = records.RunContext.collect()
+        problem = problems.get(args.problem)
+        names = args.variants   # a list of distinct names, or None for all (see _variant_names)
+        if names:
+            problem.ladder(names)   # validate names before any work
+        base = problems.parse_sizes(",".join(args.sizes or []))
+        sizes = problem.sizes(base)
+        axes = None
+        if args.sweep:
+            from fusedkit.sweep import parse_sweep  # noqa: PLC0415
+
+            axes = parse_sweep(problem, args.sweep)
+        import torch  # noqa: PLC0415
+
+        # A CPU run records to an ignored local file unless told otherwise (data/README.md).
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        path = records.path_for(device, args.records)
+        with _option("--records", args.records):
+            records.preflight(path)
+        _refuse_unrunnable(problem, names, sizes)
+        if axes is None:
+            problem.check_runnable(sizes, device)   # a sweep checks each point (skipping those too big)
+        # The run's context now, so that a stopped bench counts the rows of its own run (another
+        # bench may be appending to the same file).
+        ctx = records.RunContext.collect()
     try:
         if axes is not None:
             return _sweep(args, problem, names, axes, base, path, ctx)
@@ -293,6 +294,17 @@ def _count_rows(path: Path, run_id: str) -> int | None:
         return int((records.read_records(path)["run_id"] == run_id).sum())
     except (OSError, ValueError):
         return None
+
+
+@contextlib.contextmanager
+def _before_measuring() -> Iterator[None]:
+    """A bench's checks and set-up: a signal within says that nothing was measured or written."""
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        how = interrupts.signal_name(e)
+        raise interrupts.Interrupted(f"{interrupts.stopped_by(how)} before the first measurement: "
+                                     "nothing was measured or written", how) from None
 
 
 def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
