@@ -15,15 +15,17 @@ TRITON_SPEC ?= triton==3.6.0
 .PHONY: env git-filter report test test-gpu lab clean
 
 # The environment, its `fusedkit` command (.venv/bin/fusedkit), the notebook filter, and
-# JupyterLab's setting that saves widget state into a notebook when it is saved (without it a
-# reopened notebook shows "Error displaying widget: model not found"; the filter strips the
-# state again before git sees it). overrides.json is JupyterLab's file of default settings.
+# JupyterLab's setting that saves no widget state into a notebook: a notebook holding it, or
+# opened while its kernel's widgets live, would open marked unsaved, untouched (the widget
+# manager marks a notebook changed for each widget it loads). The workbook's widgets keep a
+# picture of themselves instead (fusedkit/widget_pictures.py). overrides.json is JupyterLab's
+# file of default settings; the rule reruns when this Makefile changes.
 LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
 env: $(VENV)/.installed git-filter $(LAB_OVERRIDES)
 
-$(LAB_OVERRIDES): $(VENV)/.installed
+$(LAB_OVERRIDES): $(VENV)/.installed Makefile
 	mkdir -p $(dir $@)
-	echo '{"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": true}}' > $@
+	echo '{"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": false}}' > $@
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

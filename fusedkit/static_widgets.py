@@ -25,6 +25,10 @@ from nbconvert.preprocessors import Preprocessor
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+PICTURE_KEY = "fusedkit_widget_picture"
+"""The metadata key that marks an output as a widget's picture (:mod:`fusedkit.widget_pictures`):
+what JupyterLab shows of a widget once its kernel is gone. A report draws the widget from its
+stored state instead and drops the picture."""
 _REF = "IPY_MODEL_"          # how a widget's state refers to another model (a child)
 _MAX_DEPTH = 32              # a cycle of children in a broken state must not recurse forever
 
@@ -179,6 +183,11 @@ def _output(out: Mapping[str, Any]) -> str:
     return f"<pre style='{_PRE}'>{html.escape(''.join(text) if isinstance(text, list) else str(text))}</pre>"
 
 
+def is_picture(output: Mapping[str, Any]) -> bool:
+    """True for an output that is a widget's own picture (:data:`PICTURE_KEY`)."""
+    return bool(output.get("metadata", {}).get(PICTURE_KEY))
+
+
 def snapshot(widget_html: str) -> str:
     """A statically drawn widget under a caption saying what it is."""
     return (f"<div class='fk-snapshot' style='{_FIT}'>"
@@ -192,12 +201,16 @@ class StaticWidgetsPreprocessor(Preprocessor):
     Each output carrying a widget view gets a ``text/html`` rendering in place of the
     view, under a caption saying it is a snapshot (:data:`SNAPSHOT_NOTE`); the stored
     state is then dropped from the exported copy, so the HTML exporter emits neither the
-    state nor the script that would fetch a widget manager to read it.
+    state nor the script that would fetch a widget manager to read it. A widget's own picture
+    (:data:`PICTURE_KEY`, for JupyterLab once the kernel is gone) is dropped: it would draw the
+    widget twice.
     """
 
     def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
         models = widget_models(nb)
         for cell in nb.cells:
+            if "outputs" in cell:
+                cell.outputs = [o for o in cell.outputs if not is_picture(o)]
             for out in cell.get("outputs", []):
                 view = out.get("data", {}).get(WIDGET_VIEW)
                 if view is None:

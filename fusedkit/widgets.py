@@ -6,7 +6,9 @@ The picker is the first cell of each notebook after its parameters cell (``SIZES
 read ``picker.sizes``. A button per preset (KernelBench's, small and odd) sets all boxes at
 once. A bad value never raises inside a widget callback: the message appears
 under the inputs, and ``picker.sizes`` keeps the last valid sizes. The explorer
-(:class:`LadderExplorer`) reuses the picker and adds a variant list and a Run button.
+(:class:`LadderExplorer`) reuses the picker and adds a variant list and a Run button. Each is
+displayed with its picture (:mod:`fusedkit.widget_pictures`), which a reopened notebook shows
+once the kernel that drew the widget has ended.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from fusedkit import records
+from fusedkit import records, widget_pictures
 from fusedkit.check import SEEDS, device_refusal, evaluations, one_line
 from fusedkit.dashboard import nearest_records
 from fusedkit.hardware import detect_gpu
@@ -84,23 +86,6 @@ def _seconds(s: float) -> str:
 _ROW = dict(flex_flow="row wrap", max_width="100%")
 
 
-# A notebook saved with its widget state shows its widgets after a kernel restart too, drawn
-# from that state but tied to no kernel: their buttons do nothing (ipywidgets marks each with a
-# broken-link icon and the class below). This note, hidden while the widget is live, says so.
-STALE_CLASS = "fusedkit-stale-note"
-STALE_NOTE = (
-    f"<style>.{STALE_CLASS} {{display: none}} "
-    f".jupyter-widgets-disconnected .{STALE_CLASS} {{display: block; color: #a60; "
-    "font-weight: bold}</style>"
-    f"<div class='{STALE_CLASS}'>⚠ Drawn from the notebook's saved state: the kernel that ran this "
-    "cell is gone, so these boxes and buttons do nothing. Run this cell (or Run All) to use "
-    "them.</div>")
-"""The picker's first line (the explorer's too, which holds a picker): empty while the widget
-is live, a warning once the kernel behind it is gone (CSS on ipywidgets' own
-``jupyter-widgets-disconnected`` class, which a widget's element carries while no kernel holds
-its model)."""
-
-
 def _fixed(width: str) -> w.Layout:
     """A widget ``width`` wide, or as wide as its column when that is narrower."""
     return w.Layout(width=width, max_width="100%")
@@ -145,9 +130,7 @@ class SizePicker:
             box.observe(self._changed, names="value")
         hints = "".join(f"<li><code>{d.name}</code>: {d.description}, default {d.default}, "
                         f"1 to {d.maximum}</li>" for d in problem.dims)
-        self.stale = w.HTML(STALE_NOTE)
         self.widget = w.VBox([
-            self.stale,
             w.HTML(f"<b>Sizes for {problem.key}: {problem.title}</b><ul>{hints}</ul>"),
             w.HBox(list(self.boxes.values())[:2], layout=w.Layout(**_ROW)),
             w.HBox(list(self.boxes.values())[2:], layout=w.Layout(**_ROW)),
@@ -200,9 +183,7 @@ class SizePicker:
         return ""
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display  # noqa: PLC0415
-
-        display(self.widget)
+        widget_pictures.show(self.widget, f"the sizes picker for {self.problem.key}")
 
 
 class LadderExplorer:
@@ -603,6 +584,4 @@ class LadderExplorer:
         return df.merge(rec, on="variant", how="left")
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display  # noqa: PLC0415
-
-        display(self.widget)
+        widget_pictures.show(self.widget, f"the {self.problem.key} explorer")
