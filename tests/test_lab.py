@@ -405,7 +405,7 @@ def test_a_widget_whose_kernel_stopped_says_so_and_its_picture_keeps_its_last_lo
                 kernel = _kernels(base, token)[0]["id"]
                 urllib.request.urlopen(urllib.request.Request(
                     f"{base}/api/kernels/{kernel}/restart?token={token}", method="POST"), timeout=60)
-                stale = page.locator(f"{picker} .fusedkit-stale-note").first
+                stale = page.locator(".jp-OutputArea-output .fusedkit-stale-note").first
                 stale.wait_for(state="visible", timeout=60_000)
                 assert note in stale.inner_text()
 
