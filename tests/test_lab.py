@@ -401,10 +401,10 @@ def test_a_widget_whose_kernel_stopped_says_so_and_its_picture_keeps_its_last_lo
                 _save(page, notebook)
                 assert ">99<" in (clone / notebook).read_text()   # the picture, as it last looked
 
-                # The kernel restarts under the page: the picker stays drawn, and says it is dead.
-                kernel = _kernels(base, token)[0]["id"]
-                urllib.request.urlopen(urllib.request.Request(
-                    f"{base}/api/kernels/{kernel}/restart?token={token}", method="POST"), timeout=60)
+                # The reader restarts the kernel: the picker stays drawn, and says it is dead.
+                page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
+                page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel").first.click()
+                page.locator(".jp-Dialog button", has_text="Restart").first.click(timeout=30_000)
                 stale = page.locator(".jp-OutputArea-output .fusedkit-stale-note").first
                 stale.wait_for(state="visible", timeout=60_000)
                 assert note in stale.inner_text()
