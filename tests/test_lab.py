@@ -231,7 +231,7 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             ran_s = time.monotonic() - t0
             outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
             assert "Traceback" not in outputs and "Error displaying widget" not in outputs
-            explorer = page.locator(".jp-OutputArea-output:has(button:has-text('Cancel'))").last
+            explorer = page.locator(".jp-OutputArea-output:has(button.widget-button:has-text('Cancel'))").last
             _wait_for_message(explorer, "done:", 10)
 
             # A size changed, Run pressed: a verdict for the new sizes.
@@ -299,7 +299,7 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             assert "interrupted: nothing recorded" in "".join(pictures[-1]["data"]["text/html"])
             _close_without_a_question(page, NOTEBOOK)
             _open(page, base, token)
-            explorer = page.locator(".jp-OutputArea-output:has(button:has-text('Cancel'))").last
+            explorer = page.locator(".jp-OutputArea-output:has(button.widget-button:has-text('Cancel'))").last
             explorer.locator("button.widget-button", has_text="Run").wait_for(timeout=60_000)
             time.sleep(3)   # whatever the widget manager does once it has loaded them
             assert not _dirty(page, NOTEBOOK), "reopened beside its live kernel, marked unsaved"
