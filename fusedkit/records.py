@@ -234,6 +234,7 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
     if not lines:
         return
     _refuse_unwritable(path)
+    existed = path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _locked(path):
@@ -251,7 +252,8 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
     except RecordsError:
         raise
     except OSError as e:   # a full disk, an I/O error: say which file, and that it is whole
-        raise write_failed(e, path, "it is left as it was (rows appended before are kept)") from None
+        raise write_failed(e, path, "it is left as it was (rows appended before are kept)" if existed
+                           else "no file was made") from None
 
 
 def preflight(path: str | os.PathLike[str]) -> None:

@@ -331,13 +331,15 @@ def _atomic_write(path: Path, text: str) -> None:
     temporary file and names ``path`` (the old file is left as it was)."""
     path = _refuse_special(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
+    earlier = path.exists()
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
         if isinstance(e, OSError):
-            raise write_failed(e, path, "an earlier one is left as it was") from None
+            raise write_failed(e, path, "the earlier one is left as it was" if earlier
+                               else "nothing was left in its place") from None
         raise
 
 

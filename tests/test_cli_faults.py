@@ -986,7 +986,25 @@ def test_a_report_on_a_full_disk_leaves_no_partial_temporary_file(tmp_path, caps
         report._atomic_write(out / "01_quick.html", "<html>" + "x" * 1000)
     monkeypatch.undo()
     assert "No space left on device: " in str(caught.value) and str(out / "01_quick.html") in str(caught.value)
+    assert str(caught.value).endswith("was not written; nothing was left in its place")
     assert list(out.iterdir()) == []
+
+
+def test_a_first_records_file_on_a_full_disk_says_none_was_made(tmp_path, capsys, monkeypatch):
+    """It said "it is left as it was (rows appended before are kept)" of a file that was never there."""
+    path = tmp_path / "r.csv"
+
+    def full_disk_at_the_append(*args, **kwargs):
+        disk_full_after(monkeypatch, 16)
+        records.append_rows(path, [records.make_row(
+            records.RunContext.collect(), problem="p12", sizes="batch_size=4", variant="eager",
+            timer="cpu-wall", median_ms=1.0)])
+    monkeypatch.setattr("fusedkit.runner.run_ladder", full_disk_at_the_append)
+    assert main(["bench", *TINY, "--records", str(path)]) == 2
+    monkeypatch.undo()
+    one_line(capsys.readouterr().err, "error: [Errno 28] No space left on device: ", str(path),
+             "was not written; no file was made")
+    assert not path.exists()
 
 
 # --- an option given twice, an unknown option before the command -------------------------------
