@@ -949,19 +949,24 @@ def disk_full_after(monkeypatch, n: int = 0) -> None:
     monkeypatch.setattr(os, "write", write)
 
 
-def test_records_on_a_full_disk_name_the_file_and_keep_it_whole(tmp_path, capsys, monkeypatch):
-    """A full disk while appending gave a bare ``error: [Errno 28] No space left on device``."""
-    path = tmp_path / "r.csv"
-    before = valid_records(path)
-
+def bench_on_a_full_disk(path: Path, monkeypatch) -> int:
+    """``bench``, whose one row meets a full disk as it is appended to ``path``; its exit status."""
     def full_disk_at_the_append(*args, **kwargs):
         disk_full_after(monkeypatch, 16)
         records.append_rows(path, [records.make_row(
             records.RunContext.collect(), problem="p12", sizes="batch_size=4", variant="eager",
             timer="cpu-wall", median_ms=1.0)])
     monkeypatch.setattr("fusedkit.runner.run_ladder", full_disk_at_the_append)
-    assert main(["bench", *TINY, "--records", str(path)]) == 2
+    status = main(["bench", *TINY, "--records", str(path)])
     monkeypatch.undo()
+    return status
+
+
+def test_records_on_a_full_disk_name_the_file_and_keep_it_whole(tmp_path, capsys, monkeypatch):
+    """A full disk while appending gave a bare ``error: [Errno 28] No space left on device``."""
+    path = tmp_path / "r.csv"
+    before = valid_records(path)
+    assert bench_on_a_full_disk(path, monkeypatch) == 2
     one_line(capsys.readouterr().err, "error: [Errno 28] No space left on device: ", str(path),
              "was not written", "left as it was")
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.csv",
@@ -993,15 +998,7 @@ def test_a_report_on_a_full_disk_leaves_no_partial_temporary_file(tmp_path, caps
 def test_a_first_records_file_on_a_full_disk_says_none_was_made(tmp_path, capsys, monkeypatch):
     """It said "it is left as it was (rows appended before are kept)" of a file that was never there."""
     path = tmp_path / "r.csv"
-
-    def full_disk_at_the_append(*args, **kwargs):
-        disk_full_after(monkeypatch, 16)
-        records.append_rows(path, [records.make_row(
-            records.RunContext.collect(), problem="p12", sizes="batch_size=4", variant="eager",
-            timer="cpu-wall", median_ms=1.0)])
-    monkeypatch.setattr("fusedkit.runner.run_ladder", full_disk_at_the_append)
-    assert main(["bench", *TINY, "--records", str(path)]) == 2
-    monkeypatch.undo()
+    assert bench_on_a_full_disk(path, monkeypatch) == 2
     one_line(capsys.readouterr().err, "error: [Errno 28] No space left on device: ", str(path),
              "was not written; no file was made")
     assert not path.exists()

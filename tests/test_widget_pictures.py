@@ -55,7 +55,7 @@ def test_reports_draw_the_widget_from_its_state_and_drop_its_picture():
     assert len(nb.cells[0].outputs) == 1 and not static_widgets.is_picture(nb.cells[0].outputs[0])
 
 
-def _messages(client, parent_ids: set[str], until: float) -> list[dict]:
+def _messages(client, until: float) -> list[dict]:
     """The kernel's iopub messages until ``until`` (monotonic seconds)."""
     seen = []
     while time.monotonic() < until:
@@ -94,7 +94,7 @@ def test_a_change_redraws_the_picture_as_the_output_of_the_cell_that_showed_it(k
     update goes out as that cell's output, whether the change came from a later cell or a thread."""
     shown = _run(kernel, "from fusedkit import problems\nfrom fusedkit.widgets import SizePicker\n"
                          "picker = SizePicker(problems.get('p12'))\npicker")
-    first = _messages(kernel, {shown}, time.monotonic() + 2)
+    first = _messages(kernel, time.monotonic() + 2)
     outputs = [m for m in first if m["msg_type"] == "display_data"
                and m["parent_header"].get("msg_id") == shown]
     assert len(outputs) == 2, [m["msg_type"] for m in first]
@@ -108,7 +108,7 @@ def test_a_change_redraws_the_picture_as_the_output_of_the_cell_that_showed_it(k
                         ("import threading\nthreading.Thread(target=setattr, args=("
                          "picker.boxes['batch_size'], 'value', 78)).start()", 78)):
         _run(kernel, code)
-        later = _messages(kernel, {shown}, time.monotonic() + 3 * widget_pictures.REDRAW_DELAY_S + 1)
+        later = _messages(kernel, time.monotonic() + 3 * widget_pictures.REDRAW_DELAY_S + 1)
         updates = [m for m in later if m["msg_type"] == "update_display_data"]
         assert len(updates) == 1, [(m["msg_type"], m["content"]) for m in later]
         update = updates[0]
