@@ -289,8 +289,11 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             # Save, close, reopen while the kernel lives: the live widgets again, and nothing marked
             # unsaved (with widget state saved, the widget manager marked the notebook changed for
             # each widget it loaded, from the file or from the kernel).
+            # The explorer's picture is redrawn a quarter of a second after its last change.
+            page.wait_for_function("() => Array.from(document.querySelectorAll("
+                                   "'.fusedkit-widget-picture')).some(p => p.innerHTML.includes("
+                                   "'interrupted: nothing recorded'))", timeout=30_000)
             _save(page, NOTEBOOK)
-            time.sleep(1)
             saved = json.loads((clone / NOTEBOOK).read_text())
             assert not saved["metadata"].get("widgets"), "widget state was saved"
             pictures = [o for c in saved["cells"] for o in c.get("outputs", [])
@@ -394,10 +397,11 @@ def test_a_widget_whose_kernel_stopped_says_so_and_its_picture_keeps_its_last_lo
                 live = page.locator(picker).first.inner_text()
                 assert "Sizes for p12" in live and note not in live, live
                 assert page.locator(".fusedkit-widget-picture:visible").count() == 0
-                _set_size(page.locator(".jp-OutputArea-output").first, "batch_size", 99)
+                _set_size(page.locator(picker).first, "batch_size", 99)
                 # Redrawn a quarter of a second after the change, hidden while the widget lives.
-                page.wait_for_function("() => document.querySelector('.fusedkit-widget-picture')"
-                                       ".innerHTML.includes('>99<')", timeout=30_000)
+                page.wait_for_function("() => Array.from(document.querySelectorAll("
+                                       "'.fusedkit-widget-picture')).some(p => p.innerHTML.includes("
+                                       "'>99<'))", timeout=30_000)
                 _save(page, notebook)
                 assert ">99<" in (clone / notebook).read_text()   # the picture, as it last looked
 
