@@ -416,7 +416,7 @@ def test_a_widget_whose_kernel_stopped_says_so_and_its_picture_keeps_its_last_lo
                 # Reopened beside the new kernel, which holds no widget: the picture, unmarked.
                 page.reload()
                 _open(page, base, token, notebook)
-                picture = page.locator(".fusedkit-widget-picture").first
+                picture = page.locator(".fusedkit-widget-picture:visible").first
                 picture.wait_for(state="visible", timeout=60_000)
                 time.sleep(3)   # ipywidgets gives up on the missing model after 2 s
                 assert "99" in picture.inner_text() and "Run this cell to use it" in picture.inner_text()
