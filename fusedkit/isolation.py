@@ -45,7 +45,7 @@ import time
 import traceback
 import types
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NoReturn
 
 import cloudpickle
 import psutil
@@ -254,20 +254,25 @@ def _child(conn, progress, device: str) -> None:
     # Blocked since the fork server started (Worker.start); ignored now, so what the kernel
     # starts gets the usual mask.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
-        _use_gpu(torch.device(device))
-        torch.empty(1, device=device)
-    else:
-        # One thread: the caller orders each timed call, so between calls the worker waits on
-        # its pipe, and a pool of threads gone to sleep meanwhile costs a scheduler tick (ms) to
-        # wake at the next call: the time of the waking, not of the kernel.
-        torch.set_num_threads(1)
+
     def say(message: object) -> None:
         try:
             wire.send(conn, message)
         except OSError:   # the caller has gone (stopped, say): no one to tell, nothing to keep
             os._exit(0)
 
+    try:
+        if device.startswith("cuda"):   # its CUDA context now, while it waits as the spare
+            _use_gpu(torch.device(device))
+            torch.empty(1, device=device)
+        else:
+            # One thread: the caller orders each timed call, so between calls the worker waits
+            # on its pipe, and a pool of threads gone to sleep meanwhile costs a scheduler tick
+            # (ms) to wake at the next call: the time of the waking, not of the kernel.
+            torch.set_num_threads(1)
+    except Exception as e:  # noqa: BLE001 - this machine's fault, told to the caller in one line
+        say(("error", one_line(e)))
+        os._exit(1)
     say(("ready", os.getpid()))
     stage = ["starting"]
 
@@ -366,6 +371,10 @@ class Worker:
         ctx = multiprocessing.get_context(_START)
         if _START == "forkserver":
             ctx.set_forkserver_preload(_PRELOAD)
+            # The server inherits this environment when it starts: it must check for CUDA through
+            # NVML, with no CUDA runtime of its own, or no worker it forks can use CUDA
+            # ("Cannot re-initialize CUDA in forked subprocess", every check on a GPU).
+            os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
             # Started (or started again, if it was ended) with SIGINT blocked, which it and every
             # worker it forks inherit: a Ctrl-C at the terminal reaches them all, and while they
             # start it would end them or print a traceback beside the command's one line. The
@@ -373,8 +382,6 @@ class Worker:
             multiprocessing.resource_tracker.ensure_running()
             with interrupts.sigint_blocked():
                 multiprocessing.forkserver.ensure_running()
-        # The server checks for CUDA through NVML (no CUDA runtime in it, so forks may use CUDA).
-        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         ours, theirs = ctx.Pipe()
         progress = ctx.Value("q", 0, lock=False)
         p = ctx.Process(target=_child, args=(theirs, progress, device), daemon=True,
@@ -389,7 +396,8 @@ class Worker:
 
     def wait_ready(self, timeout_s: float = 300.0) -> None:
         """Wait until the worker has started; a worker that cannot start (no CUDA there, say)
-        is a fault of this machine, not of a kernel: RuntimeError."""
+        is a fault of this machine, not of a kernel: ChildProcessError (an OSError, so the
+        command line says it in one line), naming why."""
         if self.ready:
             return
         t0 = time.monotonic()
@@ -398,17 +406,26 @@ class Worker:
             if not self.process.is_alive() or time.monotonic() - t0 > timeout_s:
                 self.stop(kill=True)
                 code = self.process.exitcode
-                why = f"not within {timeout_s:g} s" if code is None else _signal_name(code)
-                raise RuntimeError(f"the worker process for {self.device} did not start ({why})")
+                self._not_started(f"not within {timeout_s:g} s" if code is None
+                                  else f"it ended with {_signal_name(code)}")
         try:
-            kind, _ = _message(wire.receive(self.conn))
+            kind, body = _message(wire.receive(self.conn))
         except (EOFError, OSError, wire.Malformed) as e:
             self.stop(kill=True)
-            raise RuntimeError(f"the worker process for {self.device} did not start ({e})") from None
+            self.process.join(5.0)
+            code = self.process.exitcode
+            self._not_started(f"it ended with {_signal_name(code)}" if code is not None else
+                              f"{type(e).__name__}: {e}")
+        if kind == "error":
+            self.stop(kill=True)
+            self._not_started(str(body))
         if kind != "ready":
             self.stop(kill=True)
-            raise RuntimeError(f"the worker process for {self.device} said {kind!r} before it was ready")
+            self._not_started(f"it said {kind!r} before it was ready")
         self.ready = True
+
+    def _not_started(self, why: str) -> NoReturn:
+        raise ChildProcessError(f"the worker process for {self.device} did not start: {why}")
 
     def stop(self, kill: bool = False) -> None:
         """End the worker and every process it started (its process group)."""

@@ -227,6 +227,20 @@ def test_an_interrupt_before_the_first_measurement_says_nothing_was_written(tmp_
     assert not path.exists()
 
 
+def test_a_worker_that_cannot_start_is_one_line(tmp_path, capsys, monkeypatch):
+    """On the H200 the bench printed a 30-line traceback ending "the worker process for cuda did not
+    start ()" when its worker could not make a CUDA context: a fault of the machine, one line."""
+    from fusedkit import isolation
+
+    def cannot(self, timeout_s=300.0):
+        self.stop(kill=True)
+        self._not_started("RuntimeError: Cannot re-initialize CUDA in forked subprocess")
+    monkeypatch.setattr(isolation.Worker, "wait_ready", cannot)
+    assert main(["bench", *TINY, "--variants", "eager", "--records", str(tmp_path / "r.csv")]) == 2
+    one_line(capsys.readouterr().err, "error: the worker process for cpu did not start: "
+             "RuntimeError: Cannot re-initialize CUDA")
+
+
 def fusedkit_child(*args: str, cwd: Path = REPO) -> subprocess.Popen:
     """``python -m fusedkit ARGS`` in a process of its own, its output captured."""
     return subprocess.Popen([sys.executable, "-m", "fusedkit", *args], cwd=cwd, stdout=subprocess.PIPE,

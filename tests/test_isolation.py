@@ -4,8 +4,11 @@ worker that no snapshot sees cannot reach a reference."""
 
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +16,7 @@ import torch
 import adversarial as bad
 from fusedkit import check, isolation, measure, problems
 
+REPO = Path(__file__).resolve().parent.parent
 P12 = problems.get("p12")
 SMALL = P12.sizes(batch_size=32, in_features=48, out_features=40)
 FAST = dict(seeds=2, warmup_ms=2, rep_ms=10)
@@ -111,6 +115,43 @@ def test_a_notebook_kernel_travels_with_its_source_lines():
     m = run(namespace["build"])
     assert m.failure == ("raised an error: call 1 at batch_size=32,in_features=48,out_features=40 "
                          "raised NameError: name 'undefined_name' is not defined"), m.failure
+
+
+def _fresh_python(script: str) -> subprocess.CompletedProcess:
+    """``script`` in a Python process of its own (its own fork server), the repository on its path."""
+    return subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc (Linux)")
+def test_the_fork_server_checks_for_cuda_through_nvml():
+    """Every worker is forked from the fork server, so the server must hold no CUDA runtime: it
+    checks for CUDA through NVML (PYTORCH_NVML_BASED_CUDA_CHECK=1, in its environment from its
+    start). Started before the variable was set, it made CUDA's runtime while importing, and on the
+    H200 every worker failed with "Cannot re-initialize CUDA in forked subprocess" (a CPU never
+    shows it: there is no CUDA to make)."""
+    done = _fresh_python(
+        "import psutil\nfrom fusedkit import isolation\n"
+        "w = isolation.Worker.start('cpu'); w.wait_ready(120)\n"
+        "server = [p for p in psutil.Process().children() "
+        "if 'multiprocessing.forkserver' in ' '.join(p.cmdline())][0]\n"
+        "print(server.environ().get('PYTORCH_NVML_BASED_CUDA_CHECK'))\nw.stop()\n")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1"], done.stdout
+
+
+def test_a_worker_that_cannot_start_says_why_in_one_line():
+    """On the H200 a worker that could not make its CUDA context printed its own traceback, and
+    the caller said "the worker process for cuda did not start ()", with no reason, as a
+    RuntimeError (a traceback on the command line). cuda:99 exists on no machine."""
+    done = _fresh_python(
+        "from fusedkit import isolation\n"
+        "try:\n    isolation.Worker.start('cuda:99').wait_ready(120)\n"
+        "except ChildProcessError as e:\n    print(e)\n")
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+    line = done.stdout.strip()
+    assert "\n" not in line and line.startswith("the worker process for cuda:99 did not start: "), line
+    assert "Error" in line.split("did not start: ")[1], line   # the reason, by its exception's name
 
 
 @pytest.mark.gpu
