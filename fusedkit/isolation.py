@@ -411,8 +411,7 @@ class Worker:
         try:
             kind, body = _message(wire.receive(self.conn))
         except (EOFError, OSError, wire.Malformed) as e:
-            self.stop(kill=True)
-            self.process.join(5.0)
+            self.stop(kill=True)   # reaps it: its exit code is known
             code = self.process.exitcode
             self._not_started(f"it ended with {_signal_name(code)}" if code is not None else
                               f"{type(e).__name__}: {e}")

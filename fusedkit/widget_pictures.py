@@ -59,6 +59,7 @@ class, which a widget's element carries while no kernel holds its model)."""
 # itself with its class) directly followed by a picture of it. Nothing else is hidden.
 _HIDE_FAILED_VIEW = (f"<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets)"
                      f":has(+ .jp-OutputArea-child .{PICTURE_CLASS}) {{display: none}}</style>")
+_METADATA = {static_widgets.PICTURE_KEY: True}   # what marks the output as a picture
 _NOTE = ("font-size:0.85em;color:#a60;font-weight:bold;margin:2px 0 4px;"
          "border-left:3px solid #a60;padding-left:6px")
 
@@ -131,7 +132,7 @@ class Picture:
         publisher = getattr(get_ipython(), "display_pub", None)
         self._parent = dict(getattr(publisher, "parent_header", None) or {})
         self._handle = display(self.bundle(), raw=True, display_id=True,
-                               metadata={static_widgets.PICTURE_KEY: True})
+                               metadata=dict(_METADATA))
         self._watch()
 
     def _watch(self) -> None:
@@ -161,7 +162,7 @@ class Picture:
         token = as_cell(self._parent) if as_cell is not None and self._parent else None
         try:
             self._handle.update(self.bundle(), raw=True,
-                                metadata={static_widgets.PICTURE_KEY: True})
+                                metadata=dict(_METADATA))
         finally:
             if token is not None:
                 publisher.reset_thread_parent(token)
