@@ -40,13 +40,18 @@ COLUMNS: tuple[str, ...] = (
     "run_id", "timestamp", "commit", "device", "driver", "cuda", "torch", "triton",
     "problem", "sizes", "variant", "tier", "timer",
     "median_ms", "p10_ms", "p90_ms", "repeats", "tflops", "gbps", "pct_of_floor",
-    "max_abs_error", "rel_error", "allclose", "peak_mem_mb", "build_s", "seconds", "notes",
+    "max_abs_error", "rel_error", "allclose", "peak_mem_mb", "build_s", "seconds",
+    "timed_from", "timed_to", "notes",
 )
 """Column names, in file order."""
 
-PREVIOUS_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in ("build_s", "seconds"))
-"""The schema before ``build_s`` and ``seconds`` (2026-12-04): still read, its rows with both
-empty, and rewritten in the current one by the next append."""
+PREVIOUS_SCHEMAS: tuple[tuple[str, ...], ...] = (
+    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to")),
+    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to", "build_s", "seconds")),
+)
+"""Earlier schemas (before ``timed_from``/``timed_to``, 2026-12-05; before ``build_s`` and
+``seconds``, 2026-12-04): still read, their new columns empty, and rewritten in the current
+one by the next append."""
 
 CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]
 """Columns filled from :class:`RunContext`; the same for every row of one run."""
@@ -314,8 +319,9 @@ def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
         frame[c] = pd.to_numeric(frame[c].replace("", np.nan), errors="raise").astype("float64")
     frame["repeats"] = pd.to_numeric(frame["repeats"].replace("", np.nan)).astype("Int64")
     frame["allclose"] = frame["allclose"].map({"true": True, "false": False, "": pd.NA}).astype("boolean")
-    frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601").astype(
-        "datetime64[ns, UTC]")  # one resolution, whatever pandas infers from the text
+    for c in ("timestamp", "timed_from", "timed_to"):   # one resolution, whatever pandas infers
+        frame[c] = pd.to_datetime(frame[c].replace("", None), utc=True, format="ISO8601").astype(
+            "datetime64[ns, UTC]")
     return frame
 
 
@@ -356,9 +362,10 @@ def _check_row(row: Mapping[str, str]) -> str:
     for c in _NON_EMPTY:
         if not row[c].strip():
             return f"{c} is empty; it is required"
-    fault = timestamp_fault(row["timestamp"])
-    if fault:
-        return fault
+    for c in ("timestamp", "timed_from", "timed_to"):
+        fault = timestamp_fault(row[c], c) if row[c] or c == "timestamp" else ""
+        if fault:
+            return fault
     if not _SIZES_RE.fullmatch(row["sizes"]):
         return f"sizes={row['sizes']!r} is not of the form name=value,name=value"
     if row["tier"] not in TIERS:
@@ -468,7 +475,7 @@ def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
 
 
 def _check_header(path: Path, header: list[str]) -> None:
-    if tuple(header) in (COLUMNS, PREVIOUS_COLUMNS):
+    if tuple(header) == COLUMNS or tuple(header) in PREVIOUS_SCHEMAS:
         return
     missing = [c for c in COLUMNS if c not in header]
     extra = [c for c in header if c not in COLUMNS]

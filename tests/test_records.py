@@ -18,7 +18,7 @@ import pytest
 from fusedkit import records
 from fusedkit.records import (
     COLUMNS,
-    PREVIOUS_COLUMNS,
+    PREVIOUS_SCHEMAS,
     RecordsError,
     RunContext,
     append_rows,
@@ -473,22 +473,26 @@ def test_preflight_refuses_what_an_append_would_refuse(tmp_path, monkeypatch):
         records.preflight(path)
 
 
-def test_the_previous_schema_is_read_and_rewritten_by_the_next_append(tmp_path):
-    # Records written before build_s and seconds (every row of 2026-12-04 and earlier) still
-    # read, both columns empty, and the next append rewrites the file in the current schema.
+@pytest.mark.parametrize("old_columns", PREVIOUS_SCHEMAS)
+def test_a_previous_schema_is_read_and_rewritten_by_the_next_append(tmp_path, old_columns):
+    # Records written before the newer columns (build_s and seconds on 2026-12-04, the timed
+    # window on 2026-12-05) still read, those columns empty, and the next append rewrites the
+    # file in the current schema.
     path = tmp_path / "records.csv"
     ctx = RunContext(run_id="20261201T000000Z-00000a", timestamp="2026-12-01T00:00:00Z",
                      commit="abc1234", device="NVIDIA H200", driver="580", cuda="13.0",
                      torch="2.11.0", triton="3.6.0")
     old = make_row(ctx, problem="p12", sizes="batch_size=8", variant="eager", timer="cuda-events",
                    median_ms=1.0)
-    path.write_text(csv_line(PREVIOUS_COLUMNS) + csv_line(old[c] for c in PREVIOUS_COLUMNS))
+    path.write_text(csv_line(old_columns) + csv_line(old[c] for c in old_columns))
     frame = read_records(path)
-    assert len(frame) == 1 and frame["seconds"].isna().all() and frame["build_s"].isna().all()
+    assert len(frame) == 1 and frame["seconds"].isna().all() and frame["timed_to"].isna().all()
     new = make_row(ctx, problem="p12", sizes="batch_size=9", variant="eager", timer="cuda-events",
-                   median_ms=1.0, build_s=2.5, seconds=4.25)
+                   median_ms=1.0, build_s=2.5, seconds=4.25, timed_from="2026-12-01T00:00:01.250Z",
+                   timed_to="2026-12-01T00:00:02.500Z")
     append_rows(path, [new])
     assert path.read_text().splitlines()[0] == ",".join(COLUMNS)
     frame = read_records(path)
     assert list(frame["seconds"].fillna(-1)) == [-1, 4.25] and frame["build_s"].iloc[1] == 2.5
+    assert (frame["timed_to"].iloc[1] - frame["timed_from"].iloc[1]).total_seconds() == 1.25
     assert frame["median_ms"].tolist() == [1.0, 1.0]
