@@ -172,6 +172,10 @@ class Measurement:
                    notes="; ".join(notes))
         return row
 
+    def row(self) -> dict:
+        """This measurement's columns of ``data/`` (:meth:`record_fields`)."""
+        return self.record_fields()
+
     def summary(self) -> str:
         """One line for logs and learners."""
         name = self.variant.slug

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import pandas as pd
 import torch
@@ -39,6 +39,19 @@ def runnable(problem: Problem, names: Sequence[str] | None, sizes: Sizes,
         else:
             chosen.append(v)
     return chosen, skipped
+
+
+def ladder(problem: Problem, sizes: Sizes, variants: Sequence[str] | None = None, *,
+           device: str | torch.device | None = None, **options: object) -> Iterator:
+    """Each chosen variant of ``problem`` (all, in ladder order, by default) measured at ``sizes``
+    (:func:`fusedkit.harness.measure`, with ``options`` as :func:`fusedkit.harness.plan` takes
+    them), one :class:`~fusedkit.harness.Measurement` at a time; a variant that cannot run here
+    is yielded ``skipped``, with why. Every argument is checked before the first measurement."""
+    from fusedkit.harness import measure as measure_plan, plan   # noqa: PLC0415 - facade for now
+
+    plans = [plan(problem, v, sizes, device=device, **options) for v in problem.ladder(variants)]
+    for p in plans:
+        yield measure_plan(p)
 
 
 def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec, problem: Problem | None = None,
