@@ -36,15 +36,13 @@ cuBLAS, so a ``pct_of_measured`` above 100 means faster than cuBLAS's own GEMM a
 from __future__ import annotations
 
 import math
-import random
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Iterable
 
 import pandas as pd
-import torch
 
-from fusedkit import bench, records
-from fusedkit.hardware import DEFAULT_GPU, GpuSpec, detect_gpu, match_device_name, spec
+from fusedkit import records
+from fusedkit.hardware import DEFAULT_GPU, GpuSpec, match_device_name, spec
 from fusedkit.precision import PRECISIONS
 from fusedkit.problems import Problem, Sizes, parse_sizes
 from fusedkit.roofline import Floor, fused_floor_at
@@ -60,8 +58,6 @@ COPY_BYTES = 2 * 2**30          # buffer copied (moves twice this)
 DRAM_READ_BYTES = 2 * 2**30     # far larger than any L2 of the spec table
 L2_READ_BYTES = 16 * 2**20      # a third of the H200's 50 MiB L2
 L2_PASSES = 64
-PROGRAMS_PER_SM = 4             # read_sum programs per SM (8 warps each)
-WARMUP_MS, REP_MS = 50.0, 300.0
 
 GEMM_OPERANDS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
 """Operand types whose cuBLAS rate is measured at each GEMM shape."""
@@ -69,14 +65,6 @@ PRECISION_CEILING: dict[str, tuple[str, int]] = {
     "fp32": ("fp32", 1), "tf32": ("tf32", 1), "tf32x3": ("tf32", 3),
     "fp16": ("fp16", 1), "bf16": ("bf16", 1), "fp16x3": ("fp16", 3)}
 """A precision (:data:`fusedkit.precision.PRECISIONS`) -> (cuBLAS operands, products per term)."""
-_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
-           "bf16": torch.bfloat16}
-_UNIT = {"fp32": "fp32", "tf32": "tf32", "fp16": "bf16", "bf16": "bf16"}   # datasheet unit
-# Largest rel. error against float64 of the operands as stored (fp32 must not be TF32's) ...
-_MAX_ERROR = {"fp32": 5e-5, "tf32": 5e-3, "fp16": 2e-3, "bf16": 1e-2}
-# ... and the smallest: TF32 rounds its inputs to 10 bits (about 4e-4 on randn operands).
-_MIN_ERROR = {"tf32": 5e-5}
-_CHECK_ROWS = 128
 
 
 # --- measuring -----------------------------------------------------------------------------
@@ -94,179 +82,10 @@ def gemm_shapes(problem: Problem, sizes: Sizes | Iterable[Sizes] | None = None
     return shapes
 
 
-def _cuda(device: str | torch.device | None) -> torch.device:
-    device = torch.device(device or "cuda")
-    if device.type != "cuda" or not torch.cuda.is_available():
-        raise ValueError(f"device={device}: ceilings are GPU measurements and no CUDA GPU is "
-                         "visible here; read the recorded ones with fusedkit.ceilings.newest()")
-    return device
-
-
-def _read_kernel():
-    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
-
-    return load_step("common", "read_sum.py")
-
-
-def time_read(nbytes: int, passes: int, *, flush_l2: bool, device: str | torch.device = "cuda",
-              warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> bench.Timing:
-    """Time :func:`read_sum` over a random float32 buffer of ``nbytes``, ``passes`` times per
-    call (``flush_l2`` as in :func:`fusedkit.bench.time_calls`); the kept outputs are checked.
-    The rate is ``nbytes * passes`` bytes read over the median time."""
-    device = _cuda(device)
-    k = _read_kernel()
-    src = torch.rand(nbytes // 4 // k.BLOCK * k.BLOCK, device=device) + 0.5   # never zero
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    out = torch.full((sms * PROGRAMS_PER_SM,), math.nan, device=device)
-    timed = bench.time_calls(lambda: k.read_sum(src, out, passes), warmup_ms=warmup_ms,
-                             rep_ms=rep_ms, device=device, keep=1, flush_l2=flush_l2)
-    want = passes * src.double().sum().item()
-    for _, got in timed.kept:
-        total = got.double().sum().item()
-        if not abs(total - want) <= 1e-4 * want:
-            raise RuntimeError(f"read_sum over {nbytes} bytes x {passes}: sums to {total:.6g}, "
-                               f"expected {want:.6g}: the read is not what it claims")
-    return timed.timing
-
-
-def _mm(operands: str) -> tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], str]:
-    """x @ w.T for ``operands``, and what its output is (for the notes)."""
-    if operands in ("fp32", "tf32"):
-        return (lambda x, w: torch.mm(x, w.t())), "fp32 output"
-    return (lambda x, w: torch.mm(x, w.t(), out_dtype=torch.float32)), "fp32 output (out_dtype)"
-
-
 NOT_ITS_ARITHMETIC = "not a ceiling of its operands"
 """In the notes of a cuBLAS row whose output was not of the arithmetic its operands name (at one
 row cuBLAS runs tf32 as a kernel without tensor cores, in plain fp32): recorded as the fact it
 is, never read back as a ceiling (:func:`ceilings_frame` leaves it out)."""
-
-
-def arithmetic_fault(operands: str, err: float, m: int, n: int, k: int) -> str:
-    """"" when a rel. error ``err`` against float64 is what ``operands`` arithmetic gives, else
-    one line saying what it was instead."""
-    low, high = _MIN_ERROR.get(operands, 0.0), _MAX_ERROR[operands]
-    if low <= err <= high:
-        return ""
-    what = ("more exact than" if err < low else "less exact than")
-    return (f"cuBLAS {operands} at m={m}, n={n}, k={k}: rel. error {err:.2e} against float64, "
-            f"{what} {operands} arithmetic gives ({low:.0e} to {high:.0e}): cuBLAS chose a kernel "
-            f"of other arithmetic at this shape; {NOT_ITS_ARITHMETIC}")
-
-
-def time_gemm(m: int, n: int, k: int, operands: str, device: str | torch.device = "cuda", *,
-              warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS
-              ) -> tuple[bench.Timing, str, str]:
-    """Time cuBLAS (``torch.mm``) on x (m, k) times W.T, W (n, k), with ``operands`` (one of
-    :data:`GEMM_OPERANDS`); x rewritten from one of two random sets before every call and the
-    L2 flushed. Returns the timing, a note on the output type, and "" or, when the checked
-    output is not of the arithmetic ``operands`` names, the line saying so
-    (:func:`arithmetic_fault`: a fact to record, not a ceiling)."""
-    from fusedkit.problems.baselines import tf32_matmul  # noqa: PLC0415
-
-    if operands not in GEMM_OPERANDS:
-        raise ValueError(f"operands={operands!r}; valid: {', '.join(GEMM_OPERANDS)}")
-    device = _cuda(device)
-    dtype = _DTYPES[operands]
-    sets = [torch.randn(m, k, device=device).to(dtype) for _ in range(2)]
-    x, w = sets[0].clone(), torch.randn(n, k, device=device).to(dtype)
-    mm, output = _mm(operands)
-    try:
-        mm(x[:1], w[:1])
-    except (RuntimeError, TypeError):   # a torch without mm's out_dtype: 16-bit output
-        mm, output = (lambda a, b: torch.mm(a, b.t())), f"{operands} output (no out_dtype here)"
-    with torch.no_grad(), tf32_matmul(operands == "tf32"):
-        timed = bench.time_calls(lambda: mm(x, w), prepare=lambda i: x.copy_(sets[i % 2]),
-                                 warmup_ms=warmup_ms, rep_ms=rep_ms, device=device, keep=1,
-                                 rng=random.Random())
-    fault = ""
-    for i, out in timed.kept:
-        rows = min(m, _CHECK_ROWS)
-        ref = sets[i % 2][:rows].double() @ w.double().t()
-        err = (torch.linalg.vector_norm(out[:rows].double() - ref) / torch.linalg.vector_norm(ref)).item()
-        fault = fault or arithmetic_fault(operands, err, m, n, k)
-    return timed.timing, output, fault
-
-
-def _row(ctx: records.RunContext, variant: str, sizes: str, t: bench.Timing, **fields) -> dict:
-    return records.make_row(ctx, problem=PROBLEM, sizes=sizes, variant=variant, timer=t.timer,
-                            median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
-                            repeats=t.repeats, **fields)
-
-
-def measure(ctx: records.RunContext, shapes: Sequence[tuple[int, int, int]] = (),
-            device: str | torch.device | None = None, *, say: Callable[[str], None] = print,
-            gpu: GpuSpec | None = None) -> list[dict]:
-    """Measure the copy, DRAM-read and L2-read ceilings and cuBLAS at each (M, N, K) of
-    ``shapes`` for every operand type; return their rows (:func:`fusedkit.records.make_row`,
-    not yet appended) and ``say`` one line each, beside the datasheet's figure of ``gpu``."""
-    device = _cuda(device)
-    gpu = gpu or detect_gpu().spec
-    rows = []
-    t = bench.time_copy(2 * COPY_BYTES, device, warmup_ms=WARMUP_MS, rep_ms=REP_MS)
-    rows.append(_row(ctx, COPY, f"bytes={COPY_BYTES}", t, gbps=2 * COPY_BYTES / (t.median_ms * 1e6),
-                     notes="Tensor.copy_ of a 2 GiB buffer; bytes read + written; L2 flushed"))
-    t = time_read(DRAM_READ_BYTES, 1, flush_l2=True, device=device)
-    rows.append(_row(ctx, DRAM_READ, f"bytes={DRAM_READ_BYTES}", t,
-                     gbps=DRAM_READ_BYTES / (t.median_ms * 1e6),
-                     notes="read_sum (.cg loads, one float per program), checked; bytes read; "
-                           "L2 flushed"))
-    t = time_read(L2_READ_BYTES, L2_PASSES, flush_l2=False, device=device)
-    rows.append(_row(ctx, L2_READ, f"bytes={L2_READ_BYTES}", t,
-                     gbps=L2_READ_BYTES * L2_PASSES / (t.median_ms * 1e6),
-                     notes=f"read_sum, {L2_PASSES} passes per call over a buffer left in L2 by the "
-                           "call before (no flush), checked; bytes read"))
-    for r in rows:
-        share = ("" if r["variant"] == L2_READ else
-                 f" ({100 * float(r['gbps']) / gpu.mem_gbps:.0f}% of the datasheet's "
-                 f"{gpu.mem_gbps:.0f} GB/s)")
-        say(f"{r['variant']}: {float(r['median_ms']):.4g} ms, {float(r['gbps']):.0f} GB/s{share}")
-    for m, n, k in shapes:
-        for op in GEMM_OPERANDS:
-            t, output, fault = time_gemm(m, n, k, op, device)
-            tflops = 2.0 * m * n * k / (t.median_ms * 1e9)
-            checked = f"output checked against float64: {fault}" if fault else \
-                "output checked against float64"
-            rows.append(_row(ctx, GEMM_PREFIX + op, f"m={m},n={n},k={k}", t, tflops=tflops,
-                             notes=f"cuBLAS via torch.mm, x (m, k) times W.T, W (n, k); {op} "
-                                   f"operands, {output}; x rewritten and L2 flushed before every "
-                                   f"call; {checked}"))
-            say(f"{GEMM_PREFIX + op} at m={m}, n={n}, k={k}: {t.median_ms:.4g} ms, "
-                f"{tflops:.1f} TFLOP/s" + (f"; {fault}" if fault else
-                                           _beside_datasheet(gpu, op, tflops)))
-    return rows
-
-
-def _beside_datasheet(gpu: GpuSpec, operands: str, tflops: float) -> str:
-    """", 70% of the datasheet's 989 (as if always busy at 1.28 GHz)"."""
-    peak = gpu.peak_tflops(_UNIT[operands])
-    text = f", {100 * tflops / peak:.0f}% of the datasheet's {peak:.4g}"
-    try:
-        clock = gpu.implied_clock_ghz(_UNIT[operands]) * tflops / peak
-    except ValueError:
-        return text
-    return text + f" (every unit busy at {clock:.2f} GHz would give it)"
-
-
-def record_run(problems: Sequence[Problem], path: str | Path | None = None, *,
-               say: Callable[[str], None] = print) -> pd.DataFrame:
-    """Measure the ceilings alone, in a run of their own (``python -m fusedkit ceilings``):
-    cuBLAS at every GEMM shape of ``problems`` at their default sizes, the SM clock and power
-    read beside (:func:`fusedkit.clocks.sampling`); append the rows to ``path`` (default: the
-    records) and return them as a typed frame of :func:`read_ceilings`."""
-    from fusedkit import clocks  # noqa: PLC0415
-
-    device = _cuda("cuda")
-    path = Path(path) if path is not None else records.default_path()
-    records.preflight(path)
-    ctx = records.RunContext.collect()
-    shapes = [s for p in problems for s in gemm_shapes(p)]
-    shapes = list(dict.fromkeys(shapes))
-    say(f"run {ctx.run_id} on {ctx.device}, commit {ctx.commit}")
-    with clocks.sampling(ctx.run_id, clocks.path_for(path), say=say):
-        rows = measure(ctx, shapes, device, say=say)
-        records.append_rows(path, rows)
-    return of_run(ctx.run_id, path)
 
 
 # --- reading back --------------------------------------------------------------------------
@@ -469,7 +288,7 @@ def table(ceilings: pd.DataFrame, gpu: GpuSpec | None = None) -> pd.DataFrame:
     rows = []
     for r in ceilings.itertuples(index=False):
         if r.kind == "gemm":
-            shape, sheet = f"{r.m:.0f} x {r.n:.0f} x {r.k:.0f}", gpu.peak_tflops(_UNIT[r.operands])
+            shape, sheet = f"{r.m:.0f} x {r.n:.0f} x {r.k:.0f}", gpu.peak_tflops({"fp32": "fp32", "tf32": "tf32"}.get(r.operands, "bf16"))
             what = f"cuBLAS {r.operands}"
         else:
             shape, what = f"{r.bytes / 2**20:.0f} MiB", r.kind.replace("_", " ")

@@ -23,24 +23,20 @@ is given the run whose start lies inside its time span (or ``--run-id``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import io
 import math
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
 
-from fusedkit import records
+from fusedkit import ceilings, records
 
 if TYPE_CHECKING:
     from fusedkit.problems import Problem
@@ -84,92 +80,6 @@ def default_path() -> Path:
 def path_for(records_path: str | Path) -> Path:
     """The clocks file beside a records file: a run's readings go where its rows go."""
     return Path(records_path).parent / "clocks.csv"
-
-
-# --- sampling --------------------------------------------------------------------------------
-
-def _supported(smi: str) -> list[str]:
-    """The fields of :data:`QUERY` this nvidia-smi knows (older drivers: the throttle spelling)."""
-    try:
-        text = subprocess.run([smi, "--help-query-gpu"], capture_output=True, text=True,
-                              timeout=15).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    known = set(re.findall(r'"([A-Za-z0-9_.]+)"', text))
-    fields = [f for f in QUERY if f in known]
-    if "clocks_event_reasons.active" not in known and "clocks_throttle_reasons.active" in known:
-        fields.append("clocks_throttle_reasons.active")
-    return fields if "timestamp" in fields else []
-
-
-def _gpu_selector(smi: str) -> str:
-    """nvidia-smi's ``-i`` for the GPU torch uses: its UUID (CUDA_VISIBLE_DEVICES may renumber
-    GPUs), or index 0 where this nvidia-smi does not take that UUID."""
-    import torch  # noqa: PLC0415 - heavy
-
-    if not torch.cuda.is_available():
-        return "0"
-    uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
-    if uuid is not None:
-        sel = f"GPU-{uuid}"
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            probe = subprocess.run([smi, "-i", sel, "--query-gpu=timestamp", "--format=csv,noheader"],
-                                   capture_output=True, text=True, timeout=15)
-            if probe.returncode == 0 and probe.stdout.strip():
-                return sel
-    return "0"
-
-
-class Sampler:
-    """A background ``nvidia-smi --query-gpu=... -lms 50`` for the GPU in use, started by
-    :meth:`start` and ended by :meth:`stop`, which returns its readings (columns
-    :data:`COLUMNS` without ``run_id``). ``available`` is False where there is no nvidia-smi."""
-
-    def __init__(self, interval_ms: int = INTERVAL_MS) -> None:
-        self.interval_ms = interval_ms
-        self.smi = shutil.which("nvidia-smi")
-        self.fields: list[str] = []
-        self._proc: subprocess.Popen | None = None
-        self._out: tempfile._TemporaryFileWrapper | None = None   # type: ignore[name-defined]
-        self.error = ""
-
-    @property
-    def available(self) -> bool:
-        return self.smi is not None
-
-    def start(self) -> bool:
-        """Start reading; False (and :attr:`error` says why) when nothing can be read."""
-        if self.smi is None:
-            self.error = "no nvidia-smi here"
-            return False
-        self.fields = _supported(self.smi)
-        if not self.fields:
-            self.error = "nvidia-smi lists none of the fields needed (timestamp, clocks.sm, ...)"
-            return False
-        self._out = tempfile.TemporaryFile()
-        cmd = [self.smi, "-i", _gpu_selector(self.smi), f"--query-gpu={','.join(self.fields)}",
-               "--format=csv,noheader,nounits", "-lms", str(self.interval_ms)]
-        self._proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.DEVNULL)
-        return True
-
-    def stop(self) -> pd.DataFrame:
-        """End the nvidia-smi this sampler started and parse what it wrote (local times -> UTC)."""
-        if self._proc is None or self._out is None:
-            return empty_readings()
-        self._proc.terminate()
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        if self._proc.returncode not in (0, -15, 143) and not self.error:
-            self.error = f"nvidia-smi exited with status {self._proc.returncode}"
-        self._out.seek(0)
-        text = self._out.read().decode("utf-8", "replace")
-        self._out.close()
-        self._proc = self._out = None
-        names = [QUERY.get(ALIASES.get(f, f), "") for f in self.fields]
-        return parse_smi(text, names, local_time=True)
 
 
 def _local_zone() -> timezone:
@@ -223,28 +133,6 @@ def readings_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
     df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True, format="ISO8601").astype(
         "datetime64[ns, UTC]")
     return df
-
-
-@contextlib.contextmanager
-def sampling(run_id: str, path: str | Path, *, say: Callable[[str], None] = print,
-             ) -> Iterator[Sampler]:
-    """Read the clocks while the block runs; then append the readings to ``path`` under
-    ``run_id`` and ``say`` one line summing them up (also when the block raised: what was read
-    is kept). Without nvidia-smi, one line says so and nothing is recorded."""
-    sampler = Sampler()
-    started = sampler.start()
-    if not started:
-        say(f"clocks: {sampler.error}; the SM clock and power of this run are not recorded")
-    try:
-        yield sampler
-    finally:
-        if started:
-            readings = sampler.stop()
-            if readings.empty:
-                say(f"clocks: nvidia-smi gave no readings ({sampler.error or 'none parsed'})")
-            else:
-                record(run_id, readings, path)
-                say(f"clocks: {summary_line(summarize(readings))} ({len(readings)} readings in {path})")
 
 
 # --- the file ----------------------------------------------------------------------------
@@ -419,8 +307,6 @@ def problem_runs(problem: "Problem", records_path: str | Path | None = None) -> 
     timed the problem's variants or components; "ceilings": it measured cuBLAS at the
     problem's own GEMM shapes), ``device``, ``date`` (of its first record, YYYY-MM-DD), then
     the summary of its readings (the columns of :func:`run_summaries` after ``run_id``)."""
-    from fusedkit import ceilings  # noqa: PLC0415 - ceilings imports torch
-
     rpath = Path(records_path) if records_path is not None else records.default_path()
     rec = records.read_records(rpath)
     shapes = set(ceilings.gemm_shapes(problem))

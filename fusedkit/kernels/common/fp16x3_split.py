@@ -41,6 +41,8 @@ from fusedkit.kernels import load_step
 _base = load_step("common", "triton_base.py")
 _weights = load_step("common", "weight_cache.py")  # one weight split per weight version
 INTERPRET: bool = _base.INTERPRET
+SPLIT_BLOCK = (32, 128) if INTERPRET else (1, 2048)
+"""The split's (rows, columns) per program: wide rows on a GPU, square-ish tiles in the interpreter."""
 _on_device = _base.on_device
 
 # The split pads K up to a multiple of this (zeros add nothing): every BLOCK_K divides
@@ -145,7 +147,7 @@ def split_fp16x3(a: torch.Tensor, pad_cols_to: int = 1) -> Fp16x3Split:
     # GPU: one row per program, 2048 fp32 per chunk = 16 per thread at 4 warps, loaded as
     # 16-byte vectors. Interpreter: every program costs milliseconds of Python, so one
     # program takes many rows at once (numpy does the arithmetic).
-    block_r, block_c = (32, 128) if INTERPRET else (1, 2048)
+    block_r, block_c = SPLIT_BLOCK
     with _on_device(a.device):
         _split_rows_kernel[(triton.cdiv(r, block_r),)](
             a, hi, lo, inv_scale, r, c, c_pad, a.stride(0), a.stride(1),

@@ -19,6 +19,8 @@ from fusedkit.kernels import load_step
 _base = load_step("common", "triton_base.py")
 check_tensors = load_step("common", "checks.py").check_tensors
 INTERPRET: bool = _base.INTERPRET
+COMBINE_BLOCK = (128, 16) if INTERPRET else (64, 16)
+"""The combine's (rows, partials) per program."""
 on_device = _base.on_device
 
 
@@ -104,7 +106,7 @@ def combine_lse(pmax: torch.Tensor, psum: torch.Tensor) -> torch.Tensor:
     out = torch.empty((m,), device=pmax.device, dtype=torch.float32)
     # GPU: 64 rows x 16 tiles per program (8 values per thread at 4 warps), 256 programs at
     # M = 16384. Interpreter: many rows per program, since each program costs Python time.
-    block_r, block_t = (128, 16) if INTERPRET else (64, 16)
+    block_r, block_t = COMBINE_BLOCK
     with on_device(pmax.device):
         _combine_lse_kernel[(triton.cdiv(m, block_r),)](
             pmax, psum, out, m, t,

@@ -1,0 +1,188 @@
+"""How long a measurement will take on this machine, before it starts: the one estimate that the
+command line announces, the explorer shows, and :func:`fusedkit.harness.plan` refuses over a
+budget (:data:`CPU_BUDGET_S` unless the caller allows more).
+
+On a GPU a measurement is its timing budgets and a few builds. On a CPU, a PyTorch or CUDA-free
+step costs its FLOPs at this CPU's measured GEMM rates: every checked call beside its float64
+reference and eager, then the timed calls and the float64 check of their rows. A Triton step
+runs in Triton's CPU interpreter, whose cost is per program and per loop step, not per useful
+FLOP (problem 12 at one row with 8192 features computes 32-row tiles for that row): its estimate
+comes from the launches the step makes at these sizes, read from the step modules, and a model
+fitted to measured calls (``devtools/calibrate_interpreter.py`` re-fits :data:`COSTS`)::
+
+    cpu_seconds = a * steps + a_masked * masked_steps + b * padded_dot_flops + c * tiles
+                  + e * elementwise_elements;   estimate = SAFETY * cpu_seconds
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import torch
+
+from fusedkit.harness.terms import CALLS_PER_BUILD
+from fusedkit.problems import Problem, Sizes, Variant
+from fusedkit.problems.base import nearby_odd
+
+CPU_BUDGET_S = 60.0
+"""Seconds a measurement on a CPU may be estimated to take unless its caller allows more."""
+SAFETY = 1.5
+"""Interpreter estimates are CPU seconds times this: wall time on 2 shared cores."""
+TIMED_CALLS_CPU = 11
+"""Calls a slow CPU timing makes: about four estimating calls and up to six timed ones."""
+
+
+class Costs(NamedTuple):
+    a: float         # CPU s per loop step
+    a_masked: float  # extra per step whose loads carry masks
+    b: float         # per padded dot FLOP
+    c: float         # per tile (a kernel body's set-up and epilogue)
+    e: float         # per padded element of an elementwise loop
+
+
+COSTS = Costs(a=4.392e-4, a_masked=8.238e-4, b=5.062e-9, c=1.703e-2, e=5.367e-7)
+"""Fitted on 36 calls of six Triton steps (2-core AMD EPYC, Triton 3.6.0): predicted over
+measured wall time 1.02 to 1.98, median 1.46."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a call, as the interpreter runs it (padded tiles)."""
+
+    tiles: int
+    steps: int
+    flops: float = 0.0
+    masked: int = 0
+    elements: float = 0.0
+    block: tuple[int, ...] = ()
+
+    def cpu_s(self) -> float:
+        c = COSTS
+        return (c.a * self.steps + c.a_masked * self.masked + c.b * self.flops + c.c * self.tiles
+                + c.e * self.elements)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _gemm(kernel: object, m: int, n: int, k: int, dots: int = 1) -> Launch:
+    """A program per output tile, each ``cdiv(k, BLOCK_K)`` steps of ``dots`` padded dots."""
+    c = kernel.configs[0].kwargs   # one config under the interpreter: nothing is benchmarked
+    bm, bn, bk = c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"]
+    tiles = _cdiv(m, bm) * _cdiv(n, bn)
+    steps = tiles * _cdiv(k, bk)
+    rules = getattr(kernel.fn, "values", {})
+    even = rules["EVEN_K"]({"K": k, "BLOCK_K": bk}) if "EVEN_K" in rules else True
+    return Launch(tiles, steps, steps * dots * 2.0 * bm * bn * bk, 0 if even else steps,
+                  block=(bm, bn, bk))
+
+
+def _loop(rows: int, cols: int, block: tuple[int, int], passes: int = 1) -> Launch:
+    """An elementwise loop: a program per ``block[0]`` rows, ``passes`` sweeps of the columns."""
+    tiles = _cdiv(rows, block[0])
+    steps = tiles * passes * _cdiv(cols, block[1])
+    return Launch(tiles, steps, elements=steps * block[0] * block[1])
+
+
+def _rounding(g: Launch, weight: float) -> Launch:
+    """``g`` with each step also rounding its operand tiles (p45 step 06)."""
+    bm, bn, bk = g.block
+    return replace(g, elements=g.elements + weight * g.steps * (bm + bn) * bk)
+
+
+@functools.cache
+def _step(problem: str, filename: str):
+    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton, in its CPU mode
+
+    return load_step(problem, filename)
+
+
+def launches(problem: Problem, v: Variant, s: Sizes, first_call: bool = False) -> list[Launch]:
+    """The launches one call of Triton step ``v`` makes at ``s`` in the interpreter (a first call
+    with new weights also splits them, for the fp16x3 steps)."""
+    split, combine = _step("common", "fp16x3_split.py"), _step("common", "lse.py")
+    name = v.source.split("/", 1)[1]
+    mod = _step(problem.key, name)
+    if problem.key == "p12":
+        m, k, n = s["batch_size"], s["in_features"], s["out_features"]
+        if name == "09_triton_fp16x3.py":
+            kp = _cdiv(k, mod.K_ALIGN) * mod.K_ALIGN
+            out = [_loop(m, k + kp, split.SPLIT_BLOCK), _gemm(mod._fp16x3_linear_leakyrelu_kernel, m, n, kp, 3)]
+            return out + ([_loop(n, k + kp, split.SPLIT_BLOCK)] if first_call else [])
+        if name == "10_triton_persistent_tma.py" and mod.uses_tma(
+                torch.empty((1, k)), torch.empty((4 + n % 4, k)), {"fp32": "ieee"}.get(v.precision, v.precision)):
+            return [_gemm(mod._persistent_kernel, m, n, k)]
+        return [_gemm(_step("p12", "08_triton_fused.py")._linear_leakyrelu_kernel, m, n, k)]
+    m, k, h, n = s["batch_size"], s["input_size"], s["hidden_size"], s["output_size"]
+    if name == "05_triton_fp16x3_lse.py":
+        kp, hp = (_cdiv(d, mod.K_ALIGN) * mod.K_ALIGN for d in (k, h))
+        g2 = mod._fp16x3_linear_partial_lse_kernel
+        out = [_loop(m, k + kp, split.SPLIT_BLOCK), _gemm(mod._fp16x3_linear_sigmoid_split_kernel, m, h, kp, 3),
+               _gemm(g2, m, n, hp, 3)]
+        first = [_loop(h, k + kp, split.SPLIT_BLOCK), _loop(n, h + hp, split.SPLIT_BLOCK)]
+    elif name == "06_triton_fp16_lse.py":
+        weight = {"fp16": 1.0, "bf16": 3.0}[v.precision]   # bf16 rounds in integer arithmetic
+        g2 = mod._linear_partial_lse_lowp_kernel
+        out = [_rounding(_gemm(mod._linear_sigmoid_lowp_kernel, m, h, k), weight),
+               _rounding(_gemm(g2, m, n, h), weight)]
+        first = []
+    else:
+        g2 = mod._linear_partial_lse_kernel
+        out, first = [_gemm(mod._linear_sigmoid_kernel, m, h, k), _gemm(g2, m, n, h)], []
+    partials = _cdiv(n, g2.configs[0].kwargs["BLOCK_N"])
+    out.append(_loop(m, partials, combine.COMBINE_BLOCK, passes=2))
+    return out + (first if first_call else [])
+
+
+def call_s(problem: Problem, v: Variant, s: Sizes, first_call: bool = False) -> float:
+    """Predicted wall seconds of one interpreted call of Triton step ``v`` at ``s``."""
+    return SAFETY * sum(ln.cpu_s() for ln in launches(problem, v, s, first_call))
+
+
+@functools.cache
+def _cpu_flops_per_s(dtype: torch.dtype) -> float:
+    """This CPU's GEMM rate in ``dtype``, measured once at 1024 x 1024 x 1024, best of three."""
+    a = torch.randn(1024, 1024, dtype=dtype)
+    a @ a
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t0)
+    return 2 * 1024**3 / max(best, 1e-9)
+
+
+def estimate_s(problem: Problem, v: Variant, sizes: Sizes, device: torch.device, seeds: int,
+               time_it: bool, warmup_ms: float, rep_ms: float) -> float:
+    """Predicted wall seconds of measuring ``v`` so (see the module's docstring)."""
+    if device.type == "cuda":
+        return 0.5 * (seeds + 2) + ((warmup_ms + rep_ms) / 1e3 if time_it else 0.0)
+    flops = problem.flops(sizes)
+    ref64 = flops / _cpu_flops_per_s(torch.float64)
+    eager = flops / _cpu_flops_per_s(torch.float32)
+    odd = nearby_odd(problem, sizes)
+    if v.triton:
+        one = call_s(problem, v, sizes)
+        pair = call_s(problem, v, sizes, True) + one
+        odd_pair = call_s(problem, v, odd, True) + call_s(problem, v, odd)
+    else:
+        one, pair = eager, CALLS_PER_BUILD * eager
+        odd_pair = CALLS_PER_BUILD * problem.flops(odd) / _cpu_flops_per_s(torch.float32)
+    check = seeds * pair + odd_pair + (seeds + 1) * CALLS_PER_BUILD * (ref64 + eager)
+    if not time_it:
+        return check
+    return check + max(TIMED_CALLS_CPU * one, (warmup_ms + rep_ms) / 1e3) + 6 * ref64
+
+
+def too_slow(seconds: float, budget_s: float, triton: bool, time_it: bool,
+             halved: dict[str, float]) -> str:
+    """The refusal of a measurement estimated at ``seconds``, over ``budget_s``; ``halved``: the
+    estimate with each dimension halved (the one that saves most is named)."""
+    where = "in Triton's CPU interpreter" if triton else "on this CPU"
+    hint = f"; {min(halved, key=halved.get)} dominates" if halved else ""
+    return (f"would take about {seconds:.0f} s {where}, {'checked and timed' if time_it else 'checked'}"
+            f"; allowed: {budget_s:.0f} s; pick smaller sizes{hint}")

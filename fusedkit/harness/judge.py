@@ -1,0 +1,194 @@
+"""Every verdict, reached in the caller's process, where the kernel never ran.
+
+The model and inputs of each call are regenerated here from the seeds that were sent, bit for
+bit what the worker drew; the float64 reference and eager fp32 are computed from copies the
+kernel never held. One error budget per tier (:func:`meets`) judges checked and timed calls
+alike: a kernel tiered fp32-faithful on its checked calls must be fp32-faithful on every timed
+call's rows too.
+
+Error is ``rel = ||out - ref64|| / ||ref64||`` (Frobenius). Tiers (:data:`fusedkit.precision.TIERS`):
+
+- ``fp32-faithful``: rel no worse than 2x eager fp32's on the same inputs (with a floor of
+  2 * 2**-24), and ``allclose(out, eager, atol=1e-4, rtol=1e-4)``;
+- ``kb-pass``: the allclose alone (KernelBench's fp32 rule);
+- ``fast``: neither, but within what the declared arithmetic can explain on these very inputs
+  (:func:`fusedkit.precision.error_bound`). Beyond that it is no tier: a *wrong result*.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from fusedkit.harness.terms import (CALLS_PER_BUILD, REUSE, SECOND_INPUT, TIMED_DIFFER, UNWRITTEN,
+                                    WRONG, refill)
+from fusedkit.interrupts import checkpoint
+from fusedkit.precision import EPS32, error_bound, grouped_error_bounds
+from fusedkit.problems import Problem, Sizes
+from fusedkit.problems.baselines import tf32_matmul
+
+ATOL = RTOL = 1e-4
+JUDGED_AT_ONCE = 256
+"""Timed calls whose rows are judged in one float64 forward."""
+
+
+def short(v: float, digits: int = 2) -> str:
+    """A rel. error for a failure line: ``0.57``, ``1.6``, ``3.1e-4``."""
+    text = f"{v:.{digits}g}" if 0.01 <= abs(v) < 100 else f"{v:.{digits - 1}e}"
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", text)
+
+
+def wrong_line(rel: float, bound: float, precision: str, where: str = "here") -> str:
+    """The *wrong result* failure: an error the declared arithmetic cannot explain."""
+    return (f"{WRONG}: rel. error {short(rel)}, more than {precision} arithmetic can explain "
+            f"(at most ~{short(bound, 1)} {where})")
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref|| / ||ref|| computed in float64."""
+    ref = ref.double()
+    denom = torch.linalg.vector_norm(ref).item()
+    diff = torch.linalg.vector_norm(out.double() - ref).item()
+    return diff / denom if denom else diff
+
+
+def reference64(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The model's output computed in float64 on the inputs' device."""
+    with torch.no_grad():
+        return copy.deepcopy(model).double()(*[t.double() for t in inputs])
+
+
+def eager32(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The model's output in fp32 with TF32 off: KernelBench's reference."""
+    with torch.no_grad(), tf32_matmul(False):
+        return model(*inputs)
+
+
+def faithful_bound(eager_rel: float) -> float:
+    """The largest rel. error fp32-faithful allows beside eager's ``eager_rel``."""
+    return 2.0 * max(eager_rel, 2.0 * EPS32)
+
+
+def classify(rel: float, eager_rel: float, allclose: bool) -> str:
+    """The tier of errors no call exceeded (see the module's docstring)."""
+    if allclose and math.isfinite(rel) and rel <= faithful_bound(eager_rel):
+        return "fp32-faithful"
+    return "kb-pass" if allclose else "fast"
+
+
+def meets(tier: str, rel: float, eager_rel: float, allclose: bool, bound: float) -> bool:
+    """Whether an output with these errors meets ``tier``'s budget: the one rule for checked and
+    timed calls (a "reference", eager itself, is held to fp32-faithful)."""
+    if tier in ("reference", "fp32-faithful"):
+        return allclose and rel <= faithful_bound(eager_rel)
+    if tier == "kb-pass":
+        return allclose
+    return rel <= bound
+
+
+@dataclass
+class Compared:
+    """One output against its own reference."""
+
+    rel: float
+    max_abs: float
+    eager_rel: float
+    allclose: bool
+    bound: float          # the largest rel. error the declared precision explains on this input
+
+
+def judge_build(problem: Problem, sizes: Sizes, seed: int, device: torch.device, precision: str,
+                outs: list[torch.Tensor]) -> tuple[list[str], list[Compared]]:
+    """The verdict on one build's checked outputs (call k's input drawn under ``seed + k *
+    SECOND_INPUT``): the failures, and the outputs compared (those so far after a wrong one)."""
+    model = problem.make_model(sizes, seed=seed, device=device)
+    inputs = [problem.get_inputs(sizes, seed=seed + k * SECOND_INPUT, device=device)
+              for k in range(CALLS_PER_BUILD)]
+    checkpoint()
+    refs, bounds = zip(*[error_bound(model, x, precision, problem.error_model) for x in inputs])
+    compared = []
+    for k, out in enumerate(outs):
+        bad = (~torch.isfinite(out) & torch.isfinite(refs[k])).sum().item()
+        if bad:
+            return [f"{UNWRITTEN}: call {k + 1}: {bad} of {out.numel()} elements are NaN/Inf "
+                    "(unwritten or overflowed) where the reference is finite"], []
+        eager = eager32(model, inputs[k])
+        compared.append(Compared(rel_error(out, refs[k]), (out.double() - refs[k]).abs().max().item(),
+                                 rel_error(eager, refs[k]),
+                                 torch.allclose(out, eager, atol=ATOL, rtol=RTOL), float(bounds[k])))
+    for k, out in enumerate(outs):
+        c = compared[k]
+        if c.allclose or c.rel <= c.bound:
+            continue
+        # Another input's right answer is a cached one; two answers right for neither are wrong.
+        for j in range(len(outs)):
+            if j != k and rel_error(out, refs[j]) <= bounds[j]:
+                return [f"{REUSE}: call {k + 1} got an answer nearer call {j + 1}'s input than its "
+                        "own; a kernel must compute from the input it is given"], []
+        return [wrong_line(c.rel, c.bound, precision)], compared[:k + 1]
+    return [], compared
+
+
+@dataclass
+class TimedCall:
+    """What the caller keeps of one timed call: its input's seed, the rows it chose once the
+    worker had committed to the output, and those rows as sent."""
+
+    seed: int
+    rows: list[int]
+    got: torch.Tensor
+
+
+def judge_timed(problem: Problem, sizes: Sizes, seed: int, device: torch.device, precision: str,
+                tier: str, calls: list[TimedCall]) -> str:
+    """"" when every timed call's rows meet ``tier`` (the checked calls' tier), else the verdict.
+    Each call's input is replayed from its seed; references and eager on the chosen rows."""
+    model = problem.make_model(sizes, seed=seed, device=device)
+    model64 = copy.deepcopy(model).double()
+    inputs = problem.get_inputs(sizes, seed=seed, device=device)
+    for start in range(0, len(calls), JUDGED_AT_ONCE):
+        checkpoint()
+        chunk = calls[start:start + JUDGED_AT_ONCE]
+        picked = []
+        for c in chunk:
+            refill(problem, inputs, c.seed)
+            index = torch.tensor(c.rows, device=device)
+            picked.append([t.index_select(0, index) for t in inputs])
+        stacked = [torch.cat([p[j] for p in picked]) for j in range(len(inputs))]
+        refs, bounds = _grouped(model64, stacked, [len(c.rows) for c in chunk], precision, problem)
+        eager = eager32(model, stacked)
+        at = 0
+        for i, c in enumerate(chunk):
+            n = len(c.rows)
+            got, ref, ea = c.got.to(device), refs[at:at + n], eager[at:at + n]
+            at += n
+            rel = rel_error(got, ref) if torch.isfinite(got).all() else math.inf
+            ok = meets(tier, rel, rel_error(ea, ref), torch.allclose(got, ea, atol=ATOL, rtol=RTOL),
+                       float(bounds[i]))
+            if not ok:
+                return (f"{TIMED_DIFFER}: timed call {start + i + 1} of {len(calls)} gave rows "
+                        f"beyond its checked tier, {tier} (rel. error {short(rel)} on {n} rows "
+                        "chosen after it committed to its output); a kernel must compute the same "
+                        "way when timed")
+    return ""
+
+
+def _grouped(model64: torch.nn.Module, inputs: list[torch.Tensor], counts: list[int],
+             precision: str, problem: Problem) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float64 rows and one precision bound per call, from one forward: calls of equal row
+    counts use :func:`fusedkit.precision.grouped_error_bounds` directly."""
+    if len(set(counts)) == 1:
+        return grouped_error_bounds(model64, inputs, counts[0], precision, problem.error_model)
+    outs, bounds, at = [], [], 0
+    for n in counts:
+        part = [t[at:at + n] for t in inputs]
+        out, b = grouped_error_bounds(model64, part, n, precision, problem.error_model)
+        outs.append(out)
+        bounds.append(b)
+        at += n
+    return torch.cat(outs), torch.cat(bounds)

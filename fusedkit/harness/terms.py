@@ -1,0 +1,100 @@
+"""The harness's vocabulary, which both sides of the process line import: the classes of fault
+(each failure line starts with one), the limits, and the row digest a worker commits to."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Callable
+
+import numpy as np
+import torch
+
+Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
+"""A learner's kernel: ``build(model) -> fn``, where ``fn(*inputs)`` returns the output."""
+
+# The classes of fault: the first words of each failure line ("<class>: what was seen").
+CRASHED = "the kernel crashed"
+HUNG = "the kernel hung"
+MALFORMED = "the kernel's process sent a malformed report"
+LEFT_RUNNING = "the kernel left processes running"
+FORBIDDEN = "the kernel reached outside its process"
+RAISED = "raised an error"
+NOT_PLAIN = "not a plain output tensor"
+UNWRITTEN = "unwritten output"
+STREAM = "work outside the caller's stream"
+ALIASING = "output aliasing"
+MUTATION = "input or weight mutation"
+WRONG = "wrong result"
+REUSE = "result reuse"
+SPECIALISED = "shape specialisation"
+TIMED_DIFFER = "timed calls differ from checked ones"
+HIDDEN_WORK = "work outside the timed call"
+IMPOSSIBLE = "faster than this GPU allows"
+FAULT_CLASSES = (CRASHED, HUNG, MALFORMED, LEFT_RUNNING, FORBIDDEN, RAISED, NOT_PLAIN, UNWRITTEN,
+                 STREAM, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED, TIMED_DIFFER, HIDDEN_WORK,
+                 IMPOSSIBLE)
+CANNOT_RUN = "cannot run here"
+"""The verdict of a plan that cannot run on its device: not a fault of the kernel."""
+
+SEEDS = 3
+"""Builds checked unless a caller says otherwise: each on two inputs, plus a nearby odd shape."""
+MAX_SEEDS = 1000
+CALLS_PER_BUILD = 2
+"""Calls of each checked build, on independent inputs: two, so a cached answer is seen."""
+SECOND_INPUT = 1_000_000_007
+"""Offset of the second input's seed from the first's."""
+WARMUP_MS, REP_MS = 100.0, 500.0
+"""Default timing budgets, in ms, as ``triton.testing.do_bench`` takes them."""
+MAX_BUDGET_MS = 60_000.0
+
+
+def _env_seconds(name: str, default: float) -> float | str:
+    """``$name`` as seconds > 0, the default where unset, or the one-line fault of a bad value
+    (named by :func:`fusedkit.harness.plan` before anything runs, never a traceback at import)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        return f"{name}={text!r} is not a number of seconds; allowed: a finite number > 0"
+    return value
+
+
+CALL_TIMEOUT_S = _env_seconds("FUSEDKIT_CALL_TIMEOUT_S", 60.0)
+"""Seconds one call of a kernel may take before it counts as hung."""
+BUILD_TIMEOUT_S = _env_seconds("FUSEDKIT_BUILD_TIMEOUT_S", 900.0)
+"""Seconds a build (compiling included) may take before it counts as hung."""
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as ``Type: first line of its message`` (long compiler output cut)."""
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:300] if text else '(no message)'}"
+
+
+_KEYS: dict[tuple[int, str], torch.Tensor] = {}
+
+
+def row_digest(out: torch.Tensor) -> torch.Tensor:
+    """One int64 per row of ``out`` (float32), from every bit of the row: the sum, wrapping, of its
+    32-bit words times fixed odd keys. A worker sends these for a timed call's whole output before
+    any row of it is chosen; the rows it sends later must give the same digests."""
+    rows = out.reshape(out.shape[0], -1)
+    key = (rows.shape[1], str(out.device))
+    if key not in _KEYS:
+        g = torch.Generator().manual_seed(rows.shape[1])
+        _KEYS[key] = (torch.randint(1, 2**62, (rows.shape[1],), generator=g) * 2 + 1).to(out.device)
+    return (rows.contiguous().view(torch.int32).to(torch.int64) * _KEYS[key]).sum(dim=1)
+
+
+def refill(problem, inputs: list[torch.Tensor], seed: int) -> None:
+    """Fresh values into ``inputs`` from ``seed``, on their device (the device's own Philox on a
+    GPU, numpy's PCG64 on a CPU): the worker draws a timed call's input, the caller replays it."""
+    device = inputs[0].device
+    rng = (torch.Generator(device).manual_seed(seed) if device.type == "cuda"
+           else np.random.default_rng(seed))
+    problem.refill_inputs(inputs, rng)

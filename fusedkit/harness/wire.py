@@ -1,0 +1,165 @@
+"""The frames between the caller and its worker: plain data and raw tensor bytes, never a pickle.
+
+A message is a 4-byte length and a UTF-8 JSON header (null, booleans, numbers, strings, lists,
+objects with string keys), then one length-prefixed frame of raw bytes per tensor the header
+declares as ``{"$tensor": i, "dtype": ..., "shape": [...]}``. Both directions use it; the caller
+reads every frame against its own clock (a deadline), so a worker that sends half a frame, or
+bytes that are no frame at all, is a verdict in time, never a hang, and nothing it sends can run
+code here. What a message must hold is the reader's to check; this module checks only that
+nothing but data arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import select
+import socket
+import struct
+import time
+from typing import Callable
+
+import torch
+
+MAX_HEADER_BYTES = 16 * 2**20
+MAX_TENSOR_BYTES = 8 * 2**30
+MAX_DEPTH = 16
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+          "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
+          "uint8": torch.uint8, "bool": torch.bool}
+_TENSOR = "$tensor"
+_LENGTH = struct.Struct("<Q")
+
+
+class Malformed(ValueError):
+    """A message that is not the data it should be; the text says what was wrong."""
+
+
+def send(sock: socket.socket, message: object) -> None:
+    """Send ``message`` (plain data, CPU or GPU tensors inside lists and dicts)."""
+    tensors: list[torch.Tensor] = []
+    header = json.dumps(_encode(message, tensors)).encode()
+    sock.sendall(_LENGTH.pack(len(header)) + header)
+    for t in tensors:
+        data = t.view(torch.uint8).numpy() if t.numel() else b""
+        sock.sendall(_LENGTH.pack(len(data)))
+        sock.sendall(memoryview(data))
+
+
+def _encode(value: object, tensors: list) -> object:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to("cpu").contiguous().reshape(-1)
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            raise TypeError(f"a {value.dtype} tensor cannot cross; allowed: {', '.join(DTYPES)}")
+        tensors.append(t)
+        return {_TENSOR: len(tensors) - 1, "dtype": dtype, "shape": list(value.shape)}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v, tensors) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _encode(v, tensors) for k, v in value.items()}
+    raise TypeError(f"a {type(value).__name__} cannot cross the process line; send plain data")
+
+
+def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lambda: None) -> object:
+    """The next message, read by ``deadline`` (a ``time.monotonic()`` value): TimeoutError after it,
+    EOFError when the other side has gone, :class:`Malformed` for anything but data. ``tick`` runs
+    every 50 ms of waiting (a run asked to stop raises there)."""
+    size = _LENGTH.unpack(read_exact(sock, _LENGTH.size, deadline, tick))[0]
+    if size > MAX_HEADER_BYTES:
+        raise Malformed(f"a header of {size} bytes; at most {MAX_HEADER_BYTES}")
+    try:
+        tree = json.loads(bytes(read_exact(sock, size, deadline, tick)).decode(),
+                          parse_constant=lambda name: {"NaN": math.nan, "Infinity": math.inf,
+                                                       "-Infinity": -math.inf}[name])
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise Malformed(f"a header that is not JSON ({type(e).__name__})") from None
+    declared: list[tuple[torch.dtype, list[int], int]] = []
+    _check(tree, 0, declared)
+    tensors = []
+    for i, (dtype, shape, nbytes) in enumerate(declared):
+        got = _LENGTH.unpack(read_exact(sock, _LENGTH.size, deadline, tick))[0]
+        if got != nbytes:
+            raise Malformed(f"tensor #{i}'s frame holds {got} bytes, not the {nbytes} declared")
+        flat = torch.empty(nbytes, dtype=torch.uint8)
+        if nbytes:
+            read_exact(sock, nbytes, deadline, tick, into=memoryview(flat.numpy()))
+        tensors.append(flat.view(dtype).reshape(shape))
+    return _decode(tree, tensors)
+
+
+def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], None],
+          into: memoryview | None = None) -> memoryview:
+    buf = into if into is not None else memoryview(bytearray(n))
+    got = 0
+    while got < n:
+        tick()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
+        if not ready:
+            continue
+        k = sock.recv_into(buf[got:], n - got)
+        if k == 0:
+            raise EOFError
+        got += k
+    return buf
+
+
+def _check(value: object, depth: int, declared: list) -> None:
+    if depth > MAX_DEPTH:
+        raise Malformed(f"nested deeper than {MAX_DEPTH}")
+    if isinstance(value, list):
+        for v in value:
+            _check(v, depth + 1, declared)
+    elif isinstance(value, dict):
+        if _TENSOR not in value:
+            for v in value.values():
+                _check(v, depth + 1, declared)
+            return
+        dtype, shape = value.get("dtype"), value.get("shape")
+        if set(value) != {_TENSOR, "dtype", "shape"} or value[_TENSOR] != len(declared) \
+                or dtype not in DTYPES or not isinstance(shape, list) or len(shape) > 8 \
+                or not all(type(d) is int and 0 <= d < 2**40 for d in shape):
+            raise Malformed(f"tensor #{len(declared)} is declared as {str(value)[:80]}")
+        nbytes = math.prod(shape) * DTYPES[dtype].itemsize
+        if nbytes > MAX_TENSOR_BYTES:
+            raise Malformed(f"tensor #{len(declared)} declares {nbytes} bytes; at most {MAX_TENSOR_BYTES}")
+        declared.append((DTYPES[dtype], shape, nbytes))
+
+
+def _decode(value: object, tensors: list[torch.Tensor]) -> object:
+    if isinstance(value, list):
+        return [_decode(v, tensors) for v in value]
+    if isinstance(value, dict):
+        if _TENSOR in value:
+            return tensors[value[_TENSOR]]
+        return {k: _decode(v, tensors) for k, v in value.items()}
+    return value
+
+
+def reply(message: object) -> tuple[str, object]:
+    """``message`` as the (kind, body) pair a worker's reply must be, else :class:`Malformed`."""
+    if not (isinstance(message, list) and len(message) == 2 and isinstance(message[0], str)):
+        raise Malformed("a reply that is not a [kind, body] pair")
+    return message[0], message[1]
+
+
+def fields(value: object, kinds: dict[str, type | tuple[type, ...]]) -> dict:
+    """``value`` as a dict of exactly these keys, each of its type (an int stands for a float),
+    else :class:`Malformed` naming the first that is not."""
+    if not isinstance(value, dict) or set(value) != set(kinds):
+        got = sorted(value) if isinstance(value, dict) else type(value).__name__
+        raise Malformed(f"a report with {got}, not the fields {sorted(kinds)}")
+    out = {}
+    for key, kind in kinds.items():
+        want, v = kind if isinstance(kind, tuple) else (kind,), value[key]
+        if float in want and type(v) is int:
+            v = float(v)
+        if type(v) not in want:
+            raise Malformed(f"{key} is a {type(v).__name__}, not a {' or '.join(k.__name__ for k in want)}")
+        out[key] = v
+    return out

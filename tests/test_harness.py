@@ -1,0 +1,274 @@
+"""The measuring path at its public face (``fusedkit.harness.plan`` and ``measure``), against the
+kernels of tests/adversaries.py: every class of fault named in one line and never timed, every
+way of cheating the measurement closed, honest kernels measured as before."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import adversaries as bad
+from fusedkit import harness, problems, runner
+from fusedkit.harness import terms
+
+P12, P45 = problems.get("p12"), problems.get("p45")
+# 32 rows: a multiple of 16, so the whole-tiles kernel is right here and wrong at the odd shape.
+SMALL = P12.sizes(batch_size=32, in_features=48, out_features=40)
+SMALL45 = P45.sizes(batch_size=16, input_size=24, hidden_size=20, output_size=12)
+FAST = dict(seeds=1, warmup_ms=2, rep_ms=20)
+
+
+def run(builder, sizes=SMALL, problem=P12, **kw) -> harness.Measurement:
+    return harness.measure(problem, builder, sizes, name=getattr(builder, "__name__", "k"),
+                           **{**FAST, **kw})
+
+
+def caught(m: harness.Measurement, fault: str) -> str:
+    """``m`` failed with ``fault``, in one line, and was not timed or recorded; its line."""
+    assert not m.ok and not m.timed, m.summary()
+    assert m.failure.startswith(fault), m.failure
+    assert "\n" not in m.failure and "Traceback" not in m.failure
+    with pytest.raises(ValueError, match="not recorded"):
+        m.row()
+    return m.failure
+
+
+# -- honest kernels ---------------------------------------------------------------------------------
+
+def test_an_honest_kernel_is_checked_timed_and_gives_one_row():
+    m = harness.measure(P12, "addmm_alpha_beta", SMALL, seeds=2, warmup_ms=2, rep_ms=20)
+    assert m.ok and m.timed and m.tier == "fp32-faithful", m.summary()
+    assert m.check.calls == 2 * 2 + 2 and m.check.odd_sizes == P12.sizes(
+        batch_size=27, in_features=41, out_features=35)
+    row = m.row()
+    assert row["timer"] == "cpu-wall" and row["median_ms"] > 0 and row["repeats"] >= 3
+    assert row["timed_from"] < row["timed_to"] and row["timed_to"].endswith("Z")
+
+
+@pytest.mark.parametrize("problem", [P12, P45], ids=["p12", "p45"])
+def test_every_registered_kernel_that_runs_here_passes_at_its_declared_precision(problem):
+    """Each registered variant a CPU runs (PyTorch's, and Triton's in the interpreter), through
+    the whole path once: checked, timed, and tiered as it declares."""
+    sizes = SMALL if problem is P12 else SMALL45
+    for m in runner.ladder(problem, sizes, seeds=1, warmup_ms=1, rep_ms=5):
+        if m.skipped:
+            assert m.variant.needs_gpu, m.summary()
+            continue
+        assert m.timed, m.summary()
+        assert m.tier in ("reference", "fp32-faithful", "kb-pass", "fast", ""), m.summary()
+        if m.variant.precision == "fp32":
+            assert m.tier in ("reference", "fp32-faithful"), m.summary()
+
+
+def test_a_slightly_noisy_kernel_is_kb_pass_and_precision_bounds_decide_wrong():
+    assert run(bad.slightly_noisy).tier == "kb-pass"
+    caught(run(bad.scaled_by_1_001), terms.WRONG)
+    assert run(bad.scaled_by_1_001, precision="tf32").tier == "fast"
+
+
+def test_honest_times_are_the_kernels_own():
+    """The caller's clock bounds each call; an honest kernel's median is its own time, with no
+    more than the harness's small cost added (a sleep of 20 ms is timed at 20 to 25 ms)."""
+    def sleepy(model):
+        def fn(x):
+            time.sleep(0.02)
+            return model(x)
+        return fn
+    m = run(sleepy, rep_ms=200)
+    assert m.timed and 19.5 <= m.timing.median_ms <= 25, m.timing
+
+
+# -- the checked calls: one fault class each ---------------------------------------------------------
+
+@pytest.mark.parametrize("builder, problem, fault", [
+    (bad.leaves_a_hole, P12, terms.UNWRITTEN),
+    (bad.forgets_the_leaky_relu, P12, terms.WRONG),
+    (bad.returns_zeros, P12, terms.WRONG),
+    (bad.p45_forgets_the_sigmoid, P45, terms.WRONG),
+    (bad.caching, P12, terms.REUSE),
+    (bad.whole_tiles_only, P12, terms.SPECIALISED),
+    (bad.writes_its_input, P12, terms.MUTATION),
+    (bad.writes_its_weights, P12, terms.MUTATION),
+    (bad.reused_output_buffer, P12, terms.ALIASING),
+    (lambda model: lambda x: x, P12, terms.NOT_PLAIN),
+    (bad.returns_a_subclass, P12, terms.NOT_PLAIN),
+    (bad.raises, P12, terms.RAISED),
+    (bad.segfaults, P12, terms.CRASHED),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_each_fault_of_a_checked_call_is_named(builder, problem, fault):
+    caught(run(builder, SMALL if problem is P12 else SMALL45, problem), fault)
+
+
+def test_a_call_that_never_returns_is_a_verdict_within_its_limit():
+    t0 = time.monotonic()
+    line = caught(run(bad.hangs, call_timeout_s=1.0), terms.HUNG)
+    assert "call 1" in line and "call_timeout_s" in line and time.monotonic() - t0 < 10
+    line = caught(run(bad.hangs_when_timed, call_timeout_s=1.0), terms.HUNG)
+    assert "call" in line and time.monotonic() - t0 < 30
+
+
+def test_a_process_left_running_is_ended_and_named(tmp_path):
+    tally = bad.Tally(tmp_path / "pids")
+    caught(run(bad.leaves_a_process_running(tally)), terms.LEFT_RUNNING)
+    pid = int(tally.lines()[0])
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+# -- the process line: what a kernel cannot reach ------------------------------------------------------
+
+@pytest.mark.parametrize("builder", [bad.kills_its_caller, bad.kills_its_callers_group,
+                                     bad.kills_every_process])
+def test_a_kernel_that_signals_outside_its_process_is_ended_and_the_caller_goes_on(builder):
+    line = caught(run(builder), terms.FORBIDDEN)
+    assert "signalled or traced" in line
+    assert harness.measure(P12, "eager", SMALL, **FAST).timed   # this process, and its pool, go on
+
+
+def test_bytes_written_into_its_files_are_a_verdict_in_time():
+    t0 = time.monotonic()
+    caught(run(bad.writes_garbage_into_its_files, call_timeout_s=5.0), terms.MALFORMED)
+    assert time.monotonic() - t0 < 15
+
+
+def test_the_callers_memory_cannot_be_opened(tmp_path):
+    tally = bad.Tally(tmp_path / "seen")
+    assert run(bad.opens_its_callers_memory(tally)).timed
+    assert set(tally.lines()) == {"PermissionError"}   # every build, each of its attempts
+
+
+def test_fusedkits_own_files_changed_while_a_kernel_ran_are_named_and_put_back():
+    target = Path(harness.__file__).with_name("judge.py")
+    before = target.read_bytes()
+    line = caught(run(bad.rewrites_fusedkit(str(target))), terms.FORBIDDEN)
+    assert "fusedkit/harness/judge.py" in line and target.read_bytes() == before
+
+
+# -- the timed calls: one cause each -----------------------------------------------------------------
+
+def test_a_time_the_worker_reports_is_bounded_by_the_callers_clock():
+    """Cause 1: a kernel that does 30 ms of work a call and reports a microsecond."""
+    m = run(bad.reports_a_microsecond, rep_ms=200)
+    assert m.timed and m.timing.median_ms >= 28, m.timing
+
+
+def test_work_moved_out_of_the_call_is_timed_or_refused():
+    """Cause 2: the work done in the harness's step after the call is in the time; an output
+    finished after the worker committed to it is refused."""
+    m = run(bad.works_after_the_call, rep_ms=200)
+    assert m.timed and m.timing.median_ms >= 28, m.timing
+    m = run(bad.fills_its_output_later)   # the rows it sends are garbage, or not those committed to
+    assert caught(m, terms.TIMED_DIFFER if m.failure.startswith(terms.TIMED_DIFFER) else terms.MALFORMED)
+
+
+def test_rows_made_after_they_were_chosen_are_refused():
+    """Causes 3 and 5: the rows sent must be those of the output the worker committed to."""
+    assert "committed to" in caught(run(bad.computes_only_the_rows_asked), terms.MALFORMED)
+
+
+def test_a_kernel_wrong_on_one_row_of_every_timed_call_is_refused():
+    """Cause 4: rows are chosen after each call, enough of them that one wrong row per call
+    over the calls is seen."""
+    caught(run(bad.wrong_on_one_row_per_call, rep_ms=40), terms.TIMED_DIFFER)
+
+
+def test_timed_calls_are_held_to_the_checked_tier():
+    """Cause 6: declared bf16, fp32-faithful while checked, bf16 while timed."""
+    line = caught(run(bad.fp32_when_checked_bf16_when_timed, precision="bf16"), terms.TIMED_DIFFER)
+    assert "fp32-faithful" in line
+
+
+def test_a_kernel_on_two_cores_is_refused_on_a_cpu():
+    """Cause 7: the worker may use one core; a kernel that uses two is refused."""
+    line = caught(run(bad.uses_two_cores, rep_ms=300), terms.HIDDEN_WORK)
+    assert "more than one core" in line
+
+
+def test_a_memo_that_trusts_the_buffer_is_caught_when_timed():
+    caught(run(bad.memo_by_pointer), terms.TIMED_DIFFER)
+
+
+def test_every_call_gets_a_fresh_draw_of_kernelbenchs_inputs(tmp_path):
+    tally = bad.Tally(tmp_path / "inputs")
+    m = run(bad.records_its_inputs(tally), seeds=2)
+    seen = [line.split() for line in tally.lines()]
+    assert m.timed and len(seen) >= 2 * 2 + 2 + 3
+    assert len({digest for digest, _, _ in seen}) == len(seen)          # never the same input
+    assert all(0 <= float(lo) and float(hi) < 1 for _, lo, hi in seen)  # U[0, 1), as KernelBench
+
+
+# -- the edge: arguments checked once ------------------------------------------------------------
+
+@pytest.mark.parametrize("kw, error, phrase", [
+    (dict(seeds=0), ValueError, "seeds=0 is out of range"),
+    (dict(seeds=[1, 1]), ValueError, "distinct"),
+    (dict(seeds=[-1, 2]), ValueError, ">= 0"),
+    (dict(seeds="3"), TypeError, "not a count"),
+    (dict(device="cpu:1"), ValueError, "device='cpu:1'"),
+    (dict(device="cuda"), ValueError, "no CUDA GPU is visible"),
+    (dict(rep_ms=0), ValueError, "rep_ms=0 is out of range"),
+    (dict(warmup_ms=math.nan), ValueError, "warmup_ms=nan"),
+    (dict(call_timeout_s=-1), ValueError, "call_timeout_s=-1"),
+    (dict(precision="fp8"), ValueError, "precision='fp8'"),
+    (dict(sizes=[8]), TypeError, "not a mapping"),
+    (dict(sizes={"batch_size": 0}), ValueError, "batch_size=0 is out of range"),
+])
+def test_a_bad_argument_is_one_line_before_anything_runs(kw, error, phrase):
+    if kw.get("device") == "cuda" and torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    sizes = kw.pop("sizes", SMALL)
+    with pytest.raises(error, match=re.escape(phrase)) as e:
+        harness.plan(P12, "eager", sizes, **kw)
+    assert "\n" not in str(e.value)
+
+
+def test_a_bad_limit_in_the_environment_is_named_before_anything_runs(monkeypatch):
+    from fusedkit.harness import plans as plan_module
+    monkeypatch.setenv("FUSEDKIT_CALL_TIMEOUT_S", "5s")
+    monkeypatch.setattr(plan_module, "CALL_TIMEOUT_S", terms._env_seconds("FUSEDKIT_CALL_TIMEOUT_S", 60))
+    with pytest.raises(ValueError, match=re.escape("FUSEDKIT_CALL_TIMEOUT_S='5s' is not a number")):
+        harness.plan(P12, "eager", SMALL)
+
+
+def test_what_cannot_run_here_is_a_verdict_and_too_slow_is_refused_with_its_estimate():
+    m = harness.measure(P12, "naive", SMALL)
+    assert m.skipped and "needs a CUDA GPU" in m.failure
+    p = harness.plan(P12, "triton_ieee", P12.sizes(batch_size=512, in_features=2048,
+                                                    out_features=2048))
+    assert p.refusal and re.search(r"would take about \d+ s in Triton's CPU interpreter", p.refusal)
+    assert harness.plan(P12, "eager", SMALL).estimate_s < 1
+    assert not harness.plan(P12, "triton_ieee", SMALL, budget_s=math.inf).refusal
+
+
+def test_a_builder_that_cannot_travel_is_one_line():
+    lock = threading.Lock()
+
+    def holds_a_lock(model):
+        return lambda x: (lock, model(x))[1]
+    with pytest.raises(TypeError, match="cannot be sent to the worker process"):
+        run(holds_a_lock)
+
+
+def test_a_notebook_kernel_travels_with_its_source_lines():
+    import linecache
+    src = "def from_a_cell(model):\n    return lambda x: model(x)\n"
+    name = "<ipython-input-7-abc>"
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    scope: dict = {}
+    exec(compile(src, name, "exec"), scope)
+    assert run(scope["from_a_cell"]).timed
+
+
+# -- on a GPU ---------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("builder, fault", [(bad.side_stream_output, terms.STREAM),
+                                            (bad.side_stream_busywork, terms.HIDDEN_WORK)])
+def test_work_on_a_side_stream_is_caught_on_a_gpu(builder, fault):
+    caught(run(builder, device="cuda", rep_ms=50), fault)
