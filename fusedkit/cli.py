@@ -195,7 +195,7 @@ def _ceilings(args: argparse.Namespace) -> int:
                              f"{', '.join(problems.names())} or all") from None
     import torch  # noqa: PLC0415
 
-    from fusedkit import ceilings  # noqa: PLC0415
+    from fusedkit import ceilings, device  # noqa: PLC0415
 
     if not torch.cuda.is_available():
         raise ValueError("ceilings are measured on a GPU and no CUDA GPU is visible here; the "
@@ -203,7 +203,7 @@ def _ceilings(args: argparse.Namespace) -> int:
     path = records.path_for(torch.device("cuda"), args.records)
     with _option("--records", args.records):
         records.preflight(path)
-        got = ceilings.record_run([problems.get(k) for k in keys], path)
+        got = device.record_run([problems.get(k) for k in keys], path)
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(ceilings.table(got).to_string(index=False))
     return 0

@@ -22,6 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from fusedkit import records
 from fusedkit.ceilings import (COPY, COPY_BYTES, DRAM_READ, DRAM_READ_BYTES, GEMM_OPERANDS,
@@ -136,7 +137,7 @@ def _row(ctx: records.RunContext, variant: str, sizes: str, t: Timing, **fields)
                             repeats=t.repeats, **fields)
 
 
-def measure(ctx: records.RunContext, shapes: Sequence[tuple[int, int, int]] = (),
+def time_ceilings(ctx: records.RunContext, shapes: Sequence[tuple[int, int, int]] = (),
             device: str | torch.device | None = None, *, say: Callable[[str], None] = print,
             gpu: GpuSpec | None = None) -> list[dict]:
     """Measure the copy, DRAM-read and L2-read ceilings and cuBLAS at each (M, N, K) of
@@ -179,6 +180,16 @@ def measure(ctx: records.RunContext, shapes: Sequence[tuple[int, int, int]] = ()
     return rows
 
 
+def measure_ceilings(ctx: records.RunContext, gpu: GpuSpec, problem: Problem,
+                     sizes: Sequence = ()) -> tuple[GpuSpec, list[dict]]:
+    """The ceilings of a run (:func:`time_ceilings`, cuBLAS at ``problem``'s GEMM shapes at each
+    of ``sizes``): ``gpu`` with the measured copy bandwidth in place of the datasheet's (the
+    recorded % of floor uses it), and the rows, not yet appended."""
+    rows = time_ceilings(ctx, gemm_shapes(problem, list(sizes) or None), say=tqdm.write, gpu=gpu)
+    copy_gbps = next(float(r["gbps"]) for r in rows if r["variant"] == COPY)
+    return gpu.with_measurements(mem_gbps=copy_gbps), rows
+
+
 def _beside_datasheet(gpu: GpuSpec, operands: str, tflops: float) -> str:
     """", 70% of the datasheet's 989 (as if always busy at 1.28 GHz)"."""
     peak = gpu.peak_tflops(_UNIT[operands])
@@ -204,7 +215,7 @@ def record_run(problems: Sequence[Problem], path: str | Path | None = None, *,
     shapes = list(dict.fromkeys(shapes))
     say(f"run {ctx.run_id} on {ctx.device}, commit {ctx.commit}")
     with sampling(ctx.run_id, path_for(path), say=say):
-        rows = measure(ctx, shapes, device, say=say)
+        rows = time_ceilings(ctx, shapes, device, say=say)
         records.append_rows(path, rows)
     return of_run(ctx.run_id, path)
 

@@ -29,11 +29,12 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from fusedkit import clocks, records
+from fusedkit import device as beside, records
+from fusedkit.clocks import path_for as clocks_path
 from fusedkit.hardware import detect_gpu
+from fusedkit.harness import CANNOT_RUN, CPU_BUDGET_S, REP_MS, SEEDS, WARMUP_MS
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes
-from fusedkit.measure import REP_MS, SEEDS, WARMUP_MS
-from fusedkit.runner import measure_ceilings, run_ladder, runnable
+from fusedkit.runner import plans, run_ladder
 
 MAX_POINTS = 256
 """Most size points one sweep may have (the cross product of every spec)."""
@@ -154,19 +155,6 @@ def sweep_points(problem: Problem, axes: Mapping[str, Sequence[int]],
             for combo in itertools.product(*(axes[k] for k in names))]
 
 
-def point_refusal(problem: Problem, sizes: Sizes, device: torch.device,
-                  names: Sequence[str] | None) -> tuple[str, list[str]]:
-    """Why no variant can run at ``sizes`` ("" when some can), and the per-variant notes."""
-    try:
-        problem.check_runnable(sizes, device)
-    except SizeError as e:
-        return str(e), []
-    chosen, notes = runnable(problem, names, sizes, device)
-    if not chosen:
-        return "no chosen variant can run here: " + "; ".join(notes), notes
-    return "", notes
-
-
 @dataclass
 class SweepResult:
     """What one sweep measured: its series id, the rows it recorded, the points it skipped."""
@@ -182,55 +170,57 @@ def run_sweep(problem: Problem, axes: Mapping[str, Sequence[int]],
               device: str | torch.device | None = None, seeds: int = SEEDS,
               warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS, records_path: Path | None = None,
               ceilings: bool = True, progress: bool = True,
-              ctx: records.RunContext | None = None) -> SweepResult:
-    """Run the ladder at every point of a sweep, as one recorded series (one ``run_id``).
+              ctx: records.RunContext | None = None, budget_s: float = CPU_BUDGET_S) -> SweepResult:
+    """The ladder at every point of a sweep, recorded as one series (one ``run_id``).
 
-    ``axes`` is :func:`parse_sweep`'s {dimension: values}; ``base`` fixes the other sizes.
-    Points too large for ``device`` (CPU FLOP budget, Triton interpreter budget, GPU
-    memory) are skipped with a printed reason, not failed; if no point can run at all,
-    :class:`SizeError` says why before anything is measured. On a GPU the ceilings
-    (:mod:`fusedkit.ceilings`: copy, reads, cuBLAS at every point's GEMM shapes) are measured
-    once, before the first point, every point's % of floor uses the copy bandwidth, and the
-    SM clock and power are read beside the whole series (:mod:`fusedkit.clocks`). Components (memory-bound pieces) are not timed in a sweep.
-    A fault found in a variant is reported and the sweep goes on; an interruption (Ctrl-C)
-    ends it, and the rows finished before it stay recorded. ``ctx`` is the run the series is
-    recorded as (default: a new one), so that a caller knows its ``run_id`` before it ends.
-    """
+    ``axes`` is :func:`parse_sweep`'s {dimension: values}; ``base`` fixes the other sizes. Every
+    point is planned before anything runs (:func:`fusedkit.runner.plans`): a point too large to
+    hold here is left out, and a variant that cannot run at a point (a GPU step on a
+    CPU, an estimate over ``budget_s``) is left out with its reason, said once. On a GPU the
+    ceilings are measured once for the whole series, at every point's GEMM shapes, and the clocks
+    read beside it. A fault is reported and the sweep goes on; an interruption ends it, and the
+    rows finished before it stay recorded."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if variants:
-        problem.ladder(variants)   # validate the names before any work
-    points = sweep_points(problem, axes, base)
-    plan, skipped, told = [], [], set()
-    for sizes in points:
-        why, notes = point_refusal(problem, sizes, device, variants)
+        problem.ladder(variants)   # the names, before any work
+    todo, skipped, told = [], [], set()
+    for sizes in sweep_points(problem, axes, base):
+        try:
+            chosen = plans(problem, sizes, variants, device=device, seeds=seeds,
+                           warmup_ms=warmup_ms, rep_ms=rep_ms, budget_s=budget_s)
+        except SizeError as e:   # too large to hold here: this point is left out, said once
+            skipped.append(f"{fmt_sizes(sizes)}: {e}")
+            tqdm.write(f"skipped point {fmt_sizes(sizes)}: {e}")
+            continue
+        notes = [p.refusal.removeprefix(CANNOT_RUN + ": ") for p in chosen if p.refusal]
         for note in notes:
-            if note not in told:   # a GPU-only variant is noted once, not at every point
+            if note not in told:
                 told.add(note)
-                tqdm.write(f"skipped {note}" + ("" if why else f" (at {fmt_sizes(sizes)})"))
-        if why:
-            skipped.append(f"{fmt_sizes(sizes)}: {why}")
-            tqdm.write(f"skipped point {fmt_sizes(sizes)}: {why}")
+                tqdm.write(f"skipped {note} (at {fmt_sizes(sizes)})")
+        names = [p.variant.slug for p in chosen if not p.refusal]
+        if names:
+            todo.append((sizes, names, sum(p.estimate_s for p in chosen if not p.refusal)))
         else:
-            plan.append((sizes, [v.slug for v in runnable(problem, variants, sizes, device)[0]]))
-    if not plan:
+            skipped.append(f"{fmt_sizes(sizes)}: {'; '.join(notes)}")
+    if not todo:
         raise SizeError(f"sweep {', '.join(axes)}: no point can run on {device.type}; first: {skipped[0]}")
+    tqdm.write(f"{problem.key} sweep: {len(todo)} point(s), about {sum(t for *_, t in todo):.0f} s "
+               "here (estimated)")
     ctx = ctx or records.RunContext.collect()
     path = records.path_for(device, records_path)
     gpu = detect_gpu().spec
     frames = []
-    sampler = (clocks.sampling(ctx.run_id, clocks.path_for(path), say=tqdm.write)
-               if device.type == "cuda" else contextlib.nullcontext())
-    with sampler:
+    with (beside.sampling(ctx.run_id, clocks_path(path), say=tqdm.write)
+          if device.type == "cuda" else contextlib.nullcontext()):
         if device.type == "cuda" and ceilings:
-            # Once per series, shared by every point; cuBLAS at every point's GEMM shapes.
-            gpu, rows = measure_ceilings(ctx, gpu, problem, [sizes for sizes, _ in plan])
+            gpu, rows = beside.measure_ceilings(ctx, gpu, problem, [sizes for sizes, *_ in todo])
             records.append_rows(path, rows)
-        bar = tqdm(plan, desc=f"{problem.key} sweep", unit="point", disable=not progress)
-        for sizes, names in bar:
+        bar = tqdm(todo, desc=f"{problem.key} sweep", unit="point", disable=not progress)
+        for sizes, names, _ in bar:
             bar.set_postfix_str(", ".join(f"{k}={sizes[k]}" for k in axes))
             df = run_ladder(problem, sizes, variants=names, device=device, seeds=seeds,
                             warmup_ms=warmup_ms, rep_ms=rep_ms, records_path=path, ceilings=False,
-                            components=[], progress=False, ctx=ctx, gpu=gpu)
+                            components=[], progress=False, ctx=ctx, gpu=gpu, budget_s=budget_s)
             frames.append(df.assign(**{k: sizes[k] for k in axes}))
     rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return SweepResult(ctx.run_id, rows, skipped, len(plan))
+    return SweepResult(ctx.run_id, rows, skipped, len(todo))

@@ -406,7 +406,7 @@ def test_the_console_script_is_the_command_and_starts_guarded(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["-m"])
     monkeypatch.setattr(sys, "orig_argv", ["python", "-X", "importtime", "-m", "fusedkit", "info"])
     assert interrupts.launched_as_command()
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "fusedkit.devtools.probe_tma_tf32"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "devtools.probe_tma_tf32"])
     assert not interrupts.launched_as_command()
     monkeypatch.setattr(sys, "argv", ["/x/ipykernel_launcher.py", "-f", "k.json"])
     assert not interrupts.launched_as_command()

@@ -4,8 +4,6 @@ included), the sampler around a fake nvidia-smi, and the clock figure."""
 from __future__ import annotations
 
 import math
-import os
-import stat
 from pathlib import Path
 
 import matplotlib
@@ -118,44 +116,6 @@ def test_summary_counts_busy_and_capped_readings():
     assert (s.sm_min_mhz, s.sm_max_mhz, s.power_limit_w, s.max_sm_mhz) == (1780, 1980, 700, 1980)
     assert "a power or thermal cap active in 67% of them (software power cap)" in clocks.summary_line(s)
     assert clocks.summarize(r.iloc[0:0]) is None
-
-
-def test_sampling_without_nvidia_smi_says_so_and_records_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(clocks.shutil, "which", lambda name: None)
-    said = []
-    with clocks.sampling("20261202T100000Z-aaaaaa", tmp_path / "clocks.csv", say=said.append):
-        pass
-    assert said == ["clocks: no nvidia-smi here; the SM clock and power of this run are not recorded"]
-    assert not (tmp_path / "clocks.csv").exists()
-
-
-FAKE_SMI = """#!/bin/sh
-# A stand-in for nvidia-smi: lists its fields, answers a probe, then reads "forever".
-case "$*" in
-  *--help-query-gpu*) echo '"timestamp" "clocks.sm" "clocks.max.sm" "clocks.mem" "power.draw"'
-                      echo '"power.limit" "temperature.gpu" "utilization.gpu" "clocks_event_reasons.active"'; exit 0 ;;
-  *-lms*) i=0; while true; do
-            echo "2026/12/02 10:00:00.$((100 + i)), 1755, 1980, 2619, 650.5, 700.00, 61, 100, 0x0000000000000004"
-            i=$((i + 1)); sleep 0.05; done ;;
-  *) echo "2026/12/02 10:00:00.000"; exit 0 ;;
-esac
-"""
-
-
-def test_sampler_reads_a_background_nvidia_smi_and_stops_it(tmp_path, monkeypatch):
-    fake = tmp_path / "bin" / "nvidia-smi"
-    fake.parent.mkdir()
-    fake.write_text(FAKE_SMI)
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    said = []
-    import time
-    with clocks.sampling("20261202T100000Z-aaaaaa", tmp_path / "clocks.csv", say=said.append) as s:
-        time.sleep(0.4)
-    assert s._proc is None   # stopped
-    back = clocks.read_clocks(tmp_path / "clocks.csv")
-    assert len(back) >= 2 and (back["sm_mhz"] == 1755).all()
-    assert said and "SM clock median 1755 MHz" in said[-1] and "100% of them" in said[-1]
 
 
 def test_problem_runs_are_the_runs_with_readings_that_measured_it(tmp_path):

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from fusedkit import problems, records, results
-from fusedkit.devtools import (common, hopper_probe, hopper_probe_p45, probe_p12_tf32, probe_tma_tf32,
-                               small_batch_probe, sweep_p12_triton)
+from devtools import (common, hopper_probe, hopper_probe_p45, probe_p12_tf32, probe_tma_tf32,
+                      small_batch_probe, sweep_p12_triton)
 from fusedkit.mode import triton_interprets
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def _rows(tmp_path):
 @no_gpu
 @pytest.mark.parametrize("tool", ["probe_p12_tf32", "probe_tma_tf32"])
 def test_probe_checks_in_the_interpreter_and_records_nothing_untimed(tool, tmp_path):
-    out = subprocess.run([sys.executable, "-m", f"fusedkit.devtools.{tool}", "--records",
+    out = subprocess.run([sys.executable, "-m", f"devtools.{tool}", "--records",
                           str(tmp_path / "r.csv")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     checked = [line for line in out.stdout.splitlines() if "(checked, not timed)" in line]
@@ -126,12 +126,12 @@ def test_a_launch_timed_alone_is_recorded_but_never_a_component(tmp_path):
 
 
 def test_probe_clis_refuse_bad_input_in_one_line(capsys):
-    cases = [(hopper_probe, ["--rep-ms", "0"], "--rep-ms=0 is out of range"),
+    cases = [(hopper_probe, ["--rep-ms", "0"], "--rep-ms='0': expected a number > 0"),
              (hopper_probe_p45, ["--sizes", "batch_size=0"], "--sizes='batch_size=0': batch_size=0"),
              (probe_p12_tf32, ["--budget-s", "0"], "--budget-s=0.0: must be > 0"),
              (probe_p12_tf32, ["--precision", "fp8"], "invalid choice: 'fp8'"),
              (sweep_p12_triton, ["--precision", "fp16"], "invalid choice: 'fp16'"),
-             (probe_tma_tf32, ["--rep-ms", "x"], "--rep-ms='x' is not a number")]
+             (probe_tma_tf32, ["--rep-ms", "x"], "--rep-ms='x': expected a number > 0")]
     for module, args, wrong in cases:
         with pytest.raises(SystemExit) as e:
             module.main(args)
@@ -148,7 +148,7 @@ def test_gpu_probes_without_a_gpu_say_so_in_one_line(module, capsys):
 
 
 def test_shell_tools_parse():
-    for sh in (REPO / "fusedkit/devtools").glob("*.sh"):
+    for sh in (REPO / "devtools").glob("*.sh"):
         assert subprocess.run(["bash", "-n", str(sh)]).returncode == 0, sh
 
 
@@ -156,7 +156,7 @@ def test_gpu_session_sweep_defaults_name_real_variants_and_sizes():
     """A typo in the sweep stage's defaults would surface only on a lent GPU, costing device time."""
     from fusedkit.sweep import parse_sweep
 
-    text = (REPO / "fusedkit/devtools/gpu_session.sh").read_text()
+    text = (REPO / "devtools/gpu_session.sh").read_text()
     specs = dict(re.findall(r"spec=\$\{SWEEP_(P\d+):-([^}]+)\}", text))
     variants = dict(re.findall(r"v=\$\{SWEEP_VARIANTS_(P\d+):-([^}]+)\}", text))
     assert specs.keys() == variants.keys() == {"P12", "P45"}
@@ -168,7 +168,7 @@ def test_gpu_session_sweep_defaults_name_real_variants_and_sizes():
 
 
 def test_gpu_session_probe_stage_runs_the_probes_with_their_options():
-    text = (REPO / "fusedkit/devtools/gpu_session.sh").read_text()
+    text = (REPO / "devtools/gpu_session.sh").read_text()
     calls = re.findall(r"python3 -m \"\$m\" (.*?) 2>&1", text)
     assert calls, "the probe stage calls the Hopper probes"
     for module in (hopper_probe, hopper_probe_p45):
@@ -197,7 +197,7 @@ def test_a_probe_says_where_a_broken_launch_broke_and_not_for_a_failed_check():
 
 @pytest.mark.parametrize("args, wrong", [(["--rows", "0,4"], "must be integers >= 1"),
                                          (["--rows", "four"], "expected row counts"),
-                                         (["--calls", "0"], "an integer >= 1"),
+                                         (["--calls", "0"], "--calls='0': expected a number > 0"),
                                          (["--problem", "p99"], "invalid choice: 'p99'")])
 def test_small_batch_probe_rejects_bad_arguments_in_one_line(args, wrong, capsys):
     with pytest.raises(SystemExit) as e:

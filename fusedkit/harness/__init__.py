@@ -12,7 +12,7 @@ arguments once, at the edge; :mod:`~fusedkit.harness.measuring` puts them togeth
 
 from fusedkit.harness.budget import CPU_BUDGET_S
 from fusedkit.harness.judge import classify, eager32, reference64, rel_error
-from fusedkit.harness.measuring import CheckResult, Measurement, measure
+from fusedkit.harness.measuring import CheckResult, Measurement, measure, pack, run_job, unpack
 from fusedkit.harness.plans import Plan, candidate, plan
 from fusedkit.harness.pool import WorkerDied
 from fusedkit.harness.terms import (CANNOT_RUN, FAULT_CLASSES, MALFORMED, MAX_SEEDS, REP_MS, SEEDS,
@@ -28,4 +28,4 @@ def estimate_s(p: Plan) -> float:
 __all__ = ["CANNOT_RUN", "CPU_BUDGET_S", "FAULT_CLASSES", "MALFORMED", "MAX_SEEDS", "REP_MS",
            "SEEDS", "TIERS", "WARMUP_MS", "Build", "CheckResult", "Measurement", "Plan",
            "WorkerDied", "candidate", "classify", "eager32", "estimate_s", "measure", "plan",
-           "reference64", "rel_error"]
+           "pack", "reference64", "rel_error", "run_job", "unpack"]

@@ -165,7 +165,7 @@ def estimate_s(problem: Problem, v: Variant, sizes: Sizes, device: torch.device,
     ref64 = flops / _cpu_flops_per_s(torch.float64)
     eager = flops / _cpu_flops_per_s(torch.float32)
     odd = nearby_odd(problem, sizes)
-    if v.triton:
+    if v.triton and v.source:   # a registered step: its launches are known (a learner's are not)
         one = call_s(problem, v, sizes)
         pair = call_s(problem, v, sizes, True) + one
         odd_pair = call_s(problem, v, odd, True) + call_s(problem, v, odd)

@@ -257,6 +257,41 @@ def _measure(p: Plan) -> Measurement:
     return m
 
 
+def run_job(job, problem: Problem, build, device: str | torch.device, *,
+            call_timeout_s: float = 60.0, build_timeout_s: float = 900.0, **kwargs: object) -> object:
+    """Run ``job`` (a module-level function of fusedkit, such as an exercise's probe) on the
+    candidate ``build`` in a worker of its own: ``job(build=, report=, problem_key=, device=,
+    **kwargs)`` there, its plain result (tensors :func:`pack`-ed) here. A crash, a hang, a
+    forbidden reach or a raised error is :class:`~fusedkit.harness.WorkerDied`, its ``line`` the
+    verdict."""
+    device = torch.device(device)
+    with pool.worker(device) as w:
+        sources = pool.Sources()
+        kind, body = w.ask({"op": "job", "job": f"{job.__module__}:{job.__qualname__}",
+                            "spec": pool.builder_spec(problem, build), "problem": problem.key,
+                            "kwargs": kwargs}, build_timeout_s + call_timeout_s, "the probe's call")
+        line = sources.undo() or w.left_running()
+    if line:
+        raise pool.WorkerDied(line)
+    if kind == "raised":
+        raise pool.WorkerDied(f"{RAISED}: {body}")
+    return body
+
+
+def pack(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A tensor for a job to return: its values, on the host."""
+    return None if t is None else t.detach().to("cpu").contiguous()
+
+
+def unpack(t: object, device: str | torch.device) -> torch.Tensor | None:
+    """A tensor a job returned, on ``device``; anything else where a tensor belongs is malformed."""
+    if t is None:
+        return None
+    if type(t) is not torch.Tensor:
+        raise wire.Malformed(f"a {type(t).__name__} where a tensor belongs")
+    return t.to(device)
+
+
 # -- the check ----------------------------------------------------------------------------------
 
 def _check(w: pool.Worker, p: Plan, spec: list) -> CheckResult:
@@ -440,7 +475,7 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> Non
                        "caller's current stream and do the work inside the call")
     m.timing = timing.summarize(samples, "cuda-events" if gpu else "cpu-wall")
     verdict = judge.judge_timed(problem, p.sizes, seed, device, p.variant.precision,
-                                m.check.tier, calls)
+                                m.check.tier, m.check.eager_rel_error, calls)
     if verdict:
         raise _Refused(verdict)
     if gpu:

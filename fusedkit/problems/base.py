@@ -27,8 +27,6 @@ Sizes = dict[str, int]
 
 # Counts of 32-bit elements above this overflow the int32 indices our CUDA kernels use.
 INT32_MAX = 2**31 - 1
-# A CPU run is allowed this much arithmetic (about half a minute for eager on 2 cores).
-CPU_FLOP_BUDGET = 2.0e12
 CPU_BYTE_BUDGET = 8 * 2**30
 # What a step is compiled for: "any" device its needs_gpu allows, or Hopper's own target.
 ARCHES = ("any", HOPPER_ARCH)
@@ -219,7 +217,7 @@ class Problem:
         model and its hidden copy, four copies of the inputs and the outputs, and this process
         after it, with the float64 references) must fit 90% of the free
         device memory on a GPU, :data:`CPU_BYTE_BUDGET` on a CPU; a refusal says which sizes
-        would fit. On a CPU a budget of FLOPs also keeps a run to about half a minute.
+        would fit. (How long a run may take is the harness's estimate: :mod:`fusedkit.harness.budget`.)
         """
 
         sizes = self.sizes(sizes)
@@ -232,16 +230,13 @@ class Problem:
             free, _ = torch.cuda.mem_get_info(device)
             budget, where = 0.9 * free, "on the GPU (90% of its free memory)"
         else:
-            flops = sum(s.flops for s in self.stages(sizes))
-            if flops > CPU_FLOP_BUDGET:
-                raise SizeError(f"sizes {fmt_sizes(sizes)} need {flops / 1e12:.2f} TFLOP; a CPU run "
-                                f"is allowed at most {CPU_FLOP_BUDGET / 1e12:.0f} TFLOP: lower a dimension")
             budget, where = CPU_BYTE_BUDGET, "in a CPU run"
         need = harness_bytes(self, sizes, device)
         if need > budget:
             fits = self._largest_fitting(sizes, lambda s: harness_bytes(self, s, device) <= budget)
-            raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.1f} GiB while checked and "
-                            f"timed; allowed: at most {budget / 2**30:.1f} GiB {where}, e.g. "
+            digits = 1 if f"{need / 2**30:.1f}" != f"{budget / 2**30:.1f}" else 3
+            raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.{digits}f} GiB while "
+                            f"checked and timed; allowed: at most {budget / 2**30:.{digits}f} GiB {where}, e.g. "
                             f"{' or '.join(f'{k}<={v}' for k, v in fits.items()) or 'smaller sizes'}")
 
     def _largest_fitting(self, sizes: Sizes, fits: Callable[[Sizes], bool]) -> dict[str, int]:
@@ -590,8 +585,8 @@ def harness_bytes(problem: Problem, sizes: Sizes, device: str | torch.device = "
     no memory of its own beyond its output: what :meth:`Problem.check_runnable` compares with
     the memory a run may use.
 
-    Counted from the code of :func:`fusedkit.check.candidate_calls` (the kernel's worker) and
-    :func:`fusedkit.check.judge_calls` (this process), in fp32 copies of the inputs (X bytes),
+    Counted from the code of the kernel's worker (:class:`fusedkit.harness.worker.Session`) and
+    of the judge (:func:`fusedkit.harness.judge.judge_build`), in fp32 copies of the inputs (X bytes),
     the parameters (W) and the output (Y). The two peaks come one after the other (the worker
     holds nothing of a build once it has sent its outputs), so the larger one counts:
 

@@ -165,7 +165,7 @@ for _v in _STEPS:
 
 # Built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the runner skips it with
 # one line (fusedkit.check.device_refusal). Also named as a group for
-# python -m fusedkit.devtools.hopper_probe_p45 and its tests. Its build hands the extension's two
+# python -m devtools.hopper_probe_p45 and its tests. Its build hands the extension's two
 # GEMMs to common/fp16x3_lse.py (x split per call, the weights once per weight version, GEMM1,
 # GEMM2, the combine): the module the exported KernelBench file runs too (fusedkit.export).
 HOPPER_VARIANTS = tuple(v for v in _STEPS if v.hopper)

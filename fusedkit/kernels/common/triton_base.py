@@ -83,7 +83,7 @@ def small_batch_configs(configs: list[triton.Config], m: int, n: int, sms: int
     0.2-0.45 ms in others at 4-64 rows, the autotuner free to pick either; with only 128 x 64
     tiles left (commit 96996dc) 4 rows took 0.227 ms. With this choice (c4e3105) 16 and 64 rows
     ran a steady 0.116-0.119 ms; 4 rows still took 0.16-0.22 ms, for a reason not found yet
-    (fusedkit.devtools.small_batch_probe separates host time from GPU time there)."""
+    (devtools.small_batch_probe separates host time from GPU time there)."""
     def tiles(c: triton.Config) -> int:
         return triton.cdiv(m, c.kwargs["BLOCK_M"]) * triton.cdiv(n, c.kwargs["BLOCK_N"])
 

@@ -121,7 +121,7 @@ _GPU_SPACE: dict[str, list[ConfigKey]] = {
         (128, 128, 32, 4, 4, 1, False, 8, 1),  # the best non-persistent TMA tile (0.414 ms), 192.5 KB
         (128, 128, 32, 6, 4, 2, False, 8, 1),  # deeper pipeline thanks to the half-tile staging, 224 KB
         (128, 128, 64, 3, 8, 2, False, 8, 1),  # half as many K steps, 224 KB
-        # Warp-specialized configs are left out: on an H200 (2026-11-29, fusedkit/devtools/probe_p12_tf32.py,
+        # Warp-specialized configs are left out: on an H200 (2026-11-29, devtools/probe_p12_tf32.py,
         # data/logs/probe_p12_tf32_h200.txt) two of three returned NaN and the third was slower
         # (0.434 ms). The autotuner checks no results, so a wrong config must never be listed.
     ],
@@ -134,7 +134,7 @@ _GPU_SPACE: dict[str, list[ConfigKey]] = {
 GPU_CONFIGS: dict[str, list[triton.Config]] = {p: [make_config(*k) for k in keys]
                                                for p, keys in _GPU_SPACE.items()}
 
-# A wider set for fusedkit/devtools/probe_p12_tf32.py to time on a GPU (the autotuner never sees it):
+# A wider set for devtools/probe_p12_tf32.py to time on a GPU (the autotuner never sees it):
 # which tile, pipeline depth, store split, tile order and cluster size beat eager's cuBLAS
 # TF32 GEMM at 1024x8192x8192? The first entry is the best config measured so far (0.3825
 # ms vs eager 0.3693 ms on an H200, data/logs/probe_p12_tf32_h200.txt), repeated as the

@@ -1,5 +1,5 @@
 """What the probes share: their command-line options, and one recorded run that all the
-measurements of a probe join, each checked and timed by :func:`fusedkit.measure.measure`."""
+measurements of a probe join, each checked and timed by :func:`fusedkit.harness.measure`."""
 
 from __future__ import annotations
 
@@ -10,22 +10,39 @@ from pathlib import Path
 
 import torch
 
-from fusedkit import bench, records
-from fusedkit.check import SEEDS
-from fusedkit.cli import Parser, positive_float
-from fusedkit.measure import WARMUP_MS, Measurement, measure
-from fusedkit.problems import Problem, Sizes, fmt_sizes
+from fusedkit import records
+from fusedkit.harness import SEEDS, WARMUP_MS, Measurement, measure
+from fusedkit.harness.timing import Timing, time_fn
+from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes
 from fusedkit.roofline import achieved
 
 LAUNCH = "launch alone, not checked"
 """How the notes of a launch timed on its own begin: a piece of a step, not the problem's output."""
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):   # one line, exit status 2 (argparse's usage block left out)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def positive(kind: type, name: str) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` above 0, else one line naming ``name``."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"{name}={text!r}: expected a number > 0")
+        return value
+    return parse
+
+
 def parser(prog: str, doc: str) -> argparse.ArgumentParser:
     """A probe's parser: one ``error:`` line and exit status 2 on bad input, with ``--rep-ms``
-    and ``--records`` as ``python -m fusedkit bench`` takes them."""
-    ap = Parser(prog=f"python -m fusedkit.devtools.{prog}", description=doc.splitlines()[0])
-    ap.add_argument("--rep-ms", type=positive_float("--rep-ms"), default=200.0,
+    and ``--records`` as ``fusedkit bench`` takes them."""
+    ap = _Parser(prog=f"python -m devtools.{prog}", description=doc.splitlines()[0])
+    ap.add_argument("--rep-ms", type=positive(float, "--rep-ms"), default=200.0,
                     help="timing budget per measurement, ms (> 0)")
     ap.add_argument("--records", help="records CSV (default: data/records.csv on a GPU, the "
                                       "ignored data/local/records.csv without one)")
@@ -58,7 +75,7 @@ class Probe:
 
     def measure(self, problem: Problem, what: object, sizes: Sizes, *, notes: Sequence[str] = (),
                 time_it: bool = True, quiet: bool = False, **kw: object) -> Measurement | None:
-        """:func:`fusedkit.measure.measure` of ``what`` (a variant's name or a builder; ``kw``:
+        """:func:`fusedkit.harness.measure` of ``what`` (a variant's name or a builder; ``kw``:
         ``name``, ``precision``, ``triton``) at ``sizes``, its summary printed (``quiet``: only a
         failure) and, when it was timed clean, its row recorded with ``notes`` added. None, after
         one line, when it cannot run here (a GPU step on a CPU, a Hopper step elsewhere)."""
@@ -74,7 +91,7 @@ class Probe:
             print(f"{label}: not run: {m.failure}", flush=True)
             return None
         if m.timed:
-            row = m.record_fields()
+            row = m.row()
             row["notes"] = "; ".join([row["notes"], f"probe {self.name}", *notes])
             self._append(records.make_row(self.ctx, **row))
         if not quiet or not m.ok:
@@ -83,12 +100,12 @@ class Probe:
         return m
 
     def time_launch(self, problem: Problem, sizes: Sizes, variant: str, fn: Callable[[], object], *,
-                    flop: float = 0.0, nbytes: float = 0.0, notes: Sequence[str] = ()) -> bench.Timing:
+                    flop: float = 0.0, nbytes: float = 0.0, notes: Sequence[str] = ()) -> Timing:
         """Time one launch of a step alone (``fn()``, the harness's timer, an L2 flush before each
         call) and record it as ``variant``: it computes a piece, not the problem's output, so no
         check can judge it, and its notes say so. ``flop`` and ``nbytes`` give its TFLOP/s and GB/s."""
-        t = bench.time_fn(fn, warmup_ms=min(WARMUP_MS, self.rep_ms), rep_ms=self.rep_ms,
-                          device=self.device)
+        t, _ = time_fn(fn, warmup_ms=min(WARMUP_MS, self.rep_ms), rep_ms=self.rep_ms,
+                       device=self.device)
         tflops, gbps = achieved(flop, nbytes, t.median_ms)
         tflops, gbps = tflops or None, gbps or None
         self._append(records.make_row(
@@ -111,8 +128,6 @@ class Probe:
 def sizes_arg(problem: Problem) -> Callable[[str], Sizes]:
     """An argparse type: ``--sizes`` as ``bench`` takes it (NAME=VALUE,...), validated by the
     problem, one line naming the option otherwise."""
-    from fusedkit.problems import SizeError, parse_sizes  # noqa: PLC0415
-
     def parse(text: str) -> Sizes:
         try:
             return problem.sizes(parse_sizes(text))

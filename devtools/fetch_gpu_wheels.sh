@@ -3,7 +3,7 @@
 # notebooks there, and websocket-client, which tests/test_browser.py imports: without it pytest
 # stops while collecting the suite there), into .whl/ (ignored by git; carry it with the call). That machine runs
 # Python 3.12 with torch, numpy, pandas, jinja2 ... already installed: those are removed
-# again so that its own versions stay in charge. fusedkit/devtools/gpu_session.sh installs the rest.
+# again so that its own versions stay in charge. devtools/gpu_session.sh installs the rest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude

@@ -1,6 +1,6 @@
 """Probe: at a few rows, is a faithful step waiting on the host or on the GPU?
 
-    python -m fusedkit.devtools.small_batch_probe [--problem p12] [--rows 1,4,16,64] [--calls 200] [--records FILE]
+    python -m devtools.small_batch_probe [--problem p12] [--rows 1,4,16,64] [--calls 200] [--records FILE]
 
 Sweeps recorded problem 12's Triton step 9 at 4 rows either at 0.116 ms or spread over
 0.14-0.25 ms, run to run, while 16 and 64 rows stayed at 0.116-0.119 ms with the same GPU work
@@ -14,7 +14,7 @@ problem 45's by-batch step and the steps it routes to (3, 7, 5) the same way:
   own time when it never waits for the host;
 - ``isolated_ms``: events around one call after a sync, median: what a caller that waits for
   each result sees (the launch latency included);
-- ``harness_ms`` (p10-p90): :func:`fusedkit.measure.measure`'s time (checked first), an L2
+- ``harness_ms`` (p10-p90): :func:`fusedkit.harness.measure`'s time (checked first), an L2
   flush before each call;
 - ``config``: for step 9, the tile the autotuner chose at this size.
 
@@ -36,8 +36,7 @@ import pandas as pd
 import torch
 
 from fusedkit import problems
-from fusedkit.cli import positive_int
-from fusedkit.devtools.common import Probe, parser, refused
+from devtools.common import Probe, parser, positive, refused
 
 
 def steps(problem: problems.Problem) -> list[str]:
@@ -127,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problem", choices=problems.names(), default="p12",
                     help="the problem whose by-batch step and its routed steps are probed")
     ap.add_argument("--rows", type=_rows, default=[1, 4, 16, 64], help="row counts, e.g. 1,4,16,64")
-    ap.add_argument("--calls", type=positive_int("--calls"), default=200, help="calls per own timing")
+    ap.add_argument("--calls", type=positive(int, "--calls"), default=200, help="calls per own timing")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("small_batch_probe: needs a CUDA GPU (torch sees none); run it on the GPU machine",

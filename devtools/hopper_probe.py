@@ -1,11 +1,11 @@
 """Probe: do problem 12's Hopper steps (11-16, wgmma fed by TMA) build, compute the right
 thing, and how close do they come to cuBLAS's fp16 GEMM?  One GPU call, one recorded run:
 
-    python -m fusedkit.devtools.hopper_probe [--rep-ms 200] [--sizes batch_size=1024,...] [--records FILE]
+    python -m devtools.hopper_probe [--rep-ms 200] [--sizes batch_size=1024,...] [--records FILE]
 
 1. ptxas resources of each step (registers, spills, shared memory), compiled here for sm_90a;
 2. the Hopper extension's build (a compile error is printed, the cuBLAS bar still runs);
-3. per step, :func:`fusedkit.measure.measure`'s check at small odd sizes (check only), then its
+3. per step, :func:`fusedkit.harness.measure`'s check at small odd sizes (check only), then its
    check and time at the full size, recorded (notes: the probe and the step's ptxas resources);
    the Triton fp16x3 step 09 is measured at the full size only, to compare with step 14;
 4. each step's % of cuBLAS fp16 (``cublas_fp16_epilogue``) in the same run, step 14 beside
@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from fusedkit import build, records
-from fusedkit.check import one_line
-from fusedkit.devtools.common import Probe, parser, refused, sizes_arg
+from fusedkit.harness.terms import one_line
+from devtools.common import Probe, parser, refused, sizes_arg
 from fusedkit.problems import Problem, Sizes, Variant
 from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
 

@@ -1,12 +1,12 @@
 """Probe: does problem 45's Hopper step (07: both fp16x3 GEMMs on the wgmma kernel) build, compute
 the right thing, and how fast is it beside the Triton fp16x3 step (05)?  One GPU call, one recorded run:
 
-    python -m fusedkit.devtools.hopper_probe_p45 [--rep-ms 200] [--sizes batch_size=16384,...] [--records FILE]
+    python -m devtools.hopper_probe_p45 [--rep-ms 200] [--sizes batch_size=16384,...] [--records FILE]
 
 1. ptxas resources of step 07's two kernels (registers, spills, shared memory), for sm_90a;
 2. p45's Hopper extension's build (a compile error is printed, the rest still runs);
 3. per variant (eager fp32, step 07, Triton step 05 ``triton_fused_lse_fp16x3``):
-   :func:`fusedkit.measure.measure`'s check at small odd sizes (step 07 only, check only), then
+   :func:`fusedkit.harness.measure`'s check at small odd sizes (step 07 only, check only), then
    its check and time at the full size, recorded; the speed-up over eager in the same run printed;
 4. step 07 split into its launches (x split, GEMM1, GEMM2, combine), each timed alone and
    recorded as ``wgmma_fp16x3_lse:<launch>`` (a launch computes a piece: no check judges it).
@@ -16,8 +16,8 @@ A failure in one variant is printed on its line and the probe goes on; it is not
 from __future__ import annotations
 
 from fusedkit import build
-from fusedkit.devtools.common import Probe, parser, refused, sizes_arg
-from fusedkit.devtools.hopper_probe import failed, measure_steps, start
+from devtools.common import Probe, parser, refused, sizes_arg
+from devtools.hopper_probe import failed, measure_steps, start
 from fusedkit.problems import Sizes
 from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
 

@@ -4,12 +4,12 @@ At KernelBench's sizes (1024x8192x8192) it measures, in one recorded run: eager 
 step 08 (autotuned), then step 10 at every config of its ``PROBE_SPACE`` (the wider set the
 autotuner never sees), then at the autotuner's own configs not already measured, then step 10
 autotuned, then eager again (``eager_tf32@again``: drift over the run). Each goes through
-:func:`fusedkit.measure.measure` (checked at its declared precision, then timed); a config is
+:func:`fusedkit.harness.measure` (checked at its declared precision, then timed); a config is
 recorded as ``triton_<precision>_persistent@<config>``, its whole config in the notes. After
 ``--budget-s`` seconds no new config is started. The last line names the fastest step 10
 config and its ratio to eager TF32:
 
-    python -m fusedkit.devtools.probe_p12_tf32 [--precision tf32|tf32x3] [--rep-ms 200] [--budget-s 100] [--records FILE]
+    python -m devtools.probe_p12_tf32 [--precision tf32|tf32x3] [--rep-ms 200] [--budget-s 100] [--records FILE]
 
 Without a GPU (TRITON_INTERPRET=1, set by fusedkit) it checks every config in Triton's
 interpreter at a small size (one build each): a logic check, neither timed nor recorded.
@@ -24,7 +24,7 @@ from collections.abc import Callable
 import torch
 
 from fusedkit import problems  # first: settles interpreter mode before Triton loads
-from fusedkit.devtools.common import Probe, parser, refused
+from devtools.common import Probe, parser, refused
 from fusedkit.kernels import load_step
 
 P = problems.get("p12")

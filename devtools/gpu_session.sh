@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
-#   STAGES="info probe tests ceilings bench sweep small reports counters source" PROBLEMS="p12 p45" bash fusedkit/devtools/gpu_session.sh
+#   STAGES="info probe tests ceilings bench sweep small reports counters source" PROBLEMS="p12 p45" bash devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
-# (made by fusedkit/devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
+# (made by devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
 set -uo pipefail
 OUT=${OUT:-/tmp/fusedkit-out}
 mkdir -p "$OUT"
@@ -40,7 +40,7 @@ for stage in ${STAGES:-info tests bench reports}; do
     info)    python3 -m fusedkit info 2>&1 | tee "$OUT/info.txt"; command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/info.txt" ;;
     tests)   # The notebook, widget and report tests import the Jupyter stack: without the wheels
              # their files fail to collect and pytest stops (2026-11-30). Say so in one line first.
-             python3 -c "import nbformat, ipywidgets" 2>/dev/null || echo "tests: no Jupyter stack here: carry .whl (fusedkit/devtools/fetch_gpu_wheels.sh) or the notebook tests fail to collect"
+             python3 -c "import nbformat, ipywidgets" 2>/dev/null || echo "tests: no Jupyter stack here: carry .whl (devtools/fetch_gpu_wheels.sh) or the notebook tests fail to collect"
              python3 -m pytest -m gpu -q -rs --durations=20 -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.txt" | tail -40 ;;
     ceilings) # The GPU's own ceilings in a run of their own: copy, DRAM and L2 reads, cuBLAS at
              # every GEMM shape of the problems, with the SM clock and power read beside.
@@ -61,11 +61,11 @@ for stage in ${STAGES:-info tests bench reports}; do
              done ;;
     probe)   # The Hopper probes: ptxas, build, then each step through measure, recorded in $OUT/records.csv.
              for p in ${PROBLEMS:-p12 p45}; do
-               m=fusedkit.devtools.hopper_probe; [ "$p" = p45 ] && m=fusedkit.devtools.hopper_probe_p45
+               m=devtools.hopper_probe; [ "$p" = p45 ] && m=devtools.hopper_probe_p45
                python3 -m "$m" --rep-ms 100 2>&1 | tee -a "$OUT/probe.txt"
              done ;;
     small)   # The faithful steps at a few rows: host time against GPU time per call, recorded (SMALL_ARGS: --problem p45 --rows ...).
-             python3 -m fusedkit.devtools.small_batch_probe ${SMALL_ARGS:-} 2>&1 | tee -a "$OUT/small_batch_probe.txt" ;;
+             python3 -m devtools.small_batch_probe ${SMALL_ARGS:-} 2>&1 | tee -a "$OUT/small_batch_probe.txt" ;;
     reports) python3 -m fusedkit report --out "$OUT/reports" ${NOTEBOOKS:-} 2>&1 | tail -5 ;;
     counters) # Nsight Compute over every step of each ladder: ncu_<tag>.csv and order_<tag>.json in
              # $OUT (two files per collection); bring them home with python -m fusedkit.counters

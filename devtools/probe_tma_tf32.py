@@ -1,10 +1,10 @@
 """Probe: does feeding step 08's tf32 GEMM through Hopper's bulk-copy engine (TMA tensor
 descriptors) close the gap to cuBLAS's TF32 GEMM?  One line and one record per config:
 
-    python -m fusedkit.devtools.probe_tma_tf32 [--rep-ms 150] [--records FILE]
+    python -m devtools.probe_tma_tf32 [--rep-ms 150] [--records FILE]
 
 Eager TF32 and each (precision, tile) of this file's TMA kernel go through
-:func:`fusedkit.measure.measure` (checked at the declared precision, then timed) in one run;
+:func:`fusedkit.harness.measure` (checked at the declared precision, then timed) in one run;
 a config is recorded as ``tma_<precision>@<BLOCK_M>x<BLOCK_N>x<BLOCK_K>_s<stages>_w<warps>``.
 Without a GPU (TRITON_INTERPRET=1) it checks one small config in the interpreter: neither
 timed nor recorded.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 
 from fusedkit import problems  # first: settles interpreter mode before Triton loads
-from fusedkit.devtools.common import Probe, parser, refused
+from devtools.common import Probe, parser, refused
 
 import triton  # noqa: E402 - after fusedkit, which chose the interpreter or not
 import triton.language as tl  # noqa: E402

@@ -1,8 +1,8 @@
 """Measure step 08's Triton kernel at fixed configs, outside the autotuner, on the GPU at hand.
 
 Explores configs beyond the autotuner's small space before they are added to it:
-    python -m fusedkit.devtools.sweep_p12_triton --precision tf32 [--rep-ms 150] [--records FILE]
-Each config goes through :func:`fusedkit.measure.measure` (checked at the declared precision,
+    python -m devtools.sweep_p12_triton --precision tf32 [--rep-ms 150] [--records FILE]
+Each config goes through :func:`fusedkit.harness.measure` (checked at the declared precision,
 then timed) and is recorded in one run as ``triton_<precision>@<config>``, its tile, stages,
 warps, grouping and shared memory in the notes; the fastest are printed last.
 """
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from fusedkit import problems  # first: settles interpreter mode before Triton loads
-from fusedkit.devtools.common import Probe, parser, refused
+from devtools.common import Probe, parser, refused
 from fusedkit.kernels import load_step
 
 import triton  # noqa: E402 - after fusedkit, which chose the interpreter or not
