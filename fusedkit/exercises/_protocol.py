@@ -1,0 +1,140 @@
+"""The one protocol every exercise follows.
+
+An exercise is an :class:`Exercise`: its name, problem and notebook, the worked ``solution``
+(the skeleton, the notebook's cell, is made from it, so the two cannot drift apart), the
+``hints`` it gives per fault, and :meth:`Exercise.judge`, which turns the learner's answer
+into a :class:`Verdict`: one line, ``✓ ...`` or ``✗ <what was found>. Hint: <what to look
+at>``. Adding an exercise is one short module defining ``EXERCISE``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import linecache
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fusedkit.harness import Measurement
+from fusedkit.problems import Problem, Sizes
+from fusedkit.problems import get as get_problem
+
+TRITON_IMPORTS = "import triton\nimport triton.language as tl"
+"""The imports a Triton skeleton cell opens with."""
+CHECK_OPTIONS = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})
+"""The options of :func:`fusedkit.exercises.check` besides ``device``."""
+# The fault classes of fusedkit.harness.FAULT_CLASSES that a verdict tells apart.
+CRASHED, HUNG, RAISED, UNWRITTEN = "the kernel crashed", "the kernel hung", "raised an error", "unwritten output"
+ALIASING, MUTATION, WRONG = "output aliasing", "input or weight mutation", "wrong result"
+REUSE, SPECIALISED = "result reuse", "shape specialisation"
+
+_ANSWER = re.compile(r"^(\s*)# (\d+): ")
+
+
+@dataclass
+class Verdict:
+    """What :func:`fusedkit.exercises.check` found: the one line shown (``message``), the
+    measurement behind it (None where nothing was measured) and the numbers it quotes."""
+
+    message: str
+    measurement: Measurement | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True for a ``✓`` only: a wrong answer is a failure, whatever its numbers reached."""
+        return self.message.startswith("✓")
+
+
+def dims(sizes: Sizes) -> str:
+    """17x33x65."""
+    return "x".join(str(v) for v in sizes.values())
+
+
+def first_line(text: object) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    return lines[0][:200] if lines else "(no message)"
+
+
+def source_of(solution: Any) -> str:
+    """The source of a worked solution: a ``@triton.jit`` kernel (decorator included) or a
+    plain Python function."""
+    return inspect.getsource(getattr(solution, "fn", solution))
+
+
+def skeleton_of(solution: Any, imports: str = TRITON_IMPORTS) -> str:
+    """The notebook cell a learner completes, made from the worked ``solution``: each numbered
+    comment ``# n: ...`` becomes ``# TODO n: ...`` and the code lines under it (the answer) are
+    left out; everything else is kept as it is, after ``imports``."""
+    out, dropping, indent, answered = [], False, 0, False
+    for line in source_of(solution).splitlines():
+        m = _ANSWER.match(line)
+        if m:
+            out.append(line.replace(f"# {m[2]}: ", f"# TODO {m[2]}: ", 1))
+            dropping, indent, answered = True, len(m[1]), False
+            continue
+        stripped = line.lstrip()
+        if dropping:
+            if stripped.startswith("#") and not answered:    # the TODO's own continuation
+                out.append(line)
+                continue
+            if stripped and not stripped.startswith("#") and len(line) - len(stripped) >= indent:
+                answered = True                              # a line of the answer
+                continue
+            dropping = False
+        out.append(line)
+    return (f"{imports}\n\n\n" if imports else "") + "\n".join(out) + "\n"
+
+
+_cells = itertools.count(1)
+
+
+def exec_source(source: str, label: str) -> dict:
+    """Execute ``source`` as a notebook cell would, in a fresh namespace, under a file name
+    registered with :mod:`linecache` (Triton reads a kernel's source through :mod:`inspect`)."""
+    filename = f"<fusedkit exercise {label} #{next(_cells)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {"__name__": f"fusedkit_exercise_{label}"}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own skeleton text
+    return namespace
+
+
+class Exercise:
+    """One exercise. A module sets the class attributes and defines :meth:`about` and
+    :meth:`judge`; the rest is shared. ``answer`` is the name the learner's cell defines,
+    ``options`` the options of check that apply, ``hints`` the hint per fault found."""
+
+    name = problem_key = notebook = title = answer = ""
+    solution: Any = None
+    imports = TRITON_IMPORTS
+    options = CHECK_OPTIONS
+    hints: dict[str, str] = {}
+
+    @property
+    def problem(self) -> Problem:
+        return get_problem(self.problem_key)
+
+    @property
+    def skeleton(self) -> str:
+        """The text of the exercise's notebook cell, with its TODO lines."""
+        return skeleton_of(self.solution, self.imports)
+
+    def load_skeleton(self) -> Any:
+        """What the shipped cell defines, executed from :attr:`skeleton` as the notebook runs it."""
+        return exec_source(self.skeleton, self.name).get(self.answer)
+
+    def show_solution(self) -> None:
+        """Print the worked solution's source."""
+        print(f"# fusedkit/exercises/{self.name}.py: the worked solution of {self.name}\n")
+        print(source_of(self.solution))
+
+    def about(self) -> str:
+        """One line: what the check runs, at which sizes (from the code, never typed)."""
+        raise NotImplementedError
+
+    def judge(self, problem: Problem, answer: Any, *, device: torch.device, **options: Any) -> Verdict:
+        """The verdict on ``answer``; never raises for a fault of the answer."""
+        raise NotImplementedError
