@@ -1,10 +1,9 @@
 """The one protocol every exercise follows.
 
-An exercise is an :class:`Exercise`: its name, problem and notebook, the worked ``solution``
-(the skeleton, the notebook's cell, is made from it, so the two cannot drift apart), the
-``hints`` it gives per fault, and :meth:`Exercise.judge`, which turns the learner's answer
-into a :class:`Verdict`: one line, ``✓ ...`` or ``✗ <what was found>. Hint: <what to look
-at>``. Adding an exercise is one short module defining ``EXERCISE``.
+An :class:`Exercise` has a name, a problem and a notebook, the worked ``solution`` (the skeleton,
+the notebook's cell, is made from it, so the two cannot drift apart) and :meth:`Exercise.judge`,
+which turns the learner's answer into a :class:`Verdict`: one line, ``✓ ...`` or ``✗ <what was
+found>. Hint: <what to look at>``. Adding an exercise is one short module defining ``EXERCISE``.
 """
 
 from __future__ import annotations
@@ -16,21 +15,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 
 from fusedkit.harness import Measurement
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
+from fusedkit.problems.base import nearby_odd
 
 TRITON_IMPORTS = "import triton\nimport triton.language as tl"
-"""The imports a Triton skeleton cell opens with."""
 CHECK_OPTIONS = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})
 """The options of :func:`fusedkit.exercises.check` besides ``device``."""
 # The fault classes of fusedkit.harness.FAULT_CLASSES that a verdict tells apart.
 CRASHED, HUNG, RAISED, UNWRITTEN = "the kernel crashed", "the kernel hung", "raised an error", "unwritten output"
 ALIASING, MUTATION, WRONG = "output aliasing", "input or weight mutation", "wrong result"
 REUSE, SPECIALISED = "result reuse", "shape specialisation"
-
+FAULT_NAMES = (CRASHED, HUNG, RAISED, UNWRITTEN, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED)
 _ANSWER = re.compile(r"^(\s*)# (\d+): ")
 
 
@@ -50,8 +48,16 @@ class Verdict:
 
 
 def dims(sizes: Sizes) -> str:
-    """17x33x65."""
     return "x".join(str(v) for v in sizes.values())
+
+
+def checked_at(problem: Problem, cpu_sizes: Sizes, cpu: str) -> str:
+    """"Checked (...) at 17x33x65 and the nearby odd shape 15x29x57 <cpu>; on a GPU at ...":
+    both shapes the harness checks, here and on a GPU, computed, never typed."""
+    small, big = problem.sizes(cpu_sizes), problem.defaults
+    return (f"Checked ({' x '.join(d.name for d in problem.dims)}) at {dims(small)} and the nearby odd "
+            f"shape {dims(nearby_odd(problem, small))} {cpu}; on a GPU at {dims(big)} and "
+            f"{dims(nearby_odd(problem, big))}.")
 
 
 def first_line(text: object) -> str:
@@ -60,15 +66,14 @@ def first_line(text: object) -> str:
 
 
 def source_of(solution: Any) -> str:
-    """The source of a worked solution: a ``@triton.jit`` kernel (decorator included) or a
-    plain Python function."""
+    """The source of a worked solution: a ``@triton.jit`` kernel (decorator included) or a function."""
     return inspect.getsource(getattr(solution, "fn", solution))
 
 
 def skeleton_of(solution: Any, imports: str = TRITON_IMPORTS) -> str:
-    """The notebook cell a learner completes, made from the worked ``solution``: each numbered
-    comment ``# n: ...`` becomes ``# TODO n: ...`` and the code lines under it (the answer) are
-    left out; everything else is kept as it is, after ``imports``."""
+    """The cell a learner completes, made from the worked ``solution``: each numbered comment
+    ``# n: ...`` becomes ``# TODO n: ...`` and the code lines under it (the answer) are left
+    out; everything else is kept as it is, after ``imports``."""
     out, dropping, indent, answered = [], False, 0, False
     for line in source_of(solution).splitlines():
         m = _ANSWER.match(line)
@@ -103,9 +108,10 @@ def exec_source(source: str, label: str) -> dict:
 
 
 class Exercise:
-    """One exercise. A module sets the class attributes and defines :meth:`about` and
-    :meth:`judge`; the rest is shared. ``answer`` is the name the learner's cell defines,
-    ``options`` the options of check that apply, ``hints`` the hint per fault found."""
+    """One exercise. A module sets the class attributes and defines ``about() -> str`` (what the
+    check runs, at which sizes) and ``judge(problem, answer, *, device, **options) -> Verdict``
+    (never raising for a fault of the answer). ``answer`` is the name the learner's cell defines,
+    ``options`` the options of check that apply."""
 
     name = problem_key = notebook = title = answer = ""
     solution: Any = None
@@ -130,11 +136,3 @@ class Exercise:
         """Print the worked solution's source."""
         print(f"# fusedkit/exercises/{self.name}.py: the worked solution of {self.name}\n")
         print(source_of(self.solution))
-
-    def about(self) -> str:
-        """One line: what the check runs, at which sizes (from the code, never typed)."""
-        raise NotImplementedError
-
-    def judge(self, problem: Problem, answer: Any, *, device: torch.device, **options: Any) -> Verdict:
-        """The verdict on ``answer``; never raises for a fault of the answer."""
-        raise NotImplementedError

@@ -69,8 +69,8 @@ class CoalescedTile(P12Exercise):
     name, answer, solution = "p12_coalesced_tile", "coalesced_tile_kernel", coalesced_tile_kernel
     title = "coalesced loads: a tile of W read along k, its unit-stride axis, and summed over k"
     # GPU: 32 W rows x 128 k per step, 4 floats per lane along k at 4 warps. Interpreter:
-    # 64 x 16, so 17 x 33 x 65 has ragged chunks of K and of N.
-    gpu_blocks, cpu_blocks = dict(BLOCK_N=32, BLOCK_K=128), dict(BLOCK_N=64, BLOCK_K=16)
+    # 128 x 16, so 17 x 33 x 65 has one ragged block of N per row and a ragged last chunk of K.
+    gpu_blocks, cpu_blocks = dict(BLOCK_N=32, BLOCK_K=128), dict(BLOCK_N=128, BLOCK_K=16)
     mistakes = (
         Mistake("the accumulator was never updated: y is the epilogue of acc = 0, the same for every x",
                 "TODO 1-2: load the W tile, then acc += tl.sum(w * xk[None, :], axis=1)", p12_zero_acc),
@@ -87,7 +87,6 @@ class CoalescedTile(P12Exercise):
     hints = dict(
         raised="check the kernel's signature (keep the skeleton's parameters) and TODO 1-2: the W tile "
                "is (BLOCK_N, BLOCK_K), so tl.sum(w * xk[None, :], axis=1) gives one value per column of y",
-        nothing_stored="keep the skeleton's tl.store at the end of the kernel",
         some_unwritten="NaN outputs come from loads past W's end: mask both edges of the W tile, "
                        "(cols[:, None] < N) & (ks[None, :] < K), with other=0.0",
         outside="keep the store's mask cols < N",

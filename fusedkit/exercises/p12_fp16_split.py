@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from fusedkit.exercises._protocol import (MUTATION, RAISED, REUSE, SPECIALISED, UNWRITTEN, WRONG,
-                                          Exercise, Verdict, dims)
+                                          Exercise, Verdict, checked_at, dims)
 from fusedkit.harness import measure
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems.base import nearby_odd
@@ -259,13 +259,9 @@ class FP16Split(Exercise):
     cpu_sizes = dict(batch_size=33, in_features=1024, out_features=65)
 
     def about(self) -> str:
-        p = self.problem
-        small, big = p.sizes(self.cpu_sizes), p.defaults
-        return (f"Checked ({' x '.join(d.name for d in p.dims)}) at {dims(small)} and the nearby odd shape "
-                f"{dims(nearby_odd(p, small))} on the CPU (torch); on a GPU at {dims(big)} and "
-                f"{dims(nearby_odd(p, big))}. Then split(t) is probed row by row on rows of max about "
-                f"2^{max(PROBE_EXPONENTS)} down to 2^{min(PROBE_EXPONENTS)}, one whose max sits just "
-                f"below 2^{NEAR_POWER}, and a row of zeros.")
+        return (checked_at(self.problem, self.cpu_sizes, "on the CPU (torch)")[:-1] + ". Then split(t) is "
+                f"probed row by row on rows of max about 2^{max(PROBE_EXPONENTS)} down to "
+                f"2^{min(PROBE_EXPONENTS)}, one whose max sits just below 2^{NEAR_POWER}, and a row of zeros.")
 
     def judge(self, problem: Problem, fn: Any, *, device: torch.device, sizes: Sizes | None = None,
               seeds: int | None = None) -> Verdict:

@@ -74,12 +74,10 @@ class GemmTile(P12Exercise):
     hints = dict(
         raised="check the kernel's signature (keep the skeleton's parameters) and TODO 1-2: the W tile "
                "must be (BLOCK_K, BLOCK_N) for tl.dot(a, w)",
-        nothing_stored="keep the skeleton's tl.store at the end of the kernel",
         some_unwritten="NaN outputs come from NaN loads: give the W tile's load other=0.0 under its mask",
         outside="keep the store's mask (rows < M) & (cols < N)",
         specialised="mask the W tile on both edges (cols < N and ks < K) with other=0.0, so the last "
                     "K chunk adds nothing past K",
-        precision="give tl.dot input_precision=\"ieee\": tf32 rounds the inputs to 10 bits",
         wrong="check the W tile (w[i, j] = W[cols[j], ks[i]]), its mask (cols < N, ks < K, other=0.0) "
               "and that tl.dot adds into acc",
     )

@@ -1,27 +1,15 @@
-"""Exercise p12_wgmma_desc: the shared-memory descriptor through which the ``wgmma_tma`` step's
-wgmma reads its tiles, written in Python.
+"""Exercise p12_wgmma_desc: the shared-memory descriptor through which step ``wgmma_tma``'s wgmma
+reads its tiles (PTX ISA, "Matrix Descriptor Format"; ``kernels/common/hopper.cuh`` explains each
+field, :mod:`fusedkit.hopper_layout` mirrors it), written in Python: ``sw128_desc(smem_byte_addr)``.
 
-wgmma takes its operands from shared memory, where TMA wrote them with 128-byte swizzle,
-through a 64-bit *descriptor* per operand: the tile's start address and two strides, in
-16-byte units, and the swizzle mode, packed into fixed bit fields (PTX ISA, "Matrix Descriptor
-Format"; ``kernels/common/hopper.cuh`` explains each field, :mod:`fusedkit.hopper_layout`
-mirrors it). The learner completes ``sw128_desc(smem_byte_addr) -> int``, one line a field.
-The check:
-
-1. on any machine, the function against the reference (:func:`fusedkit.hopper_layout.sw128_desc`)
-   on every 16-byte aligned shared-memory address and a few past the 18 bits the encoding
-   keeps; a wrong descriptor is decoded field by field and the usual slips are named;
-2. the step's kernel is built with the learner's own formula: the function is called once on a
-   symbolic address that records every operation as C++ (``uint64_t`` arithmetic, checked
-   against the Python results), the expression replaces hopper.cuh's ``sw128_desc`` in a copy
-   of the step's source, and nvcc compiles it to PTX for sm_90a;
-3. on a Hopper GPU, that kernel, built into an extension of its own, runs through
-   :func:`fusedkit.harness.measure` at the problem's sizes and is judged against float64: one
-   fp16 product is right when its error is within twice what rounding x and W to fp16 alone
-   costs. A descriptor that would send wgmma past the block's shared memory is not run.
-
-The learner writes Python, not C++: it is what a notebook cell runs, and the same formula is
-what the kernel is compiled with, so a wrong field shows as wrong numbers on the GPU.
+The check compares it with the reference on every 16-byte aligned shared address (and a few past
+the 18 bits the encoding keeps), naming the usual slips field by field; then calls it once on a
+symbolic address that records every operation as ``uint64_t`` C++, puts that expression in place
+of hopper.cuh's ``sw128_desc`` in a copy of the step and compiles it to PTX for sm_90a; on a
+Hopper GPU it measures that kernel through :func:`fusedkit.harness.measure` against float64 (right
+when within twice the error of rounding x and W to fp16), unless the descriptor would send wgmma
+past the block's shared memory. The same formula is what the kernel runs, so a wrong field shows
+as wrong numbers on the GPU.
 """
 
 from __future__ import annotations
@@ -85,8 +73,8 @@ class TraceError(Exception):
 
 
 class Traced:
-    """A value computed from ``smem_byte_addr``: its C++ text (``uint64_t`` arithmetic on
-    ``a``, the widened address) and how to compute it as that C++ would (mod 2**64)."""
+    """A value computed from ``smem_byte_addr``: its C++ text (``uint64_t`` arithmetic on ``a``,
+    the widened address) and how to compute it as that C++ would (mod 2**64)."""
 
     __slots__ = ("cpp", "value")
     __hash__ = None
@@ -108,12 +96,11 @@ class Traced:
 
     def binary(self, other: Any, op: str, reflected: bool = False) -> "Traced":
         left, right = (Traced.of(other), self) if reflected else (self, Traced.of(other))
-        lv, rv = left.value, right.value
-        if right.cpp.endswith("ull") and op in ("<<", ">>") and int(right.cpp[:-3]) >= 64:
+        if op in ("<<", ">>") and right.cpp.endswith("ull") and int(right.cpp[:-3]) >= 64:
             raise TraceError(f"a shift by {right.cpp[:-3]}: C++ shifts a 64-bit value by 0 .. 63")
 
         def value(a: int) -> int:
-            x, y = lv(a), rv(a)
+            x, y = left.value(a), right.value(a)
             if op in ("<<", ">>") and y >= 64:
                 raise TraceError(f"a shift by {y} at smem_byte_addr={a}: C++ shifts by 0 .. 63")
             if op in ("/", "%") and y == 0:
@@ -122,31 +109,27 @@ class Traced:
         return Traced(f"({left.cpp} {op} {right.cpp})", value)
 
     def __invert__(self) -> "Traced":
-        v = self.value
-        return Traced(f"(~{self.cpp})", lambda a: ~v(a) & _MASK64)
+        return Traced(f"(~{self.cpp})", lambda a: ~self.value(a) & _MASK64)
 
     def _refuse(self, *_: Any) -> Any:
-        raise TraceError("the function compares or converts the address (if, min, max, int(), "
-                         "a comparison ...): the kernel needs one formula of integer operations "
+        raise TraceError("the function compares or converts the address (if, min, max, int(), a "
+                         "comparison ...): the kernel needs one formula of integer operations "
                          "(+ - * // % << >> & | ^ ~)")
 
     __bool__ = __index__ = __int__ = __float__ = __lt__ = __le__ = __gt__ = __ge__ = __eq__ = _refuse
     __ne__ = __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __abs__ = __round__ = _refuse
 
 
-_OPS = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-        "/": lambda x, y: x // y, "%": lambda x, y: x % y, "<<": lambda x, y: x << y,
-        ">>": lambda x, y: x >> y, "&": lambda x, y: x & y, "|": lambda x, y: x | y,
-        "^": lambda x, y: x ^ y}
-for _op, _name in (("+", "add"), ("-", "sub"), ("*", "mul"), ("/", "floordiv"), ("%", "mod"),
-                   ("<<", "lshift"), (">>", "rshift"), ("&", "and"), ("|", "or"), ("^", "xor")):
+_OPS = {"+": int.__add__, "-": int.__sub__, "*": int.__mul__, "/": int.__floordiv__, "%": int.__mod__,
+        "<<": int.__lshift__, ">>": int.__rshift__, "&": int.__and__, "|": int.__or__, "^": int.__xor__}
+for _op, _name in zip(_OPS, ("add", "sub", "mul", "floordiv", "mod", "lshift", "rshift", "and", "or", "xor")):
     setattr(Traced, f"__{_name}__", lambda self, o, op=_op: self.binary(o, op))
     setattr(Traced, f"__r{_name}__", lambda self, o, op=_op: self.binary(o, op, True))
 
 
 def trace(fn: Callable[[int], int]) -> Traced:
-    """``fn`` called on a symbolic address: the C++ expression of its result. Raises
-    TraceError (one line) when it is not one formula of integer operations."""
+    """``fn`` called on a symbolic address: the C++ expression of its result; TraceError (one
+    line) when it is not one formula of integer operations."""
     try:
         return Traced.of(fn(Traced("a", lambda a: a)))
     except TraceError:
@@ -162,7 +145,21 @@ def cpp_function(expr: Traced) -> str:
             f"    const uint64_t a = smem_byte_addr;\n    return {expr.cpp};\n}}\n")
 
 
-# -- the source the kernel is built from ---------------------------------------------------------
+ENTRY = """
+// The entry point of the exercise's binding (p12_wgmma_desc_binding.cpp): addresses from Python.
+const char* exercise_wgmma_tma(uintptr_t x, uintptr_t w, uintptr_t b, uintptr_t y, int M, int N, int K,
+                               float multiplier, float negative_slope, uintptr_t stream) {
+    if (M == 0 || N == 0) return nullptr;
+    const char* err = p12::launch_wgmma_tma(
+        reinterpret_cast<const __half*>(x), reinterpret_cast<const __half*>(w),
+        reinterpret_cast<const float*>(b), reinterpret_cast<float*>(y), M, N, K, multiplier,
+        negative_slope, reinterpret_cast<cudaStream_t>(stream));
+    if (err != nullptr) return err;
+    const cudaError_t launched = cudaGetLastError();
+    return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
+}
+"""
+
 
 def step_source() -> Path:
     """The ladder step's CUDA file (the registry's, whatever its number)."""
@@ -170,28 +167,26 @@ def step_source() -> Path:
 
 
 def step_label() -> str:
-    """"step 11": the step as the notebook numbers it (from the registry)."""
     return f"step {get_problem('p12').variant(STEP).number}"
 
 
 def exercise_folder(expr: Traced) -> Path:
-    """A copy of the step (in ``p12/`` beside copies of its headers, ``common/`` beside it, so
-    its includes resolve unchanged) with every ``sm90::sw128_desc(`` replaced by the learner's
-    ``exercise_sw128_desc(``, and the exercise's binding; under ``build/exercises/``, one
-    folder per source hash. Returns the step copy's path."""
+    """A copy of the step, in ``p12/`` beside copies of its headers and ``common/`` (so its
+    includes resolve unchanged), calling the learner's ``exercise_sw128_desc(`` wherever it
+    called ``sm90::sw128_desc(``, with the exercise's binding; one folder per source hash under
+    ``build/exercises/``. Returns the step copy's path."""
     src, call, anchor = step_source(), "sm90::sw128_desc(", '#include "launchers_hopper.h"\n'
     text = src.read_text()
     if text.count(call) < 2 or anchor not in text:
         raise RuntimeError(f"{src.name} no longer calls {call} for both operands after {anchor.strip()}: "
                            "the exercise must follow the step")
-    text = text.replace(call, "exercise_sw128_desc(").replace(anchor, anchor + "\n" + cpp_function(expr), 1)
+    text = text.replace(call, "exercise_sw128_desc(").replace(anchor, anchor + "\n" + cpp_function(expr), 1) + ENTRY
     headers = [p for d in (src.parent, build.KERNELS_DIR / "common")
                for p in sorted(d.iterdir()) if p.suffix in (".h", ".cuh")]
     sha = hashlib.sha256(text.encode() + BINDING.read_bytes()
                          + b"".join(p.read_bytes() for p in headers)).hexdigest()[:12]
     root = build.build_root() / "exercises" / NAME / sha
-    step = root / src.parent.name / src.name
-    if not step.is_file():
+    if not (root / src.parent.name / src.name).is_file():
         tmp = root.with_name(sha + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         for h in headers:
@@ -201,7 +196,7 @@ def exercise_folder(expr: Traced) -> Path:
         shutil.copy2(BINDING, tmp / src.parent.name / BINDING.name)
         shutil.rmtree(root, ignore_errors=True)
         tmp.rename(root)
-    return step
+    return root / src.parent.name / src.name
 
 
 # -- what the learner's descriptor says, field by field --------------------------------------------
@@ -386,8 +381,15 @@ def builder(fn: Callable[[int], int]) -> Callable[[torch.nn.Module], Callable[..
 
         ext = build.load_sources(f"fusedkit_exercise_{NAME}", [step, step.with_name(BINDING.name)],
                                  hopper=True)
+
+        def wgmma_tma(x16: torch.Tensor, w16: torch.Tensor, b: torch.Tensor, c: float, s: float) -> torch.Tensor:
+            y = torch.empty(x16.shape[0], w16.shape[0], device=x16.device)   # x16, w16 fresh, contiguous
+            with torch.cuda.device(x16.device):
+                ext.wgmma_tma(x16.data_ptr(), w16.data_ptr(), b.data_ptr(), y.data_ptr(), *y.shape,
+                              x16.shape[1], c, s, torch.cuda.current_stream().cuda_stream)
+            return y
         call_fp16, bound = load_step("common", "fp16_operands.py").call_fp16, _weights(model)
-        return lambda x: call_fp16(ext.wgmma_tma, x, *bound)
+        return lambda x: call_fp16(wgmma_tma, x, *bound)
     return build_
 
 

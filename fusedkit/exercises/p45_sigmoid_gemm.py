@@ -82,7 +82,6 @@ class SigmoidGemm(TritonExercise):
         outside="the store needs the mask (rows[:, None] < M) & (cols[None, :] < H)",
         specialised="nothing may assume M or H is a multiple of the block: mask both edges of the store "
                     "and the bias load",
-        precision="give tl.dot input_precision=\"ieee\": tf32 rounds the inputs to 10 bits",
         wrong="check the dot (accumulated into acc), the bias (b1[cols], before the sigmoid) and the "
               "sigmoid 1 / (1 + exp(-v))",
     )
