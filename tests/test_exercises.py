@@ -23,7 +23,7 @@ from fusedkit.exercises import p12_predict_speedup as speedup
 from fusedkit.exercises import p12_predict_stream as stream
 from fusedkit.exercises._predict import PredictionExercise
 from fusedkit.exercises._protocol import FAULT_NAMES, dims, exec_source, source_of
-from fusedkit.exercises._triton import TritonExercise, _draw, Probe
+from fusedkit.exercises._triton import Probe, TritonExercise, _draw
 from fusedkit.harness import FAULT_CLASSES
 from fusedkit.problems.base import nearby_odd
 
@@ -135,7 +135,7 @@ def test_the_worked_kernel_passes_and_the_shipped_cell_fails_with_its_hint(name,
     assert v.ok and m.tier == "fp32-faithful" and m.timed == timed, v.message
     assert v.message.endswith(f"at {dims(sizes)} and {dims(nearby_odd(ex.problem, sizes))}")
     assert (" ms per call in Triton's CPU interpreter" in v.message) == timed
-    blank = run(name, exercises.load_skeleton(name), capsys)
+    blank = run(name, exercises.get(name).load_skeleton(), capsys)
     hint = ex.hints.get("nothing_stored") or "the accumulator was never updated"
     assert not blank.ok and hint in blank.message and "result reuse" not in blank.message, blank.message
 
@@ -306,7 +306,7 @@ def test_the_split_check_names_the_probe_fault_and_the_linear_tier(capsys):
     assert "no row scale" in v.message and "the fp16x3 linear built from it is fp32-faithful" in v.message
     v = run("p12_fp16_split", residual_in_fp16, capsys)   # the linear's numbers show it too
     assert "lo is zero everywhere" in v.message and v.measurement.tier != "fp32-faithful", v.message
-    v = run("p12_fp16_split", exercises.load_skeleton("p12_fp16_split"), capsys)
+    v = run("p12_fp16_split", exercises.get("p12_fp16_split").load_skeleton(), capsys)
     assert "TODO 1-3 are still to write" in v.message and v.measurement is None
 
 

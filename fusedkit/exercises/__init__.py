@@ -1,18 +1,14 @@
 """Your turn: the course's exercises, at least one per notebook, each checked through the one
-measuring path (:mod:`fusedkit.harness`), each ``✗`` with a hint that names the fault found.
-
-In a notebook::
+measuring path (:mod:`fusedkit.harness`), each ``✗`` with a hint that names the fault found::
 
     from fusedkit import exercises
-    exercises.about("p12_epilogue")       # prints what the check runs, at which sizes
-    # the exercise's cell, edited: it defines epilogue_kernel
+    exercises.about("p12_epilogue")                                      # what the check runs
     result = exercises.check(problem, "p12_epilogue", epilogue_kernel)   # prints one line
     exercises.show_solution("p12_epilogue")                              # the worked solution
 
-A prediction exercise first prints what a prediction may use (``exercises.given(name)``); its
-cell defines a number, which the check compares with the measured (GPU) or recorded (CPU) value.
-Every exercise follows one protocol (:class:`~fusedkit.exercises._protocol.Exercise`); the check
-returns a :class:`~fusedkit.exercises._protocol.Verdict` whose ``ok`` is False on every ``✗``.
+A prediction exercise first prints what a prediction may use (``exercises.given(name)``). Every
+exercise follows one protocol (:mod:`fusedkit.exercises._protocol`); the check returns a
+``Verdict`` whose ``ok`` is False on every ``✗``.
 """
 
 from __future__ import annotations
@@ -54,13 +50,7 @@ def show_solution(name: str) -> None:
     get(name).show_solution()
 
 
-def load_skeleton(name: str) -> Any:
-    """What the exercise's shipped cell defines (the kernel, function or prediction)."""
-    return get(name).load_skeleton()
-
-
 def _device(device: str | torch.device | None) -> torch.device:
-    """``device`` (default: the GPU if torch sees one) as a device the check can use."""
     gpu = torch.cuda.is_available()
     try:
         out = torch.device(device or ("cuda" if gpu else "cpu"))
@@ -73,8 +63,7 @@ def _device(device: str | torch.device | None) -> torch.device:
 
 def given(name: str, device: str | torch.device | None = None) -> None:
     """Print what a prediction exercise's prediction may use (the facts, with their sources)."""
-    ex = get(name)
-    if not isinstance(ex, PredictionExercise):
+    if not isinstance(ex := get(name), PredictionExercise):
         raise ValueError(f"exercise {name!r} is not a prediction; the predictions: "
                          f"{', '.join(n for n, e in EXERCISES.items() if isinstance(e, PredictionExercise))}")
     ex.given(_device(device))
@@ -83,30 +72,25 @@ def given(name: str, device: str | torch.device | None = None) -> None:
 def check(problem: Problem | str, name: str, answer: Any, *, sizes: Sizes | None = None,
           device: str | torch.device | None = None, seeds: int | None = None, time_it: bool = True,
           warmup_ms: float | None = None, rep_ms: float | None = None, show: bool = True) -> Verdict:
-    """Check ``answer`` (a kernel, a function or a prediction) as exercise ``name`` of
-    ``problem``; print one line (unless ``show=False``) and return the :class:`Verdict`.
+    """Check ``answer`` (a kernel, a function or a prediction) as exercise ``name`` of ``problem``
+    on ``device`` (default: the GPU if torch sees one); print its one line unless ``show=False``.
 
-    A kernel is measured as a step of the ladder (precision fp32), then called once more at
-    the nearby odd shape to find stores past the output's end and, when the numbers are wrong,
-    a known mistake. Defaults: on a GPU the problem's sizes, 3 builds and a short timing; on the
-    CPU (Triton's interpreter) small odd sizes, 1 build, a few timed calls. The split: its
-    fp16x3 linear measured, then the split probed row by row. A prediction: compared with the
-    measured (GPU) or recorded (CPU) value. A fault of the answer is that one line, never a
-    traceback; wrong arguments to this function raise ValueError."""
+    A kernel is measured as a step of the ladder (fp32), then called once more at the nearby
+    odd shape to find stores past the output's end and, when its numbers are wrong, a known
+    mistake: on a GPU at the problem's sizes, 3 builds and a short timing; on the CPU (Triton's
+    interpreter) at small odd sizes, 1 build and a few timed calls. The split: its fp16x3
+    linear measured, then the split probed row by row. A prediction: compared with the measured
+    (GPU) or recorded (CPU) value. A fault of the answer is that line, never a traceback; a
+    wrong argument of this function is a ValueError."""
     ex = get(name)
     problem = get_problem(problem) if isinstance(problem, str) else problem
     if problem.key != ex.problem_key:
         raise ValueError(f"exercise {name!r} belongs to problem {ex.problem_key}, not {problem.key}")
     options = {k: v for k, v in dict(sizes=sizes, seeds=seeds, warmup_ms=warmup_ms, rep_ms=rep_ms,
                                      time_it=None if time_it else False).items() if v is not None}
-    unused = set(options) - ex.options
-    if unused:
+    if unused := set(options) - ex.options:
         raise ValueError(f"exercise {name!r} takes no {', '.join(sorted(unused))}")
     verdict = ex.judge(problem, answer, device=_device(device), **options)
     if show:
         print(verdict.message)
     return verdict
-
-
-__all__ = ["COURSE", "EXERCISES", "NAMES", "Exercise", "Verdict", "about", "check", "get", "given",
-           "load_skeleton", "show_solution"]

@@ -1,9 +1,9 @@
 """The one protocol every exercise follows.
 
 An :class:`Exercise` has a name, a problem and a notebook, the worked ``solution`` (the skeleton,
-the notebook's cell, is made from it, so the two cannot drift apart) and :meth:`Exercise.judge`,
-which turns the learner's answer into a :class:`Verdict`: one line, ``✓ ...`` or ``✗ <what was
-found>. Hint: <what to look at>``. Adding an exercise is one short module defining ``EXERCISE``.
+the notebook's cell, is made from it, so the two cannot drift apart) and ``judge``, which turns
+the learner's answer into a :class:`Verdict`: one line, ``✓ ...`` or ``✗ <what was found>. Hint:
+<what to look at>``. Adding an exercise is one short module defining ``EXERCISE``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from fusedkit.harness import Measurement
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import nearby_odd
 
-TRITON_IMPORTS = "import triton\nimport triton.language as tl"
 CHECK_OPTIONS = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})
 """The options of :func:`fusedkit.exercises.check` besides ``device``."""
 # The fault classes of fusedkit.harness.FAULT_CLASSES that a verdict tells apart.
@@ -29,13 +27,12 @@ CRASHED, HUNG, RAISED, UNWRITTEN = "the kernel crashed", "the kernel hung", "rai
 ALIASING, MUTATION, WRONG = "output aliasing", "input or weight mutation", "wrong result"
 REUSE, SPECIALISED = "result reuse", "shape specialisation"
 FAULT_NAMES = (CRASHED, HUNG, RAISED, UNWRITTEN, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED)
-_ANSWER = re.compile(r"^(\s*)# (\d+): ")
 
 
 @dataclass
 class Verdict:
-    """What :func:`fusedkit.exercises.check` found: the one line shown (``message``), the
-    measurement behind it (None where nothing was measured) and the numbers it quotes."""
+    """What :func:`fusedkit.exercises.check` found: the one line shown, the measurement behind it
+    (None where nothing was measured) and the numbers the line quotes."""
 
     message: str
     measurement: Measurement | None = None
@@ -70,30 +67,6 @@ def source_of(solution: Any) -> str:
     return inspect.getsource(getattr(solution, "fn", solution))
 
 
-def skeleton_of(solution: Any, imports: str = TRITON_IMPORTS) -> str:
-    """The cell a learner completes, made from the worked ``solution``: each numbered comment
-    ``# n: ...`` becomes ``# TODO n: ...`` and the code lines under it (the answer) are left
-    out; everything else is kept as it is, after ``imports``."""
-    out, dropping, indent, answered = [], False, 0, False
-    for line in source_of(solution).splitlines():
-        m = _ANSWER.match(line)
-        if m:
-            out.append(line.replace(f"# {m[2]}: ", f"# TODO {m[2]}: ", 1))
-            dropping, indent, answered = True, len(m[1]), False
-            continue
-        stripped = line.lstrip()
-        if dropping:
-            if stripped.startswith("#") and not answered:    # the TODO's own continuation
-                out.append(line)
-                continue
-            if stripped and not stripped.startswith("#") and len(line) - len(stripped) >= indent:
-                answered = True                              # a line of the answer
-                continue
-            dropping = False
-        out.append(line)
-    return (f"{imports}\n\n\n" if imports else "") + "\n".join(out) + "\n"
-
-
 _cells = itertools.count(1)
 
 
@@ -111,13 +84,12 @@ class Exercise:
     """One exercise. A module sets the class attributes and defines ``about() -> str`` (what the
     check runs, at which sizes) and ``judge(problem, answer, *, device, **options) -> Verdict``
     (never raising for a fault of the answer). ``answer`` is the name the learner's cell defines,
-    ``options`` the options of check that apply."""
+    ``options`` the options of check that apply, ``imports`` what the cell opens with."""
 
     name = problem_key = notebook = title = answer = ""
     solution: Any = None
-    imports = TRITON_IMPORTS
+    imports = "import triton\nimport triton.language as tl"
     options = CHECK_OPTIONS
-    hints: dict[str, str] = {}
 
     @property
     def problem(self) -> Problem:
@@ -125,8 +97,26 @@ class Exercise:
 
     @property
     def skeleton(self) -> str:
-        """The text of the exercise's notebook cell, with its TODO lines."""
-        return skeleton_of(self.solution, self.imports)
+        """The cell a learner completes, made from the worked solution: each numbered comment
+        ``# n: ...`` becomes ``# TODO n: ...`` and the code lines under it (the answer) are left
+        out; everything else is kept as it is, after :attr:`imports`."""
+        out, dropping, indent, answered = [], False, 0, False
+        for line in source_of(self.solution).splitlines():
+            stripped = line.lstrip()
+            if m := re.match(r"^(\s*)# (\d+): ", line):
+                out.append(line.replace(f"# {m[2]}: ", f"# TODO {m[2]}: ", 1))
+                dropping, indent, answered = True, len(m[1]), False
+                continue
+            if dropping:
+                if stripped.startswith("#") and not answered:    # the TODO's own continuation
+                    out.append(line)
+                    continue
+                if stripped and not stripped.startswith("#") and len(line) - len(stripped) >= indent:
+                    answered = True                              # a line of the answer
+                    continue
+                dropping = False
+            out.append(line)
+        return (f"{self.imports}\n\n\n" if self.imports else "") + "\n".join(out) + "\n"
 
     def load_skeleton(self) -> Any:
         """What the shipped cell defines, executed from :attr:`skeleton` as the notebook runs it."""

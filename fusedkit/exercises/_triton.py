@@ -180,6 +180,7 @@ class TritonExercise(Exercise):
     and ``expected(parts)``, its ``mistakes`` and ``hints`` (beside :data:`HINTS`)."""
 
     output = "y"                     # the kernel's output, as the lines name it
+    hints: dict[str, str] = {}
     cpu_sizes: dict[str, int] = {}
     gpu_blocks: dict[str, int] = {}
     cpu_blocks: dict[str, int] = {}

@@ -1,14 +1,11 @@
-"""Exercise p12_predict_speedup: predict first, then read the results: how much faster than
-eager fp32 can an fp32-faithful p12 be on fp16 tensor cores?
+"""Exercise p12_predict_speedup: predict first, then read the results: how much faster than eager
+fp32 can an fp32-faithful p12 be on fp16 tensor cores?
 
-fp32-faithful on fp16 tensor cores takes the fp16x3 split: x and W each as fp16 hi + lo, and
-three products per tile, hi·hi + hi·lo + lo·hi (lo·lo, near fp32's own rounding, is dropped).
-At KernelBench's sizes p12 is compute-bound, so the three products cost about three times one
-fp16 GEMM. The learner predicts the speed-up over eager fp32 of step ``wgmma_fp16x3`` from the
-facts ``exercises.given`` prints (the FLOPs, eager's time and cuBLAS's one-product fp16 GEMM,
-measured in one run, the datasheet rates); the check takes the step's speed-up from that same
-recorded run (on a CPU; labelled recorded, with device and date), or measures eager, the
-one-product GEMM and the step on a Hopper GPU.
+fp32-faithful on fp16 tensor cores takes the fp16x3 split: x and W each as fp16 hi + lo, three
+products per tile (hi·hi + hi·lo + lo·hi; lo·lo, near fp32's own rounding, is dropped). p12 is
+compute-bound at KernelBench's sizes, so the three cost about three times one fp16 GEMM. The
+learner predicts step ``wgmma_fp16x3``'s speed-up over eager from the facts ``exercises.given``
+prints (the FLOPs, eager's and cuBLAS's one-product fp16 GEMM's times of one run, the datasheet).
 """
 
 from __future__ import annotations
@@ -24,34 +21,25 @@ from fusedkit.hardware import GpuSpec, detect_gpu, match_device_name
 from fusedkit.problems import get as get_problem
 
 SLUG = "wgmma_fp16x3"
-ONE_PRODUCT = "cublas_fp16_epilogue"
-"""cuBLAS's fp16 GEMM (fp32 accumulation) with the float4 epilogue: one fp16 product."""
-PRODUCTS = 3
-BAND = 1.25
-"""✓ when the measured speed-up is within this factor of the prediction."""
+ONE_PRODUCT = "cublas_fp16_epilogue"   # cuBLAS's fp16 GEMM and the float4 epilogue: one fp16 product
+PRODUCTS, BAND = 3, 1.25                 # ✓ when the measured speed-up is within BAND of the prediction
 P12 = get_problem("p12")
 STEP = P12.variant(SLUG).number
 
 
 def facts_for(eager_ms: float, fp16_ms: float, source: str, spec: GpuSpec) -> dict[str, Fact]:
-    """p12's FLOPs (counted), eager's and the one-product fp16 GEMM's times (measured in one
-    run, ``source``), and ``spec``'s datasheet rates."""
-    flops, sheet = P12.flops(P12.defaults) / 1e9, f"{spec.name} datasheet"
-    fp16 = spec.peak_tflops("fp16")
-    return {
-        "flops": Fact("FLOPs of one call at KernelBench's sizes", flops, "GFLOP", "counted from the sizes",
-                      present.gb(flops)),
-        "eager_ms": Fact("eager fp32 (PyTorch, TF32 off)", eager_ms, "ms", source, present.ms(eager_ms)),
-        "fp16_ms": Fact(f"{ONE_PRODUCT}: cuBLAS's fp16 GEMM, fp32 accumulation, + the float4 "
-                        "epilogue (one fp16 product)", fp16_ms, "ms", f"{source}, the same run",
-                        present.ms(fp16_ms)),
-        "fp32_tflops": Fact("FP32 rate (CUDA cores)", spec.fp32_tflops, "TFLOP/s", sheet,
-                            present.tflops(spec.fp32_tflops)),
-        "tf32_tflops": Fact("TF32 tensor-core rate", spec.tf32_tflops, "TFLOP/s", sheet,
-                            present.tflops(spec.tf32_tflops)),
-        "fp16_tflops": Fact("fp16 tensor-core rate (fp32 accumulation)", fp16, "TFLOP/s", sheet,
-                            present.tflops(fp16)),
-    }
+    """p12's FLOPs (counted), eager's and the one-product GEMM's times (of one run, ``source``),
+    and ``spec``'s datasheet rates."""
+    sheet = f"{spec.name} datasheet"
+    return dict(
+        flops=Fact("FLOPs of one call at KernelBench's sizes", P12.flops(P12.defaults) / 1e9, "GFLOP",
+                   "counted from the sizes"),
+        eager_ms=Fact("eager fp32 (PyTorch, TF32 off)", eager_ms, "ms", source),
+        fp16_ms=Fact(f"{ONE_PRODUCT}: cuBLAS's fp16 GEMM, fp32 accumulation, + the float4 epilogue (one fp16 "
+                     "product)", fp16_ms, "ms", f"{source}, the same run"),
+        fp32_tflops=Fact("FP32 rate (CUDA cores)", spec.fp32_tflops, "TFLOP/s", sheet),
+        tf32_tflops=Fact("TF32 tensor-core rate", spec.tf32_tflops, "TFLOP/s", sheet),
+        fp16_tflops=Fact("fp16 tensor-core rate (fp32 accumulation)", spec.peak_tflops("fp16"), "TFLOP/s", sheet))
 
 
 def predict(facts: dict[str, Fact]) -> float:
@@ -77,8 +65,6 @@ class PredictSpeedup(PredictionExercise):
                   f"fusedkit.harness on a Hopper GPU; ✓ within {BAND:g}x.")
 
     def models(self, out: Outcome) -> list[Model]:
-        """Ways of predicting the speed-up, each from the facts: two right, the rest what a
-        prediction typically forgets."""
         f, d = out.facts, out.detail
         eager, one, flops = f["eager_ms"].value, f["fp16_ms"].value, f["flops"].value * 1e9
         fp32, tf32, fp16 = (f[k].value * 1e12 for k in ("fp32_tflops", "tf32_tflops", "fp16_tflops"))
@@ -139,7 +125,6 @@ class PredictSpeedup(PredictionExercise):
                                             "fp16_rel": rel[ONE_PRODUCT], "eager_rel": eager_rel})
 
     def remark(self, out: Outcome) -> str:
-        """After a ✓: the step's and eager's times, and what one product would give."""
         one = out.facts["eager_ms"].value / out.facts["fp16_ms"].value
         return (f"{SLUG} took {present.ms(out.detail['step_ms'])} ms against eager's "
                 f"{present.ms(out.detail['eager_ms'])} ms in that run: the faithful tier pays three "

@@ -1,12 +1,10 @@
 """Exercise p12_predict_stream: predict first, then measure: p12's weight stream at one row.
 
-At 1 row, ``y = x @ W.T`` is a matrix-vector product: each weight of W is used once, for 2
-FLOPs per 4 bytes, far below any GPU's ridge point, so a kernel that does it well (step
-``small_batch_stream``) takes about as long as reading W once at the rate memory gives a
-stream. The learner predicts the time in ms from the facts ``exercises.given`` prints (W's
-bytes, the FLOPs, the copy bandwidth measured in the same run, the datasheet rates); the
-check measures the step on a GPU, or reads its newest record at 1 row from
-``data/records.csv``, and says how far off the prediction was and which model it matches.
+At 1 row, ``y = x @ W.T`` uses each weight of W once, 2 FLOPs per 4 bytes, far below any GPU's
+ridge point, so a kernel that does it well (step ``small_batch_stream``) takes about as long as
+reading W once at the rate memory gives a stream. The learner predicts the time in ms from the
+facts ``exercises.given`` prints (W's bytes, the FLOPs, the copy bandwidth of the same run, the
+datasheet rates).
 """
 
 from __future__ import annotations
@@ -17,16 +15,14 @@ import torch
 
 from fusedkit import ceilings, present, records, results
 from fusedkit.exercises._predict import Fact, Model, Outcome, PredictionExercise
-from fusedkit.harness import measure
 from fusedkit.hardware import GpuSpec, detect_gpu, match_device_name
+from fusedkit.harness import measure
 from fusedkit.problems import fmt_sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.roofline import ridge_point
 
-SLUG, ROWS = "small_batch_stream", 1
-BAND = 1.5
-"""✓ when the measured time is within this factor of the prediction: bytes over a rate is a
-floor, which a streaming kernel approaches but does not reach."""
+SLUG, ROWS, BAND = "small_batch_stream", 1, 1.5
+"""✓ within BAND of the measured time: bytes over a rate is a floor, which a stream approaches."""
 FP32_BYTES = torch.finfo(torch.float32).bits // 8
 P12 = get_problem("p12")
 SIZES = P12.sizes(batch_size=ROWS)
@@ -34,25 +30,20 @@ STEP = P12.variant(SLUG).number
 
 
 def facts_for(copy_gbps: float, copy_source: str, spec: GpuSpec) -> dict[str, Fact]:
-    """W's bytes and the FLOPs (counted from the sizes), the copy bandwidth (measured, from
-    ``copy_source``) and ``spec``'s datasheet rates."""
+    """W's bytes and the FLOPs (counted), the copy bandwidth (from ``copy_source``), ``spec``'s rates."""
     n, k = SIZES["out_features"], SIZES["in_features"]
     w_bytes, counted, sheet = n * k * FP32_BYTES, "counted from the sizes", f"{spec.name} datasheet"
-    other = (P12.min_bytes(SIZES) - w_bytes) / 1e3
-    return {
-        "weight_bytes": Fact(f"W, {n} x {k} fp32 ({FP32_BYTES} bytes a weight), read once per call",
-                             w_bytes / 1e6, "MB", counted, present.mb(w_bytes / 1e6)),
-        "other_bytes": Fact("x, b and y together", other, "kB", counted, present.mb(other)),
-        "flops": Fact(f"FLOPs of one call at {ROWS} row (2 per weight)", P12.flops(SIZES) / 1e9,
-                      "GFLOP", counted),
-        "default_flops": Fact(f"FLOPs of one call at KernelBench's {P12.defaults['batch_size']} rows",
-                              P12.flops(P12.defaults) / 1e9, "GFLOP", counted),
-        "copy_gbps": Fact("copy bandwidth: a device-to-device copy, bytes read plus bytes written",
-                          copy_gbps, "GB/s", copy_source, present.gbps(copy_gbps)),
-        "mem_gbps": Fact("memory bandwidth", spec.mem_gbps, "GB/s", sheet, present.gbps(spec.mem_gbps)),
-        "fp32_tflops": Fact("FP32 rate (CUDA cores)", spec.fp32_tflops, "TFLOP/s", sheet,
-                            present.tflops(spec.fp32_tflops)),
-    }
+    return dict(
+        weight_bytes=Fact(f"W, {n} x {k} fp32 ({FP32_BYTES} bytes a weight), read once per call",
+                          w_bytes / 1e6, "MB", counted),
+        other_bytes=Fact("x, b and y together", (P12.min_bytes(SIZES) - w_bytes) / 1e3, "kB", counted),
+        flops=Fact(f"FLOPs of one call at {ROWS} row (2 per weight)", P12.flops(SIZES) / 1e9, "GFLOP", counted),
+        default_flops=Fact(f"FLOPs of one call at KernelBench's {P12.defaults['batch_size']} rows",
+                           P12.flops(P12.defaults) / 1e9, "GFLOP", counted),
+        copy_gbps=Fact("copy bandwidth: a device-to-device copy, bytes read plus bytes written", copy_gbps,
+                       "GB/s", copy_source),
+        mem_gbps=Fact("memory bandwidth", spec.mem_gbps, "GB/s", sheet),
+        fp32_tflops=Fact("FP32 rate (CUDA cores)", spec.fp32_tflops, "TFLOP/s", sheet))
 
 
 def predict(facts: dict[str, Fact]) -> float:
@@ -79,12 +70,10 @@ class PredictStream(PredictionExercise):
                   f"data/records.csv; ✓ within {BAND:g}x.")
 
     def models(self, out: Outcome) -> list[Model]:
-        """Ways of predicting the time, each from the facts: two right, the rest what a
-        prediction typically forgets."""
         f = out.facts
         w, copy, mem = f["weight_bytes"].value * 1e6, f["copy_gbps"].value * 1e9, f["mem_gbps"].value * 1e9
-        fp32, right, mb = f["fp32_tflops"].value * 1e12, predict(f), present.mb(f["weight_bytes"].value)
-        fp32_only = f"W is fp32: {FP32_BYTES} bytes a weight, {mb} MB to read"
+        fp32, right = f["fp32_tflops"].value * 1e12, predict(f)
+        fp32_only = f"W is fp32: {FP32_BYTES} bytes a weight, {present.mb(w / 1e6)} MB to read"
         return [
             Model("W's fp32 bytes over the measured copy rate", right, True),
             Model("W's fp32 bytes over the datasheet bandwidth", w / mem * 1e3, True),
@@ -107,16 +96,16 @@ class PredictStream(PredictionExercise):
         ]
 
     def settle(self, device: torch.device) -> Outcome:
-        """The step's time at 1 row: measured now on a GPU (with the copy rate), else its newest
+        """The step's time at 1 row and the copy rate: measured now on a GPU, else its newest
         record at 1 row and the copy rate of that same run."""
         if device.type == "cuda":
             spec, label = detect_gpu().spec, f"measured now on {torch.cuda.get_device_name(device)}"
             rows = ceilings.measure(records.RunContext.collect(), device=device, say=lambda _: None)
             copy = next(float(r["gbps"]) for r in rows if r["variant"] == ceilings.COPY)
             m = measure(P12, SLUG, SIZES, device=device)
-            error = "" if m.timed else f"the step itself failed on this GPU: {m.failure}"
-            return Outcome(m.timing.median_ms if m.timed else math.nan, label, facts_for(copy, label, spec),
-                           m, error, {"ridge": ridge_point(spec, "fp32")})
+            return Outcome(m.timing.median_ms if m.timed else math.nan, label, facts_for(copy, label, spec), m,
+                           "" if m.timed else f"the step itself failed on this GPU: {m.failure}",
+                           {"ridge": ridge_point(spec, "fp32")})
         run = results.latest_run(P12, SIZES, having=(SLUG,), newest=True)
         if run.empty:
             spec = detect_gpu().spec
@@ -125,14 +114,12 @@ class PredictStream(PredictionExercise):
                            {"ridge": ridge_point(spec, "fp32")})
         row = run[run["variant"] == SLUG].iloc[0]
         spec = match_device_name(str(row["device"])) or detect_gpu().spec
-        label = f"recorded: {results.run_label(row)}"
-        copy = results.run_ceilings(run).get("copy_gbps", math.nan)
-        error = "" if math.isfinite(copy) else f"the run that recorded {SLUG} recorded no copy bandwidth"
+        label, copy = f"recorded: {results.run_label(row)}", results.run_ceilings(run).get("copy_gbps", math.nan)
         return Outcome(float(row["median_ms"]), label, facts_for(copy, f"{label}, the same run", spec), None,
-                       error, {"ridge": ridge_point(spec, "fp32")})
+                       "" if math.isfinite(copy) else f"the run that recorded {SLUG} recorded no copy bandwidth",
+                       {"ridge": ridge_point(spec, "fp32")})
 
     def remark(self, out: Outcome) -> str:
-        """After a ✓: the rate the step streams W at, against the copy rate."""
         rate = out.facts["weight_bytes"].value * 1e6 / (out.value * 1e-3) / 1e9
         return (f"The step reads W at {present.gbps(rate)} GB/s, "
                 f"{present.share(rate / out.facts['copy_gbps'].value)} of the copy rate.")
