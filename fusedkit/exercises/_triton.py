@@ -1,10 +1,8 @@
-"""The Triton kernel exercises: the learner's kernel measured as a step of the ladder, then
-called once more at the nearby odd shape in a worker process (:func:`probe_job`), so that the
-line says what the kernel did. Outputs start as NaN inside a buffer with a NaN margin: an
-element never stored stays NaN, a store that forgets its mask lands in the margin, where the
-probe counts it. Weights are copied once per build with a margin, so a load that forgets its
-mask reads zeros (or NaN, which shows) rather than faulting. When the numbers are wrong, the
-probe's output is compared with what each known mistake gives (float64): a match names it.
+"""The Triton kernel exercises: the learner's kernel measured as a step of the ladder, then called once more
+at the nearby odd shape in a worker (:func:`probe_job`), so the line says what the kernel did. Outputs start
+as NaN in a buffer with a NaN margin: an element never stored stays NaN, a store that forgets its mask lands
+in the margin. Weights are copied once per build with a margin: a load that forgets its mask reads zeros (or
+NaN, which shows) rather than faulting. Wrong numbers are compared with each known mistake's (float64).
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ from fusedkit.problems.base import nearby_odd
 CPU_CHECK = dict(seeds=1, warmup_ms=0.0, rep_ms=1.0)
 GPU_CHECK = dict(seeds=3, warmup_ms=25.0, rep_ms=200.0)
 PROBE_SEED = 4242
-MATCH_REL = 1e-4
-"""A kernel output this close (relative, float64) to a mistake's output shows that mistake."""
+MATCH_REL = 1e-4   # a kernel output this close (relative) to a mistake's output shows that mistake
 P12_CPU_SIZES = dict(batch_size=17, in_features=33, out_features=65)
 P45_CPU_SIZES = dict(batch_size=17, input_size=33, hidden_size=65, output_size=19)
 HINTS = dict(
@@ -42,11 +39,10 @@ HINTS = dict(
     nothing_stored="keep the skeleton's tl.store at the end of the kernel",
     precision="give tl.dot input_precision=\"ieee\": tf32 rounds the inputs to 10 bits",
     reuse="compute every output from the x of this call: check that the accumulator adds each product")
-"""The hints an exercise shares unless it says otherwise."""
 
 
 class KernelError(Exception):
-    """The learner's kernel failed to compile or run; the message is one line."""
+    """The learner's kernel failed to compile or run: one line."""
 
 
 class Run(NamedTuple):
@@ -57,24 +53,22 @@ class Run(NamedTuple):
 
 
 class Mistake(NamedTuple):
-    """A likely slip: what the output then shows, what to fix, and the float64 output it gives
-    from the probe's parts (None where it cannot be told apart there)."""
+    """A likely slip: what its output shows, what to fix, its float64 output (None: not told apart there)."""
     seen: str
     hint: str
     output: Callable[[dict], torch.Tensor | None]
 
 
 class Probe(NamedTuple):
-    """What the call at the nearby odd shape showed."""
+    """What the call at the nearby odd shape showed; the float64 parts of its draw when asked for."""
     out: torch.Tensor | None = None
     outside: int = 0                 # elements written past the end of the output
     error: str = ""
-    parts: dict | None = None        # the float64 pieces of the same draw, when asked for
+    parts: dict | None = None
 
 
 def describe_error(e: BaseException, kernel: object) -> str:
-    """One line for an error raised while compiling or running ``kernel``: the kernel's line
-    when it can be found, then the error's type and first line."""
+    """One line for an error of ``kernel``: its line when it can be found, the error's type and first line."""
     chain: list[BaseException] = []
     while e is not None and e not in chain and len(chain) < 10:
         chain.append(e)
@@ -98,8 +92,7 @@ def describe_error(e: BaseException, kernel: object) -> str:
 
 
 def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **meta: Any) -> None:
-    """``kernel[grid](*args, **meta)`` on the first argument's device; a failure is a one-line
-    :class:`KernelError`."""
+    """``kernel[grid](*args, **meta)`` on the first argument's device; a failure is a :class:`KernelError`."""
     if not isinstance(kernel, KernelInterface):
         raise KernelError(f"got {type(kernel).__name__} {getattr(kernel, '__name__', '')!s}, not a "
                           "Triton kernel: keep the @triton.jit line above its def")
@@ -115,8 +108,7 @@ def launch(kernel: Any, grid: tuple[int, ...], *args: Any, **meta: Any) -> None:
 
 def guarded(shape: tuple[int, ...], margin: int, device: torch.device,
             fill: float = math.nan) -> tuple[torch.Tensor, torch.Tensor]:
-    """A tensor of ``shape`` at the start of a buffer ``margin`` elements longer, all ``fill``;
-    returns (tensor, margin). A store past the tensor's end lands in the margin."""
+    """(a tensor of ``shape``, the ``margin`` elements after it in the same buffer), all ``fill``."""
     numel = math.prod(shape)
     buf = torch.full((numel + margin,), fill, device=device, dtype=torch.float32)
     return buf[:numel].view(shape), buf[numel:]
@@ -135,16 +127,15 @@ def margin_2d(rows: int, cols: int, block_rows: int, block_cols: int) -> int:
 
 
 def _draw(problem: Problem, sizes: Sizes, device: torch.device) -> tuple[torch.nn.Module, torch.Tensor]:
-    """The probe's model and input: the same draw in the worker and here."""
+    """The probe's model and input, the same in the worker and here."""
     return (problem.make_model(sizes, seed=PROBE_SEED, device=device),
             problem.get_inputs(sizes, seed=PROBE_SEED, device=device)[0])
 
 
 def probe_job(*, build: Callable, report: Callable[[str], None], problem_key: str, device: str,
               sizes: Sizes, **_: Any) -> dict:
-    """The probe, in its worker: one call of ``build(model)``, an exercise's launcher of the
-    learner's kernel, on a fresh draw: its output and how many elements it stored past the
-    output's end, or its one-line error."""
+    """The probe, in its worker: one call of ``build(model)`` (the learner's kernel launched by its exercise):
+    its output and how many elements it stored past the output's end, or its one-line error."""
     report(f"the probe's call at {dims(sizes)}")
     model, x = _draw(get_problem(problem_key), sizes, torch.device(device))
     try:
@@ -175,9 +166,8 @@ def _final(ex: "TritonExercise", kernel: Any, model: torch.nn.Module) -> Callabl
 
 
 class TritonExercise(Exercise):
-    """A Triton kernel to complete. A module adds ``launcher(kernel, model) -> call(x) -> Run``
-    (the learner's kernel launched on a model's weights), ``parts(model, x)`` (float64 pieces)
-    and ``expected(parts)``, its ``mistakes`` and ``hints`` (beside :data:`HINTS`)."""
+    """A Triton kernel to complete. A module adds ``launcher(kernel, model) -> call(x) -> Run``, ``parts(model,
+    x)`` (float64 pieces) and ``expected(parts)``, its ``mistakes`` and ``hints`` (beside :data:`HINTS`)."""
 
     output = "y"                     # the kernel's output, as the lines name it
     hints: dict[str, str] = {}
@@ -217,7 +207,6 @@ class TritonExercise(Exercise):
         return Verdict(self.line(m, probe, sizes), m)
 
     def probe(self, kernel: Any, sizes: Sizes, device: torch.device, *, want_parts: bool) -> Probe:
-        """Call ``kernel`` once at ``sizes`` in a worker process (:func:`probe_job`)."""
         try:
             got = run_job(probe_job, self.problem, functools.partial(self.launcher, kernel), device,
                           sizes=dict(sizes))
@@ -234,7 +223,6 @@ class TritonExercise(Exercise):
                      and not _same(wrong, right) and _same(p.out, wrong)), None)
 
     def line(self, m: Any, p: Probe | None, sizes: Sizes) -> str:
-        """The one line for the measurement ``m`` at the learner's ``sizes`` and the probe."""
         out, odd = self.output, nearby_odd(m.problem, sizes)
         there = f"at {dims(odd)}, the nearby odd shape checked after your {dims(sizes)}"
         if p is not None and p.outside:
@@ -286,7 +274,7 @@ class TritonExercise(Exercise):
 # -- problem 12's pieces in float64: the right output and the slips of a tile kernel ----------
 
 def p12_weights(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor, float, float]:
-    """W (N, K), b (N,), the multiplier and the slope of p12's model."""
+    """W (N, K), b (N,), the multiplier and the slope."""
     return (model.gemm.weight.detach(), model.gemm.bias.detach(), float(model.multiplier),
             float(model.leaky_relu.negative_slope))
 
@@ -298,8 +286,7 @@ def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
 
 
 class P12Exercise(TritonExercise):
-    """A kernel of problem 12, notebook 01: the parts are x, W, b, the multiplier, the slope,
-    acc = x @ W.T and the K chunk, in float64."""
+    """A kernel of p12 (notebook 01); its parts: x, W, b, the multiplier, the slope, acc = x @ W.T, BLOCK_K."""
 
     problem_key, notebook, cpu_sizes = "p12", "01", P12_CPU_SIZES
 

@@ -1,14 +1,7 @@
-"""Exercise p12_coalesced_tile: read W along K, the direction it is laid out in.
-
-The naive step gives each thread one output ``y[m, n]``, the lanes of a warp on 32 consecutive
-``n``: their W loads land in 32 rows of W, ``K`` floats apart, a memory sector per lane. The
-coalesced step turns that around: neighbouring lanes take neighbouring ``k`` of one W row, a
-few whole 128-byte lines per warp, and a reduction over k finishes each output. In Triton that
-is a ``(BLOCK_N, BLOCK_K)`` tile of W whose fast (last) axis is k, the unit-stride one. Each
-program computes BLOCK_N outputs of one row of y; the learner writes the tile's load and the
-reduction. W's buffer has a NaN margin: a load that forgets its K mask reads it at W's last
-row (on a GPU: whatever lies there, or a fault), and the NaN shows in y's last column.
-"""
+"""Exercise p12_coalesced_tile: read W along K, the axis it is laid out in. Neighbouring lanes take
+neighbouring k of one W row (whole 128-byte lines per warp), and a reduction over k finishes each
+output: a (BLOCK_N, BLOCK_K) tile of W whose fast axis is k, summed into BLOCK_N outputs of a row of y.
+W's buffer has a NaN margin: a load that forgets its K mask reads it, and the NaN shows in y."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Exercise p12_epilogue: problem 12's epilogue as one Triton kernel.
-
-PyTorch computes the GEMM ``acc = x @ W.T`` (cuBLAS on a GPU, TF32 off); the learner's kernel
-does everything after it in one pass over ``acc``: ``y = LeakyReLU((acc + b) * multiplier)``.
-Each program owns a 2-D block of ``y`` and masks the ragged edges; the loads and stores along a
-row are contiguous, so Triton issues them as 16-byte vectors (step 4's float4, unwritten).
-"""
+"""Exercise p12_epilogue: p12's epilogue in one Triton kernel, one pass over acc = x @ W.T (PyTorch's
+GEMM, TF32 off): y = LeakyReLU((acc + b) * multiplier), each program a 2-D block of y with its ragged
+edges masked, loads and stores contiguous along rows (step 4's float4, unwritten)."""
 
 from __future__ import annotations
 

@@ -1,50 +1,35 @@
-"""Exercise p12_fp16_split: the fp16x3 split with its power-of-two row scale, in PyTorch.
+"""Exercise p12_fp16_split: the fp16x3 split with its power-of-two row scale, in PyTorch, as
+``kernels/common/fp16x3_split.py`` does it in Triton for p12's fp16x3 steps::
 
-The learner writes ``split(t) -> (hi, lo, scale)``, what ``kernels/common/fp16x3_split.py``
-does in Triton for p12's fp16x3 steps::
+    scale = 2**(15 - e) per row, e the exponent of the row's max |t| (torch.frexp): max|t| * scale
+            lies in [2**14, 2**15), far from fp16's 65504 and its subnormals, and is exact
+    hi = fp16(t * scale);  lo = fp16((t * scale - hi) * 2048);  t * scale = hi + lo / 2048 to ~2**-22
 
-    scale = 2**(15 - e) per row, where the row's max |t| is m * 2**e, m in [0.5, 1)
-            (so max|t| * scale lies in [2**14, 2**15): far from fp16's 65504, clear of its
-            subnormals; a power of two only moves the exponent, so t * scale is exact)
-    hi = fp16(t * scale)                      (round to nearest: 11 significant bits)
-    lo = fp16((t * scale - hi) * 2048)        (the next 11 bits; the residual is exact in fp32)
-    so t * scale = hi + lo / 2048 to about 2**-22 relative.
-
-The check builds p12's linear from the learner's split as step ``triton_fp16x3`` computes it
-(W split once per build, x on every call, three products in fp32, TF32 off: each product of
-fp16 operands is exact in fp32, as on tensor cores with fp32 accumulation) and measures it
-through :func:`fusedkit.harness.measure` on KernelBench's inputs: its tier is the verdict on
-the numbers. KernelBench's values all lie well inside fp16's range, so a split with no row
-scale, or one scale for the whole tensor, passes there; so the check then splits a probe
-matrix row by row (rows of max about 2**20 down to 2**-20, one just below a power of two, and
-a row of zeros) and names the fault it shows: a fault there is a ``✗`` whatever the tier.
+The check measures p12's linear built from it as step ``triton_fp16x3`` computes it (three products
+in fp32, exact for fp16 operands) through :func:`fusedkit.harness.measure`: its tier is the verdict on
+KernelBench's inputs, which lie well inside fp16's range. So it then splits a probe matrix row by row
+(rows of max 2**20 down to 2**-20, one just below a power of two, zeros) and names the fault it shows.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from fusedkit.exercises._protocol import (MUTATION, RAISED, REUSE, SPECIALISED, UNWRITTEN, WRONG,
-                                          Exercise, Verdict, checked_at, dims)
+from fusedkit.exercises._protocol import RAISED, UNWRITTEN, Exercise, Verdict, checked_at, dims, first_line
 from fusedkit.harness import measure
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems.base import nearby_odd
 from fusedkit.problems.baselines import tf32_matmul
 
-LO_SCALE = 2048.0
-"""2**11: lo holds the residual lifted by this much (the check reads hi + lo / 2048)."""
-PROBE_EXPONENTS = (0, 20, -20, 9, -9)
-"""The probe matrix's rows: standard normal values times 2**k, then a row whose max is just
-below 2**NEAR_POWER (a scale aimed too high overflows fp16 there), then a row of zeros."""
+LO_SCALE = 2048.0                         # lo holds the residual lifted by 2**11: the check reads hi + lo / 2048
+PROBE_EXPONENTS = (0, 20, -20, 9, -9)     # the probe's rows: randn * 2**k, one just below 2**NEAR_POWER, zeros
 NEAR_POWER, PROBE_COLS, PROBE_SEED = 5, 48, 2718
 SPLIT_BOUND = 2.0**-20
-"""Largest per-row error of hi + lo / 2048 against t * scale (float64, relative to the row's
-largest |t * scale|) the probe accepts; a right split stays near 2**-23."""
+"""The largest per-row error of hi + lo / 2048 against t * scale the probe accepts (a right one: ~2**-23)."""
 
 
 def split(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -67,9 +52,7 @@ class SplitError(Exception):
 
 
 def call_split(fn: Callable, t: torch.Tensor, name: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``fn(t)`` checked to be (hi, lo, scale): hi and lo float16 of t's shape, scale a float
-    tensor with one value per row (or one in all), returned as (R, 1) float32. Anything else
-    raises :class:`SplitError` in one line naming what came back."""
+    """``fn(t)`` as (hi, lo, scale (R, 1) float32); anything else is a one-line :class:`SplitError`."""
     if not callable(fn):
         raise SplitError(f"got {type(fn).__name__}, not a function: define split(t) in the cell above")
     try:
@@ -99,8 +82,7 @@ def call_split(fn: Callable, t: torch.Tensor, name: str) -> tuple[torch.Tensor, 
 
 
 def _linear(fn: Callable, model: torch.nn.Module) -> Callable[..., torch.Tensor]:
-    """p12's linear from the split ``fn``: W split once per build, x on every call, three
-    products in fp32 (exact for fp16 operands), both scales undone, then the epilogue."""
+    """p12 from the split ``fn``: W split once, x each call, three fp32 products, the scales undone."""
     w, b = model.gemm.weight.detach(), model.gemm.bias.detach()
     c, slope = float(model.multiplier), float(model.leaky_relu.negative_slope)
     wh, wl, ws = (p.float() for p in call_split(fn, w, "W"))   # fp16 values, held in fp32
@@ -115,8 +97,7 @@ def _linear(fn: Callable, model: torch.nn.Module) -> Callable[..., torch.Tensor]
 
 
 def probe_matrix() -> torch.Tensor:
-    """Rows of standard normal values times 2**k for k in :data:`PROBE_EXPONENTS`, a row whose
-    largest |value| is (1 - 2**-12) * 2**NEAR_POWER, and a row of zeros; the same every time."""
+    """randn rows times 2**k for k in PROBE_EXPONENTS, one of max (1 - 2**-12) * 2**NEAR_POWER, zeros."""
     g = torch.Generator().manual_seed(PROBE_SEED)
     rows = [torch.randn(PROBE_COLS, generator=g) * 2.0**k for k in PROBE_EXPONENTS]
     near = torch.randn(PROBE_COLS, generator=g)
@@ -125,13 +106,12 @@ def probe_matrix() -> torch.Tensor:
 
 
 def _pow2(v: float) -> str:
-    """2^k for a power of two, else the number."""
     k = math.log2(v) if v > 0 and math.isfinite(v) else 0.5
     return f"2^{int(k)}" if k == round(k) else f"{v:.3g}"
 
 
 def _row_errors(recon: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """max |recon - target| / max |target| per row (float64); the error itself where both are 0."""
+    """max |recon - target| / max |target| per row; the error itself where the row is 0."""
     top, err = target.abs().amax(dim=1), (recon - target).abs().amax(dim=1)
     return torch.where(top > 0, err / torch.where(top > 0, top, 1.0), err)
 
@@ -225,29 +205,13 @@ def diagnose(fn: Callable) -> tuple[str, str, float, bool]:
 
 
 def _linear_phrase(m: Any, sizes: Sizes) -> str:
-    """"is fp32-faithful, rel. error ... at 33x1024x65 and 29x895x57", or what the check found
-    instead, in the learner's words."""
-    odd = dims(nearby_odd(m.problem, sizes))
-    rel, eager = m.check.rel_error, m.check.eager_rel_error
+    """How the linear built from the split fared, in the learner's words (no guard's name)."""
     if m.ok:
-        return f"is {m.tier}, rel. error {rel:.1e} against float64 (eager fp32 {eager:.1e}) at {dims(sizes)} and {odd}"
-    first, failure = next(iter(m.check.fault_classes), ""), m.failure
-    if first == RAISED:
-        return "could not be built: " + failure.split(" raised ", 1)[-1].removeprefix("SplitError: ")
-    if first == UNWRITTEN:
-        counted = re.search(r"(\d+ of \d+) elements", failure)
-        return f"gives NaN/Inf where float64 is finite ({counted[1] if counted else 'some'} outputs) at {dims(sizes)}"
-    if first == WRONG:
-        return (f"has rel. error {rel:.1e} against float64 at {dims(sizes)}, more than fp32 arithmetic "
-                f"can explain (eager fp32 {eager:.1e})")
-    if first == MUTATION:
-        return "changed its weight or input (split wrote into t)"
-    if first == REUSE:
-        return "gives answers that do not follow x (two inputs came out nearer each other than their own)"
-    if first == SPECIALISED:
-        return (f"has rel. error {rel:.1e} at {dims(sizes)}, and more at {odd}" if rel > 1e-4 else
-                f"is right at {dims(sizes)} but not at {odd}")
-    return failure.split(";")[0]
+        return (f"is {m.tier}, rel. error {m.check.rel_error:.1e} against float64 (eager fp32 "
+                f"{m.check.eager_rel_error:.1e}) at {dims(sizes)} and {dims(nearby_odd(m.problem, sizes))}")
+    if m.check.fault_classes[:1] == [RAISED]:
+        return "could not be built: " + m.failure.split(" raised ", 1)[-1].removeprefix("SplitError: ")
+    return f"fails at {dims(sizes)}: " + first_line(m.failure).split(": ", 1)[-1]
 
 
 class FP16Split(Exercise):
@@ -265,8 +229,6 @@ class FP16Split(Exercise):
 
     def judge(self, problem: Problem, fn: Any, *, device: torch.device, sizes: Sizes | None = None,
               seeds: int | None = None) -> Verdict:
-        """The fp16x3 linear built from ``fn`` measured on p12 (checked, not timed: the verdict
-        is its tier), then ``fn`` probed row by row."""
         gpu = device.type == "cuda"
         sizes = problem.sizes(sizes or (problem.defaults if gpu else self.cpu_sizes))
         try:
@@ -284,7 +246,7 @@ class FP16Split(Exercise):
             return Verdict(f"✗ {seen}; the fp16x3 linear built from it {linear}. Hint: {hint}", m)
         if not m.ok or m.tier != "fp32-faithful":
             hint = ("NaN/Inf from a split means fp16 overflowed: max|t| * scale must stay below 65504; "
-                    "aim it at [2^14, 2^15)" if "NaN/Inf" in linear else
+                    "aim it at [2^14, 2^15)" if UNWRITTEN in m.check.fault_classes else
                     "hi = (t * scale).half(); lo = ((t * scale - hi.float()) * 2048).half(); split must "
                     "not change t")
             return Verdict(f"✗ the fp16x3 linear built from your split {linear}. Hint: {hint}", m)

@@ -1,11 +1,6 @@
-"""Exercise p12_gemm_tile: one tile of problem 12's fused GEMM, in Triton.
-
-Each program computes a BLOCK_M x BLOCK_N tile of ``x @ W.T`` with a loop over K in chunks of
-BLOCK_K (``tl.dot`` with ``input_precision="ieee"``: fp32 products, so fp32-faithful), then the
-epilogue on the tile while it is in registers, and one store: step 8 without its autotuning.
-The learner loads the W tile (W is (N, K): W.T's tile is read through its strides, no copy)
-and accumulates the dot product.
-"""
+"""Exercise p12_gemm_tile: one tile of p12's fused GEMM in Triton, step 8 without its autotuning: a K
+loop of tl.dot (ieee: fp32 products) into an fp32 accumulator, the epilogue on the tile in registers,
+one store. The learner loads W.T's tile through W's strides (no copy) and accumulates."""
 
 from __future__ import annotations
 

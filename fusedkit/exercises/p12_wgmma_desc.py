@@ -1,15 +1,12 @@
-"""Exercise p12_wgmma_desc: the shared-memory descriptor through which step ``wgmma_tma``'s wgmma
-reads its tiles (PTX ISA, "Matrix Descriptor Format"; ``kernels/common/hopper.cuh`` explains each
-field, :mod:`fusedkit.hopper_layout` mirrors it), written in Python: ``sw128_desc(smem_byte_addr)``.
+"""Exercise p12_wgmma_desc: the shared-memory descriptor through which step ``wgmma_tma``'s wgmma reads its
+tiles (PTX ISA, "Matrix Descriptor Format"; ``kernels/common/hopper.cuh`` explains each field,
+:mod:`fusedkit.hopper_layout` mirrors it), written in Python: ``sw128_desc(smem_byte_addr)``.
 
-The check compares it with the reference on every 16-byte aligned shared address (and a few past
-the 18 bits the encoding keeps), naming the usual slips field by field; then calls it once on a
-symbolic address that records every operation as ``uint64_t`` C++, puts that expression in place
-of hopper.cuh's ``sw128_desc`` in a copy of the step and compiles it to PTX for sm_90a; on a
-Hopper GPU it measures that kernel through :func:`fusedkit.harness.measure` against float64 (right
-when within twice the error of rounding x and W to fp16), unless the descriptor would send wgmma
-past the block's shared memory. The same formula is what the kernel runs, so a wrong field shows
-as wrong numbers on the GPU.
+The check compares it with the reference on every aligned shared address, naming the usual slips field by
+field; calls it once on a symbolic address that records each operation as ``uint64_t`` C++, puts that in
+place of hopper.cuh's ``sw128_desc`` in a copy of the step and compiles it to PTX for sm_90a; on a Hopper
+GPU measures that kernel against float64 (right within twice the error of rounding x and W to fp16),
+unless the descriptor would send wgmma past the block's shared memory.
 """
 
 from __future__ import annotations
@@ -29,19 +26,16 @@ from fusedkit import build
 from fusedkit import hopper_layout as hl
 from fusedkit.exercises._protocol import Exercise, Verdict
 from fusedkit.exercises._triton import GPU_CHECK
-from fusedkit.harness import measure
+from fusedkit.harness import measure, reference64, rel_error
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 
 NAME, STEP = "p12_wgmma_desc", "wgmma_tma"   # the ladder step whose descriptors the learner writes
 BINDING = Path(__file__).with_name("p12_wgmma_desc_binding.cpp")
-ADDRESSES = (*range(0, 1 << 18, 16),                            # every aligned shared address
-             *((1 << 18) + 16 * k for k in (0, 1, 64, 1000)),   # past the 18 bits kept
-             (1 << 32) - 16)
-"""The shared-memory byte addresses the learner's function is checked on."""
+ADDRESSES = (*range(0, 1 << 18, 16), *((1 << 18) + 16 * k for k in (0, 1, 64, 1000)), (1 << 32) - 16)
+"""Every aligned shared-memory byte address, and a few past the 18 bits the encoding keeps."""
 FP16_FACTOR, ERROR_SLACK = 2.0, 1e-6
-"""On the GPU a right kernel's rel. error is at most FP16_FACTOR times what rounding x and W to
-fp16 alone costs, plus ERROR_SLACK (fp32 accumulation); a wrong descriptor's is near 1."""
+"""A right kernel's rel. error is within FP16_FACTOR x what rounding x and W to fp16 costs + ERROR_SLACK."""
 HINT_ALL = "complete TODO 1-4, one field each, as the comments above them say"
 _MASK64 = (1 << 64) - 1
 
@@ -73,8 +67,7 @@ class TraceError(Exception):
 
 
 class Traced:
-    """A value computed from ``smem_byte_addr``: its C++ text (``uint64_t`` arithmetic on ``a``,
-    the widened address) and how to compute it as that C++ would (mod 2**64)."""
+    """A value computed from the address: its C++ text (``uint64_t`` on ``a``) and its value as C++ has it."""
 
     __slots__ = ("cpp", "value")
     __hash__ = None
@@ -128,8 +121,7 @@ for _op, _name in zip(_OPS, ("add", "sub", "mul", "floordiv", "mod", "lshift", "
 
 
 def trace(fn: Callable[[int], int]) -> Traced:
-    """``fn`` called on a symbolic address: the C++ expression of its result; TraceError (one
-    line) when it is not one formula of integer operations."""
+    """``fn`` on a symbolic address: its result as C++; TraceError when it is not one integer formula."""
     try:
         return Traced.of(fn(Traced("a", lambda a: a)))
     except TraceError:
@@ -162,7 +154,6 @@ const char* exercise_wgmma_tma(uintptr_t x, uintptr_t w, uintptr_t b, uintptr_t 
 
 
 def step_source() -> Path:
-    """The ladder step's CUDA file (the registry's, whatever its number)."""
     return build.KERNELS_DIR / get_problem("p12").variant(STEP).source
 
 
@@ -171,10 +162,8 @@ def step_label() -> str:
 
 
 def exercise_folder(expr: Traced) -> Path:
-    """A copy of the step, in ``p12/`` beside copies of its headers and ``common/`` (so its
-    includes resolve unchanged), calling the learner's ``exercise_sw128_desc(`` wherever it
-    called ``sm90::sw128_desc(``, with the exercise's binding; one folder per source hash under
-    ``build/exercises/``. Returns the step copy's path."""
+    """The step's copy calling the learner's descriptor, beside copies of its headers and the binding, in a
+    folder per source hash under ``build/exercises/`` (the includes resolve unchanged)."""
     src, call, anchor = step_source(), "sm90::sw128_desc(", '#include "launchers_hopper.h"\n'
     text = src.read_text()
     if text.count(call) < 2 or anchor not in text:
@@ -202,7 +191,6 @@ def exercise_folder(expr: Traced) -> Path:
 # -- what the learner's descriptor says, field by field --------------------------------------------
 
 def _start_is(fn: Callable[[int], int], formula: Callable[[int], int], addrs: tuple[int, ...]) -> bool:
-    """Whether ``fn``'s start field equals ``formula(addr)`` on every one of ``addrs``."""
     try:
         return all(hl.Descriptor.decode(int(fn(a)) & _MASK64).start == formula(a) for a in addrs)
     except Exception:  # noqa: BLE001 - a probe must not raise
@@ -210,8 +198,7 @@ def _start_is(fn: Callable[[int], int], formula: Callable[[int], int], addrs: tu
 
 
 def diagnose(fn: Callable[[int], int], addr: int, got: int) -> tuple[str, str]:
-    """(what is wrong, the hint) for ``fn`` whose descriptor ``got`` at ``addr`` differs from
-    the reference; ``fn`` is called again on other addresses to tell the slips apart."""
+    """(what is wrong, the hint) for ``fn``, whose ``got`` at ``addr`` is not the reference's."""
     want = hl.sw128_desc(addr)
     g, w = hl.Descriptor.decode(got), hl.Descriptor.decode(want)
     at = f"sw128_desc({addr}) = {got:#x}, want {want:#x}"
@@ -273,7 +260,7 @@ def diagnose(fn: Callable[[int], int], addr: int, got: int) -> tuple[str, str]:
 
 
 def _values(fn: Callable[[int], int]) -> tuple[int | None, str, str]:
-    """(first wrong address or None, what is wrong, hint), calling ``fn`` on :data:`ADDRESSES`."""
+    """(the first wrong address or None, what is wrong, the hint) over :data:`ADDRESSES`."""
     for a in ADDRESSES:
         try:
             got = fn(a)
@@ -295,7 +282,7 @@ def _values(fn: Callable[[int], int]) -> tuple[int | None, str, str]:
 
 
 def _traced(fn: Callable[[int], int]) -> tuple[Traced | None, str]:
-    """The learner's formula as C++, checked against the Python results: (expr, "") or (None, why)."""
+    """(the formula as C++, "") when it computes what Python does, else (None, why)."""
     try:
         expr = trace(fn)
         for a in ADDRESSES[::7]:
@@ -314,11 +301,9 @@ _SWIZZLE_ROW = {1: 128, 2: 64, 3: 32}      # bytes per row of the swizzle atom, 
 
 
 def _read_span(desc: int, rows: int) -> tuple[int, int]:
-    """Bytes [lo, hi) that one wgmma k16 slice may read through ``desc`` for ``rows`` rows of a
-    K-major operand ("Shared Memory Matrix Layout"; an upper bound). Swizzled: row r of 8-row
-    group g at start + g * stride + (r % 8) * row, the XOR staying inside that aligned row. No
-    swizzle: 8 x 16-byte core matrices (128 bytes) at start + g * stride, two along k a leading
-    offset apart."""
+    """Bytes [lo, hi) one wgmma k16 slice may read through ``desc`` for ``rows`` rows of a K-major operand
+    (an upper bound): swizzled, row r of 8-row group g at start + g * stride + (r % 8) * row, the XOR inside
+    that row; unswizzled, 8 x 16-byte core matrices at start + g * stride, two along k a leading offset apart."""
     d, groups = hl.Descriptor.decode(desc), rows // 8 - 1
     if d.swizzle in _SWIZZLE_ROW:
         row = _SWIZZLE_ROW[d.swizzle]
@@ -328,9 +313,8 @@ def _read_span(desc: int, rows: int) -> tuple[int, int]:
 
 
 def outside_reads(fn: Callable[[int], int]) -> str:
-    """"" when every descriptor the step forms with ``fn`` keeps wgmma's reads inside the stage
-    tiles of the block's shared memory (wherever its 1024-byte aligned base lands in the first
-    8 KB), else one line saying where a read would go."""
+    """Where a read through a descriptor the step forms with ``fn`` would leave the stage tiles of the block's
+    shared memory (its 1024-byte aligned base anywhere in the first 8 KB); "" when none would."""
     c, text = {}, step_source().read_text()
     for name in ("BM", "BN", "BK", "kStages"):
         m = re.search(rf"constexpr int {name} = (\d+);", text)
@@ -356,23 +340,17 @@ def outside_reads(fn: Callable[[int], int]) -> str:
 # -- the kernel on a Hopper GPU ---------------------------------------------------------------------
 
 def _fp16_error(problem: Problem, sizes: Sizes, device: torch.device) -> float:
-    """rel. error against float64 of the output with x and W rounded to fp16 and all else exact:
-    what one fp16 product costs before any kernel (a fresh model and input)."""
+    """rel. error against float64 of p12 with x and W rounded to fp16, all else exact (a fresh draw)."""
     model = problem.make_model(sizes, seed=31337, device=device)
     (x,) = problem.get_inputs(sizes, seed=31337, device=device)
-    w, b = model.gemm.weight.detach().double(), model.gemm.bias.detach().double()
-    c, s = float(model.multiplier), float(model.leaky_relu.negative_slope)
-
-    def out(xx: torch.Tensor, ww: torch.Tensor) -> torch.Tensor:
-        v = (xx @ ww.t() + b) * c
-        return torch.where(v > 0, v, v * s)
-    ref, r16 = out(x.double(), w), out(x.half().double(), w.half().double())
-    return float(torch.linalg.vector_norm(r16 - ref) / torch.linalg.vector_norm(ref))
+    ref = reference64(model, [x])
+    with torch.no_grad():
+        model.gemm.weight.copy_(model.gemm.weight.half().float())
+    return rel_error(reference64(model, [x.half().float()]), ref)
 
 
 def builder(fn: Callable[[int], int]) -> Callable[[torch.nn.Module], Callable[..., torch.Tensor]]:
-    """``build(model) -> fn(x)``: the step compiled with the learner's descriptor (a Hopper GPU),
-    fed as the ladder feeds it (x cast to fp16 per call, W once, K padded to 8)."""
+    """The step built with the learner's descriptor (Hopper), fed as the ladder feeds it (fp16, K padded)."""
     step = exercise_folder(trace(fn))
 
     def build_(model: torch.nn.Module) -> Callable[..., torch.Tensor]:
@@ -406,10 +384,7 @@ class WgmmaDescriptor(Exercise):
 
     def judge(self, problem: Problem, fn: Any, *, device: torch.device, sizes: Sizes | None = None,
               time_it: bool = True, **budget: Any) -> Verdict:
-        """Without a Hopper GPU: the values and the sm_90a PTX of the step built with ``fn``.
-        On one: also the kernel, measured at the problem's sizes (or ``sizes``)."""
-        n = len(ADDRESSES)
-        found = dict(addresses=n, ptx="")
+        n, found = len(ADDRESSES), dict(addresses=len(ADDRESSES), ptx="")
         if not callable(fn):
             return Verdict(f"✗ got {type(fn).__name__}, not a function. Hint: pass the function itself: "
                            "exercises.check(problem, \"p12_wgmma_desc\", sw128_desc)", values=found)
@@ -444,11 +419,10 @@ class WgmmaDescriptor(Exercise):
                            f"which says less). {seen or 'Its values match'}. Hint: {hint or HINT_ALL}",
                            values=found)
         sizes = problem.sizes(sizes or problem.defaults)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():   # a descriptor known wrong is checked, not timed: its numbers tell
             warnings.simplefilter("ignore")
-            # A descriptor already known wrong is checked, not timed: its numbers are the finding.
-            m = measure(problem, builder(fn), sizes, device=device, name=f"exercise_{NAME}",
-                        precision="fp16", time_it=time_it and bad is None, **{**GPU_CHECK, **budget})
+            m = measure(problem, builder(fn), sizes, device=device, name=f"exercise_{NAME}", precision="fp16",
+                        time_it=time_it and bad is None, **{**GPU_CHECK, **budget})
         allowed = FP16_FACTOR * _fp16_error(problem, sizes, device) + ERROR_SLACK
         gpu, rel = torch.cuda.get_device_name(device), m.check.rel_error
         numbers = (f"rel. error {rel:.1e} against float64 (one fp16 product allows {allowed:.1e})"

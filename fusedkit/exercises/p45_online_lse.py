@@ -1,15 +1,7 @@
-"""Exercise p45_online_lse: problem 45's row logsumexp in one pass, the online merge.
-
-PyTorch computes the logits ``z = linear2(sigmoid(linear1(x)))`` (M, N); the learner's kernel
-reduces each row in chunks of BLOCK_N, keeping a running pair per row: ``m``, the largest value
-seen, and ``s``, the sum of ``exp(z - m)`` so far. A chunk with a larger maximum rescales the
-sum before adding to it::
-
-    m_new = max(m, max(z_chunk));  s = s * exp(m - m_new) + sum(exp(z_chunk - m_new));  m = m_new
-
-and the row's result is ``m + log(s)``. Every exponent is <= 0, so nothing overflows, and the
-logits are read once: the merge step 04 uses across tiles, here along one row.
-"""
+"""Exercise p45_online_lse: p45's row logsumexp in one pass over the logits z (PyTorch computes them),
+a running pair per row, m the largest value seen and s the sum of exp(z - m) so far, merged chunk by
+chunk: m_new = max(m, max(chunk)); s = s * exp(m - m_new) + sum(exp(chunk - m_new)); m = m_new; the
+result m + log(s). Every exponent is <= 0, and z is read once: step 04's merge, along one row."""
 
 from __future__ import annotations
 

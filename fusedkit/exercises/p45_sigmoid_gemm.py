@@ -1,12 +1,6 @@
-"""Exercise p45_sigmoid_gemm: problem 45's first GEMM with its bias and sigmoid fused.
-
-Each program computes a BLOCK_M x BLOCK_H tile of ``h = sigmoid(x @ W1.T + b1)``: a K loop of
-``tl.dot`` (``input_precision="ieee"``, fp32 products) into an fp32 accumulator, then the bias
-and the sigmoid on the tile in registers, and one store: the activations never make a round
-trip through memory between the GEMM and the sigmoid (step 04's first kernel, without its
-autotuning). PyTorch finishes the problem: ``logsumexp(linear2(h), dim=1)``. The skeleton
-gives the loads; the learner writes the dot and the epilogue.
-"""
+"""Exercise p45_sigmoid_gemm: p45's first GEMM with its bias and sigmoid fused (step 04's first kernel
+without its autotuning): a K loop of tl.dot (ieee) into an fp32 accumulator, the bias and the sigmoid
+on the tile in registers, one store of h; PyTorch finishes with logsumexp(linear2(h), dim=1)."""
 
 from __future__ import annotations
 
