@@ -160,7 +160,8 @@ def test_the_exercise_follows_the_registered_step():
     assert step.name == problems.get("p12").variant("wgmma_tma").source.split("/")[1]
     text = step.read_text()
     assert "sm90::sw128_desc(" not in text and text.count("exercise_sw128_desc(") >= 3
-    assert text.rstrip().endswith(ex.ENTRY.rstrip()) and (step.parent / ex.BINDING.name).is_file()
+    assert text.rstrip().endswith(f'#include "{ex.ENTRY.name}"   // the entry point the binding calls')
+    assert (step.parent / ex.BINDING.name).is_file() and (step.parent / ex.ENTRY.name).is_file()
     assert (step.parent / "hopper_epilogue.cuh").is_file() and (step.parent.parent / "common" / "hopper.cuh").is_file()
 
 

@@ -1,12 +1,8 @@
-"""The prediction exercises: the learner writes a number first, then the check settles it with a
-measurement and says how far off it was and which way of predicting the number matches.
-
-The *facts* are the numbers a prediction may use, each with its source (counted, measured in a
-run, a datasheet); the *outcome* is the quantity, measured through :mod:`fusedkit.harness` on a
-GPU or read from ``data/records.csv`` on a CPU, labelled recorded with its device, date and
-commit, the facts from that same run; the *models* are ways of predicting it from the facts
-(none a typed number), right ones and typical mistakes with the hint that names them. A number
-taken for a wrong model is a ``✗`` even where it lands near the outcome.
+"""The prediction exercises: a number written first, then settled by a measurement (on a GPU, through
+:mod:`fusedkit.harness`) or a record (``data/records.csv``, labelled with its device, date and commit).
+The *facts* a prediction may use carry their sources, from the outcome's own run; the *models* are ways of
+predicting from the facts, right ones and typical mistakes with the hint naming them. A number taken for a
+wrong model is a ``✗`` even where it lands near the outcome.
 """
 
 from __future__ import annotations
@@ -41,7 +37,7 @@ class Fact(NamedTuple):
 
 
 class Model(NamedTuple):
-    """A way to predict the quantity from the facts; a wrong one with the hint naming what it forgot."""
+    """A way to predict from the facts; a wrong one with the hint naming what it forgot."""
     label: str
     value: float
     right: bool
@@ -50,8 +46,7 @@ class Model(NamedTuple):
 
 @dataclass
 class Outcome:
-    """The quantity, where it comes from ("measured now on ..." or "recorded: ..."), the facts of
-    that same run, why there is no value ("" when there is) and more numbers for the lines."""
+    """The quantity, its source, the facts of its run, why there is none ("" if there is), more numbers."""
 
     value: float
     source: str
@@ -62,8 +57,7 @@ class Outcome:
 
 
 def nearest(predicted: float, models: list[Model]) -> Model | None:
-    """The model ``predicted`` is taken for: the nearest (as a ratio) within :data:`MATCH`, a
-    right one before a wrong one."""
+    """The model ``predicted`` is taken for: the nearest within :data:`MATCH`, a right one first."""
     near = [m for m in models if m.value > 0 and abs(math.log(predicted / m.value)) <= math.log(MATCH)]
     return min(near, key=lambda m: (not m.right, abs(math.log(predicted / m.value))), default=None)
 
@@ -72,10 +66,8 @@ _settled: dict[str, Outcome] = {}
 
 
 class PredictionExercise(Exercise):
-    """A number written before the check runs. A module adds ``settle(device) -> Outcome``,
-    ``models(outcome)``, ``remark(outcome)`` (said after a ✓), the worked ``solution(facts)``
-    (the first right model), the ``prompt`` of its cell, ``unit`` ("ms" or "x") and ``band`` (✓
-    when measured / predicted lies within it)."""
+    """A module adds ``settle(device) -> Outcome``, ``models(outcome)``, ``remark(outcome)`` (after a ✓), the
+    worked ``solution(facts)``, its cell's ``prompt``, ``unit`` ("ms" or "x") and ``band`` (✓ within it)."""
 
     imports, options = "", frozenset()
     prompt: tuple[str, ...] = ()
@@ -91,12 +83,10 @@ class PredictionExercise(Exercise):
         return self.about_text
 
     def with_unit(self, value: float) -> str:
-        """A number as the learner wrote it, to 3 digits, with the unit: ``0.0628 ms``, ``4.1x``."""
         return f"{value:.3g}x" if self.unit == "x" else f"{value:.3g} {self.unit}"
 
     def outcome(self, device: torch.device) -> Outcome:
-        """The outcome on ``device``, settled once per process and records file: the facts
-        :meth:`given` shows are those the check compares with."""
+        """Settled once per device and records file: the facts :meth:`given` shows are those judged with."""
         path = records.default_path()
         key = f"{self.name}|{device}|{path}|{path.stat().st_mtime_ns if path.exists() else 0}"
         if key not in _settled:
@@ -119,15 +109,14 @@ class PredictionExercise(Exercise):
     def judge(self, problem: Problem, prediction: Any, *, device: torch.device) -> Verdict:
         if isinstance(prediction, torch.Tensor) and prediction.numel() == 1:
             prediction = prediction.item()
-        if not isinstance(prediction, numbers.Real) or isinstance(prediction, bool):
-            why = (f"{self.answer} is still None: replace None with your prediction" if prediction is None else
-                   f"{self.answer}={prediction!r} is a {type(prediction).__name__}; write it without quotes")
-            return Verdict(f"✗ no prediction yet: {why}, a positive, finite number. Hint: predict first, "
-                           "from the numbers exercises.given printed, then check")
-        if not math.isfinite(prediction) or prediction <= 0:
-            return Verdict(f"✗ no prediction yet: {self.answer}={float(prediction)!r} is not a prediction; "
-                           "write a positive, finite number. Hint: predict first, from the numbers "
-                           "exercises.given printed, then check")
+        why = (f"{self.answer} is still None: replace None with your prediction," if prediction is None else
+               f"{self.answer}={prediction!r} is a {type(prediction).__name__}; write, without quotes,"
+               if not isinstance(prediction, numbers.Real) or isinstance(prediction, bool) else
+               f"{self.answer}={float(prediction)!r} is not a prediction; write" if not (
+                   math.isfinite(prediction) and prediction > 0) else "")
+        if why:
+            return Verdict(f"✗ no prediction yet: {why} a positive, finite number. Hint: predict first, from "
+                           "the numbers exercises.given printed, then check")
         predicted, out = float(prediction), self.outcome(device)
         if out.error:
             return Verdict(f"✗ nothing to compare with: {out.error}. Hint: run the check on a GPU, or read "

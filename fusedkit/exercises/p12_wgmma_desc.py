@@ -31,7 +31,7 @@ from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 
 NAME, STEP = "p12_wgmma_desc", "wgmma_tma"   # the ladder step whose descriptors the learner writes
-BINDING = Path(__file__).with_name("p12_wgmma_desc_binding.cpp")
+BINDING, ENTRY = (Path(__file__).with_name(f"p12_wgmma_desc_{f}") for f in ("binding.cpp", "entry.cuh"))
 ADDRESSES = (*range(0, 1 << 18, 16), *((1 << 18) + 16 * k for k in (0, 1, 64, 1000)), (1 << 32) - 16)
 """Every aligned shared-memory byte address, and a few past the 18 bits the encoding keeps."""
 FP16_FACTOR, ERROR_SLACK = 2.0, 1e-6
@@ -137,20 +137,6 @@ def cpp_function(expr: Traced) -> str:
             f"    const uint64_t a = smem_byte_addr;\n    return {expr.cpp};\n}}\n")
 
 
-ENTRY = """
-// The entry point of the exercise's binding (p12_wgmma_desc_binding.cpp): addresses from Python.
-const char* exercise_wgmma_tma(uintptr_t x, uintptr_t w, uintptr_t b, uintptr_t y, int M, int N, int K,
-                               float multiplier, float negative_slope, uintptr_t stream) {
-    if (M == 0 || N == 0) return nullptr;
-    const char* err = p12::launch_wgmma_tma(
-        reinterpret_cast<const __half*>(x), reinterpret_cast<const __half*>(w),
-        reinterpret_cast<const float*>(b), reinterpret_cast<float*>(y), M, N, K, multiplier,
-        negative_slope, reinterpret_cast<cudaStream_t>(stream));
-    if (err != nullptr) return err;
-    const cudaError_t launched = cudaGetLastError();
-    return launched == cudaSuccess ? nullptr : cudaGetErrorString(launched);
-}
-"""
 
 
 def step_source() -> Path:
@@ -169,11 +155,12 @@ def exercise_folder(expr: Traced) -> Path:
     if text.count(call) < 2 or anchor not in text:
         raise RuntimeError(f"{src.name} no longer calls {call} for both operands after {anchor.strip()}: "
                            "the exercise must follow the step")
-    text = text.replace(call, "exercise_sw128_desc(").replace(anchor, anchor + "\n" + cpp_function(expr), 1) + ENTRY
+    text = (text.replace(call, "exercise_sw128_desc(").replace(anchor, anchor + "\n" + cpp_function(expr), 1)
+            + f'\n#include "{ENTRY.name}"   // the entry point the binding calls\n')
     headers = [p for d in (src.parent, build.KERNELS_DIR / "common")
                for p in sorted(d.iterdir()) if p.suffix in (".h", ".cuh")]
-    sha = hashlib.sha256(text.encode() + BINDING.read_bytes()
-                         + b"".join(p.read_bytes() for p in headers)).hexdigest()[:12]
+    sha = hashlib.sha256(text.encode() + b"".join(p.read_bytes() for p in (BINDING, ENTRY, *headers)))
+    sha = sha.hexdigest()[:12]
     root = build.build_root() / "exercises" / NAME / sha
     if not (root / src.parent.name / src.name).is_file():
         tmp = root.with_name(sha + ".tmp")
@@ -182,7 +169,8 @@ def exercise_folder(expr: Traced) -> Path:
             (tmp / h.parent.name).mkdir(parents=True, exist_ok=True)
             shutil.copy2(h, tmp / h.parent.name / h.name)
         (tmp / src.parent.name / src.name).write_text(text)
-        shutil.copy2(BINDING, tmp / src.parent.name / BINDING.name)
+        for f in (BINDING, ENTRY):
+            shutil.copy2(f, tmp / src.parent.name / f.name)
         shutil.rmtree(root, ignore_errors=True)
         tmp.rename(root)
     return root / src.parent.name / src.name
