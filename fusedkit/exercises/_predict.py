@@ -1,9 +1,8 @@
 """The prediction exercises: a number written first, then settled by a measurement (on a GPU, through
-:mod:`fusedkit.harness`) or a record (``data/records.csv``, labelled with its device, date and commit).
-The *facts* a prediction may use carry their sources, from the outcome's own run; the *models* are ways of
-predicting from the facts, right ones and typical mistakes with the hint naming them. A number taken for a
-wrong model is a ``✗`` even where it lands near the outcome.
-"""
+:mod:`fusedkit.harness`) or a record (``data/records.csv``, labelled with its device, date and commit). The
+*facts* a prediction may use carry their sources, from the outcome's own run; the *models* are ways of
+predicting from the facts, right ones and typical mistakes with the hint naming them. A number taken for a wrong
+model is a ``✗`` even where it lands near the outcome."""
 
 from __future__ import annotations
 

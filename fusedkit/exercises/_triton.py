@@ -1,9 +1,8 @@
-"""The Triton kernel exercises: the learner's kernel measured as a step of the ladder, then called once more
-at the nearby odd shape in a worker (:func:`probe_job`), so the line says what the kernel did. Outputs start
-as NaN in a buffer with a NaN margin: an element never stored stays NaN, a store that forgets its mask lands
-in the margin. Weights are copied once per build with a margin: a load that forgets its mask reads zeros (or
-NaN, which shows) rather than faulting. Wrong numbers are compared with each known mistake's (float64).
-"""
+"""The Triton kernel exercises: the learner's kernel measured as a step of the ladder, then called once more at
+the nearby odd shape in a worker (:func:`probe_job`), so the line says what the kernel did. Outputs start as NaN
+in a buffer with a NaN margin: an element never stored stays NaN, a store that forgets its mask lands in the
+margin. Weights are copied once per build with a margin: a load that forgets its mask reads zeros (or NaN, which
+shows) rather than faulting. Wrong numbers are compared with each known mistake's (float64)."""
 
 from __future__ import annotations
 
@@ -268,7 +267,7 @@ class TritonExercise(Exercise):
         if first == REUSE:
             return ("✗ the output does not follow x: a second, different input got the first one's "
                     f"answer. Hint: {self.hint('reuse')}")
-        return f"✗ {first_line(m.failure)}"
+        return f"✗ {first_line(m.failure)}. Hint: {self.hint('raised')}"   # a crash, a hang, a refusal
 
 
 # -- problem 12's pieces in float64: the right output and the slips of a tile kernel ----------
