@@ -105,9 +105,8 @@ class Traced:
         return Traced(f"(~{self.cpp})", lambda a: ~self.value(a) & _MASK64)
 
     def _refuse(self, *_: Any) -> Any:
-        raise TraceError("the function compares or converts the address (if, min, max, int(), a "
-                         "comparison ...): the kernel needs one formula of integer operations "
-                         "(+ - * // % << >> & | ^ ~)")
+        raise TraceError("the function compares or converts the address (if, min, max, int(), a comparison "
+                         "...): the kernel needs one formula of integer operations (+ - * // % << >> & | ^ ~)")
 
     __bool__ = __index__ = __int__ = __float__ = __lt__ = __le__ = __gt__ = __ge__ = __eq__ = _refuse
     __ne__ = __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __abs__ = __round__ = _refuse
@@ -193,9 +192,8 @@ def diagnose(fn: Callable[[int], int], addr: int, got: int) -> tuple[str, str]:
     if addr >= (1 << 18) and all(fn(a) == hl.sw128_desc(a) for a in (16, 4096, 20000, (1 << 18) - 16)):
         return (f"{at}: right below 2**18 but not above: the address was not cut to the 18 bits "
                 "the encoding keeps, so its high bits spill out of the start field",
-                "TODO 1: mask, then shift: (smem_byte_addr & 0x3FFFF) >> 4 (PTX's "
-                "matrix-descriptor-encode); no shared address of this kernel reaches 2**18, "
-                "but the field is 14 bits wide")
+                "TODO 1: mask, then shift: (smem_byte_addr & 0x3FFFF) >> 4 (PTX's matrix-descriptor-encode); "
+                "no shared address of this kernel reaches 2**18, but the field is 14 bits wide")
     if g.leading == w.stride and g.stride == w.leading and g.leading != g.stride:
         return (f"{at}: the leading field (bits 16-29) holds {g.leading} and the stride field "
                 f"(bits 32-45) {g.stride}: the two byte offsets are swapped",
