@@ -5,26 +5,28 @@ CPU: the worked solution passes and its PTX carries the descriptor's constant an
 typical slip gets a line naming it (never a traceback); the learner's formula, traced into
 C++, computes in a host-compiled program what the Python function computes; a compile error is
 one line; the reads a wrong descriptor would make outside the shared tiles are found before
-anything runs. GPU (``-m gpu``, Hopper): the solution is right against float64 and timed, a
-wrong descriptor gives wrong numbers and the verdict names the slip, a dangerous one is not run.
+anything runs; the binding passes the C++ front end. GPU (``-m gpu``, Hopper): the solution is
+right against float64 and timed, a wrong descriptor gives wrong numbers and the verdict names
+the slip, a dangerous one is not run.
 """
 
 from __future__ import annotations
 
-import inspect
 import re
 import shutil
 import subprocess
+import sysconfig
+from pathlib import Path
 
 import pytest
 import torch
 
 from fusedkit import exercises, hopper_layout as hl, problems
 from fusedkit.exercises import p12_wgmma_desc as ex
-from fusedkit.exercises._common import exec_source
+from fusedkit.exercises._protocol import exec_source, source_of
 from kernel_helpers import gpu_test, needs_nvcc
 
-SOLUTION = inspect.getsource(ex.solution.fn)
+SOLUTION = source_of(ex.sw128_desc)
 
 # (slip, [(text in the solution, replacement)], words the line must hold)
 SLIPS = {
@@ -65,6 +67,7 @@ def run(fn, capsys, **kw):
     result = exercises.check(problems.get("p12"), "p12_wgmma_desc", fn, **kw)
     out, err = capsys.readouterr()
     assert out.splitlines() == [result.message] and "Traceback" not in out + err
+    assert result.ok == result.message.startswith("✓")
     return result
 
 
@@ -76,18 +79,18 @@ _DESC_PTX = re.compile(r"and\.b32\s+(%r\d+), (%r\d+), (\d+);\s*\n\s*shr\.u32\s+(
 
 @needs_nvcc
 def test_the_solution_passes_and_its_kernel_compiles_for_sm90a(capsys):
-    r = run(ex.solution, capsys, device="cpu")
-    assert r.ok and r.addresses == len(ex.ADDRESSES) > 16384
-    assert r.message.startswith(f"✓ right: your descriptor is hopper.cuh's on all {r.addresses:,} addresses, "
+    r = run(ex.sw128_desc, capsys, device="cpu")
+    n, ptx = r.values["addresses"], r.values["ptx"]
+    assert r.ok and n == len(ex.ADDRESSES) > 16384
+    assert r.message.startswith(f"✓ right: your descriptor is hopper.cuh's on all {n:,} addresses, "
                                 f"and {ex.step_label()} built with it compiles for sm_90a (8 wgmma.mma_async")
-    assert ".target sm_90a" in r.ptx
-    consts = {(int(m), int(s), int(c)) for *_, m, _, s, _, c in _DESC_PTX.findall(r.ptx)}
+    assert ".target sm_90a" in ptx
+    consts = {(int(m), int(s), int(c)) for *_, m, _, s, _, c in _DESC_PTX.findall(ptx)}
     assert consts == {(0x3FFF0, 4, hl.sw128_desc(0))}     # as in the ladder's own step
-    assert "exercise_sw128_desc" in ex.exercise_folder(ex.trace(ex.solution)).read_text()
 
 
 def test_the_blank_skeleton_names_what_is_missing(capsys):
-    r = run(exercises.load_skeleton("p12_wgmma_desc"), capsys, device="cpu")
+    r = run(exercises.get("p12_wgmma_desc").load_skeleton(), capsys, device="cpu")
     assert not r.ok and r.message.startswith("✗ your function raised NameError: name 'start' is not defined")
     assert "Hint: complete TODO 1-4" in r.message
 
@@ -99,19 +102,8 @@ def test_a_slip_gets_its_own_line(slip, capsys):
     assert SLIPS[slip][1] in r.message, r.message
 
 
-def test_the_skeleton_is_the_solution_without_its_answers():
-    skel = ex.SKELETON.splitlines()
-    assert skel[0] == "def sw128_desc(smem_byte_addr: int) -> int:" and not ex.SKELETON.startswith("import")
-    assert sum("# TODO" in line for line in skel) == 4
-    solved = [ln for ln in SOLUTION.splitlines() if ln.strip()]
-    given = [ln.replace("# TODO ", "# ") for ln in skel if ln.strip()]
-    it = iter(solved)
-    assert all(any(g == s for s in it) for g in given)
-    assert len(solved) - len(given) == 4                 # one line per field
-
-
 FORMULAS = {
-    "solution": ex.solution,
+    "solution": ex.sw128_desc,
     "strides swapped": slipped("strides swapped"),
     "wraps below zero": lambda a: (a - 1024) & 0xFFFF,            # uint64_t wrap-around
     "every operator": lambda a: ((a * 3 + 7) // 5 % 1000 ^ ~a) | (a << 2) >> 1,
@@ -158,21 +150,23 @@ def test_uint64_semantics_that_python_does_not_share_are_refused(capsys):
 @needs_nvcc
 def test_a_compile_error_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(ex, "cpp_function", lambda expr: "this is not C++;\n")
-    r = run(ex.solution, capsys, device="cpu")
+    r = run(ex.sw128_desc, capsys, device="cpu")
     assert not r.ok and r.message.startswith(f"✗ {ex.step_label()} with your descriptor does not compile for sm_90a: ")
     assert "error" in r.message and "\n" not in r.message
 
 
 def test_the_exercise_follows_the_registered_step():
-    step = ex.exercise_folder(ex.trace(ex.solution))
+    step = ex.exercise_folder(ex.trace(ex.sw128_desc))
     assert step.name == problems.get("p12").variant("wgmma_tma").source.split("/")[1]
     text = step.read_text()
     assert "sm90::sw128_desc(" not in text and text.count("exercise_sw128_desc(") >= 3
+    assert text.rstrip().endswith(f'#include "{ex.ENTRY.name}"   // the entry point the binding calls')
+    assert (step.parent / ex.BINDING.name).is_file() and (step.parent / ex.ENTRY.name).is_file()
     assert (step.parent / "hopper_epilogue.cuh").is_file() and (step.parent.parent / "common" / "hopper.cuh").is_file()
 
 
 def test_reads_outside_the_tiles_are_found_before_anything_runs():
-    assert ex.outside_reads(ex.solution) == ""
+    assert ex.outside_reads(ex.sw128_desc) == ""
     assert ex.outside_reads(slipped("strides swapped")) == ""        # inside, just wrong
     for slip in ("bytes, not 16-byte units", "start not shifted", "14-bit mask before the shift"):
         assert "outside the tiles" in ex.outside_reads(slipped(slip)), slip
@@ -180,17 +174,18 @@ def test_reads_outside_the_tiles_are_found_before_anything_runs():
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_the_exercise_binding_passes_the_cpp_front_end():
-    import test_binding_syntax as syntax   # the ladder's bindings are checked the same way
-
-    if syntax._cuda_include() is None:
-        pytest.skip("needs the CUDA toolkit's headers (nvcc)")
-    step = ex.exercise_folder(ex.trace(ex.solution))
-    syntax.test_binding_compiles_syntax_only(step.with_name(ex.BINDING.name))
+    """The binding needs pybind11 alone (torch ships it); its entry point's definition, at the end
+    of the step's copy, passes nvcc with the step (the PTX above)."""
+    inc = Path(torch.__file__).parent / "include"
+    proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-DTORCH_EXTENSION_NAME=syntax_check",
+                           f"-I{inc}", f"-I{sysconfig.get_paths()['include']}", str(ex.BINDING)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_wrong_arguments():
     with pytest.raises(ValueError, match="belongs to problem p12, not p45"):
-        exercises.check("p45", "p12_wgmma_desc", ex.solution)
+        exercises.check("p45", "p12_wgmma_desc", ex.sw128_desc)
     r = exercises.check("p12", "p12_wgmma_desc", 42, show=False, device="cpu")
     assert not r.ok and r.message.startswith("✗ got int, not a function")
 
@@ -223,8 +218,9 @@ def test_the_hopper_verdicts_say_what_the_gpu_showed(slip, outcome, words, monke
     monkeypatch.setattr(ex, "_fp16_error", lambda *a: 3.0e-4 - ex.ERROR_SLACK / ex.FP16_FACTOR)
     monkeypatch.setattr(ex.build, "nvcc_available", lambda: False)       # no PTX needed here
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake H200")
-    r = run(ex.solution if slip is None else slipped(slip), capsys, device=torch.device("cuda"))
+    r = run(ex.sw128_desc if slip is None else slipped(slip), capsys, device=torch.device("cuda"))
     assert r.ok == (slip is None)
     assert all(w in r.message for w in words), r.message
     if outcome is None:
@@ -243,7 +239,7 @@ def _hopper():
 @gpu_test
 def test_on_hopper_the_solution_is_right_against_float64_and_timed(capsys):
     _hopper()
-    r = run(ex.solution, capsys)
+    r = run(ex.sw128_desc, capsys)
     assert r.ok, r.message
     m = r.measurement
     assert m.timed and m.sizes == m.problem.defaults and m.timing.timer == "cuda-events"

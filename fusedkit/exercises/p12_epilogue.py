@@ -1,12 +1,6 @@
-"""Exercise p12_epilogue: problem 12's epilogue as one Triton kernel.
-
-PyTorch computes the GEMM ``acc = x @ W.T`` (cuBLAS on a GPU, TF32 off); the learner's
-kernel does everything after it in one pass over ``acc``:
-``y = LeakyReLU((acc + b) * multiplier, negative_slope)``. Each program owns a 2-D block of
-``y`` and masks the ragged edges; the loads and stores along a row are contiguous, which is
-what lets Triton issue them as 16-byte vectors (the float4 epilogue of step 4, without the
-hand-written float4).
-"""
+"""Exercise p12_epilogue: p12's epilogue in one Triton kernel, one pass over acc = x @ W.T (PyTorch's
+GEMM, TF32 off): y = LeakyReLU((acc + b) * multiplier), each program a 2-D block of y with its ragged
+edges masked, loads and stores contiguous along rows (step 4's float4, unwritten)."""
 
 from __future__ import annotations
 
@@ -14,8 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
-                                        run_kernel, skeleton_of)
+from fusedkit.exercises._triton import (Mistake, P12Exercise, Run, guarded, launch, margin_2d,
+                                        p12_weights)
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -38,50 +32,13 @@ def epilogue_kernel(acc_ptr, b_ptr, y_ptr, M, N, stride_am, stride_ym,
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], v, mask=mask)
 
 
-solution = epilogue_kernel
-SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
-
-
-def blocks(device: torch.device) -> dict:
-    # Interpreter: small blocks, so 17 x 65 has ragged blocks in both directions.
-    # GPU: 32 x 128 per program at 4 warps, 32 contiguous values per thread row.
-    return dict(BLOCK_M=32, BLOCK_N=128) if device.type == "cuda" else dict(BLOCK_M=16, BLOCK_N=32)
-
-
-def prepare(model: torch.nn.Module) -> dict:
-    return dict(w=model.gemm.weight.detach(), b=model.gemm.bias.detach(),
-                c=float(model.multiplier), slope=float(model.leaky_relu.negative_slope))
-
-
-def launch(kernel, prep: dict, x: torch.Tensor) -> Run:
-    w, b = prep["w"], prep["b"]
-    m, n = x.shape[0], w.shape[0]
-    bl = blocks(x.device)
-    margin = margin_2d(m, n, bl["BLOCK_M"], bl["BLOCK_N"])
-    acc, _ = guarded((m, n), margin, x.device, fill=0.0)   # a margin for unmasked loads too
-    with torch.no_grad(), tf32_matmul(False):
-        torch.matmul(x, w.t(), out=acc)                     # eager's GEMM, TF32 off
-    y, outside = guarded((m, n), margin, x.device)
-    grid = (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(n, bl["BLOCK_N"]))
-    with on_device(x.device):
-        run_kernel(kernel, grid, acc, b, y, m, n, acc.stride(0), y.stride(0),
-                   prep["c"], prep["slope"], **bl)
-    return Run(y, y, outside)
-
-
-def parts(model: torch.nn.Module, x: torch.Tensor, bl: dict) -> dict:
-    """The float64 pieces the mistakes are made of."""
-    w, b = model.gemm.weight.detach().double(), model.gemm.bias.detach().double()
-    return dict(acc=x.double() @ w.t(), b=b, c=float(model.multiplier),
-                s=float(model.leaky_relu.negative_slope))
-
-
 def _leaky(v: torch.Tensor, s: float) -> torch.Tensor:
     return torch.where(v > 0, v, v * s)
 
 
-def expected(p: dict) -> torch.Tensor:
-    return _leaky((p["acc"] + p["b"]) * p["c"], p["s"])
+def _v(p: dict) -> torch.Tensor:
+    """(acc + b) * multiplier, before the LeakyReLU."""
+    return (p["acc"] + p["b"]) * p["c"]
 
 
 def _bias_by_row(p: dict) -> torch.Tensor | None:
@@ -89,57 +46,59 @@ def _bias_by_row(p: dict) -> torch.Tensor | None:
     return _leaky((p["acc"] + p["b"][:m, None]) * p["c"], p["s"]) if m <= p["b"].shape[0] else None
 
 
-MISTAKES = (
-    Mistake("y is LeakyReLU(acc * multiplier): the bias is missing",
-            "TODO 1-2: load b[cols] and add it to acc before the multiply",
-            lambda p: _leaky(p["acc"] * p["c"], p["s"])),
-    Mistake("the bias was added along the rows (b[row] instead of b[col])",
-            "the bias has one value per column: load it at b_ptr + cols and use bias[None, :]",
-            _bias_by_row),
-    Mistake("y is LeakyReLU(acc + b): the multiplier is missing",
-            "TODO 2: multiply (acc + bias) by multiplier",
-            lambda p: _leaky(p["acc"] + p["b"], p["s"])),
-    Mistake("y is LeakyReLU(acc * multiplier + b): the multiply came before the bias",
-            "TODO 2: add the bias first, then multiply: (acc + bias) * multiplier",
-            lambda p: _leaky(p["acc"] * p["c"] + p["b"], p["s"])),
-    Mistake("y is (acc + b) * multiplier with no LeakyReLU",
-            "TODO 3: v = tl.where(v > 0, v, v * negative_slope)",
-            lambda p: (p["acc"] + p["b"]) * p["c"]),
-    Mistake("negative values became 0: that is ReLU, not LeakyReLU",
-            "TODO 3: negative values keep v * negative_slope, not 0",
-            lambda p: torch.relu((p["acc"] + p["b"]) * p["c"])),
-    Mistake("the slope was applied to the positive values instead of the negative ones",
-            "TODO 3: tl.where(v > 0, v, v * negative_slope) keeps v where it is positive",
-            lambda p: torch.where((p["acc"] + p["b"]) * p["c"] > 0,
-                                  (p["acc"] + p["b"]) * p["c"] * p["s"], (p["acc"] + p["b"]) * p["c"])),
-)
+class Epilogue(P12Exercise):
+    name, answer, solution = "p12_epilogue", "epilogue_kernel", epilogue_kernel
+    title = "the fused epilogue: bias, x2 and LeakyReLU in one pass over the GEMM's output"
+    # GPU: 32 x 128 per program at 4 warps, 32 contiguous values per thread row.
+    # Interpreter: small blocks, so 17 x 65 has ragged blocks in both directions.
+    gpu_blocks, cpu_blocks = dict(BLOCK_M=32, BLOCK_N=128), dict(BLOCK_M=16, BLOCK_N=32)
+    mistakes = (
+        Mistake("y is LeakyReLU(acc * multiplier): the bias is missing",
+                "TODO 1-2: load b[cols] and add it to acc before the multiply",
+                lambda p: _leaky(p["acc"] * p["c"], p["s"])),
+        Mistake("the bias was added along the rows (b[row] instead of b[col])",
+                "the bias has one value per column: load it at b_ptr + cols and use bias[None, :]",
+                _bias_by_row),
+        Mistake("y is LeakyReLU(acc + b): the multiplier is missing",
+                "TODO 2: multiply (acc + bias) by multiplier", lambda p: _leaky(p["acc"] + p["b"], p["s"])),
+        Mistake("y is LeakyReLU(acc * multiplier + b): the multiply came before the bias",
+                "TODO 2: add the bias first, then multiply: (acc + bias) * multiplier",
+                lambda p: _leaky(p["acc"] * p["c"] + p["b"], p["s"])),
+        Mistake("y is (acc + b) * multiplier with no LeakyReLU",
+                "TODO 3: v = tl.where(v > 0, v, v * negative_slope)", _v),
+        Mistake("negative values became 0: that is ReLU, not LeakyReLU",
+                "TODO 3: negative values keep v * negative_slope, not 0",
+                lambda p: torch.relu(_v(p))),
+        Mistake("the slope was applied to the positive values instead of the negative ones",
+                "TODO 3: tl.where(v > 0, v, v * negative_slope) keeps v where it is positive",
+                lambda p: torch.where(_v(p) > 0, _v(p) * p["s"], _v(p))),
+    )
+    hints = dict(
+        nothing_stored="the store is still a TODO: tl.store(y_ptr + rows[:, None] * stride_ym + "
+                       "cols[None, :], v, mask=mask) (TODO 4)",
+        some_unwritten="check the store's offsets and its mask: every row < M and column < N of y "
+                       "must be stored once",
+        outside="the store needs mask=mask, so the block's rows past M and columns past N are not written",
+        specialised="nothing may assume M or N is a multiple of the block: mask both edges",
+        precision="compute in fp32 throughout: (acc + bias) * multiplier, then the LeakyReLU",
+        wrong="check the bias (b[cols], one per column), the multiplier (after the bias) and the "
+              "slope (only where v <= 0)",
+    )
 
-HINTS = dict(
-    raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines",
-    nothing_stored="the store is still a TODO: tl.store(y_ptr + rows[:, None] * stride_ym + "
-                   "cols[None, :], v, mask=mask) (TODO 4)",
-    some_unwritten="check the store's offsets and its mask: every row < M and column < N of y "
-                   "must be stored once",
-    outside="the store needs mask=mask, so the block's rows past M and columns past N are not written",
-    specialised="nothing may assume M or N is a multiple of the block: mask both edges",
-    mutation="store only into y_ptr; acc and the weights are read-only",
-    precision="compute in fp32 throughout: (acc + bias) * multiplier, then the LeakyReLU",
-    wrong="check the bias (b[cols], one per column), the multiplier (after the bias) and the "
-          "slope (only where v <= 0)",
-)
+    def launcher(self, kernel, model):
+        w, b, c, s = p12_weights(model)
 
-EXERCISE = Exercise(
-    name="p12_epilogue", problem_key="p12",
-    title="the fused epilogue: bias, x2 and LeakyReLU in one pass over the GEMM's output",
-    kernel_name="epilogue_kernel", skeleton=SKELETON, solution=solution,
-    prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
-    mistakes=MISTAKES, hints=HINTS, output_name="y",
-    cpu_sizes=dict(batch_size=17, in_features=33, out_features=65),
-    notebook="01",
-)
+        def call(x: torch.Tensor) -> Run:
+            m, n, bl = x.shape[0], w.shape[0], self.blocks(x.device)
+            margin = margin_2d(m, n, bl["BLOCK_M"], bl["BLOCK_N"])
+            acc, _ = guarded((m, n), margin, x.device, fill=0.0)   # a margin for unmasked loads too
+            with torch.no_grad(), tf32_matmul(False):
+                torch.matmul(x, w.t(), out=acc)                     # eager's GEMM, TF32 off
+            y, outside = guarded((m, n), margin, x.device)
+            launch(kernel, (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(n, bl["BLOCK_N"])), acc, b, y,
+                   m, n, acc.stride(0), y.stride(0), c, s, **bl)
+            return Run(y, y, outside)
+        return call
 
 
-def builder(kernel):
-    """``build(model) -> fn`` that runs PyTorch's GEMM and then ``kernel`` (the learner's
-    ``epilogue_kernel`` or :data:`solution`), as :func:`fusedkit.measure.measure` takes it."""
-    return EXERCISE.builder(kernel)
+EXERCISE = Epilogue()

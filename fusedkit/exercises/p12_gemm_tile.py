@@ -1,12 +1,6 @@
-"""Exercise p12_gemm_tile: one tile of problem 12's fused GEMM, in Triton.
-
-Each program computes a BLOCK_M x BLOCK_N tile of ``x @ W.T`` with a loop over K in chunks
-of BLOCK_K (``tl.dot`` with ``input_precision="ieee"``: fp32 products, so the result is
-fp32-faithful), then applies the epilogue to the tile while it is still in registers and
-stores it once: step 8's kernel without its autotuning and tile ordering. The skeleton
-gives the x tile, the loop and the epilogue; the learner loads the W tile (W is (N, K):
-the tile of W.T is read through its strides, no copy) and accumulates the dot product.
-"""
+"""Exercise p12_gemm_tile: one tile of p12's fused GEMM in Triton, step 8 without its autotuning: a K
+loop of tl.dot (ieee: fp32 products) into an fp32 accumulator, the epilogue on the tile in registers,
+one store. The learner loads W.T's tile through W's strides (no copy) and accumulates."""
 
 from __future__ import annotations
 
@@ -14,10 +8,9 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
-                                        p12_epilogue64, p12_expected, p12_last_chunk,
-                                        p12_tile_parts, p12_zero_acc, padded_copy, run_kernel,
-                                        skeleton_of)
+from fusedkit.exercises._triton import (Mistake, P12Exercise, Run, guarded, launch, margin_2d,
+                                        p12_epilogue64, p12_last_chunk, p12_weights, p12_zero_acc,
+                                        padded_copy)
 
 
 @triton.jit
@@ -46,92 +39,58 @@ def gemm_tile_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn, 
              mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-solution = gemm_tile_kernel
-SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
-
-
-def blocks(device: torch.device) -> dict:
-    # GPU: 64 x 64 tiles, K in chunks of 32 (tl.dot needs every side >= 16). Interpreter:
-    # 16 x 32 x 16, so 17 x 33 x 65 has ragged tiles on all three edges.
-    if device.type == "cuda":
-        return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
-    return dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=16)
-
-
-def prepare(model: torch.nn.Module) -> dict:
-    w = model.gemm.weight.detach()
-    bl = blocks(w.device)
-    n, k = w.shape
-    # One-off copy with a zero margin: an unmasked load past W's end reads zeros, not a fault.
-    return dict(w=padded_copy(w, margin_2d(n, k, bl["BLOCK_N"], bl["BLOCK_K"])),
-                b=model.gemm.bias.detach(), c=float(model.multiplier),
-                slope=float(model.leaky_relu.negative_slope))
-
-
-def launch(kernel, prep: dict, x: torch.Tensor) -> Run:
-    w, b = prep["w"], prep["b"]
-    x = x.contiguous()
-    (m, k), n = x.shape, w.shape[0]
-    bl = blocks(x.device)
-    y, outside = guarded((m, n), margin_2d(m, n, bl["BLOCK_M"], bl["BLOCK_N"]), x.device)
-    grid = (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(n, bl["BLOCK_N"]))
-    with on_device(x.device):
-        run_kernel(kernel, grid, x, w, b, y, m, n, k, x.stride(0), w.stride(0), y.stride(0),
-                   prep["c"], prep["slope"], **bl)
-    return Run(y, y, outside)
-
-
-parts, expected = p12_tile_parts, p12_expected
-
-
 def _w_read_as_k_by_n(p: dict) -> torch.Tensor | None:
     # w[i, j] read at w_ptr + ks[i] * stride_wn + cols[j]: W's memory taken as a (K, N) matrix.
-    (n, k) = p["w"].shape
+    n, k = p["w"].shape
     if (k - 1) * k + n > n * k:
         return None
     return p12_epilogue64(p, p["x"] @ p["w"].flatten().as_strided((k, n), (k, 1)))
 
 
-MISTAKES = (
-    Mistake("the accumulator was never updated: y is the epilogue of acc = 0, the same for "
-            "every x (nothing was added to acc yet)",
-            "TODO 1-2: load the W tile, then acc = tl.dot(a, w, acc, input_precision=\"ieee\")",
-            p12_zero_acc),
-    Mistake("y holds only the last K chunk's product: acc was replaced, not added to",
-            "TODO 2: pass acc to tl.dot (acc = tl.dot(a, w, acc, ...)) or write acc += tl.dot(a, w, ...)",
-            p12_last_chunk),
-    Mistake("the W tile was read as if W were (K, N): W[cols[j], ks[i]] lies at "
-            "w_ptr + cols[j] * stride_wn + ks[i]",
-            "TODO 1: multiply the column offsets, not the K offsets, by stride_wn",
-            _w_read_as_k_by_n),
-)
+class GemmTile(P12Exercise):
+    name, answer, solution = "p12_gemm_tile", "gemm_tile_kernel", gemm_tile_kernel
+    title = "one tile of the fused GEMM: the K loop with tl.dot, the epilogue after it"
+    # GPU: 64 x 64 tiles, K in chunks of 32 (tl.dot needs every side >= 16). Interpreter:
+    # 16 x 32 x 16, so 17 x 33 x 65 has ragged tiles on all three edges.
+    gpu_blocks = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    cpu_blocks = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=16)
+    mistakes = (
+        Mistake("the accumulator was never updated: y is the epilogue of acc = 0, the same for "
+                "every x (nothing was added to acc yet)",
+                "TODO 1-2: load the W tile, then acc = tl.dot(a, w, acc, input_precision=\"ieee\")",
+                p12_zero_acc),
+        Mistake("y holds only the last K chunk's product: acc was replaced, not added to",
+                "TODO 2: pass acc to tl.dot (acc = tl.dot(a, w, acc, ...)) or write acc += tl.dot(a, w, ...)",
+                p12_last_chunk),
+        Mistake("the W tile was read as if W were (K, N): W[cols[j], ks[i]] lies at "
+                "w_ptr + cols[j] * stride_wn + ks[i]",
+                "TODO 1: multiply the column offsets, not the K offsets, by stride_wn", _w_read_as_k_by_n),
+    )
+    hints = dict(
+        raised="check the kernel's signature (keep the skeleton's parameters) and TODO 1-2: the W tile "
+               "must be (BLOCK_K, BLOCK_N) for tl.dot(a, w)",
+        some_unwritten="NaN outputs come from NaN loads: give the W tile's load other=0.0 under its mask",
+        outside="keep the store's mask (rows < M) & (cols < N)",
+        specialised="mask the W tile on both edges (cols < N and ks < K) with other=0.0, so the last "
+                    "K chunk adds nothing past K",
+        wrong="check the W tile (w[i, j] = W[cols[j], ks[i]]), its mask (cols < N, ks < K, other=0.0) "
+              "and that tl.dot adds into acc",
+    )
 
-HINTS = dict(
-    raised="check the kernel's signature (keep the skeleton's parameters) and TODO 1-2: the W tile "
-           "must be (BLOCK_K, BLOCK_N) for tl.dot(a, w)",
-    nothing_stored="keep the skeleton's tl.store at the end of the kernel",
-    some_unwritten="NaN outputs come from NaN loads: give the W tile's load other=0.0 under its mask",
-    outside="keep the store's mask (rows < M) & (cols < N)",
-    specialised="mask the W tile on both edges (cols < N and ks < K) with other=0.0, so the last "
-                "K chunk adds nothing past K",
-    mutation="the kernel may only store into y_ptr",
-    precision="give tl.dot input_precision=\"ieee\": tf32 rounds the inputs to 10 bits",
-    wrong="check the W tile (w[i, j] = W[cols[j], ks[i]]), its mask (cols < N, ks < K, other=0.0) "
-          "and that tl.dot adds into acc",
-)
+    def launcher(self, kernel, model):
+        w, b, c, s = p12_weights(model)
+        bl = self.blocks(w.device)
+        # One-off copy with a zero margin: an unmasked load past W's end reads zeros, not a fault.
+        w = padded_copy(w, margin_2d(*w.shape, bl["BLOCK_N"], bl["BLOCK_K"]))
 
-EXERCISE = Exercise(
-    name="p12_gemm_tile", problem_key="p12",
-    title="one tile of the fused GEMM: the K loop with tl.dot, the epilogue after it",
-    kernel_name="gemm_tile_kernel", skeleton=SKELETON, solution=solution,
-    prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
-    mistakes=MISTAKES, hints=HINTS, output_name="y",
-    cpu_sizes=dict(batch_size=17, in_features=33, out_features=65),
-    notebook="01",
-)
+        def call(x: torch.Tensor) -> Run:
+            x = x.contiguous()
+            (m, k), n = x.shape, w.shape[0]
+            y, outside = guarded((m, n), margin_2d(m, n, bl["BLOCK_M"], bl["BLOCK_N"]), x.device)
+            launch(kernel, (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(n, bl["BLOCK_N"])), x, w, b, y,
+                   m, n, k, x.stride(0), w.stride(0), y.stride(0), c, s, **bl)
+            return Run(y, y, outside)
+        return call
 
 
-def builder(kernel):
-    """``build(model) -> fn`` launching ``kernel`` (the learner's ``gemm_tile_kernel`` or
-    :data:`solution`) over every output tile."""
-    return EXERCISE.builder(kernel)
+EXERCISE = GemmTile()

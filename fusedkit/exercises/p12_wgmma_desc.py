@@ -1,30 +1,12 @@
-"""Exercise p12_wgmma_desc: the shared-memory descriptor through which the ``wgmma_tma`` step's
-wgmma reads its tiles, written in Python.
+"""Exercise p12_wgmma_desc: the shared-memory descriptor through which step ``wgmma_tma``'s wgmma reads its
+tiles (PTX ISA, "Matrix Descriptor Format"; ``kernels/common/hopper.cuh`` explains each field,
+:mod:`fusedkit.hopper_layout` mirrors it), written in Python: ``sw128_desc(smem_byte_addr)``.
 
-wgmma takes its operands A and B from shared memory, where TMA wrote them with 128-byte swizzle,
-through a 64-bit *descriptor* per operand: the tile's start address and two strides, in 16-byte
-units, and the swizzle mode, packed into fixed bit fields (PTX ISA, "Matrix Descriptor
-Format"; ``kernels/common/hopper.cuh`` explains each field, :mod:`fusedkit.hopper_layout`
-mirrors it). The learner completes ``sw128_desc(smem_byte_addr) -> int``: four lines, one per
-field. The check:
-
-1. on any machine, the function against the reference (:func:`fusedkit.hopper_layout.sw128_desc`)
-   on every 16-byte aligned shared-memory address and a few past the 18 bits the encoding keeps;
-   a wrong descriptor is decoded field by field and the usual slips are named (the two strides
-   swapped, the start address not shifted by 4, bytes instead of 16-byte units, the wrong
-   swizzle mode, no 18-bit mask ...);
-2. the step's kernel is then built with the learner's own formula: the function is called once
-   on a symbolic address that records every operation as C++ (``uint64_t`` arithmetic, checked
-   against the Python results on the same addresses), the expression replaces hopper.cuh's
-   ``sw128_desc`` in a copy of the step's source, and nvcc compiles it to PTX for sm_90a;
-3. on a Hopper GPU, that kernel, built into an extension of its own (:func:`fusedkit.build.load_sources`),
-   runs through :func:`fusedkit.measure.measure` at the problem's sizes and is judged against
-   float64: one fp16 product is right when its error is within twice what rounding x and W to
-   fp16 alone costs. A descriptor that would send wgmma past the block's shared memory is not
-   run: its worker would only end with an illegal address, which says less than where it reads.
-
-The learner writes Python, not C++: it is what a notebook cell runs, and the same formula is
-what the kernel is compiled with, so a wrong field shows as wrong numbers on the GPU.
+The check compares it with the reference on every aligned shared address, naming the usual slips field by
+field; calls it once on a symbolic address that records each operation as ``uint64_t`` C++, puts that in
+place of hopper.cuh's ``sw128_desc`` in a copy of the step and compiles it to PTX for sm_90a; on a Hopper
+GPU measures that kernel against float64 (right within twice the error of rounding x and W to fp16),
+unless the descriptor would send wgmma past the block's shared memory.
 """
 
 from __future__ import annotations
@@ -34,7 +16,6 @@ import math
 import re
 import shutil
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,21 +24,20 @@ import torch
 
 from fusedkit import build
 from fusedkit import hopper_layout as hl
-from fusedkit.exercises._common import GPU_CHECK, print_solution, skeleton_of
-from fusedkit.measure import Measurement, measure
+from fusedkit.exercises._protocol import Exercise, Verdict
+from fusedkit.exercises._triton import GPU_CHECK
+from fusedkit.harness import measure, reference64, rel_error
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 
-NAME = "p12_wgmma_desc"
-STEP = "wgmma_tma"                       # the ladder step whose descriptors the learner writes
-BINDING = Path(__file__).with_name("p12_wgmma_desc_binding.cpp")
-ADDRESSES = (*range(0, 1 << 18, 16),                            # every aligned shared address
-             *((1 << 18) + 16 * k for k in (0, 1, 64, 1000)),   # past the 18 bits kept
-             (1 << 32) - 16)
-"""The shared-memory byte addresses the learner's function is checked on."""
+NAME, STEP = "p12_wgmma_desc", "wgmma_tma"   # the ladder step whose descriptors the learner writes
+BINDING, ENTRY = (Path(__file__).with_name(f"p12_wgmma_desc_{f}") for f in ("binding.cpp", "entry.cuh"))
+ADDRESSES = (*range(0, 1 << 18, 16), *((1 << 18) + 16 * k for k in (0, 1, 64, 1000)), (1 << 32) - 16)
+"""Every aligned shared-memory byte address, and a few past the 18 bits the encoding keeps."""
 FP16_FACTOR, ERROR_SLACK = 2.0, 1e-6
-"""On the GPU a right kernel's rel. error is at most FP16_FACTOR times what rounding x and W to
-fp16 alone costs, plus ERROR_SLACK (fp32 accumulation); a wrong descriptor's is near 1."""
+"""A right kernel's rel. error is within FP16_FACTOR x what rounding x and W to fp16 costs + ERROR_SLACK."""
+HINT_ALL = "complete TODO 1-4, one field each, as the comments above them say"
+_MASK64 = (1 << 64) - 1
 
 
 def sw128_desc(smem_byte_addr: int) -> int:
@@ -80,189 +60,124 @@ def sw128_desc(smem_byte_addr: int) -> int:
     return start | (leading << 16) | (stride << 32) | (swizzle << 62)
 
 
-sw128_desc.fn = sw128_desc   # the exercises read a solution's source through .fn, as for Triton
-solution = sw128_desc
-_HEAD = "import triton\nimport triton.language as tl\n\n\n"
-SKELETON = skeleton_of(solution).removeprefix(_HEAD)   # the notebook's cell: answers left out
-
-HINT_ALL = "complete TODO 1-4, one field each, as the comments above them say"
-
-
 # -- the learner's formula as C++ ----------------------------------------------------------------
 
 class TraceError(Exception):
     """The learner's function cannot be written as one C++ expression; the message says why."""
 
 
-_MASK64 = (1 << 64) - 1
-
-
 class Traced:
-    """A value computed from ``smem_byte_addr``: its C++ text (``uint64_t`` arithmetic on
-    ``a``, the widened address) and how to compute it as that C++ would (mod 2**64)."""
+    """A value computed from the address: its C++ text (``uint64_t`` on ``a``) and its value as C++ has it."""
 
     __slots__ = ("cpp", "value")
+    __hash__ = None
 
     def __init__(self, cpp: str, value: Callable[[int], int]) -> None:
         self.cpp, self.value = cpp, value
 
     @staticmethod
-    def _operand(x: Any) -> "Traced":
+    def of(x: Any) -> "Traced":
         if isinstance(x, Traced):
             return x
         if isinstance(x, bool) or not isinstance(x, int):
             raise TraceError(f"{x!r} ({type(x).__name__}) is not an integer: the descriptor is "
                              "built from integers only (use //, not /)")
         if not 0 <= x <= _MASK64:
-            raise TraceError(f"the constant {x} is outside 0 .. 2**64 - 1: the kernel's "
-                             "uint64_t has no negative or wider numbers")
-        return Traced(f"{x}ull", lambda a, x=x: x)
+            raise TraceError(f"the constant {x} is outside 0 .. 2**64 - 1: the kernel's uint64_t "
+                             "has no negative or wider numbers")
+        return Traced(f"{x}ull", lambda a: x)
 
-    def _binary(self, other: Any, op: str, reflected: bool = False) -> "Traced":
-        left, right = (self._operand(other), self) if reflected else (self, self._operand(other))
-        lv, rv = left.value, right.value
-        if op in ("<<", ">>"):
-            if right.cpp.endswith("ull") and not int(right.cpp[:-3]) < 64:
-                raise TraceError(f"a shift by {right.cpp[:-3]}: C++ shifts a 64-bit value by 0 .. 63")
+    def binary(self, other: Any, op: str, reflected: bool = False) -> "Traced":
+        left, right = (Traced.of(other), self) if reflected else (self, Traced.of(other))
+        if op in ("<<", ">>") and right.cpp.endswith("ull") and int(right.cpp[:-3]) >= 64:
+            raise TraceError(f"a shift by {right.cpp[:-3]}: C++ shifts a 64-bit value by 0 .. 63")
 
-            def value(a: int) -> int:
-                n = rv(a)
-                if n >= 64:
-                    raise TraceError(f"a shift by {n} at smem_byte_addr={a}: C++ shifts by 0 .. 63")
-                return (lv(a) << n) & _MASK64 if op == "<<" else lv(a) >> n
-        elif op in ("/", "%"):
-            def value(a: int) -> int:
-                d = rv(a)
-                if d == 0:
-                    raise TraceError(f"a division by zero at smem_byte_addr={a}")
-                return lv(a) // d if op == "/" else lv(a) % d
-        else:
-            fn = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                  "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
-
-            def value(a: int) -> int:
-                return fn(lv(a), rv(a)) & _MASK64
+        def value(a: int) -> int:
+            x, y = left.value(a), right.value(a)
+            if op in ("<<", ">>") and y >= 64:
+                raise TraceError(f"a shift by {y} at smem_byte_addr={a}: C++ shifts by 0 .. 63")
+            if op in ("/", "%") and y == 0:
+                raise TraceError(f"a division by zero at smem_byte_addr={a}")
+            return _OPS[op](x, y) & _MASK64
         return Traced(f"({left.cpp} {op} {right.cpp})", value)
 
-    def __add__(self, o): return self._binary(o, "+")
-    def __radd__(self, o): return self._binary(o, "+", True)
-    def __sub__(self, o): return self._binary(o, "-")
-    def __rsub__(self, o): return self._binary(o, "-", True)
-    def __mul__(self, o): return self._binary(o, "*")
-    def __rmul__(self, o): return self._binary(o, "*", True)
-    def __floordiv__(self, o): return self._binary(o, "/")
-    def __rfloordiv__(self, o): return self._binary(o, "/", True)
-    def __mod__(self, o): return self._binary(o, "%")
-    def __rmod__(self, o): return self._binary(o, "%", True)
-    def __lshift__(self, o): return self._binary(o, "<<")
-    def __rlshift__(self, o): return self._binary(o, "<<", True)
-    def __rshift__(self, o): return self._binary(o, ">>")
-    def __rrshift__(self, o): return self._binary(o, ">>", True)
-    def __and__(self, o): return self._binary(o, "&")
-    def __rand__(self, o): return self._binary(o, "&", True)
-    def __or__(self, o): return self._binary(o, "|")
-    def __ror__(self, o): return self._binary(o, "|", True)
-    def __xor__(self, o): return self._binary(o, "^")
-    def __rxor__(self, o): return self._binary(o, "^", True)
-
-    def __invert__(self):
-        v = self.value
-        return Traced(f"(~{self.cpp})", lambda a: ~v(a) & _MASK64)
+    def __invert__(self) -> "Traced":
+        return Traced(f"(~{self.cpp})", lambda a: ~self.value(a) & _MASK64)
 
     def _refuse(self, *_: Any) -> Any:
-        raise TraceError("the function compares or converts the address (if, min, max, int(), "
-                         "a comparison ...): the kernel needs one formula of integer operations "
-                         "(+ - * // % << >> & | ^ ~)")
+        raise TraceError("the function compares or converts the address (if, min, max, int(), a comparison "
+                         "...): the kernel needs one formula of integer operations (+ - * // % << >> & | ^ ~)")
 
-    __bool__ = __index__ = __int__ = __float__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
-    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __abs__ = __round__ = _refuse
+    __bool__ = __index__ = __int__ = __float__ = __lt__ = __le__ = __gt__ = __ge__ = __eq__ = _refuse
+    __ne__ = __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __neg__ = __abs__ = __round__ = _refuse
 
-    def __eq__(self, other: object) -> bool:  # noqa: D105 - a comparison is a branch
-        self._refuse()
 
-    __hash__ = None
+_OPS = {"+": int.__add__, "-": int.__sub__, "*": int.__mul__, "/": int.__floordiv__, "%": int.__mod__,
+        "<<": int.__lshift__, ">>": int.__rshift__, "&": int.__and__, "|": int.__or__, "^": int.__xor__}
+for _op, _name in zip(_OPS, ("add", "sub", "mul", "floordiv", "mod", "lshift", "rshift", "and", "or", "xor")):
+    setattr(Traced, f"__{_name}__", lambda self, o, op=_op: self.binary(o, op))
+    setattr(Traced, f"__r{_name}__", lambda self, o, op=_op: self.binary(o, op, True))
 
 
 def trace(fn: Callable[[int], int]) -> Traced:
-    """``fn`` called on a symbolic address: the C++ expression of its result (:class:`Traced`).
-    Raises TraceError (one line) when it is not one formula of integer operations."""
+    """``fn`` on a symbolic address: its result as C++; TraceError when it is not one integer formula."""
     try:
-        out = fn(Traced("a", lambda a: a))
+        return Traced.of(fn(Traced("a", lambda a: a)))
     except TraceError:
         raise
     except Exception as e:  # noqa: BLE001 - the learner's function may fail in any way
         raise TraceError(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
-    return Traced._operand(out)
 
 
 def cpp_function(expr: Traced) -> str:
     """The C++ helper that replaces hopper.cuh's sw128_desc in the exercise's copy of the step."""
     return ("// The learner's descriptor (exercise p12_wgmma_desc), traced from their Python function.\n"
             "__device__ __forceinline__ uint64_t exercise_sw128_desc(uint32_t smem_byte_addr) {\n"
-            "    const uint64_t a = smem_byte_addr;\n"
-            f"    return {expr.cpp};\n"
-            "}\n")
+            f"    const uint64_t a = smem_byte_addr;\n    return {expr.cpp};\n}}\n")
 
 
-# -- the source the kernel is built from ---------------------------------------------------------
+
 
 def step_source() -> Path:
-    """The ladder step's CUDA file (the registry's, whatever its number)."""
     return build.KERNELS_DIR / get_problem("p12").variant(STEP).source
 
 
 def step_label() -> str:
-    """"step 8": the step as the notebook numbers it (from the registry)."""
     return f"step {get_problem('p12').variant(STEP).number}"
 
 
-_DESC_CALL = "sm90::sw128_desc("
-
-
 def exercise_folder(expr: Traced) -> Path:
-    """A copy of the step (in ``p12/`` beside copies of its headers, ``common/`` beside it, so
-    its includes resolve unchanged) with every ``sm90::sw128_desc(`` replaced by the learner's
-    ``exercise_sw128_desc(``, and the exercise's binding; under ``build/exercises/``, one
-    folder per source hash. Returns the step copy's path."""
-    src = step_source()
+    """The step's copy calling the learner's descriptor, beside copies of its headers and the binding, in a
+    folder per source hash under ``build/exercises/`` (the includes resolve unchanged)."""
+    src, call, anchor = step_source(), "sm90::sw128_desc(", '#include "launchers_hopper.h"\n'
     text = src.read_text()
-    if text.count(_DESC_CALL) < 2:
-        raise RuntimeError(f"{src.name} no longer calls {_DESC_CALL} for both operands: the "
-                           "exercise must follow the step")
-    anchor = '#include "launchers_hopper.h"\n'
-    if anchor not in text:
-        raise RuntimeError(f"{src.name}: no {anchor.strip()!r} line to put the learner's function after")
-    text = text.replace(_DESC_CALL, "exercise_sw128_desc(").replace(
-        anchor, anchor + "\n" + cpp_function(expr), 1)
+    if text.count(call) < 2 or anchor not in text:
+        raise RuntimeError(f"{src.name} no longer calls {call} for both operands after {anchor.strip()}: "
+                           "the exercise must follow the step")
+    text = (text.replace(call, "exercise_sw128_desc(").replace(anchor, anchor + "\n" + cpp_function(expr), 1)
+            + f'\n#include "{ENTRY.name}"   // the entry point the binding calls\n')
     headers = [p for d in (src.parent, build.KERNELS_DIR / "common")
                for p in sorted(d.iterdir()) if p.suffix in (".h", ".cuh")]
-    sha = hashlib.sha256(text.encode() + BINDING.read_bytes()
-                         + b"".join(p.read_bytes() for p in headers)).hexdigest()[:12]
+    sha = hashlib.sha256(text.encode() + b"".join(p.read_bytes() for p in (BINDING, ENTRY, *headers)))
+    sha = sha.hexdigest()[:12]
     root = build.build_root() / "exercises" / NAME / sha
-    step = root / src.parent.name / src.name
-    if not step.is_file():
+    if not (root / src.parent.name / src.name).is_file():
         tmp = root.with_name(sha + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         for h in headers:
             (tmp / h.parent.name).mkdir(parents=True, exist_ok=True)
             shutil.copy2(h, tmp / h.parent.name / h.name)
         (tmp / src.parent.name / src.name).write_text(text)
-        shutil.copy2(BINDING, tmp / src.parent.name / BINDING.name)
+        for f in (BINDING, ENTRY):
+            shutil.copy2(f, tmp / src.parent.name / f.name)
         shutil.rmtree(root, ignore_errors=True)
         tmp.rename(root)
-    return step
+    return root / src.parent.name / src.name
 
 
 # -- what the learner's descriptor says, field by field --------------------------------------------
 
-def _fields(d: int) -> str:
-    f = hl.Descriptor.decode(d)
-    return (f"start {f.start}, leading {f.leading}, stride {f.stride}, base offset "
-            f"{f.base_offset}, swizzle {f.swizzle}")
-
-
 def _start_is(fn: Callable[[int], int], formula: Callable[[int], int], addrs: tuple[int, ...]) -> bool:
-    """Whether ``fn``'s start field equals ``formula(addr)`` on every one of ``addrs``."""
     try:
         return all(hl.Descriptor.decode(int(fn(a)) & _MASK64).start == formula(a) for a in addrs)
     except Exception:  # noqa: BLE001 - a probe must not raise
@@ -270,18 +185,15 @@ def _start_is(fn: Callable[[int], int], formula: Callable[[int], int], addrs: tu
 
 
 def diagnose(fn: Callable[[int], int], addr: int, got: int) -> tuple[str, str]:
-    """(what is wrong, the hint) for ``fn`` whose descriptor ``got`` at ``addr`` differs from
-    the reference; ``fn`` is called again on other addresses to tell the slips apart."""
+    """(what is wrong, the hint) for ``fn``, whose ``got`` at ``addr`` is not the reference's."""
     want = hl.sw128_desc(addr)
     g, w = hl.Descriptor.decode(got), hl.Descriptor.decode(want)
     at = f"sw128_desc({addr}) = {got:#x}, want {want:#x}"
-    low = (16, 4096, 20000, (1 << 18) - 16)
-    if addr >= (1 << 18) and all(fn(a) == hl.sw128_desc(a) for a in low):
+    if addr >= (1 << 18) and all(fn(a) == hl.sw128_desc(a) for a in (16, 4096, 20000, (1 << 18) - 16)):
         return (f"{at}: right below 2**18 but not above: the address was not cut to the 18 bits "
                 "the encoding keeps, so its high bits spill out of the start field",
-                "TODO 1: mask, then shift: (smem_byte_addr & 0x3FFFF) >> 4 (PTX's "
-                "matrix-descriptor-encode); no shared address of this kernel reaches 2**18, "
-                "but the field is 14 bits wide")
+                "TODO 1: mask, then shift: (smem_byte_addr & 0x3FFFF) >> 4 (PTX's matrix-descriptor-encode); "
+                "no shared address of this kernel reaches 2**18, but the field is 14 bits wide")
     if g.leading == w.stride and g.stride == w.leading and g.leading != g.stride:
         return (f"{at}: the leading field (bits 16-29) holds {g.leading} and the stride field "
                 f"(bits 32-45) {g.stride}: the two byte offsets are swapped",
@@ -306,8 +218,7 @@ def diagnose(fn: Callable[[int], int], addr: int, got: int) -> tuple[str, str]:
                 "by 16, stride by 32 and the swizzle mode by 62, each value small enough for its field")
     if (g.leading, g.stride) in ((16, 1024), (16, w.stride), (w.leading, 1024)):
         return (f"{at}: leading {g.leading}, stride {g.stride}: byte counts, where the fields "
-                "hold bytes >> 4 (16-byte units)",
-                "TODO 2-3: leading = 16 >> 4, stride = 1024 >> 4")
+                "hold bytes >> 4 (16-byte units)", "TODO 2-3: leading = 16 >> 4, stride = 1024 >> 4")
     if g.stride == 128 >> 4:
         return (f"{at}: the stride field (bits 32-45) holds 8 = 128 bytes, one row; the stride "
                 "byte offset goes from one 8-row atom to the next: 8 rows x 128 bytes = 1024 bytes",
@@ -321,11 +232,10 @@ def diagnose(fn: Callable[[int], int], addr: int, got: int) -> tuple[str, str]:
                     f"to bit {bit + off}, not {bit}", f"TODO {todo}: place {field} with << {bit}")
     if g.stride != w.stride:
         return (f"{at}: the stride field (bits 32-45) holds {g.stride} = {g.stride * 16} bytes; "
-                "from one 8-row atom to the next is 8 rows x 128 bytes = 1024 bytes",
-                "TODO 3: stride = 1024 >> 4")
+                "from one 8-row atom to the next is 8 rows x 128 bytes = 1024 bytes", "TODO 3: stride = 1024 >> 4")
     if g.swizzle != w.swizzle:
-        return (f"{at}: the swizzle mode (bits 62-63) is {g.swizzle} "
-                f"({hl.SWIZZLE_MODES[g.swizzle]}); TMA wrote the tiles with the 128-byte swizzle, mode 1",
+        return (f"{at}: the swizzle mode (bits 62-63) is {g.swizzle} ({hl.SWIZZLE_MODES[g.swizzle]}); "
+                "TMA wrote the tiles with the 128-byte swizzle, mode 1",
                 "TODO 4: swizzle = 1 (0 none, 1 128-byte, 2 64-byte, 3 32-byte)")
     if g.leading != w.leading:
         return (f"{at}: the leading field (bits 16-29) holds {g.leading}; for a swizzled K-major "
@@ -335,19 +245,52 @@ def diagnose(fn: Callable[[int], int], addr: int, got: int) -> tuple[str, str]:
             "on a 1024-byte boundary, as every tile here does", "leave bits 49-51 at 0")
 
 
+def _values(fn: Callable[[int], int]) -> tuple[int | None, str, str]:
+    """(the first wrong address or None, what is wrong, the hint) over :data:`ADDRESSES`."""
+    for a in ADDRESSES:
+        try:
+            got = fn(a)
+        except Exception as e:  # noqa: BLE001 - the learner's function may fail in any way
+            text = str(e).splitlines()[0] if str(e) else ""
+            hint = ("the fields are integers: divide with // or >> 4, not /"
+                    if isinstance(e, TypeError) and "float" in text else HINT_ALL)
+            return a, f"your function raised {type(e).__name__}: {text} (smem_byte_addr={a})", hint
+        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
+            return a, f"sw128_desc({a}) returned {got!r} ({type(got).__name__}), not an integer", \
+                "build it with integer operators (>> << | &), not / or float"
+        if not 0 <= int(got) <= _MASK64:
+            return a, (f"sw128_desc({a}) = {int(got):#x} does not fit in 64 bits" if got > 0 else
+                       f"sw128_desc({a}) = {got} is negative"), \
+                "the swizzle mode goes at bit 62 (swizzle << 62 with swizzle = 1), nothing above bit 63"
+        if int(got) != hl.sw128_desc(a):
+            return (a, *diagnose(fn, a, int(got)))
+    return None, "", ""
+
+
+def _traced(fn: Callable[[int], int]) -> tuple[Traced | None, str]:
+    """(the formula as C++, "") when it computes what Python does, else (None, why)."""
+    try:
+        expr = trace(fn)
+        for a in ADDRESSES[::7]:
+            if expr.value(a) != fn(a):
+                return None, (f"in the kernel's uint64_t arithmetic your formula gives {expr.value(a):#x} "
+                              f"at smem_byte_addr={a}, Python {fn(a):#x}: keep every intermediate value "
+                              "between 0 and 2**64")
+    except TraceError as e:
+        return None, str(e)
+    return expr, ""
+
+
 # -- reads outside the block's shared memory ------------------------------------------------------
 
 _SWIZZLE_ROW = {1: 128, 2: 64, 3: 32}      # bytes per row of the swizzle atom, per mode
 
 
 def _read_span(desc: int, rows: int) -> tuple[int, int]:
-    """Bytes [lo, hi) that one wgmma k16 slice may read through ``desc`` for ``rows`` rows of a
-    K-major operand ("Shared Memory Matrix Layout"; an upper bound). Swizzled: row r of 8-row
-    group g at start + g * stride + (r % 8) * row, the XOR staying inside that aligned row. No
-    swizzle: 8 x 16-byte core matrices (128 bytes) at start + g * stride, two along k a leading
-    offset apart."""
-    d = hl.Descriptor.decode(desc)
-    groups = rows // 8 - 1
+    """Bytes [lo, hi) one wgmma k16 slice may read through ``desc`` for ``rows`` rows of a K-major operand
+    (an upper bound): swizzled, row r of 8-row group g at start + g * stride + (r % 8) * row, the XOR inside
+    that row; unswizzled, 8 x 16-byte core matrices at start + g * stride, two along k a leading offset apart."""
+    d, groups = hl.Descriptor.decode(desc), rows // 8 - 1
     if d.swizzle in _SWIZZLE_ROW:
         row = _SWIZZLE_ROW[d.swizzle]
         lo = d.start_address - d.start_address % row
@@ -355,24 +298,16 @@ def _read_span(desc: int, rows: int) -> tuple[int, int]:
     return d.start_address, d.start_address + groups * d.stride_bytes + d.leading_bytes + 128
 
 
-def _step_constants() -> dict[str, int]:
-    text = step_source().read_text()
-    out = {}
+def outside_reads(fn: Callable[[int], int]) -> str:
+    """Where a read through a descriptor the step forms with ``fn`` would leave the stage tiles of the block's
+    shared memory (its 1024-byte aligned base anywhere in the first 8 KB); "" when none would."""
+    c, text = {}, step_source().read_text()
     for name in ("BM", "BN", "BK", "kStages"):
         m = re.search(rf"constexpr int {name} = (\d+);", text)
         if m is None:
             raise RuntimeError(f"{step_source().name}: no `constexpr int {name} = ...;` to size the tiles by")
-        out[name] = int(m.group(1))
-    return out
-
-
-def outside_reads(fn: Callable[[int], int]) -> str:
-    """"" when every descriptor the step forms with ``fn`` keeps wgmma's reads inside the stage
-    tiles of the block's shared memory (wherever its 1024-byte aligned base lands in the first
-    8 KB), else one line saying where a read would go."""
-    c = _step_constants()
-    tile_a, tile_b = c["BM"] * c["BK"] * 2, c["BN"] * c["BK"] * 2
-    stage = tile_a + tile_b
+        c[name] = int(m.group(1))
+    tile_a, stage = c["BM"] * c["BK"] * 2, (c["BM"] + c["BN"]) * c["BK"] * 2
     for base in range(1024, 8193, 1024):
         end = base + c["kStages"] * stage
         for s in range(c["kStages"]):
@@ -388,217 +323,110 @@ def outside_reads(fn: Callable[[int], int]) -> str:
     return ""
 
 
-# -- the check ------------------------------------------------------------------------------------
-
-@dataclass
-class DescriptorCheck:
-    """What :func:`check` found: ``ok``, the one line printed (``message``), how many addresses
-    were compared, the PTX (when it was compiled) and the GPU measurement (when it ran)."""
-
-    ok: bool
-    message: str
-    addresses: int = 0
-    ptx: str = ""
-    measurement: Measurement | None = None
-
-
-def _values(fn: Callable[[int], int]) -> tuple[int | None, str, str]:
-    """(first wrong address or None, what is wrong, hint), calling ``fn`` on :data:`ADDRESSES`."""
-    for a in ADDRESSES:
-        try:
-            got = fn(a)
-        except Exception as e:  # noqa: BLE001 - the learner's function may fail in any way
-            text = str(e).splitlines()[0] if str(e) else ""
-            hint = ("the fields are integers: divide with // or >> 4, not /"
-                    if isinstance(e, TypeError) and "float" in text else HINT_ALL)
-            return a, f"your function raised {type(e).__name__}: {text} (smem_byte_addr={a})", hint
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-            return a, (f"sw128_desc({a}) returned {got!r} ({type(got).__name__}), not an integer"),\
-                "build it with integer operators (>> << | &), not / or float"
-        got = int(got)
-        if not 0 <= got <= _MASK64:
-            return a, (f"sw128_desc({a}) = {got:#x} does not fit in 64 bits"
-                       if got > 0 else f"sw128_desc({a}) = {got} is negative"), \
-                "the swizzle mode goes at bit 62 (swizzle << 62 with swizzle = 1), nothing above bit 63"
-        if got != hl.sw128_desc(a):
-            seen, hint = diagnose(fn, a, got)
-            return a, seen, hint
-    return None, "", ""
-
-
-def _traced(fn: Callable[[int], int]) -> tuple[Traced | None, str]:
-    """The learner's formula as C++, checked against the Python results: (expr, "") or (None, why)."""
-    try:
-        expr = trace(fn)
-        for a in ADDRESSES[::7]:
-            if expr.value(a) != fn(a):
-                return None, (f"in the kernel's uint64_t arithmetic your formula gives "
-                              f"{expr.value(a):#x} at smem_byte_addr={a}, Python {fn(a):#x}: keep "
-                              "every intermediate value between 0 and 2**64")
-    except TraceError as e:
-        return None, str(e)
-    return expr, ""
-
+# -- the kernel on a Hopper GPU ---------------------------------------------------------------------
 
 def _fp16_error(problem: Problem, sizes: Sizes, device: torch.device) -> float:
-    """rel. error against float64 of the output with x and W rounded to fp16 and all else exact:
-    what one fp16 product costs before any kernel (a fresh model and input)."""
+    """rel. error against float64 of p12 with x and W rounded to fp16, all else exact (a fresh draw)."""
     model = problem.make_model(sizes, seed=31337, device=device)
     (x,) = problem.get_inputs(sizes, seed=31337, device=device)
-    w, b = model.gemm.weight.detach().double(), model.gemm.bias.detach().double()
-    c, s = float(model.multiplier), float(model.leaky_relu.negative_slope)
-
-    def out(xx: torch.Tensor, ww: torch.Tensor) -> torch.Tensor:
-        v = (xx @ ww.t() + b) * c
-        return torch.where(v > 0, v, v * s)
-    ref, r16 = out(x.double(), w), out(x.half().double(), w.half().double())
-    return float(torch.linalg.vector_norm(r16 - ref) / torch.linalg.vector_norm(ref))
+    ref = reference64(model, [x])
+    with torch.no_grad():
+        model.gemm.weight.copy_(model.gemm.weight.half().float())
+    return rel_error(reference64(model, [x.half().float()]), ref)
 
 
 def builder(fn: Callable[[int], int]) -> Callable[[torch.nn.Module], Callable[..., torch.Tensor]]:
-    """``build(model) -> fn(x)``: the step compiled with the learner's descriptor (a Hopper GPU),
-    fed as the ladder feeds it (x cast to fp16 per call, W once, K padded to 8)."""
-    from fusedkit.kernels import load_step  # noqa: PLC0415
-    from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights  # noqa: PLC0415
-
-    expr = trace(fn)
-    step = exercise_folder(expr)
+    """The step built with the learner's descriptor (Hopper), fed as the ladder feeds it (fp16, K padded)."""
+    step = exercise_folder(trace(fn))
 
     def build_(model: torch.nn.Module) -> Callable[..., torch.Tensor]:
+        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton and the steps
+        from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights  # noqa: PLC0415
+
         ext = build.load_sources(f"fusedkit_exercise_{NAME}", [step, step.with_name(BINDING.name)],
                                  hopper=True)
-        call_fp16 = load_step("common", "fp16_operands.py").call_fp16
-        bound = _weights(model)
-        return lambda x: call_fp16(ext.wgmma_tma, x, *bound)
-    build_.__name__ = f"exercise_{NAME}"
+
+        def wgmma_tma(x16: torch.Tensor, w16: torch.Tensor, b: torch.Tensor, c: float, s: float) -> torch.Tensor:
+            y = torch.empty(x16.shape[0], w16.shape[0], device=x16.device)   # x16, w16 fresh, contiguous
+            with torch.cuda.device(x16.device):
+                ext.wgmma_tma(x16.data_ptr(), w16.data_ptr(), b.data_ptr(), y.data_ptr(), *y.shape,
+                              x16.shape[1], c, s, torch.cuda.current_stream().cuda_stream)
+            return y
+        call_fp16, bound = load_step("common", "fp16_operands.py").call_fp16, _weights(model)
+        return lambda x: call_fp16(wgmma_tma, x, *bound)
     return build_
 
 
-def check(problem: Problem | str, fn: Any, *, sizes: Sizes | None = None,
-          device: str | torch.device | None = None, seeds: int | None = None,
-          time_it: bool = True, warmup_ms: float | None = None, rep_ms: float | None = None,
-          show: bool = True) -> DescriptorCheck:
-    """Check the learner's ``sw128_desc`` (see the module docstring); print one line.
-
-    Without a Hopper GPU: the values and the sm_90a PTX of the step built with it. On one
-    (``device`` defaults to it when torch sees one): also the kernel, measured at the problem's
-    sizes (or ``sizes``) with ``seeds`` builds, timed unless ``time_it=False``. Never raises
-    for a fault of ``fn``; wrong arguments raise ValueError."""
-    problem = get_problem(problem) if isinstance(problem, str) else problem
-    if problem.key != "p12":
-        raise ValueError(f"exercise {NAME!r} belongs to problem p12, not {problem.key}")
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    result = _check(problem, fn, sizes, device, seeds, time_it, warmup_ms, rep_ms)
-    if show:
-        print(result.message)
-    return result
-
-
-def _check(problem: Problem, fn: Any, sizes: Sizes | None, device: torch.device,
-           seeds: int | None, time_it: bool, warmup_ms: float | None,
-           rep_ms: float | None) -> DescriptorCheck:
-    n = len(ADDRESSES)
-    if not callable(fn):
-        return DescriptorCheck(False, f"✗ got {type(fn).__name__}, not a function. Hint: pass the "
-                                      "function itself: exercises.check(problem, \"p12_wgmma_desc\", sw128_desc)")
-    bad, seen, hint = _values(fn)
-    expr, why = _traced(fn) if bad is None or "raised" not in seen else (None, "")
-    if bad is None and expr is None:
-        return DescriptorCheck(False, f"✗ right values, but not as one formula the kernel can use: "
-                                      f"{why}. Hint: write each field with integer operators on "
-                                      "smem_byte_addr, no branches", n)
-    hopper = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] == 9
-    if bad is not None and not (hopper and expr is not None):
-        return DescriptorCheck(False, f"✗ {seen}. Hint: {hint}", n)
-    # The kernel with the learner's formula: PTX here, and on Hopper a measured run.
-    try:
-        step = exercise_folder(expr)
-        ptx = build.ptx(step, arch="sm_90a") if build.nvcc_available() else ""
-    except build.BuildError as e:
-        line = next((ln.strip() for ln in str(e).splitlines() if "error" in ln.lower()), str(e).splitlines()[0])
-        return DescriptorCheck(False, f"✗ {step_label()} with your descriptor does not compile for sm_90a: "
-                                      f"{line[:200]}. Hint: {HINT_ALL}", n)
-    wgmmas = len(build.ptx_instructions(ptx, r"wgmma\.mma_async")) if ptx else 0
-    compiled = (f"{step_label()} built with it compiles for sm_90a ({wgmmas} wgmma.mma_async in its PTX)"
-                if ptx else "(nvcc not found: the kernel was not compiled)")
-    if not hopper:
-        where = ("on a Hopper GPU this check also runs it against float64"
-                 if device.type == "cpu" else
-                 f"this GPU, {torch.cuda.get_device_name(device)}, has no wgmma: it was not run")
-        return DescriptorCheck(True, f"✓ right: your descriptor is hopper.cuh's on all {n:,} "
-                                          f"addresses, and {compiled}; {where}", n, ptx)
-    try:
-        outside = outside_reads(fn)
-    except Exception as e:  # noqa: BLE001 - the learner's function may fail in any way
-        outside = f"its reads could not be bounded ({type(e).__name__}: {e})"
-    if outside:
-        return DescriptorCheck(False, f"✗ not run on the GPU: {outside} (there it would end with "
-                                      f"an illegal address, which says less). {seen or 'Its values match'}. "
-                                      f"Hint: {hint or HINT_ALL}", n, ptx)
-    budget = dict(GPU_CHECK)
-    for key, value in (("seeds", seeds), ("warmup_ms", warmup_ms), ("rep_ms", rep_ms)):
-        if value is not None:
-            budget[key] = value
-    sizes = problem.sizes(sizes or problem.defaults)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        # A descriptor already known wrong is checked, not timed: its numbers are the finding.
-        m = measure(problem, builder(fn), sizes, device=device, name=f"exercise_{NAME}",
-                    precision="fp16", time_it=time_it and bad is None, **budget)
-    allowed = FP16_FACTOR * _fp16_error(problem, sizes, device) + ERROR_SLACK
-    gpu = torch.cuda.get_device_name(device)
-    rel = m.check.rel_error
-    numbers = (f"rel. error {rel:.1e} against float64 (one fp16 product allows {allowed:.1e})"
-               if m.ok else f"the check found {m.failure.splitlines()[0][:160]}")
-    right_numbers = m.ok and math.isfinite(rel) and rel <= allowed
-    if bad is None and right_numbers:
-        timing = f", {m.timing.median_ms:.3g} ms per call" if m.timing else ""
-        return DescriptorCheck(True, f"✓ right: your descriptor is hopper.cuh's on all {n:,} "
-                                     f"addresses; {step_label()} built with it ran on {gpu}: {numbers}{timing}",
-                               n, ptx, m)
-    if bad is None:
-        return DescriptorCheck(False, f"✗ {step_label()} failed on {gpu} although your descriptor is "
-                                      f"hopper.cuh's: {numbers}. Hint: run the check again; if it "
-                                      "stays, the step itself changed", n, ptx, m)
-    if right_numbers:
-        return DescriptorCheck(False, f"✗ {seen}; the kernel still computed the right numbers on "
-                                      f"{gpu} ({numbers}): the addresses or fields it uses do not "
-                                      f"show the slip. Hint: {hint}", n, ptx, m)
-    return DescriptorCheck(False, f"✗ wrong numbers on {gpu}: {numbers}. {seen}. Hint: {hint}",
-                           n, ptx, m)
-
-
-@dataclass(frozen=True)
-class DescriptorExercise:
-    """The registry's view of this exercise (what :mod:`fusedkit.exercises` reads from each)."""
-
-    name: str = NAME
-    problem_key: str = "p12"
-    title: str = "the wgmma shared-memory descriptor of the wgmma_tma step, in Python, built into it"
-    kernel_name: str = "sw128_desc"
-    skeleton: str = SKELETON
-    solution: Any = solution
-    notebook: str = "02"
-
-    def show_solution(self) -> None:
-        """Print the worked solution's source."""
-        print_solution(self.name, self.solution)
+class WgmmaDescriptor(Exercise):
+    name, problem_key, notebook, answer = NAME, "p12", "02", "sw128_desc"
+    title = "the wgmma shared-memory descriptor of the wgmma_tma step, in Python, built into it"
+    solution = staticmethod(sw128_desc)
+    imports = ""
 
     def about(self) -> str:
-        """One line: what the check runs here and on a Hopper GPU."""
         return (f"checked on {len(ADDRESSES):,} shared-memory addresses against the reference, then "
                 f"built into the {STEP} step's kernel (PTX for sm_90a here); on a Hopper GPU that "
-                f"kernel runs through fusedkit.measure at the problem's sizes, judged against float64")
+                f"kernel runs through fusedkit.harness at the problem's sizes, judged against float64")
 
-    @property
-    def problem(self) -> Problem:
-        return get_problem(self.problem_key)
+    def judge(self, problem: Problem, fn: Any, *, device: torch.device, sizes: Sizes | None = None,
+              time_it: bool = True, **budget: Any) -> Verdict:
+        n, found = len(ADDRESSES), dict(addresses=len(ADDRESSES), ptx="")
+        if not callable(fn):
+            return Verdict(f"✗ got {type(fn).__name__}, not a function. Hint: pass the function itself: "
+                           "exercises.check(problem, \"p12_wgmma_desc\", sw128_desc)", values=found)
+        bad, seen, hint = _values(fn)
+        expr, why = _traced(fn) if bad is None or "raised" not in seen else (None, "")
+        if bad is None and expr is None:
+            return Verdict(f"✗ right values, but not as one formula the kernel can use: {why}. Hint: write "
+                           "each field with integer operators on smem_byte_addr, no branches", values=found)
+        hopper = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] == 9
+        if bad is not None and not (hopper and expr is not None):
+            return Verdict(f"✗ {seen}. Hint: {hint}", values=found)
+        try:   # the kernel with the learner's formula: PTX here, and on Hopper a measured run
+            found["ptx"] = ptx = build.ptx(exercise_folder(expr), arch="sm_90a") if build.nvcc_available() else ""
+        except build.BuildError as e:
+            line = next((ln.strip() for ln in str(e).splitlines() if "error" in ln.lower()), str(e).splitlines()[0])
+            return Verdict(f"✗ {step_label()} with your descriptor does not compile for sm_90a: {line[:200]}. "
+                           f"Hint: {HINT_ALL}", values=found)
+        wgmmas = len(build.ptx_instructions(ptx, r"wgmma\.mma_async")) if ptx else 0
+        compiled = (f"{step_label()} built with it compiles for sm_90a ({wgmmas} wgmma.mma_async in its PTX)"
+                    if ptx else "(nvcc not found: the kernel was not compiled)")
+        if not hopper:
+            where = ("on a Hopper GPU this check also runs it against float64" if device.type == "cpu" else
+                     f"this GPU, {torch.cuda.get_device_name(device)}, has no wgmma: it was not run")
+            return Verdict(f"✓ right: your descriptor is hopper.cuh's on all {n:,} addresses, and "
+                           f"{compiled}; {where}", values=found)
+        try:
+            outside = outside_reads(fn)
+        except Exception as e:  # noqa: BLE001 - the learner's function may fail in any way
+            outside = f"its reads could not be bounded ({type(e).__name__}: {e})"
+        if outside:
+            return Verdict(f"✗ not run on the GPU: {outside} (there it would end with an illegal address, "
+                           f"which says less). {seen or 'Its values match'}. Hint: {hint or HINT_ALL}",
+                           values=found)
+        sizes = problem.sizes(sizes or problem.defaults)
+        with warnings.catch_warnings():   # a descriptor known wrong is checked, not timed: its numbers tell
+            warnings.simplefilter("ignore")
+            m = measure(problem, builder(fn), sizes, device=device, name=f"exercise_{NAME}", precision="fp16",
+                        time_it=time_it and bad is None, **{**GPU_CHECK, **budget})
+        allowed = FP16_FACTOR * _fp16_error(problem, sizes, device) + ERROR_SLACK
+        gpu, rel = torch.cuda.get_device_name(device), m.check.rel_error
+        numbers = (f"rel. error {rel:.1e} against float64 (one fp16 product allows {allowed:.1e})"
+                   if m.ok else f"the check found {m.failure.splitlines()[0][:160]}")
+        right_numbers = m.ok and math.isfinite(rel) and rel <= allowed
+        if bad is None and right_numbers:
+            timing = f", {m.timing.median_ms:.3g} ms per call" if m.timing else ""
+            line = (f"✓ right: your descriptor is hopper.cuh's on all {n:,} addresses; {step_label()} built "
+                    f"with it ran on {gpu}: {numbers}{timing}")
+        elif bad is None:
+            line = (f"✗ {step_label()} failed on {gpu} although your descriptor is hopper.cuh's: {numbers}. "
+                    "Hint: run the check again; if it stays, the step itself changed")
+        elif right_numbers:
+            line = (f"✗ {seen}; the kernel still computed the right numbers on {gpu} ({numbers}): the "
+                    f"addresses or fields it uses do not show the slip. Hint: {hint}")
+        else:
+            line = f"✗ wrong numbers on {gpu}: {numbers}. {seen}. Hint: {hint}"
+        return Verdict(line, m, found)
 
-    def builder(self, fn: Callable[[int], int]):
-        return builder(fn)
 
-    def check(self, problem: Problem | str, fn: Any, **kw: Any) -> DescriptorCheck:
-        return check(problem, fn, **kw)
-
-
-EXERCISE = DescriptorExercise()
+EXERCISE = WgmmaDescriptor()

@@ -1,15 +1,7 @@
-"""Exercise p45_online_lse: problem 45's row logsumexp in one pass, the online merge.
-
-PyTorch computes the logits ``z = linear2(sigmoid(linear1(x)))`` (M, N); the learner's
-kernel reduces each row in chunks of BLOCK_N, keeping a running pair per row: ``m``, the
-largest value seen, and ``s``, the sum of ``exp(z - m)`` so far. A chunk with a larger
-maximum rescales the sum before adding to it::
-
-    m_new = max(m, max(z_chunk));  s = s * exp(m - m_new) + sum(exp(z_chunk - m_new));  m = m_new
-
-and the row's result is ``m + log(s)``. Every exponent is <= 0, so nothing overflows, and
-the logits are read once: the merge step 04 uses across tiles, here along one row.
-"""
+"""Exercise p45_online_lse: p45's row logsumexp in one pass over the logits z (PyTorch computes them),
+a running pair per row, m the largest value seen and s the sum of exp(z - m) so far, merged chunk by
+chunk: m_new = max(m, max(chunk)); s = s * exp(m - m_new) + sum(exp(chunk - m_new)); m = m_new; the
+result m + log(s). Every exponent is <= 0, and z is read once: step 04's merge, along one row."""
 
 from __future__ import annotations
 
@@ -19,8 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, on_device, run_kernel,
-                                        skeleton_of)
+from fusedkit.exercises._triton import P45_CPU_SIZES, Mistake, Run, TritonExercise, guarded, launch
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -46,46 +37,12 @@ def online_lse_kernel(z_ptr, out_ptr, M, N, stride_zm,
     tl.store(out_ptr + rows, m + tl.log(s), mask=rows < M)
 
 
-solution = online_lse_kernel
-SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
-
-
-def blocks(device: torch.device) -> dict:
-    # GPU: 32 rows x 128 columns per step (N = 1024: 8 merges per row). Interpreter: 8 columns,
-    # so N = 19 takes three chunks (8, 8, 3) and every merge is exercised.
-    return dict(BLOCK_M=32, BLOCK_N=128) if device.type == "cuda" else dict(BLOCK_M=16, BLOCK_N=8)
-
-
-def prepare(model: torch.nn.Module) -> dict:
-    return dict(model=model)
-
-
-def launch(kernel, prep: dict, x: torch.Tensor) -> Run:
-    model = prep["model"]
-    with torch.no_grad(), tf32_matmul(False):
-        z = model.linear2(torch.sigmoid(model.linear1(x))).contiguous()   # eager's logits
-    m, n = z.shape
-    bl = blocks(x.device)
-    out, outside = guarded((m,), triton.cdiv(m, bl["BLOCK_M"]) * bl["BLOCK_M"], x.device)
-    with on_device(x.device):
-        run_kernel(kernel, (triton.cdiv(m, bl["BLOCK_M"]),), z, out, m, n, z.stride(0), **bl)
-    return Run(out, out, outside)
-
-
-def parts(model: torch.nn.Module, x: torch.Tensor, bl: dict) -> dict:
-    m64 = copy.deepcopy(model).double()
-    with torch.no_grad():
-        z = m64.linear2(torch.sigmoid(m64.linear1(x.double())))
-    return dict(z=z, bn=bl["BLOCK_N"])
-
-
-def expected(p: dict) -> torch.Tensor:
-    return torch.logsumexp(p["z"], dim=1)
-
-
-def _merge(p: dict, *, rescale: bool = True, keep_sum: bool = True, update_m: bool = True) -> torch.Tensor:
-    """The online merge over chunks of BLOCK_N columns, with one step optionally left out."""
+def _merge(p: dict, *, rescale: bool = True, keep_sum: bool = True, update_m: bool = True) -> torch.Tensor | None:
+    """The online merge over chunks of BLOCK_N columns, with one step optionally left out
+    (None where that cannot be told apart: a single chunk)."""
     z, bn = p["z"], p["bn"]
+    if not (rescale and keep_sum) and z.shape[1] <= bn:
+        return None
     m = torch.full((z.shape[0],), float("-inf"), dtype=z.dtype, device=z.device)
     s = torch.zeros_like(m)
     for n0 in range(0, z.shape[1], bn):
@@ -93,62 +50,71 @@ def _merge(p: dict, *, rescale: bool = True, keep_sum: bool = True, update_m: bo
         m_new = torch.maximum(m, chunk.max(dim=1).values)
         old = s * torch.exp(m - m_new) if rescale else s
         s = (old if keep_sum else 0) + torch.exp(chunk - m_new[:, None]).sum(dim=1)
-        if update_m:
-            m = m_new
+        m = m_new if update_m else m
     return m + torch.log(s)
 
 
-def _several_chunks(p: dict) -> bool:
-    return p["z"].shape[1] > p["bn"]
+def _top(p: dict) -> torch.Tensor:
+    return p["z"].max(dim=1).values
 
 
-MISTAKES = (
-    Mistake("every result is -inf: m never left -inf",
-            "TODO 3: m = m_new at the end of each step (and m + log(s) in the store)",
-            lambda p: _merge(p, update_m=False)),
-    Mistake("the running sum was not rescaled when the maximum grew",
-            "TODO 2: s = s * tl.exp(m - m_new) + ..., so the old terms are relative to m_new too",
-            lambda p: _merge(p, rescale=False) if _several_chunks(p) else None),
-    Mistake("only the last chunk of each row was summed: s was replaced, not merged",
-            "TODO 2: keep the old sum: s = s * tl.exp(m - m_new) + tl.sum(...)",
-            lambda p: _merge(p, keep_sum=False) if _several_chunks(p) else None),
-    Mistake("out is log(s) alone: the row maximum m was not added back",
-            "TODO 4: store m + tl.log(s)",
-            lambda p: torch.logsumexp(p["z"], dim=1) - p["z"].max(dim=1).values),
-    Mistake("out is m + s: the log is missing",
-            "TODO 4: store m + tl.log(s)",
-            lambda p: p["z"].max(dim=1).values + torch.exp(torch.logsumexp(p["z"], dim=1)
-                                                           - p["z"].max(dim=1).values)),
-)
+class OnlineLse(TritonExercise):
+    name, problem_key, notebook, output = "p45_online_lse", "p45", "03", "out"
+    answer, solution = "online_lse_kernel", online_lse_kernel
+    title = "the online logsumexp merge: one pass over each row with a running (max, sum)"
+    cpu_sizes = P45_CPU_SIZES
+    # GPU: 32 rows x 128 columns per step (N = 1024: 8 merges per row). Interpreter: 8 columns,
+    # so N = 19 takes three chunks (8, 8, 3) and every merge is exercised.
+    gpu_blocks, cpu_blocks = dict(BLOCK_M=32, BLOCK_N=128), dict(BLOCK_M=16, BLOCK_N=8)
+    mistakes = (
+        Mistake("every result is -inf: m never left -inf",
+                "TODO 3: m = m_new at the end of each step (and m + log(s) in the store)",
+                lambda p: _merge(p, update_m=False)),
+        Mistake("the running sum was not rescaled when the maximum grew",
+                "TODO 2: s = s * tl.exp(m - m_new) + ..., so the old terms are relative to m_new too",
+                lambda p: _merge(p, rescale=False)),
+        Mistake("only the last chunk of each row was summed: s was replaced, not merged",
+                "TODO 2: keep the old sum: s = s * tl.exp(m - m_new) + tl.sum(...)",
+                lambda p: _merge(p, keep_sum=False)),
+        Mistake("out is log(s) alone: the row maximum m was not added back", "TODO 4: store m + tl.log(s)",
+                lambda p: torch.logsumexp(p["z"], dim=1) - _top(p)),
+        Mistake("out is m + s: the log is missing", "TODO 4: store m + tl.log(s)",
+                lambda p: _top(p) + torch.exp(torch.logsumexp(p["z"], dim=1) - _top(p))),
+    )
+    hints = dict(
+        raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines: "
+               "tl.max and tl.sum take axis=1 and give one value per row",
+        nothing_stored="the store is still a TODO: tl.store(out_ptr + rows, m + tl.log(s), mask=rows < M) "
+                       "(TODO 4)",
+        some_unwritten="NaN or Inf results: check that exp only sees z - m_new (never +inf) and "
+                       "that every row < M is stored",
+        outside="the store needs mask=rows < M: the last program's rows past M must not be written",
+        specialised="nothing may assume N is a multiple of BLOCK_N: the load's mask and other=-inf "
+                    "handle the last chunk",
+        precision="keep m and s in fp32 and compute exp(z - m_new), never exp(z) alone",
+        wrong="check the merge: m_new = max(m, chunk max); s = s * exp(m - m_new) + sum(exp(z - m_new)); "
+              "m = m_new; then m + log(s)",
+    )
 
-HINTS = dict(
-    raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines: "
-           "tl.max and tl.sum take axis=1 and give one value per row",
-    nothing_stored="the store is still a TODO: tl.store(out_ptr + rows, m + tl.log(s), mask=rows < M) "
-                   "(TODO 4)",
-    some_unwritten="NaN or Inf results: check that exp only sees z - m_new (never +inf) and "
-                   "that every row < M is stored",
-    outside="the store needs mask=rows < M: the last program's rows past M must not be written",
-    specialised="nothing may assume N is a multiple of BLOCK_N: the load's mask and other=-inf "
-                "handle the last chunk",
-    mutation="store only into out_ptr; the logits are read-only",
-    precision="keep m and s in fp32 and compute exp(z - m_new), never exp(z) alone",
-    wrong="check the merge: m_new = max(m, chunk max); s = s * exp(m - m_new) + sum(exp(z - m_new)); "
-          "m = m_new; then m + log(s)",
-)
+    def launcher(self, kernel, model):
+        def call(x: torch.Tensor) -> Run:
+            with torch.no_grad(), tf32_matmul(False):
+                z = model.linear2(torch.sigmoid(model.linear1(x))).contiguous()   # eager's logits
+            (m, n), bl = z.shape, self.blocks(x.device)
+            grid = (triton.cdiv(m, bl["BLOCK_M"]),)
+            out, outside = guarded((m,), grid[0] * bl["BLOCK_M"], x.device)
+            launch(kernel, grid, z, out, m, n, z.stride(0), **bl)
+            return Run(out, out, outside)
+        return call
 
-EXERCISE = Exercise(
-    name="p45_online_lse", problem_key="p45",
-    title="the online logsumexp merge: one pass over each row with a running (max, sum)",
-    kernel_name="online_lse_kernel", skeleton=SKELETON, solution=solution,
-    prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
-    mistakes=MISTAKES, hints=HINTS, output_name="out",
-    cpu_sizes=dict(batch_size=17, input_size=33, hidden_size=65, output_size=19),
-    notebook="03",
-)
+    def parts(self, model, x):
+        m64 = copy.deepcopy(model).double()
+        with torch.no_grad():
+            z = m64.linear2(torch.sigmoid(m64.linear1(x.double())))
+        return dict(z=z, bn=self.blocks(x.device)["BLOCK_N"])
+
+    def expected(self, p):
+        return torch.logsumexp(p["z"], dim=1)
 
 
-def builder(kernel):
-    """``build(model) -> fn``: the logits by PyTorch, then ``kernel`` (the learner's
-    ``online_lse_kernel`` or :data:`solution`) reduces each row."""
-    return EXERCISE.builder(kernel)
+EXERCISE = OnlineLse()

@@ -1,12 +1,6 @@
-"""Exercise p45_sigmoid_gemm: problem 45's first GEMM with its bias and sigmoid fused.
-
-Each program computes a BLOCK_M x BLOCK_H tile of ``h = sigmoid(x @ W1.T + b1)``: a K loop
-of ``tl.dot`` (``input_precision="ieee"``, fp32 products) into an fp32 accumulator, then the
-bias and the sigmoid on the tile in registers, and one store: the activations never make a
-round trip through memory between the GEMM and the sigmoid (step 04's first kernel, without
-its autotuning). PyTorch finishes the problem: ``logsumexp(linear2(h), dim=1)``. The
-skeleton gives the loads; the learner writes the dot and the epilogue.
-"""
+"""Exercise p45_sigmoid_gemm: p45's first GEMM with its bias and sigmoid fused (step 04's first kernel
+without its autotuning): a K loop of tl.dot (ieee) into an fp32 accumulator, the bias and the sigmoid
+on the tile in registers, one store of h; PyTorch finishes with logsumexp(linear2(h), dim=1)."""
 
 from __future__ import annotations
 
@@ -14,8 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._common import (Exercise, Mistake, Run, guarded, margin_2d, on_device,
-                                        padded_copy, run_kernel, skeleton_of)
+from fusedkit.exercises._triton import (P45_CPU_SIZES, Mistake, Run, TritonExercise, guarded,
+                                        launch, margin_2d, padded_copy)
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -44,104 +38,71 @@ def sigmoid_gemm_kernel(x_ptr, w_ptr, b_ptr, h_ptr, M, H, K, stride_xm, stride_w
              mask=(rows[:, None] < M) & (cols[None, :] < H))
 
 
-solution = sigmoid_gemm_kernel
-SKELETON = skeleton_of(solution)   # the notebook's cell: the solution, its answers left out
+def _last_chunk(p: dict) -> torch.Tensor | None:
+    last = (p["x"].shape[1] - 1) // p["bk"] * p["bk"]
+    return torch.sigmoid(p["x"][:, last:] @ p["w"][:, last:].t() + p["b"]) if last else None
 
 
-def blocks(device: torch.device) -> dict:
+class SigmoidGemm(TritonExercise):
+    name, problem_key, notebook, output = "p45_sigmoid_gemm", "p45", "03", "h"
+    answer, solution = "sigmoid_gemm_kernel", sigmoid_gemm_kernel
+    title = "the sigmoid-fused GEMM tile: GEMM1 with its bias and sigmoid before the only store"
+    cpu_sizes = P45_CPU_SIZES
     # GPU: 64 x 64 tiles, K in chunks of 32. Interpreter: 16 x 32 x 16, so 17 x 33 x 65 has
     # ragged tiles on every edge.
-    if device.type == "cuda":
-        return dict(BLOCK_M=64, BLOCK_H=64, BLOCK_K=32)
-    return dict(BLOCK_M=16, BLOCK_H=32, BLOCK_K=16)
+    gpu_blocks = dict(BLOCK_M=64, BLOCK_H=64, BLOCK_K=32)
+    cpu_blocks = dict(BLOCK_M=16, BLOCK_H=32, BLOCK_K=16)
+    mistakes = (
+        Mistake("h is sigmoid(b1) in every row: nothing was added to acc",
+                "TODO 1: acc = tl.dot(a, w, acc, input_precision=\"ieee\") inside the loop",
+                lambda p: torch.sigmoid(p["b"]).expand(p["x"].shape[0], -1)),
+        Mistake("h holds only the last K chunk's product: acc was replaced, not added to",
+                "TODO 1: pass acc to tl.dot (acc = tl.dot(a, w, acc, ...)) or write acc += tl.dot(a, w, ...)",
+                _last_chunk),
+        Mistake("h is sigmoid(x @ W1.T): the bias is missing",
+                "TODO 2: load b1[cols] and add bias[None, :] before the sigmoid",
+                lambda p: torch.sigmoid(p["v"] - p["b"])),
+        Mistake("h is x @ W1.T + b1: the sigmoid is missing", "TODO 3: h = 1.0 / (1.0 + tl.exp(-v))",
+                lambda p: p["v"]),
+        Mistake("h is 1 - sigmoid(v), the sigmoid of -v",
+                "TODO 3: h = 1.0 / (1.0 + tl.exp(-v)): the numerator is 1, the exponent -v",
+                lambda p: torch.sigmoid(-p["v"])),
+    )
+    hints = dict(
+        nothing_stored="the store is still a TODO: tl.store(h_ptr + rows[:, None] * stride_hm + "
+                       "cols[None, :], h, mask=...) (TODO 4)",
+        some_unwritten="check the store's offsets and mask: every row < M and column < H of h must be "
+                       "stored once",
+        outside="the store needs the mask (rows[:, None] < M) & (cols[None, :] < H)",
+        specialised="nothing may assume M or H is a multiple of the block: mask both edges of the store "
+                    "and the bias load",
+        wrong="check the dot (accumulated into acc), the bias (b1[cols], before the sigmoid) and the "
+              "sigmoid 1 / (1 + exp(-v))",
+    )
+
+    def launcher(self, kernel, model):
+        w1, b1, linear2 = model.linear1.weight.detach(), model.linear1.bias.detach(), model.linear2
+        bl = self.blocks(w1.device)
+        # One-off copy with a zero margin: an unmasked load past W1's end reads zeros, not a fault.
+        w1 = padded_copy(w1, margin_2d(*w1.shape, bl["BLOCK_H"], bl["BLOCK_K"]))
+
+        def call(x: torch.Tensor) -> Run:
+            x = x.contiguous()
+            (m, k), hdim = x.shape, w1.shape[0]
+            h, outside = guarded((m, hdim), margin_2d(m, hdim, bl["BLOCK_M"], bl["BLOCK_H"]), x.device)
+            launch(kernel, (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(hdim, bl["BLOCK_H"])), x, w1, b1, h,
+                   m, hdim, k, x.stride(0), w1.stride(0), h.stride(0), **bl)
+            with torch.no_grad(), tf32_matmul(False):
+                return Run(h, torch.logsumexp(linear2(h), dim=1), outside)   # the rest, as eager does it
+        return call
+
+    def parts(self, model, x):
+        w, b = model.linear1.weight.detach().double(), model.linear1.bias.detach().double()
+        x = x.double()
+        return dict(x=x, w=w, b=b, v=x @ w.t() + b, bk=self.blocks(x.device)["BLOCK_K"])
+
+    def expected(self, p):
+        return torch.sigmoid(p["v"])
 
 
-def prepare(model: torch.nn.Module) -> dict:
-    w1 = model.linear1.weight.detach()
-    bl = blocks(w1.device)
-    h, k = w1.shape
-    # One-off copy with a zero margin: an unmasked load past W1's end reads zeros, not a fault.
-    return dict(w1=padded_copy(w1, margin_2d(h, k, bl["BLOCK_H"], bl["BLOCK_K"])),
-                b1=model.linear1.bias.detach(), linear2=model.linear2)
-
-
-def launch(kernel, prep: dict, x: torch.Tensor) -> Run:
-    w1, b1 = prep["w1"], prep["b1"]
-    x = x.contiguous()
-    (m, k), hdim = x.shape, w1.shape[0]
-    bl = blocks(x.device)
-    h, outside = guarded((m, hdim), margin_2d(m, hdim, bl["BLOCK_M"], bl["BLOCK_H"]), x.device)
-    grid = (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(hdim, bl["BLOCK_H"]))
-    with on_device(x.device):
-        run_kernel(kernel, grid, x, w1, b1, h, m, hdim, k, x.stride(0), w1.stride(0), h.stride(0),
-                   **bl)
-    with torch.no_grad(), tf32_matmul(False):
-        out = torch.logsumexp(prep["linear2"](h), dim=1)      # the rest, as eager does it
-    return Run(h, out, outside)
-
-
-def parts(model: torch.nn.Module, x: torch.Tensor, bl: dict) -> dict:
-    w1, b1 = model.linear1.weight.detach().double(), model.linear1.bias.detach().double()
-    return dict(x=x.double(), w=w1, b=b1, bk=bl["BLOCK_K"])
-
-
-def expected(p: dict) -> torch.Tensor:
-    return torch.sigmoid(p["x"] @ p["w"].t() + p["b"])
-
-
-def _last_chunk(p: dict) -> torch.Tensor | None:
-    k = p["x"].shape[1]
-    last = (k - 1) // p["bk"] * p["bk"]
-    if not last:
-        return None
-    return torch.sigmoid(p["x"][:, last:] @ p["w"][:, last:].t() + p["b"])
-
-
-MISTAKES = (
-    Mistake("h is sigmoid(b1) in every row: nothing was added to acc",
-            "TODO 1: acc = tl.dot(a, w, acc, input_precision=\"ieee\") inside the loop",
-            lambda p: torch.sigmoid(p["b"]).expand(p["x"].shape[0], -1)),
-    Mistake("h holds only the last K chunk's product: acc was replaced, not added to",
-            "TODO 1: pass acc to tl.dot (acc = tl.dot(a, w, acc, ...)) or write acc += tl.dot(a, w, ...)",
-            _last_chunk),
-    Mistake("h is sigmoid(x @ W1.T): the bias is missing",
-            "TODO 2: load b1[cols] and add bias[None, :] before the sigmoid",
-            lambda p: torch.sigmoid(p["x"] @ p["w"].t())),
-    Mistake("h is x @ W1.T + b1: the sigmoid is missing",
-            "TODO 3: h = 1.0 / (1.0 + tl.exp(-v))",
-            lambda p: p["x"] @ p["w"].t() + p["b"]),
-    Mistake("h is 1 - sigmoid(v), the sigmoid of -v",
-            "TODO 3: h = 1.0 / (1.0 + tl.exp(-v)): the numerator is 1, the exponent -v",
-            lambda p: torch.sigmoid(-(p["x"] @ p["w"].t() + p["b"]))),
-)
-
-HINTS = dict(
-    raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines",
-    nothing_stored="the store is still a TODO: tl.store(h_ptr + rows[:, None] * stride_hm + "
-                   "cols[None, :], h, mask=...) (TODO 4)",
-    some_unwritten="check the store's offsets and mask: every row < M and column < H of h must be "
-                   "stored once",
-    outside="the store needs the mask (rows[:, None] < M) & (cols[None, :] < H)",
-    specialised="nothing may assume M or H is a multiple of the block: mask both edges of the store "
-                "and the bias load",
-    mutation="store only into h_ptr; x and the weights are read-only",
-    precision="give tl.dot input_precision=\"ieee\": tf32 rounds the inputs to 10 bits",
-    wrong="check the dot (accumulated into acc), the bias (b1[cols], before the sigmoid) and the "
-          "sigmoid 1 / (1 + exp(-v))",
-)
-
-EXERCISE = Exercise(
-    name="p45_sigmoid_gemm", problem_key="p45",
-    title="the sigmoid-fused GEMM tile: GEMM1 with its bias and sigmoid before the only store",
-    kernel_name="sigmoid_gemm_kernel", skeleton=SKELETON, solution=solution,
-    prepare=prepare, launch=launch, parts=parts, expected=expected, blocks=blocks,
-    mistakes=MISTAKES, hints=HINTS, output_name="h",
-    cpu_sizes=dict(batch_size=17, input_size=33, hidden_size=65, output_size=19),
-    notebook="03",
-)
-
-
-def builder(kernel):
-    """``build(model) -> fn``: ``kernel`` (the learner's ``sigmoid_gemm_kernel`` or
-    :data:`solution`) computes h, then PyTorch does linear2 and the logsumexp."""
-    return EXERCISE.builder(kernel)
+EXERCISE = SigmoidGemm()
