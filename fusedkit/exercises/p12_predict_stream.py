@@ -13,10 +13,12 @@ import math
 
 import torch
 
-from fusedkit import ceilings, present, records, results
+from fusedkit import present, records, results
+from fusedkit.ceilings import COPY_BYTES
 from fusedkit.exercises._predict import Fact, Model, Outcome, PredictionExercise
 from fusedkit.hardware import GpuSpec, detect_gpu, match_device_name
 from fusedkit.harness import measure
+from fusedkit.harness.timing import time_copy
 from fusedkit.problems import fmt_sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.roofline import ridge_point
@@ -100,8 +102,7 @@ class PredictStream(PredictionExercise):
         record at 1 row and the copy rate of that same run."""
         if device.type == "cuda":
             spec, label = detect_gpu().spec, f"measured now on {torch.cuda.get_device_name(device)}"
-            rows = ceilings.measure(records.RunContext.collect(), device=device, say=lambda _: None)
-            copy = next(float(r["gbps"]) for r in rows if r["variant"] == ceilings.COPY)
+            copy = 2 * COPY_BYTES / (time_copy(2 * COPY_BYTES, device).median_ms * 1e6)
             m = measure(P12, SLUG, SIZES, device=device)
             return Outcome(m.timing.median_ms if m.timed else math.nan, label, facts_for(copy, label, spec), m,
                            "" if m.timed else f"the step itself failed on this GPU: {m.failure}",
