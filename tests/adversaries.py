@@ -163,6 +163,140 @@ def returns_a_subclass(model):
     return lambda x: model(x).as_subclass(LazyTensor)
 
 
+def returns_a_view_of_its_input(model):
+    """Output aliasing: the answer written into the input's own first columns."""
+    def run(x):
+        y = model(x)
+        out = x[:, :y.shape[1]]
+        out.copy_(y)
+        return out
+    return run
+
+
+def counts_calls(model):
+    """Right for the first calls of a build, then the first answer again: a kernel that guesses
+    when the clock starts."""
+    state = {}
+
+    def run(x):
+        state["calls"] = state.get("calls", 0) + 1
+        if state["calls"] <= CHECKED_CALLS + 3:
+            state["y"] = model(x)
+        return state["y"].clone()
+    return run
+
+
+def wrong_one_call_in_seven(model):
+    """When timed, the whole output is wrong on one call in seven."""
+    calls = [0]
+
+    def run(x):
+        calls[0] += 1
+        y = model(x)
+        return y + 1.0 if calls[0] > CHECKED_CALLS and calls[0] % 7 == 0 else y
+    return run
+
+
+def patches_linear(model):
+    """Replaces torch.nn.functional.linear in its process by one that rounds to bf16: the model it
+    is given then computes bf16's answer (a reference computed there would agree with it)."""
+    real = torch.nn.functional.linear
+
+    def sloppy(x, weight, bias=None):
+        return real(x.bfloat16().float(), weight.bfloat16().float(), bias)
+    torch.nn.functional.linear = sloppy
+    return model
+
+
+def reports_its_process(tally):
+    """An honest kernel that writes the pid of the process it runs in to ``tally``."""
+    def build(model):
+        tally.add(str(os.getpid()))
+        return model
+    return build
+
+
+def signals_its_process_group(model):
+    """An honest answer, then SIGTERM to every process of its own process group."""
+    def run(x):
+        y = model(x)
+        os.killpg(0, signal.SIGTERM)
+        return y
+    return run
+
+
+def kills_its_parent(model):
+    def run(x):
+        os.kill(os.getppid(), signal.SIGKILL)
+        return model(x)
+    return run
+
+
+def sends_a_pickle(path):
+    """Honest work, and a pickle on its socket that would write the pid of whichever process
+    unpickled it into ``path``."""
+    class RunsWhereUnpickled:
+        def __reduce__(self):
+            return exec, (f"open({str(path)!r}, 'w').write(str(__import__('os').getpid()))",)
+
+    def build(model):
+        import pickle
+        import socket
+        import struct
+
+        def run(x):
+            for fd in range(3, 64):
+                try:
+                    s = socket.socket(fileno=os.dup(fd))
+                except OSError:
+                    continue
+                data = pickle.dumps(("done", RunsWhereUnpickled()))
+                s.sendall(struct.pack("<Q", len(data)) + data)
+                s.detach()
+            return model(x)
+        return run
+    return build
+
+
+def tf32_declared_fp32(model):
+    """GPU: TF32 tensor cores, declared fp32."""
+    def run(x):
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            return model(x)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+    return run
+
+
+def skips_an_element_on_the_gpu(model):
+    """GPU: the output's first element never written (an empty tensor, filled but for it)."""
+    def run(x):
+        y = model(x)
+        out = torch.empty_like(y)
+        out.view(-1)[1:] = y.view(-1)[1:]
+        return out
+    return run
+
+
+def reads_out_of_bounds_on_the_gpu(model):
+    """GPU: a load 2**40 floats past its input, which kills the CUDA context of its process."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def oob(x_ptr, y_ptr, far, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(y_ptr + i, tl.load(x_ptr + far + i))
+
+    def run(x):
+        y = torch.empty(x.shape[0], model.gemm.out_features, device=x.device)
+        oob[(1,)](x, y, 1 << 40, BLOCK=32)
+        torch.cuda.synchronize()
+        return y
+    return run
+
+
 def raises(model):
     return lambda x: model(x.T)
 

@@ -5,6 +5,7 @@ way of cheating the measurement closed, honest kernels measured as before."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import time
@@ -42,8 +43,12 @@ def caught(m: harness.Measurement, fault: str) -> str:
 # -- honest kernels ---------------------------------------------------------------------------------
 
 def test_an_honest_kernel_is_checked_timed_and_gives_one_row():
-    m = harness.measure(P12, "addmm_alpha_beta", SMALL, seeds=2, warmup_ms=2, rep_ms=20)
+    p = harness.plan(P12, "addmm_alpha_beta", SMALL, seeds=2, warmup_ms=2, rep_ms=20)
+    m = harness.measure(p)
     assert m.ok and m.timed and m.tier == "fp32-faithful", m.summary()
+    assert 0 < m.build_s < m.seconds and harness.measure(p).check.seeds != m.check.seeds   # fresh
+    with pytest.raises(TypeError, match="takes the plan alone"):
+        harness.measure(p, "eager")
     assert m.check.calls == 2 * 2 + 2 and m.check.odd_sizes == P12.sizes(
         batch_size=27, in_features=41, out_features=35)
     row = m.row()
@@ -96,7 +101,10 @@ def test_honest_times_are_the_kernels_own():
     (bad.writes_its_input, P12, terms.MUTATION),
     (bad.writes_its_weights, P12, terms.MUTATION),
     (bad.reused_output_buffer, P12, terms.ALIASING),
+    (bad.returns_a_view_of_its_input, P12, terms.ALIASING),
     (lambda model: lambda x: x, P12, terms.NOT_PLAIN),
+    (bad.patches_linear, P12, terms.WRONG),
+    (bad.signals_its_process_group, P12, terms.CRASHED),
     (bad.returns_a_subclass, P12, terms.NOT_PLAIN),
     (bad.raises, P12, terms.RAISED),
     (bad.segfaults, P12, terms.CRASHED),
@@ -123,7 +131,7 @@ def test_a_process_left_running_is_ended_and_named(tmp_path):
 # -- the process line: what a kernel cannot reach ------------------------------------------------------
 
 @pytest.mark.parametrize("builder", [bad.kills_its_caller, bad.kills_its_callers_group,
-                                     bad.kills_every_process])
+                                     bad.kills_every_process, bad.kills_its_parent])
 def test_a_kernel_that_signals_outside_its_process_is_ended_and_the_caller_goes_on(builder):
     line = caught(run(builder), terms.FORBIDDEN)
     assert "signalled or traced" in line
@@ -134,6 +142,33 @@ def test_bytes_written_into_its_files_are_a_verdict_in_time():
     t0 = time.monotonic()
     caught(run(bad.writes_garbage_into_its_files, call_timeout_s=5.0), terms.MALFORMED)
     assert time.monotonic() - t0 < 15
+
+
+def test_nothing_a_worker_sends_is_unpickled(tmp_path):
+    caught(run(bad.sends_a_pickle(tmp_path / "ran")), terms.MALFORMED)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_each_candidate_runs_in_a_fresh_process_of_its_own(tmp_path):
+    tally = bad.Tally(tmp_path / "pids")
+    for _ in range(2):
+        assert run(bad.reports_its_process(tally)).timed
+    pids = tally.lines()
+    assert len(set(pids)) == 2 and str(os.getpid()) not in pids   # one worker each, never here
+
+
+def test_workers_check_for_cuda_through_nvml_and_one_that_cannot_start_says_why():
+    """The zygote imports torch before any worker makes its CUDA context: it must not make the
+    CUDA runtime itself (a forked worker could not use it)."""
+    from fusedkit.harness import pool
+    with pool.worker(torch.device("cpu")) as w:
+        w.wait_ready()
+        environ = Path(f"/proc/{pool._zygote[0].pid}/environ").read_bytes()
+    assert b"PYTORCH_NVML_BASED_CUDA_CHECK=1" in environ.split(b"\0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ChildProcessError, match="did not start") as e:
+            pool.Worker(torch.device("cuda", 0)).wait_ready()
+        assert "\n" not in str(e.value)
 
 
 def test_the_callers_memory_cannot_be_opened(tmp_path):
@@ -189,8 +224,23 @@ def test_a_kernel_on_two_cores_is_refused_on_a_cpu():
     assert "more than one core" in line
 
 
-def test_a_memo_that_trusts_the_buffer_is_caught_when_timed():
-    caught(run(bad.memo_by_pointer), terms.TIMED_DIFFER)
+@pytest.mark.parametrize("builder", [bad.memo_by_pointer, bad.counts_calls,
+                                     bad.wrong_one_call_in_seven])
+def test_a_kernel_that_changes_what_it_computes_when_timed_is_refused(builder):
+    caught(run(builder, rep_ms=40), terms.TIMED_DIFFER)
+
+
+def test_a_time_below_the_datasheets_floor_is_refused(monkeypatch):
+    """On a GPU a median below the declared precision's floor on the datasheet is no result
+    (shown here with the timing replaced by an impossible one)."""
+    from fusedkit.harness import measuring, timing
+
+    def instant(w, p, m, spec, seed):
+        m.timing = timing.Timing(1e-6, 1e-6, 1e-6, 10, "cuda-events")
+    monkeypatch.setattr(measuring, "_time", instant)
+    line = caught(run("eager", sizes=P12.sizes(batch_size=64, in_features=64, out_features=64)),
+                  terms.IMPOSSIBLE)
+    assert "fp32 floor" in line and "datasheet" in line
 
 
 def test_every_call_gets_a_fresh_draw_of_kernelbenchs_inputs(tmp_path):
@@ -217,13 +267,14 @@ def test_every_call_gets_a_fresh_draw_of_kernelbenchs_inputs(tmp_path):
     (dict(precision="fp8"), ValueError, "precision='fp8'"),
     (dict(sizes=[8]), TypeError, "not a mapping"),
     (dict(sizes={"batch_size": 0}), ValueError, "batch_size=0 is out of range"),
+    (dict(problem="p99"), ValueError, "problem='p99'"),
 ])
 def test_a_bad_argument_is_one_line_before_anything_runs(kw, error, phrase):
     if kw.get("device") == "cuda" and torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    sizes = kw.pop("sizes", SMALL)
+    sizes, problem = kw.pop("sizes", SMALL), kw.pop("problem", P12)
     with pytest.raises(error, match=re.escape(phrase)) as e:
-        harness.plan(P12, "eager", sizes, **kw)
+        harness.plan(problem, "eager", sizes, **kw)
     assert "\n" not in str(e.value)
 
 
@@ -243,6 +294,37 @@ def test_what_cannot_run_here_is_a_verdict_and_too_slow_is_refused_with_its_esti
     assert p.refusal and re.search(r"would take about \d+ s in Triton's CPU interpreter", p.refusal)
     assert harness.plan(P12, "eager", SMALL).estimate_s < 1
     assert not harness.plan(P12, "triton_ieee", SMALL, budget_s=math.inf).refusal
+
+
+def test_a_step_for_another_gpu_says_which_it_needs(monkeypatch):
+    step = P12.variant("wgmma_fp16x3")
+    assert "needs a Hopper (sm_90) GPU" in step.refusal(torch.device("cpu"))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100")
+    assert "this one, NVIDIA A100, is sm_80" in step.refusal(torch.device("cuda"))
+
+
+def test_the_tiers_and_the_one_budget_they_set():
+    assert harness.classify(3e-7, 2e-7, True) == "fp32-faithful"
+    assert harness.classify(5e-7, 2e-7, True) == "kb-pass"
+    assert harness.classify(5e-7, 2e-7, False) == "fast"
+    assert harness.classify(math.nan, 2e-7, True) == "kb-pass"
+    from fusedkit.harness.judge import meets
+    assert meets("fp32-faithful", 3e-7, 2e-7, True, 1.0) and not meets("fp32-faithful", 3e-7, 2e-7, False, 1.0)
+    assert meets("fast", 0.5, 0.0, False, 0.6) and not meets("fast", 0.7, 0.0, False, 0.6)
+
+
+@pytest.mark.parametrize("key", ["p12", "p45"])
+def test_timed_rows_are_judged_in_one_forward_as_they_were_one_by_one(key):
+    from fusedkit.precision import error_bound, grouped_error_bounds
+    p = problems.get(key)
+    sizes = p.sizes(dict(zip([d.name for d in p.dims], (24, 40, 36, 20))))
+    model64 = p.make_model(sizes, seed=3).double()
+    x = p.get_inputs(sizes, seed=4)[0]
+    out, bounds = grouped_error_bounds(model64, [x], 8, "tf32", p.error_model)
+    for i in range(3):
+        ref, bound = error_bound(model64, [x[8 * i:8 * i + 8]], "tf32", p.error_model, float64=True)
+        assert torch.allclose(out[8 * i:8 * i + 8], ref) and float(bounds[i]) == pytest.approx(float(bound))
 
 
 def test_a_builder_that_cannot_travel_is_one_line():
@@ -269,6 +351,9 @@ def test_a_notebook_kernel_travels_with_its_source_lines():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("builder, fault", [(bad.side_stream_output, terms.STREAM),
-                                            (bad.side_stream_busywork, terms.HIDDEN_WORK)])
-def test_work_on_a_side_stream_is_caught_on_a_gpu(builder, fault):
+                                            (bad.side_stream_busywork, terms.HIDDEN_WORK),
+                                            (bad.tf32_declared_fp32, terms.WRONG),
+                                            (bad.skips_an_element_on_the_gpu, terms.UNWRITTEN),
+                                            (bad.reads_out_of_bounds_on_the_gpu, terms.CRASHED)])
+def test_what_only_a_gpu_shows_is_caught_there(builder, fault):
     caught(run(builder, device="cuda", rep_ms=50), fault)
