@@ -36,9 +36,9 @@ from fusedkit.problems.base import nearby_odd
 from fusedkit.roofline import achieved, fused_floor
 
 VERIFIED_ROWS = 8
-"""The fewest rows of a timed call's output judged; more when calls are few, so that a kernel
-wrong on one row of every call is caught with probability over 99.7% (at least six outputs' worth
-of rows in all)."""
+"""The fewest rows of a timed call's output judged; more when calls are few (ten outputs' worth
+of rows in all), so that a kernel wrong on one row of every call is caught with probability
+over 99.99%."""
 SPECIALISED_FACTOR = 10.0
 """At the nearby odd shape, an error this many times the requested sizes' fails."""
 GPU_GAP = (0.05, 0.10)
@@ -452,7 +452,7 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> Non
         warm, n = timing.count(estimate, p.warmup_ms, p.rep_ms, device, rng)
         for _ in range(warm):
             call(first, "a warm-up call")
-        k = min(rows_n, max(VERIFIED_ROWS, math.ceil(6 * rows_n / n)))
+        k = min(rows_n, max(VERIFIED_ROWS, math.ceil(10 * rows_n / n)))
         calls, samples, gaps = [], [], []
         cpu0, wall0, m.timed_from = w.cpu_s(), time.monotonic(), time.time()
         for i in range(n):
