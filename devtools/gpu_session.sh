@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine: everything that needs the GPU, in one go, with every
 # result written under $OUT (fetched back by the device tool).
+#   bash devtools/gpu_session.sh                 the acceptance call (STAGES=accept): every CUDA
+#       extension built at once, both ladders with their ceilings, then the whole suite (make test)
+#       beside the six reports (make report), each part under its own limit so that the call ends
+#       within ten minutes; make_test_gpu_<commit>.txt, report_gpu_<commit>.txt, bench_gpu_<commit>.txt
+#       and the records in $OUT, and a last line that says what passed and how long each part took.
 #   STAGES="info probe tests ceilings bench sweep small reports counters source" PROBLEMS="p12 p45" bash devtools/gpu_session.sh
 # Wheels for packages the GPU image lacks (the Jupyter stack) travel in .whl/
 # (made by devtools/fetch_gpu_wheels.sh; name .whl in the call's carry list).
@@ -34,9 +39,28 @@ elif compgen -G ".whl/*.whl" >/dev/null; then
 z.extractall('/tmp/site-data', [n for n in z.namelist() if '.data/data/share/jupyter/' in n])" || exit 1
 fi
 JUPYTER_PATH=$(ls -d /tmp/site-data/*.data/data/share/jupyter 2>/dev/null) && export JUPYTER_PATH
-for stage in ${STAGES:-info tests bench reports}; do
+commit=${FUSEDKIT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+for stage in ${STAGES:-accept}; do
   echo "=== $stage $(date -u +%H:%M:%S)"
   case $stage in
+    accept)  # Make's env step would install from a registry this machine cannot reach: the image's
+             # python3 (with the carried wheels) runs make's own test and report commands.
+             t0=$SECONDS
+             timeout 120 python3 -m fusedkit build > "$OUT/build_gpu_$commit.txt" 2>&1; build_rc=$?
+             t1=$SECONDS
+             for p in p12 p45; do
+               timeout 170 python3 -m fusedkit bench --problem "$p" >> "$OUT/bench_gpu_$commit.txt" 2>&1
+             done
+             t2=$SECONDS
+             timeout 330 make -o env report PY=python3 > "$OUT/report_gpu_$commit.txt" 2>&1 &
+             report=$!
+             timeout 330 make -o env test PY=python3 > "$OUT/make_test_gpu_$commit.txt" 2>&1; test_rc=$?
+             t3=$SECONDS
+             wait $report; report_rc=$?
+             t4=$SECONDS
+             summary=$(grep -E "^=+ .*(passed|failed).* in " "$OUT/make_test_gpu_$commit.txt" | tail -1 | tr -d '=')
+             ok=$(grep -cE '\)[[:space:]]+ok' "$OUT/report_gpu_$commit.txt")
+             echo "accept $commit: build rc $build_rc in $((t1 - t0)) s; ladders p12+p45 in $((t2 - t1)) s ($(grep -c "ms, rel. error" "$OUT/bench_gpu_$commit.txt") variants timed); make test rc $test_rc in $((t3 - t2)) s (${summary:-no summary}); make report rc $report_rc in $((t4 - t2)) s ($ok of 6 ok)" | tee "$OUT/accept_$commit.txt" ;;
     info)    python3 -m fusedkit info 2>&1 | tee "$OUT/info.txt"; command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee -a "$OUT/info.txt" ;;
     tests)   # The notebook, widget and report tests import the Jupyter stack: without the wheels
              # their files fail to collect and pytest stops (2026-11-30). Say so in one line first.
@@ -91,7 +115,7 @@ for stage in ${STAGES:-info tests bench reports}; do
                  python3 -m fusedkit.counters profile --problem "$p" --variants "$v" --order "$OUT/order_source.json" ${SOURCE_SIZES:+--sizes "$SOURCE_SIZES"} \
                  > "$OUT/source_${p}_${v}.csv" 2> "$OUT/source_${p}_${v}.err"
              echo "source: rc $?, $(wc -l < "$OUT/source_${p}_${v}.csv") lines"; tail -3 "$OUT/source_${p}_${v}.err" ;;
-    *)       echo "unknown stage $stage (valid: info probe tests ceilings bench sweep small reports counters source)"; exit 2 ;;
+    *)       echo "unknown stage $stage (valid: accept info probe tests ceilings bench sweep small reports counters source)"; exit 2 ;;
   esac
 done
 rm -f "$OUT"/*.lock "$OUT/logs"   # the device tool brings back at most 8 files
