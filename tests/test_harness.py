@@ -77,6 +77,16 @@ def test_a_slightly_noisy_kernel_is_kb_pass_and_precision_bounds_decide_wrong():
     assert run(bad.scaled_by_1_001, precision="tf32").tier == "fast"
 
 
+def test_a_long_tmpdir_changes_nothing(monkeypatch, tmp_path):
+    """The worker's socket has no path: a TMPDIR too long for one (over 107 bytes) is no fault."""
+    from fusedkit.harness import pool
+    long = tmp_path / ("t" * 120)
+    long.mkdir()
+    monkeypatch.setenv("TMPDIR", str(long))
+    pool.stop_all()   # a zygote started afresh, under this TMPDIR
+    assert run("eager").timed
+
+
 def test_honest_times_are_the_kernels_own():
     """The caller's clock bounds each call; an honest kernel's median is its own time, with no
     more than the harness's small cost added (a sleep of 20 ms is timed at 20 to 25 ms)."""

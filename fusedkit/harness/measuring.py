@@ -450,6 +450,9 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> Non
         estimate = statistics.median(cost(*call(first, "an estimating call")[1:])
                                      for _ in range(rng.randint(3, 5)))
         warm, n = timing.count(estimate, p.warmup_ms, p.rep_ms, device, rng)
+        if n * estimate > 2 * p.rep_ms:
+            m.notes.append(f"timed on {n} calls of about {estimate:.3g} ms, more than rep_ms="
+                           f"{p.rep_ms:g} allows: a slow call is timed on few calls")
         for _ in range(warm):
             call(first, "a warm-up call")
         k = min(rows_n, max(VERIFIED_ROWS, math.ceil(10 * rows_n / n)))

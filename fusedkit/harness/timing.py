@@ -26,8 +26,8 @@ FLUSH_BYTES = 256 * 2**20
 MAX_CALLS = 1000
 """Most timed calls of one loop (a quarter of it warm-up): the median of a thousand is steady."""
 MIN_CALLS = {"cuda": 10, "cpu": 3}
-"""The fewest timed calls, however slow the first calls look; the floor itself is drawn between
-this and twice it."""
+"""The fewest timed calls, however slow the first calls look (a call so slow that these would
+take twice the budget gets the CPU's few); the floor itself is drawn between this and twice it."""
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,10 @@ def summarize(samples_ms: list[float], timer: str) -> Timing:
 def count(estimate_ms: float, warmup_ms: float, rep_ms: float, device: torch.device,
           rng: random.Random) -> tuple[int, int]:
     """(warm-up calls, timed calls) for a call of about ``estimate_ms``."""
-    floor = MIN_CALLS[device.type]
     estimate_ms = max(estimate_ms, 1e-4)
+    floor = MIN_CALLS[device.type]
+    if estimate_ms * floor > 2 * rep_ms:
+        floor = MIN_CALLS["cpu"]
     warm = int(warmup_ms / estimate_ms * rng.uniform(0.75, 1.25))
     warm = min(MAX_CALLS // 4, max(1 if device.type == "cuda" else 0, warm))
     timed = int(rep_ms / estimate_ms * rng.uniform(0.9, 1.1))
