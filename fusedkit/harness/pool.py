@@ -119,6 +119,12 @@ def _signal_name(code: int) -> str:
 
 # -- a worker -----------------------------------------------------------------------------------
 
+ANSWERS = {"build": {"built", "raised"}, "check": {"output", "raised", "fault"},
+           "mutation": {"mutation"}, "time": {"timed", "raised", "fault"}, "rows": {"rows"},
+           "peak": {"peak"}, "job": {"done", "raised"}}
+"""The kinds of answer each order may get (the worker's side: :class:`~fusedkit.harness.worker.Session`)."""
+
+
 class Worker:
     """One worker process for one candidate, and the socket to it."""
 
@@ -147,11 +153,20 @@ class Worker:
     def ask(self, order: dict, limit_s: float, what: str, knob: str = "call_timeout_s"
             ) -> tuple[str, object]:
         """Send ``order`` and return the (kind, body) of the answer, which must come within
-        ``limit_s`` on this clock; else :class:`WorkerDied` with the verdict (the worker ended)."""
+        ``limit_s`` on this clock and be of a kind :data:`ANSWERS` allows the order; else
+        :class:`WorkerDied` with the verdict (the worker ended)."""
         self.wait_ready()
         try:
             wire.send(self.sock, order)
             kind, body = wire.reply(wire.receive(self.sock, time.monotonic() + limit_s, checkpoint))
+            if kind == "crashed" and isinstance(body, str) and body.startswith(CRASHED + ": "):
+                self.stop()
+                raise WorkerDied(f"{body}, during {what}")
+            if kind == "error":   # the worker's own code failed: a kernel can make it, so a verdict
+                last = str(body).strip().splitlines()[-1:] or ["no message"]
+                raise wire.Malformed(f"the worker's code failed: {last[0][:300]}")
+            if kind not in ANSWERS[order["op"]]:
+                raise wire.Malformed(f"a {kind!r} answer to a {order['op']!r} order")
         except TimeoutError:
             self.stop()
             raise WorkerDied(f"{HUNG}: {what} did not return within {limit_s:g} s "
@@ -166,15 +181,11 @@ class Worker:
         except wire.Malformed as e:
             self.stop()
             raise WorkerDied(f"{MALFORMED} ({e}), during {what}") from None
+        except WorkerDied:
+            raise
         except BaseException:
             self.stop()   # interrupted (Ctrl-C, Cancel): the worker is mid-order, so it goes
             raise
-        if kind == "crashed" and isinstance(body, str) and body.startswith(CRASHED + ": "):
-            self.stop()
-            raise WorkerDied(f"{body}, during {what}")
-        if kind == "error":
-            self.stop()
-            raise RuntimeError(f"the harness failed in the worker process:\n{body}")
         return kind, body
 
     def descendants(self) -> list[psutil.Process]:
