@@ -228,6 +228,8 @@ def test_timed_calls_are_held_to_the_checked_tier():
     assert "fp32-faithful" in line
 
 
+@pytest.mark.skipif(os.getloadavg()[0] > (os.cpu_count() or 1) - 0.5,
+                    reason="needs a second idle core for the cheat to use (the machine is busy)")
 def test_a_kernel_on_two_cores_is_refused_on_a_cpu():
     """Cause 7: the worker may use one core; a kernel that uses two is refused."""
     line = caught(run(bad.uses_two_cores, rep_ms=300), terms.HIDDEN_WORK)
