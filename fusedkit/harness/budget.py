@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import torch
 
@@ -35,17 +34,11 @@ TIMED_CALLS_CPU = 11
 """Calls a slow CPU timing makes: about four estimating calls and up to six timed ones."""
 
 
-class Costs(NamedTuple):
-    a: float         # CPU s per loop step
-    a_masked: float  # extra per step whose loads carry masks
-    b: float         # per padded dot FLOP
-    c: float         # per tile (a kernel body's set-up and epilogue)
-    e: float         # per padded element of an elementwise loop
-
-
-COSTS = Costs(a=4.392e-4, a_masked=8.238e-4, b=5.062e-9, c=1.703e-2, e=5.367e-7)
-"""Fitted on 36 calls of six Triton steps (2-core AMD EPYC, Triton 3.6.0): predicted over
-measured wall time 1.02 to 1.98, median 1.46."""
+COSTS = {"steps": 4.392e-4, "masked": 8.238e-4, "flops": 5.062e-9, "tiles": 1.703e-2,
+         "elements": 5.367e-7}
+"""CPU seconds per loop step, per masked step (extra), per padded dot FLOP, per tile (a kernel
+body's set-up and epilogue) and per element of an elementwise loop; fitted on 36 calls of six
+Triton steps (2-core AMD EPYC, Triton 3.6.0): predicted over measured wall time 1.02 to 1.98."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +53,7 @@ class Launch:
     block: tuple[int, ...] = ()
 
     def cpu_s(self) -> float:
-        c = COSTS
-        return (c.a * self.steps + c.a_masked * self.masked + c.b * self.flops + c.c * self.tiles
-                + c.e * self.elements)
+        return sum(getattr(self, name) * cost for name, cost in COSTS.items())
 
 
 def _cdiv(a: int, b: int) -> int:

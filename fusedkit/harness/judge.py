@@ -147,9 +147,9 @@ class TimedCall:
 def judge_timed(problem: Problem, sizes: Sizes, seed: int, device: torch.device, precision: str,
                 tier: str, eager_rel: float, calls: list[TimedCall]) -> str:
     """"" when every timed call's rows meet ``tier`` (the checked calls' tier), else the verdict.
-    Each call's input is replayed from its seed; references and eager on the chosen rows. Eager's
-    error on a few rows is a noisy figure, so the budget's eager error is at least ``eager_rel``,
-    eager's worst on the checked calls' whole outputs."""
+    Each call's input is replayed from its seed; references and eager on the chosen rows (as many
+    for every call). Eager's error on a few rows is a noisy figure, so the budget's eager error is
+    at least ``eager_rel``, eager's worst on the checked calls' whole outputs."""
     model = problem.make_model(sizes, seed=seed, device=device)
     model64 = copy.deepcopy(model).double()
     inputs = problem.get_inputs(sizes, seed=seed, device=device)
@@ -162,7 +162,8 @@ def judge_timed(problem: Problem, sizes: Sizes, seed: int, device: torch.device,
             index = torch.tensor(c.rows, device=device)
             picked.append([t.index_select(0, index) for t in inputs])
         stacked = [torch.cat([p[j] for p in picked]) for j in range(len(inputs))]
-        refs, bounds = _grouped(model64, stacked, [len(c.rows) for c in chunk], precision, problem)
+        refs, bounds = grouped_error_bounds(model64, stacked, len(chunk[0].rows), precision,
+                                            problem.error_model)
         eager = eager32(model, stacked)
         at = 0
         for i, c in enumerate(chunk):
@@ -178,19 +179,3 @@ def judge_timed(problem: Problem, sizes: Sizes, seed: int, device: torch.device,
                         "chosen after it committed to its output); a kernel must compute the same "
                         "way when timed")
     return ""
-
-
-def _grouped(model64: torch.nn.Module, inputs: list[torch.Tensor], counts: list[int],
-             precision: str, problem: Problem) -> tuple[torch.Tensor, torch.Tensor]:
-    """The float64 rows and one precision bound per call, from one forward: calls of equal row
-    counts use :func:`fusedkit.precision.grouped_error_bounds` directly."""
-    if len(set(counts)) == 1:
-        return grouped_error_bounds(model64, inputs, counts[0], precision, problem.error_model)
-    outs, bounds, at = [], [], 0
-    for n in counts:
-        part = [t[at:at + n] for t in inputs]
-        out, b = grouped_error_bounds(model64, part, n, precision, problem.error_model)
-        outs.append(out)
-        bounds.append(b)
-        at += n
-    return torch.cat(outs), torch.cat(bounds)
