@@ -688,6 +688,48 @@ def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], 
     return module
 
 
+def extensions() -> list[tuple[str, bool]]:
+    """(problem folder, hopper) of every CUDA extension a step of the registry calls, sorted."""
+    from fusedkit import problems  # noqa: PLC0415 - the registry imports torch
+
+    return sorted({(v.call.problem, v.hopper) for key in problems.names() for v in problems.get(key).ladder()
+                   if v.call is not None and v.call.kind != "triton"})
+
+
+def build_all(jobs: int | None = None, command=None) -> dict[tuple[str, bool], tuple[float, str]]:
+    """Build every extension of :func:`extensions` at once, before a measurement needs one: each
+    in a process of its own (``command(problem, hopper)``, an argv; default: this Python calling
+    :func:`load_extension`), at most ``jobs`` at a time (default: all), ninja sharing the cores
+    among them (``MAX_JOBS``); the Hopper ones only on a Hopper GPU. Returns {(problem, hopper):
+    (seconds, "" or the build's first error line)} in :func:`extensions` order."""
+    todo = extensions()
+    if command is None:
+        hopper = _require_gpu("fusedkit build", False)[0] == 9
+        todo = [e for e in todo if hopper or not e[1]]
+        command = lambda problem, hopper: [  # noqa: E731
+            sys.executable, "-c", f"from fusedkit.build import load_extension as f; f({problem!r}, hopper={hopper})"]
+    jobs = min(jobs or len(todo), len(todo)) or 1
+    env = {**os.environ, "MAX_JOBS": str(max(1, (os.cpu_count() or 1) // jobs))}
+    running: dict[tuple[str, bool], tuple[subprocess.Popen, float, object]] = {}
+    done: dict[tuple[str, bool], tuple[float, str]] = {}
+    waiting = list(todo)
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            ext, log = waiting.pop(0), tempfile.TemporaryFile()
+            running[ext] = (subprocess.Popen(command(*ext), stdout=log, stderr=subprocess.STDOUT, env=env),
+                            time.monotonic(), log)
+        time.sleep(0.05)
+        for ext, (proc, started, log) in list(running.items()):
+            if proc.poll() is not None:
+                log.seek(0)
+                text = log.read().decode(errors="replace")
+                log.close()
+                error = "" if proc.returncode == 0 else _first_errors(text, 1).strip().splitlines()[0]
+                done[ext] = (time.monotonic() - started, error)
+                del running[ext]
+    return {ext: done[ext] for ext in todo}
+
+
 BUILT_MARK = "fusedkit-built"
 """The file a finished build leaves in its folder, after its library: only a folder holding it
 is imported without asking torch's cpp_extension (and so ninja) first."""

@@ -27,19 +27,16 @@ splits) belongs to the ModelNew instance; nothing is kept at module level but co
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import stat
-import tempfile
 import textwrap
 from pathlib import Path
 from string import Template
 from typing import Callable
 
 from fusedkit import build as fk_build
+from fusedkit import paths
 from fusedkit.kernels import KERNELS, step_path
-from fusedkit.paths import file_fault, folder_fault, mode_text, read_only, write_target
 from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
@@ -159,42 +156,44 @@ def render(problem: Problem | str, slug: str) -> str:
 
 def export_variant(problem: Problem | str, slug: str, path: str | os.PathLike[str], *,
                    force: bool = False) -> Path:
-    """Write :func:`render`'s file for ``slug`` to ``path``; returns the path.
-
-    Raises ValueError (unknown problem or variant, a baseline), FileExistsError (``path``
-    exists and ``force`` is False), IsADirectoryError, NotADirectoryError or PermissionError
-    (``path`` cannot be written), each with a one-line message.
-    """
-    path = write_target(path)   # through a symbolic link: its target is written, the link stays
-    text = render(problem, slug)
-    _check_writable(path, force)
-    _write(path, text)
-    return path
+    """Write :func:`render`'s file for ``slug`` to ``path`` (its folder made where missing);
+    returns the path written (a symbolic link's target). Raises ValueError (unknown problem or
+    variant, a baseline), FileExistsError (``path`` exists and ``force`` is False) or
+    :class:`fusedkit.paths.PathError` (``path`` may not be written), each in one line."""
+    problem, _ = _variant(problem, slug)
+    (target,) = _writable([path], force)
+    return _write([target], [render(problem, slug)])[0]
 
 
 def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
                force: bool = False) -> list[Path]:
     """One file per exportable variant of ``problem`` in ``folder`` (created if missing), named
-    by :func:`file_name`. Everything is rendered and every path checked before the first write,
+    by :func:`file_name`. Every path is checked and every file rendered before the first write,
     so a refusal writes nothing."""
     problem = _problem(problem)
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(f"folder={str(folder)!r} is a file; allowed: a folder (created if missing)")
-    texts = {write_target(folder / file_name(problem, slug)): render(problem, slug)
-             for slug in exportable(problem)}
-    fault = folder_fault(folder)   # before mkdir: root could create it in a read-only folder
-    if fault:
-        raise PermissionError(f"folder={str(folder)!r} cannot be written: {fault}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise type(e)(f"folder={str(folder)!r} cannot be created: {e.strerror or e}") from None
-    for path in texts:
-        _check_writable(path, force)
-    for path, text in texts.items():
-        _write(path, text)
-    return list(texts)
+    folder = paths.check(folder, "a folder for the solution files (created if missing)", folder=True)
+    slugs = exportable(problem)
+    targets = _writable([folder / file_name(problem, s) for s in slugs], force)
+    return _write(targets, [render(problem, s) for s in slugs])
+
+
+def _writable(files: list, force: bool) -> list[Path]:
+    """The write target of each path (:func:`fusedkit.paths.check`); an existing file is refused
+    unless ``force`` (FileExistsError), and ``force`` never overwrites a read-only one."""
+    out = []
+    for path in files:
+        target = paths.check(path, "a writable file (chmod u+w), existing or new, or another path")
+        if target.exists() and not force:
+            raise FileExistsError(f"path={str(path)!r} exists; pass --force (force=True) to overwrite it")
+        out.append(target)
+    return out
+
+
+def _write(targets: list[Path], texts: list[str]) -> list[Path]:
+    for path, text in zip(targets, texts):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        paths.replace(path, text)
+    return targets
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,10 +218,6 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
         raise ValueError(f"variant={slug!r} chooses among other steps by batch size; export those: "
                          f"{', '.join(steps)}")
     return problem, v
-
-
-def _finite(x: object) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def _recorded(problem: Problem) -> dict[str, dict]:
@@ -271,51 +266,6 @@ def _source(fn: Callable) -> str:
     while not lines[end - 1].strip():
         end -= 1
     return textwrap.dedent("".join(lines[first:end]))
-
-
-# ---------------------------------------------------------------------------------------
-# Writing files
-
-
-def _check_writable(path: Path, force: bool) -> None:
-    """Refuse a path that cannot or may not be written; ``force`` overwrites only a writable file
-    (one marked read-only is kept, as it is for root too: :func:`fusedkit.paths.read_only`)."""
-    if path.is_dir():
-        raise IsADirectoryError(f"path={str(path)!r} is a folder; allowed: a file path")
-    fault = file_fault(path)   # a device, a FIFO or a looping link would be replaced by a file
-    if fault:
-        raise PermissionError(f"path={str(path)!r} {fault}, and is kept, --force or not; "
-                              "allowed: a regular file (existing or new) or another path")
-    if path.exists() and not force:
-        raise FileExistsError(f"path={str(path)!r} exists; pass --force (force=True) to overwrite it")
-    parent = path.parent
-    if not parent.is_dir():
-        kind = "is not a folder" if parent.exists() else "does not exist"
-        raise NotADirectoryError(f"path={str(path)!r}: its folder {str(parent)!r} {kind}")
-    if path.exists() and read_only(path):
-        raise PermissionError(f"path={str(path)!r} is read-only (mode {mode_text(path)}) and is kept, "
-                              "--force or not; allowed: a writable file (chmod u+w) or another path")
-    fault = folder_fault(parent)
-    if fault:
-        raise PermissionError(f"path={str(path)!r} cannot be written: {fault}")
-
-
-def _write(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, so a failed write leaves no half file.
-    A file overwritten keeps its mode; a new one is 0o644."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
-        raise type(e)(f"path={str(path)!r} cannot be written: {e.strerror or e}") from None
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise type(e)(f"path={str(path)!r} cannot be written: {e.strerror or e}") from None
 
 
 # ---------------------------------------------------------------------------------------

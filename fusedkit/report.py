@@ -53,9 +53,8 @@ from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
 from traitlets.config import Config
 
-from fusedkit import interrupts, problems
+from fusedkit import interrupts, paths, problems
 from fusedkit.problems import Sizes, fmt_sizes
-from fusedkit.paths import file_fault, folder_fault, write_failed, write_target
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
@@ -315,34 +314,6 @@ def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
         metadata={"tags": ["fusedkit-sizes-note"]})
 
 
-def _refuse_special(path: Path) -> Path:
-    """``path``'s write target (:func:`fusedkit.paths.write_target`), refused when a rename over
-    it would replace what is not a regular file (a device, a FIFO, a looping link)."""
-    path = write_target(path)   # a symbolic link stays and its target is rewritten
-    fault = file_fault(path)
-    if fault:
-        raise PermissionError(f"{path} {fault}, and is left as it is; allowed: a folder whose "
-                              "reports are regular files (or not there yet)")
-    return path
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """``text`` as ``path``'s content in one rename; a failed write (a full disk) removes its
-    temporary file and names ``path`` (the old file is left as it was)."""
-    path = _refuse_special(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    earlier = path.exists()
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise write_failed(e, path, "the earlier one is left as it was" if earlier
-                               else "nothing was left in its place") from None
-        raise
-
-
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                      sizes: Mapping[str, Sizes] | None = None) -> ReportResult:
     """Run one notebook top to bottom in its own folder and write ``out_dir/<name>.html``.
@@ -360,7 +331,7 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     # logged a ZMQ traceback on stderr) and its error is one line saying so.
     timed_out = (f"CellTimeoutError: ran longer than the {timeout} s allowed per cell "
                  "(--timeout); the cells after it did not run")
-    with tempfile.TemporaryDirectory(prefix="fusedkit-kernel-") as sockets:
+    with tempfile.TemporaryDirectory(prefix="fk-", dir=_socket_folder()) as sockets:
         # The kernel talks over Unix sockets in a folder of this run's own, not over TCP, of which
         # every kernel warned on stderr ("[IPKernelApp] WARNING | ... TCP without encryption").
         config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
@@ -402,9 +373,21 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     body, _ = offline_exporter().from_notebook_node(
         nb, resources={"metadata": {"path": str(path.parent), "name": path.stem}})
     out = out_dir / f"{path.stem}.html"
-    _atomic_write(out, relative_paths(body))
+    paths.replace(paths.target(out), relative_paths(body))
     return ReportResult(path, out, title, time.perf_counter() - t0,
                         relative_paths(error), summary, built_at=_now(), sizes=ran_at)
+
+
+def _socket_folder() -> str:
+    """Where the kernel's Unix sockets go: the temporary folder, or /tmp where its name is too
+    long for a socket's path (107 bytes, the kernel's name and port included); else a one-line
+    OSError naming TMPDIR."""
+    for folder in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
+        if len(os.fsencode(folder)) <= 60 and os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    raise OSError(f"TMPDIR={tempfile.gettempdir()!r} is too long for the notebooks' kernel sockets "
+                  "(a Unix socket's path holds at most 107 bytes) and /tmp cannot be written; "
+                  "allowed: a TMPDIR of at most 60 characters")
 
 
 def _execute(client: NotebookClient) -> None:
@@ -654,8 +637,8 @@ counted as ours.</p>
 </body></html>
 """
     index = out_dir / "index.html"
-    _atomic_write(index, relative_paths(page))
-    _atomic_write(out_dir / "index.json", relative_paths(json.dumps({
+    paths.replace(paths.target(index), relative_paths(page))
+    paths.replace(paths.target(out_dir / "index.json"), relative_paths(json.dumps({
         "generated": when,
         "notebooks": [{"notebook": r.notebook.name,
                        "html": None if r.status == "missing" else r.html.name, "title": r.title,
@@ -680,29 +663,31 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     are refused (:class:`fusedkit.problems.SizeError`, :class:`ParametersError`) before any
     notebook runs."""
     chosen = check_sizes(sizes or {})
-    paths = notebooks or notebook_paths()
+    notebooks = [Path(p) for p in notebooks or notebook_paths()]
+    seen: dict[str, Path] = {}
+    for p in notebooks:   # one report per file name: a second would be written over the first
+        first = seen.setdefault(p.name, p)
+        if first is not p:
+            why = ("is given twice" + (f" ({str(first)!r} is the same file)" if str(first) != str(p) else "")
+                   if os.path.realpath(first) == os.path.realpath(p) else
+                   f"has the same name as {str(first)!r}: both would write {p.stem}.html")
+            raise ValueError(f"notebook={str(p)!r} {why}; allowed: each notebook once, and "
+                             "notebooks of distinct names")
     if chosen:
-        for path in paths:
+        for path in notebooks:
             try:
                 nb = nbformat.read(path, as_version=4)
             except Exception as e:  # noqa: BLE001 - one line, whatever nbformat raised
-                raise ParametersError(f"{Path(path).name} cannot be read as a notebook: "
+                raise ParametersError(f"{path.name} cannot be read as a notebook: "
                                       f"{type(e).__name__}") from None
-            inject_sizes(nb, chosen, name=Path(path).name)
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NotADirectoryError(f"{out_dir} is a file; allowed: a folder for the reports, "
-                                 "existing or to be created")
-    fault = folder_fault(out_dir)
-    if fault:
-        raise PermissionError(f"{out_dir} cannot hold the reports: {fault}; allowed: a folder in a "
-                              "writable place")
-    for name in [*(f"{Path(p).stem}.html" for p in paths), "index.html", "index.json"]:
-        _refuse_special(out_dir / name)   # before any notebook runs, not after the first
+            inject_sizes(nb, chosen, name=path.name)
+    out_dir = paths.check(out_dir, "a folder for the reports, existing or to be created", folder=True)
+    for name in [*(f"{p.stem}.html" for p in notebooks), "index.html", "index.json"]:
+        paths.check(out_dir / name, "a folder whose reports are regular files (or not there yet)")
     out_dir.mkdir(parents=True, exist_ok=True)
     headlines = headline_numbers()   # once: the records do not change while notebooks run
     results: list[ReportResult] = []
-    for path in tqdm(paths, desc="notebooks", unit="nb", disable=None):
+    for path in tqdm(notebooks, desc="notebooks", unit="nb", disable=None):
         try:
             results.append(execute_notebook(Path(path), out_dir, timeout=timeout, sizes=chosen))
         except KeyboardInterrupt as e:
