@@ -27,6 +27,7 @@ splits) belongs to the ModelNew instance; nothing is kept at module level but co
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import textwrap
@@ -223,11 +224,21 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
 def _recorded(problem: Problem) -> dict[str, dict]:
     """Our kernels' recorded results (:func:`fusedkit.results.recorded`: each one's newest clean
     measurement, so a step re-timed after its kernel changed shows the new time), by slug:
-    tier, median_ms, speedup (against eager in its own run) and label (its run)."""
-    from fusedkit import results  # noqa: PLC0415 - pandas; only the records need it
+    tier, median_ms, speedup (against eager in its own run) and label (its run); read once per
+    version of the records file."""
+    from fusedkit import records  # noqa: PLC0415 - pandas; only the records need it
 
-    rows = results.recorded(problem)
-    mine = set(exportable(problem))
+    path = records.default_path()
+    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.exists() else None
+    return _recorded_at(problem.key, str(path), stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _recorded_at(key: str, path: str, stamp: object) -> dict[str, dict]:
+    from fusedkit import results  # noqa: PLC0415
+
+    problem = _problem(key)
+    rows, mine = results.recorded(problem, path=path), set(exportable(problem))
     return {r["variant"]: {"tier": r["tier"] if isinstance(r["tier"], str) else "",
                            "median_ms": float(r["median_ms"]),
                            "speedup": float(r["speedup"]), "label": results.run_label(r)}

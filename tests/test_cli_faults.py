@@ -110,6 +110,13 @@ HUGE = "a" * 100_000
      ["-o/--output is given twice ('a.py', then 'b.py')"]),
     (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", ""], ["-o='' is empty"]),
     (["export", "--problem", "p12", "--variant", "eager", "-o", "x.py"], ["variant='eager' is a baseline"]),
+    (["export", "--problem", "p12", "--variant", "compile", "-o", "x.py"], ["is a baseline"]),
+    (["export", "--problem", "p99", "--variant", "naive", "-o", "x.py"], ["problem='p99'", "valid: p12, p45"]),
+    (["export", "--problem", "p12", "--variant", "fastest", "-o", "x.py"], ["variant='fastest'", "allowed: naive"]),
+    (["export", "--problem", "p12"], ["exactly one of --variant", "--all"]),
+    (["export", "--problem", "p12", "--variant", "naive", "--all", "d"], ["exactly one of --variant"]),
+    (["export", "--problem", "p12", "--variant", "naive"], ["needs -o FILE"]),
+    (["export", "--problem", "p12", "--all", "d", "-o", "x.py"], ["-o='x.py' goes with --variant"]),
     (["build", "--jobs", "0"], ["--jobs=0 is too small"]),
 ])
 def test_bad_arguments_are_one_line_before_anything_runs(argv, phrases, tmp_path, capsys, monkeypatch,
