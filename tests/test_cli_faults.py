@@ -97,6 +97,8 @@ HUGE = "a" * 100_000
     (["bench", "--problem", "p12", "--sizes", "batch_size=0"], ["batch_size=0 is out of range",
                                                                 "allowed: an integer from 1 to 65536"]),
     (["bench", "--problem", "p12", "--sizes", "nope=3"], ["'nope' is not a size of p12"]),
+    (["bench", "--problem", "p99"], ["problem='p99' is not known; valid: p12, p45"]),
+    (["bench", *TINY, "--variants", "eager,magic"], ["variant='magic' is not a variant"]),
     (["bench", "--problem", "p12", "--problem", "p45"], ["--problem is given twice ('p12', then 'p45')"]),
     (["bench", *TINY, "--seeds", "3", "--seeds", "0"], ["--seeds is given twice ('3', then '0'); allowed: it once"]),
     (["bench", *TINY, "--variants", HUGE], ["variant='aaaa", "...' (100000 characters)"]),
@@ -264,6 +266,7 @@ def test_a_commit_of_more_than_one_line_is_refused_before_measuring(commit, tmp_
     # 32768 x 32768 x 1 passed as "need 4.0 GiB" while the harness holds about four copies of x
     (["--sizes", "batch_size=32768,in_features=32768,out_features=1"],
      ["need 16.0 GiB while checked and timed", "allowed: at most 8.0 GiB in a CPU run"]),
+    (["--sizes", "batch_size=65536"], ["CPU run is allowed"]),
     # KernelBench's sizes ran for minutes in silence when piped
     ([], ["this bench would take about", "on this CPU by the harness's estimate (",
           "allowed: at most 120 s without --allow-slow"]),
@@ -443,7 +446,7 @@ def test_a_real_bench_stopped_by_sigterm_then_ctrl_c_keeps_its_rows_in_one_line(
     130, or added "interrupted while starting")."""
     path = tmp_path / "r.csv"
     child = fusedkit_child("bench", "--problem", "p12", "--sizes", "batch_size=64,in_features=256,out_features=256",
-                           "--variants", "eager,addmm_alpha_beta", "--seeds", "1", "--rep-ms", "4000",
+                           "--variants", "eager,addmm_alpha_beta", "--seeds", "20", "--rep-ms", "1500",
                            "--records", str(path))
     deadline = time.monotonic() + 90
     while not (path.exists() and len(records.read_records(path)) >= 1):
@@ -557,52 +560,6 @@ def notebooks(folder: Path, **cells: list[str]) -> list[Path]:
         nbformat.write(nb, folder / f"{name}.ipynb")
         out.append(folder / f"{name}.ipynb")
     return out
-
-
-def test_ctrl_c_during_a_report_stops_it_and_keeps_what_finished(tmp_path):
-    """Ctrl-C marked the running notebook "FAILED: AssertionError:" and went on with the next one.
-    Now: one line, exit 2, the finished report and the index kept, the interrupted notebook
-    without a report, its kernel gone."""
-    pid = tmp_path / "kernel.pid"
-    quick, slow = notebooks(tmp_path / "nb", **{"01_quick": ["1 + 1"], "02_slow": [
-        f"import os, time\nopen({str(pid)!r}, 'w').write(str(os.getpid()))", "time.sleep(60)"]})
-    out_dir = tmp_path / "reports"
-    child = fusedkit_child("report", "--out", str(out_dir), str(quick), str(slow))
-    deadline = time.monotonic() + 120
-    while not pid.exists() or not pid.read_text():
-        if child.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"the slow notebook did not start within 120 s: {stop(child, signal.SIGKILL)}")
-        time.sleep(0.1)
-    out, err = stop(child, signal.SIGINT, timeout=30)
-    assert child.returncode == 2, (out, err)
-    mine = "\n".join(ln for ln in err.splitlines() if not ln.startswith("[IPKernelApp]"))
-    one_line(mine, "interrupted while running 02_slow.ipynb, whose report was not written",
-             "1 finished before it", "01_quick.html")
-    assert "FAILED" not in out
-    assert (out_dir / "01_quick.html").is_file() and not (out_dir / "02_slow.html").exists()
-    assert "01_quick" in (out_dir / "index.html").read_text()
-    time.sleep(0.5)
-    kernel = Path(f"/proc/{pid.read_text()}")
-    assert not kernel.exists() or "zombie" in (kernel / "status").read_text()
-
-
-def test_a_cell_past_the_timeout_is_one_line_and_a_long_tmpdir_is_no_fault(tmp_path):
-    """``report --timeout 1`` printed a 7-line FAILED message and the kernel's ZMQ traceback; every
-    report printed the kernel's "TCP without encryption" warning; a TMPDIR of 120 characters
-    ended in a zmq traceback ("ipc path ... is longer than 107")."""
-    quick, sleeps = notebooks(tmp_path / "nb", **{"01_quick": ["1 + 1"],
-                                                  "02_sleeps": ["1 + 1", "import time\ntime.sleep(30)"]})
-    tmpdir = tmp_path / ("t" * 120)
-    tmpdir.mkdir()
-    child = fusedkit_child("report", "--out", str(tmp_path / "r"), "--timeout", "1", str(quick), str(sleeps),
-                           env={"TMPDIR": str(tmpdir)})
-    out, err = child.communicate(timeout=300)
-    assert child.returncode == 1 and err.strip() == "", (out, err)
-    lines = out.strip().splitlines()
-    assert len(lines) == 3 and lines[0].endswith("ok"), out
-    assert lines[1].endswith("FAILED: code cell 2 of 2 ran longer than the 1 s allowed per cell "
-                             "(--timeout); the cells after it did not run"), out
-    assert sorted(p.name for p in (tmp_path / "nb").iterdir()) == ["01_quick.ipynb", "02_sleeps.ipynb"]
 
 
 @pytest.fixture

@@ -5,10 +5,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -57,24 +59,58 @@ def _absolute_paths(text: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_built_report_names_no_local_path(tmp_path):
-    # Paths printed by a cell, in a widget's output, and in a traceback through the stdlib.
-    src = _notebook(
-        tmp_path / "01_paths.ipynb",
-        "import pathlib, tempfile\nfrom fusedkit import records\n"
-        "print('records from', records.default_path())\nprint(pathlib.Path.home() / 'x')\n"
-        "print(tempfile.gettempdir() + '/y')",
-        "import ipywidgets as w\nout = w.Output()\nout.append_stdout(f'in {records.default_path()}')\nout",
-        "import json\njson.loads('{')")
+def test_a_report_run_names_no_local_path_times_a_cell_out_and_stops_at_ctrl_c(tmp_path):
+    """``fusedkit report`` in a process of its own, its TMPDIR 120 characters long (it ended in a
+    zmq traceback: "ipc path ... is longer than 107"), on three notebooks: 01 prints this
+    machine's paths in a cell, a widget and a stdlib traceback, and neither its page nor the
+    index names them; 02 has a cell past ``--timeout``, said in one line (it was 7, with the
+    kernel's ZMQ traceback); 03 is stopped by Ctrl-C (which marked it "FAILED: AssertionError:"
+    and went on): one line, exit 2, the finished reports and the index kept, none for 03, its
+    kernel gone. Nothing else on stderr (every kernel warned "TCP without encryption")."""
+    pid = tmp_path / "kernel.pid"
+    nbs = [_notebook(tmp_path / "01_paths.ipynb",
+                     f"import pathlib, tempfile\nrecords = {str(ROOT / 'data' / 'records.csv')!r}\n"
+                     "print('records from', records)\nprint(pathlib.Path.home() / 'x')\n"
+                     "print(tempfile.gettempdir() + '/y')",
+                     "import ipywidgets as w\nout = w.Output()\nout.append_stdout(f'in {records}')\nout",
+                     "import json\njson.loads('{')"),
+           _notebook(tmp_path / "02_sleeps.ipynb", "1 + 1", "import time\ntime.sleep(30)"),
+           _notebook(tmp_path / "03_stopped.ipynb", f"import os\nopen({str(pid)!r}, 'w').write(str(os.getpid()))",
+                     "import time\ntime.sleep(60)")]
+    tmpdir = tmp_path / ("t" * 120)
+    tmpdir.mkdir()
     out = tmp_path / "out"
-    (res,) = report.build_reports(out, [src], timeout=120)
-    assert "JSONDecodeError" in res.error and not _absolute_paths(res.error)
-    page = res.html.read_text()
+    child = subprocess.Popen([sys.executable, "-m", "fusedkit", "report", "--out", str(out), "--timeout", "2",
+                              *map(str, nbs)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "TMPDIR": str(tmpdir), "FUSEDKIT_DEBUG": "",
+                                             "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 240
+        while not pid.exists() or not pid.read_text():
+            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 2 and stdout == "", (stdout, stderr)
+    assert stderr.strip().splitlines() == [
+        f"interrupted while running 03_stopped.ipynb, whose report was not written; 2 finished before "
+        f"it and are kept in {out} (01_paths.html, 02_sleeps.html), listed in {out / 'index.html'}"]
+    listed = {n["notebook"]: n for n in json.loads((out / "index.json").read_text())["notebooks"]}
+    assert "JSONDecodeError" in listed["01_paths.ipynb"]["error"]
+    assert listed["02_sleeps.ipynb"]["error"] == ("code cell 2 of 2 ran longer than the 2 s allowed per "
+                                                  "cell (--timeout); the cells after it did not run")
+    assert listed["03_stopped.ipynb"]["status"] == "missing" and not (out / "03_stopped.html").exists()
+    page = (out / "01_paths.html").read_text()
     assert "records from ./data/records.csv" in page and "in ./data/records.csv" in page
-    assert "json/decoder.py" in page                              # the traceback is still there
-    assert not _absolute_paths(page), _absolute_paths(page)
-    for name in ("index.html", "index.json"):
-        assert not _absolute_paths((out / name).read_text()), name
+    assert "json/decoder.py" in page and "$TMPDIR/y" in page       # the traceback is still there
+    for text in (page, (out / "index.html").read_text(), (out / "index.json").read_text()):
+        assert not _absolute_paths(text), _absolute_paths(text)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".ipynb") == [p.name for p in nbs]
+    time.sleep(0.5)
+    kernel = Path(f"/proc/{pid.read_text()}")
+    assert not kernel.exists() or "zombie" in (kernel / "status").read_text()
 
 
 # -- the index lists every notebook ------------------------------------------------------
