@@ -1,6 +1,7 @@
 """Timing, the ladder runner and a real bench from the command line, recorded."""
 
 import dataclasses
+import sys
 
 import pytest
 import torch
@@ -36,6 +37,30 @@ def test_ladder_on_cpu_records_rows(tmp_path):
     assert df.loc[df["variant"] == "eager", "speedup"].item() == pytest.approx(1.0)
     assert (on_disk["median_ms"] > 0).all()
     assert on_disk["tier"].isin(["reference", "fp32-faithful"]).all()
+
+
+def test_every_extension_builds_at_once_before_the_first_is_needed(tmp_path, capsys):
+    """A cold GPU machine built each extension on first use, one at a time (issue 36). Here, with
+    a stand-in build command (no CUDA torch): every build starts before the first ends, and a
+    failed one is named in one line. Without a GPU the command refuses in one line."""
+    from fusedkit import build
+
+    log = tmp_path / "log"
+
+    def stand_in(problem, hopper):
+        fails = "print('kernels/p45/x.cu(3): error: nope'); raise SystemExit(1)" if problem == "p45" and hopper else ""
+        return [sys.executable, "-c", f"import time; open({str(log)!r}, 'a').write('start %f\\n' % time.time()); "
+                f"time.sleep(1); open({str(log)!r}, 'a').write('end %f\\n' % time.time()); {fails}"]
+    got = build.build_all(command=stand_in)
+    assert list(got) == build.extensions() == [("p12", False), ("p12", True), ("p45", False), ("p45", True)]
+    assert [error for _, error in got.values()] == ["", "", "", "kernels/p45/x.cu(3): error: nope"]
+    times = {kind: [float(ln.split()[1]) for ln in log.read_text().splitlines() if ln.startswith(kind)]
+             for kind in ("start", "end")}
+    assert len(times["start"]) == 4 and max(times["start"]) < min(times["end"])
+    if not torch.cuda.is_available():
+        assert main(["build"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: fusedkit build: this step needs a CUDA GPU") and "\n" not in err
 
 
 def test_info_says_the_mode_and_versions(capsys):
