@@ -193,8 +193,7 @@ def _duration(seconds: float) -> str:
 
 
 def _failures(df: pd.DataFrame) -> int:
-    """Exit status of a bench: 1 when a variant was caught by a check (each named on stderr,
-    none recorded) or nothing was measured, else 0."""
+    """1 when a variant was caught by a check (each named on stderr) or nothing was measured."""
     caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]
     for _, r in caught.iterrows():
         print(f"not recorded: {r['variant']} at {r['sizes']}: {r['failure']}", file=sys.stderr)
@@ -267,8 +266,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _readme(args: argparse.Namespace) -> int:
-    """``readme``: the README's measured-state block regenerated from the records
-    (``--check``: only say whether it is current; exit status 1 when it is not)."""
+    """``readme``: the README's measured state from the records (``--check``: exit 1 when stale)."""
     from fusedkit import readme  # noqa: PLC0415
 
     with _option(*_records_given(args)) as given:
@@ -295,8 +293,7 @@ def _before_measuring() -> Iterator[None]:
 
 
 def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
-    """What a bench stopped by ``signal_name`` says: how many rows of its own run (``run_id``;
-    not another bench's appending to the same file) the records kept."""
+    """What a stopped bench says: the rows of its own run (not another bench's) that are kept."""
     from fusedkit import records  # noqa: PLC0415
 
     how = interrupts.stopped_by(signal_name)
@@ -319,9 +316,8 @@ def _records_given(args: argparse.Namespace) -> tuple[str | None, str]:
 
 @contextlib.contextmanager
 def _option(option: str | None, value: str | None) -> Iterator[str | None]:
-    """Name ``option`` in a fault about the path it gave: an OSError or a records fault raised
-    inside is raised again as the same kind of error, its one line starting ``--out: `` and
-    naming the path (``option`` None: the default path, named as it is)."""
+    """An OSError or records fault inside raised again, its line starting ``--out: `` and naming
+    the path ``value`` (``option`` None: the default path, named as it is)."""
     from fusedkit.records import RecordsError  # noqa: PLC0415 - pandas
 
     try:
@@ -370,8 +366,8 @@ def positive_float(option: str, maximum: float) -> Callable[[str], float]:
 
 
 def _comma_list(option: str, what: str, allowed: str) -> Callable[[str], list[str]]:
-    """An argparse type: a comma-separated list of non-empty items, each once. An empty list
-    must not mean "all" or "the defaults" by accident: it is refused, naming ``option``."""
+    """An argparse type: comma-separated non-empty items, each once (an empty list must not mean
+    "all" or "the defaults" by accident)."""
     def parse(text: str) -> list[str]:
         items = [n.strip() for n in text.split(",")]
         fault = (f"{option} is empty ({text!r} names no {what})" if not any(items) else
@@ -390,9 +386,8 @@ _size_items = _comma_list("--sizes", "size", "comma-separated name=value sizes, 
 
 
 def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
-    """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC being a preset's name, or
-    NAME=VALUE sizes, or both (the preset first, then overrides). Returns the problem's key and
-    all its sizes, validated by the problem's own rules (:meth:`Problem.sizes`)."""
+    """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC a preset, NAME=VALUE sizes,
+    or both (the preset first); the problem's key and all its sizes, by its own rules."""
     from fusedkit import problems  # noqa: PLC0415
     from fusedkit.problems import presets  # noqa: PLC0415
 
@@ -430,8 +425,8 @@ def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
 
 
 def _path(option: str) -> Callable[[str], str]:
-    """An argparse type for a path: not empty (which would mean the current folder by accident).
-    What the path must be is checked where it is used (:func:`fusedkit.paths.check`)."""
+    """An argparse type for a path: not empty (the current folder by accident); the rest is
+    checked where it is used (:func:`fusedkit.paths.check`)."""
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"{option}={text!r} is empty; allowed: a path")
@@ -448,8 +443,8 @@ def _one_line(message: str) -> str:
 
 
 class _Once(argparse.Action):
-    """Store an option's value, converted by ``convert`` (an argparse type), refusing the option
-    given a second time: argparse would keep the last value and drop the first without a word."""
+    """Store an option's value, converted by ``convert`` (an argparse type); refuse it given twice
+    (argparse would keep the last value and drop the first without a word)."""
 
     def __init__(self, option_strings: list[str], dest: str,
                  convert: Callable[[str], object] | None = None, **kwargs: object) -> None:
