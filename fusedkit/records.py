@@ -44,16 +44,11 @@ COLUMNS: tuple[str, ...] = (
 )
 """Column names, in file order."""
 
-PREVIOUS_SCHEMAS: tuple[tuple[str, ...], ...] = (
-    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to")),
-    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to", "build_s", "seconds")),
+PREVIOUS_SCHEMAS: tuple[tuple[str, ...], ...] = (   # read, rewritten in COLUMNS by an append
+    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to")),                 # 2026-12-05
+    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to", "build_s", "seconds")),   # -04
 )
-"""Earlier schemas (before ``timed_from``/``timed_to``, 2026-12-05; before ``build_s`` and
-``seconds``, 2026-12-04): still read, their new columns empty, and rewritten in the current
-one by the next append."""
-
-CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]
-"""Columns filled from :class:`RunContext`; the same for every row of one run."""
+CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]   # from RunContext: the same for every row of a run
 
 REQUIRED: tuple[str, ...] = ("problem", "sizes", "variant", "timer", "median_ms")
 TIERS: tuple[str, ...] = (*PRECISION_TIERS, "")   # "": not judged (see data/README.md)
@@ -73,11 +68,8 @@ class RecordsError(ValueError):
 
 @dataclass
 class RunContext:
-    """Where and when one run was measured: the first eight columns of each of its rows.
-
-    ``timestamp`` is ISO 8601 in UTC (``2026-11-29T09:15:00Z``); ``run_id`` sorts by time
-    and ends in 6 random hex digits so that two runs in the same second differ.
-    """
+    """Where and when one run was measured: the first eight columns of each of its rows
+    (``run_id`` sorts by time and ends in 6 random hex digits; ``timestamp`` ISO 8601 UTC)."""
 
     run_id: str
     timestamp: str
@@ -127,13 +119,9 @@ def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -
 
 
 def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
-    """One validated row: the run's context plus ``fields``, every value as its CSV text.
-
-    ``fields`` are columns of :data:`COLUMNS` other than the context ones; :data:`REQUIRED`
-    must be present, the rest default to "" (not measured). ``sizes`` may be a mapping,
-    ``allclose`` a bool or None; numbers must be finite (units: data/README.md). Raises
-    ValueError or TypeError naming the column.
-    """
+    """One validated row: the run's context plus ``fields`` (columns after the context ones,
+    :data:`REQUIRED` given, the rest "" for not measured; units in data/README.md), every value
+    as its CSV text; ValueError or TypeError naming the column."""
     unknown = sorted(set(fields) - set(COLUMNS))
     if unknown:
         raise ValueError(f"make_row: unknown column(s) {', '.join(unknown)}; "
@@ -156,13 +144,9 @@ def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
 
 
 def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
-    """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably.
-
-    Creates the file, with its header, if missing. The existing file is validated first and
-    left untouched if it may not be written (:class:`fusedkit.paths.PathError`), is malformed
-    or has another schema (RecordsError), or if a new row repeats the (run_id, problem, sizes,
-    variant) of a recorded one (ValueError).
-    """
+    """Append ``rows`` (from :func:`make_row`) to the records file at ``path`` (made with its
+    header if missing), durably; the file is left as it is when it may not be written
+    (PathError), is malformed (RecordsError) or a row repeats a recorded key (ValueError)."""
     texts = [_row_text(i, r) for i, r in enumerate(rows)]
     _refuse_repeats(Path(path), [], texts)   # within this call, whatever the file holds
 
@@ -193,10 +177,9 @@ def _refuse_repeats(path: Path, recorded: list[tuple[int, dict[str, str]]],
 
 def append_lines(path: str | os.PathLike[str], header: str, lines: str,
                  check: Callable[[Path, str], str | None]) -> None:
-    """Append ``lines`` (whole CSV lines) to a file of ``data/`` as :func:`append_rows` does:
-    under an exclusive lock, the existing text validated by ``check(path, text)`` (which raises
-    to refuse it, or returns the old text anew in the current schema, or None to keep it); a
-    missing or empty file starts with ``header``."""
+    """Append whole CSV ``lines`` to a file of ``data/`` under an exclusive lock, the old text
+    validated by ``check(path, text)`` (raising to refuse it, or returning it anew in the current
+    schema, or None); a missing or empty file starts with ``header``."""
     if not lines:
         return
     path = paths.check(path, "a CSV file of data/, existing or new")   # a link: its target
@@ -213,10 +196,9 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
-    """Refuse now, before anything is measured, a records file that an append would refuse later:
-    a path :func:`fusedkit.paths.check` refuses (a folder, read-only, in a folder where no file
-    can be made, ...), a lock file beside it that cannot be opened, or an existing file that does
-    not parse. Leaves nothing behind. Raises PathError or RecordsError in one line."""
+    """Refuse now, before anything is measured, what an append would refuse later: a path
+    :func:`fusedkit.paths.check` refuses, a lock file beside it that cannot be opened, a file that
+    does not parse (PathError or RecordsError, one line). Leaves nothing behind."""
     path = paths.check(path, "a records CSV file, existing or new")
     lock = path.with_name(path.name + ".lock")
     if lock.exists():
@@ -227,13 +209,8 @@ def preflight(path: str | os.PathLike[str]) -> None:
 
 
 def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """All rows of the records file, typed: one DataFrame row per CSV row, columns :data:`COLUMNS`.
-
-    ``timestamp``, ``timed_from`` and ``timed_to`` are UTC datetimes; times, rates, errors and
-    memory float64 (NaN when not measured); ``repeats`` Int64; ``allclose`` boolean (NA when
-    not checked); the rest strings ("" when empty). A missing or empty file gives an empty
-    frame. Raises RecordsError naming the file and line of the first malformed row.
-    """
+    """All rows of the records file, typed (columns :data:`COLUMNS`; dtypes in data/README.md);
+    empty for a missing or empty file; RecordsError naming the file and line of a fault."""
     path = Path(path)
     text = _decode(path, path.read_bytes()) if path.exists() else ""
     frame = pd.DataFrame([r for _, r in _parse(path, text)], columns=list(COLUMNS), dtype=str)
@@ -287,13 +264,10 @@ def read_table(path: str | os.PathLike[str], schemas: Sequence[Sequence[str]],
 
 def parse_table(path: Path, text: str, schemas: Sequence[Sequence[str]],
                 row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
-    """The rows of ``text``, a CSV file of ``data/`` read from ``path``, as (line number, row)
-    pairs, each row keyed by the columns of ``schemas[0]`` ("" for those its header lacks).
-
-    The header must be one of ``schemas``; every row has its header's field count and no fault
-    by ``row_fault(row)`` (a sentence, "" when valid); the text ends in a newline (a last row
-    without one was cut short, and would be appended to). Else RecordsError, one line naming
-    the file, the line and the fault (a header by its first differing column). Blank text: []."""
+    """(line number, row) of each row of ``text``, a CSV file of ``data/`` read from ``path``,
+    keyed by ``schemas[0]``'s columns. The header is one of ``schemas``, every row has its field
+    count and no ``row_fault(row)`` (a sentence), the text ends in a newline (a last row without
+    one was cut short); else RecordsError, one line naming the file, the line and the fault."""
     if not text.strip():
         return []
     if not text.endswith("\n"):
@@ -471,13 +445,9 @@ def current_commit() -> str:
 
 
 def _git_commit(root: Path) -> str:
-    """``$FUSEDKIT_COMMIT`` when set (ValueError when it is not one line of text); else the short
-    hash of HEAD, "+dirty" if tracked or untracked files differ; outside git, "unknown".
-
-    The variable wins because a copied working tree (a lent GPU machine) can carry a stale
-    ``.git``. Changes under ``data/`` do not count: appending a record must not make the next
-    run dirty.
-    """
+    """``$FUSEDKIT_COMMIT`` (ValueError unless one line: a copied tree on a lent GPU machine can
+    carry a stale ``.git``); else HEAD's short hash, "+dirty" if files outside ``data/`` differ;
+    outside git, "unknown"."""
     told = os.environ.get("FUSEDKIT_COMMIT", "").strip()
     if re.search(r"[\x00-\x1f\x7f]", told):
         raise ValueError(f"FUSEDKIT_COMMIT={_short(told)} holds a line break, tab or other control "
