@@ -283,7 +283,7 @@ def _check_row(row: dict[str, str]) -> str:
 
 
 def _parse_file(path: Path, text: str) -> list[dict[str, str]]:
-    return [row for _, row in records.parse_table(path, text, [COLUMNS], _check_row)]
+    return [row for _, row in records.parse_table(path, text, "clocks", [COLUMNS], _check_row)]
 
 
 def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) -> int:
@@ -303,7 +303,7 @@ def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) 
 def read_clocks(path: str | Path | None = None) -> pd.DataFrame:
     """Every recorded reading, typed (see :func:`readings_frame`); empty when there is none.
     Raises :class:`fusedkit.records.RecordsError` naming the file and line of a malformed row."""
-    rows = [r for _, r in records.read_table(path or default_path(), [COLUMNS], _check_row)]
+    rows = [r for _, r in records.read_table(path or default_path(), "clocks", [COLUMNS], _check_row)]
     return readings_frame(rows or [dict.fromkeys(COLUMNS, "")]).iloc[0:len(rows)]
 
 

@@ -103,7 +103,7 @@ def read_counters(path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """Every recorded counter row (columns :data:`COLUMNS`, counters as floats); empty if none.
     Raises :class:`fusedkit.records.RecordsError` naming the file and line of a malformed row."""
     path = Path(path) if path is not None else default_path()
-    rows = [r for _, r in records.read_table(path, [COLUMNS], _row_fault)]
+    rows = [r for _, r in records.read_table(path, "counters", [COLUMNS], _row_fault)]
     df = pd.DataFrame(rows, columns=list(COLUMNS), dtype=str)
     for c in (*COUNTER_COLUMNS, "launch"):
         df[c] = pd.to_numeric(df[c].replace("", math.nan)).astype(float)

@@ -188,10 +188,8 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
         for stale in path.parent.glob(f".{path.name}.*.tmp"):
             stale.unlink(missing_ok=True)   # left by a writer that died; we hold the lock
         old = _decode(path, path.read_bytes()) if path.exists() else ""
-        if old.strip():
-            old = check(path, old) or old
-        else:
-            old = header
+        anew = check(path, old) if old.strip() else header
+        old = anew if isinstance(anew, str) else old
         paths.replace(path, old + lines)
 
 
@@ -254,18 +252,18 @@ def _decode(path: Path, data: bytes) -> str:
         raise RecordsError(f"{path}:{line}: not UTF-8 text ({e.reason})") from None
 
 
-def read_table(path: str | os.PathLike[str], schemas: Sequence[Sequence[str]],
+def read_table(path: str | os.PathLike[str], what: str, schemas: Sequence[Sequence[str]],
                row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
     """:func:`parse_table` of the file at ``path`` ([] when it is missing or empty)."""
     path = Path(path)
-    return parse_table(path, _decode(path, path.read_bytes()) if path.exists() else "", schemas,
+    return parse_table(path, _decode(path, path.read_bytes()) if path.exists() else "", what, schemas,
                        row_fault)
 
 
-def parse_table(path: Path, text: str, schemas: Sequence[Sequence[str]],
+def parse_table(path: Path, text: str, what: str, schemas: Sequence[Sequence[str]],
                 row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
-    """(line number, row) of each row of ``text``, a CSV file of ``data/`` read from ``path``,
-    keyed by ``schemas[0]``'s columns. The header is one of ``schemas``, every row has its field
+    """(line number, row) of each row of ``text``, a ``what`` file of ``data/`` ("records") read
+    from ``path``, keyed by ``schemas[0]``'s columns. The header is one of ``schemas``, every row has its field
     count and no ``row_fault(row)`` (a sentence), the text ends in a newline (a last row without
     one was cut short); else RecordsError, one line naming the file, the line and the fault."""
     if not text.strip():
@@ -282,7 +280,7 @@ def parse_table(path: Path, text: str, schemas: Sequence[Sequence[str]],
             want = schemas[0]
             i = next(i for i, (a, b) in enumerate(zip([*header, ""], [*want, ""])) if a != b)
             got = _short(header[i]) if i < len(header) else "missing"
-            raise RecordsError(f"{path}:1: not the header of this file: column {i + 1} is {got}, "
+            raise RecordsError(f"{path}:1: not a {what} file: column {i + 1} is {got}, "
                                f"expected {want[i] if i < len(want) else 'no more'!r}; the file is "
                                "left as it is (see data/README.md)")
         for cells in reader:
@@ -303,7 +301,7 @@ def parse_table(path: Path, text: str, schemas: Sequence[Sequence[str]],
 
 def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
     """The rows of a records file, validated, none repeating another's key."""
-    rows = parse_table(path, text, (COLUMNS, *PREVIOUS_SCHEMAS), _check_row)
+    rows = parse_table(path, text, "records", (COLUMNS, *PREVIOUS_SCHEMAS), _check_row)
     seen: dict[tuple[str, ...], int] = {}
     for line, row in rows:
         key = tuple(row[c] for c in _KEY)

@@ -203,7 +203,7 @@ def torn(path: Path) -> bytes:
     *[(lambda t, k=k: special(t, k), [phrase]) for k, phrase in SPECIAL],
     # the header: one short line, not the 2.5 kB list of every column and the garbage echoed
     (lambda t: (t / "g.csv").write_text("x" * 3000 + ",y\n1,2\n") and t / "g.csv",
-     ["g.csv:1: not the header of this file: column 1 is 'xxxx", "expected 'run_id'"]),
+     ["g.csv:1: not a records file: column 1 is 'xxxx", "expected 'run_id'"]),
     (lambda t: (valid_records(t / "r.csv"), (t / "r.csv").open("a").write("a,b,c\n")) and t / "r.csv",
      ["r.csv:3: wrong field count: 3 fields"]),
     # a last row cut inside its last field was appended to, the torn row kept as a record
@@ -245,7 +245,7 @@ def test_a_folder_where_no_file_can_be_made_is_refused_before_measuring(capsys, 
 def test_records_named_by_the_environment_name_the_variable(tmp_path, capsys, monkeypatch, no_measuring):
     (tmp_path / "g.csv").write_text("garbage\n")
     monkeypatch.setenv("FUSEDKIT_RECORDS", str(tmp_path / "g.csv"))
-    refused(capsys, ["bench", *TINY], "error: FUSEDKIT_RECORDS: ", "g.csv:1: not the header")
+    refused(capsys, ["bench", *TINY], "error: FUSEDKIT_RECORDS: ", "g.csv:1: not a records file")
 
 
 @pytest.mark.parametrize("commit", ["abc\ndef", "a\tb\rc"])

@@ -297,8 +297,8 @@ def test_malformed_line_names_file_and_line(tmp_path, edit, message):
 @pytest.mark.parametrize("damage,message", [
     # another header: one short line naming the first column that differs
     (lambda text: ",".join([c for c in COLUMNS if c != "peak_mem_mb"] + ["gpu_clock_mhz"]) + "\n"
-     + text.split("\n", 1)[1], ":1: not the header of this file: column 24 is 'build_s', expected 'peak_mem_mb'"),
-    (lambda text: "\x00garbage" * 500 + "\n" + text, ":1: not the header of this file: column 1 is "),
+     + text.split("\n", 1)[1], ":1: not a records file: column 24 is 'build_s', expected 'peak_mem_mb'"),
+    (lambda text: "\x00garbage" * 500 + "\n" + text, ":1: not a records file: column 1 is "),
     # a last row cut inside its last field was read and appended to as a valid-looking record
     (lambda text: text[:-3], ":3: the last line has no final newline, so its row may be cut short"),
 ])
