@@ -349,9 +349,9 @@ def positive_int(option: str, maximum: int | None = None) -> Callable[[str], int
     return parse
 
 
-def positive_float(option: str, maximum: float) -> Callable[[str], float]:
-    """An argparse type: a finite number > 0 and <= ``maximum``, else one line naming ``option``."""
-    allowed = f"a finite number > 0, at most {maximum:g}"
+def positive_float(option: str, maximum: float = math.inf) -> Callable[[str], float]:
+    """An argparse type: a finite number > 0 (and <= ``maximum``), else one line naming ``option``."""
+    allowed = "a finite number > 0" + (f", at most {maximum:g}" if maximum < math.inf else "")
 
     def parse(text: str) -> float:
         try:
