@@ -15,17 +15,18 @@ TRITON_SPEC ?= triton==3.6.0
 .PHONY: env git-filter report test test-gpu lab clean
 
 # The environment, its `fusedkit` command (.venv/bin/fusedkit), the notebook filter, and
-# JupyterLab's setting that saves no widget state into a notebook: a notebook holding it, or
-# opened while its kernel's widgets live, would open marked unsaved, untouched (the widget
-# manager marks a notebook changed for each widget it loads). The workbook's widgets keep a
-# picture of themselves instead (fusedkit/widget_pictures.py). overrides.json is JupyterLab's
-# file of default settings; the rule reruns when this Makefile changes.
+# JupyterLab's default settings (overrides.json; the rule reruns when this Makefile changes):
+# no widget state saved into a notebook (a notebook holding it, or opened while its kernel's
+# widgets live, would open marked unsaved, untouched; the workbook's widgets keep a picture of
+# themselves instead, fusedkit/widget_pictures.py), and no "news?" toast over the notebook.
 LAB_OVERRIDES = $(VENV)/share/jupyter/lab/settings/overrides.json
+LAB_SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": false}, \
+                "@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}
 env: $(VENV)/.installed git-filter $(LAB_OVERRIDES)
 
 $(LAB_OVERRIDES): $(VENV)/.installed Makefile
 	mkdir -p $(dir $@)
-	echo '{"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": false}}' > $@
+	echo '$(LAB_SETTINGS)' > $@
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,12 +62,14 @@ report: env
 test: env
 	$(PY) -m pytest
 
-# JupyterLab refuses to start as root (containers, CI) unless told --allow-root. After each
-# save, a notebook changed only in what the filter strips is refreshed in git's index, so that
-# `git status` stays clean too (fusedkit/notebook_git.py).
-SAVE_HOOK = --ContentsManager.post_save_hook=fusedkit.notebook_git.refresh_index
+# JupyterLab serves the repository, so its file browser reaches the kernel sources and data/
+# the notebooks point to, and opens in notebooks/. It refuses to start as root (containers, CI)
+# unless told --allow-root. After each save, a notebook changed only in what the filter strips
+# is refreshed in git's index, so that `git status` stays clean too (fusedkit/notebook_git.py).
+LAB_ARGS = --ServerApp.root_dir=. --ContentsManager.preferred_dir=notebooks \
+           --ContentsManager.post_save_hook=fusedkit.notebook_git.refresh_index
 lab: env
-	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(SAVE_HOOK) notebooks/
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 clean:
 	rm -rf reports build .pytest_cache .browser-shots

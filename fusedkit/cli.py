@@ -1,10 +1,10 @@
-"""``python -m fusedkit``: info, report, bench, ceilings, export and readme from the command line.
+"""``fusedkit``: info, report, bench, ceilings, build, export and readme from the command line.
 
-Bad input and faults (an unwritable or corrupt records file, Ctrl-C, SIGTERM, SIGHUP) get one line
-on stderr naming the option, the value and what is allowed, and exit status 2; never a
-traceback from deep inside a kernel (set FUSEDKIT_DEBUG=1 to see one). Everything that
-can be refused is refused before anything is measured, and a command stopped by a signal
-says what it kept (:mod:`fusedkit.interrupts`).
+Bad input and faults get one line on stderr naming the option, the value and what is allowed,
+and exit status 2 (1 for a failed bench or report), never a traceback (``FUSEDKIT_DEBUG=1``
+shows one). Everything that can be refused is refused before anything is measured, a bench
+estimated at more than a few minutes included (``--allow-slow`` runs it), and a command
+stopped by a signal says what it kept (:mod:`fusedkit.interrupts`).
 """
 
 from __future__ import annotations
@@ -13,20 +13,22 @@ import argparse
 import contextlib
 import math
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn
 
 from fusedkit import interrupts
-from fusedkit.check import MAX_SEEDS
-from fusedkit.measure import SEEDS
 from fusedkit.problems import Problem, SizeError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from fusedkit import records
+SLOW_S = 120.0
+"""A bench estimated at more seconds than this is refused unless ``--allow-slow`` is given."""
+QUIET_S = 10.0
+"""A bench estimated at more seconds than this says its estimate first and shows progress."""
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -40,17 +42,13 @@ def _info(_: argparse.Namespace) -> int:
 
     mode, ctx, gpu = detect_mode(), RunContext.collect(), detect_gpu()
     print(mode.describe())
-    print(f"\nmode         {mode.name}")
-    print(f"device       {ctx.device}")
-    print(f"driver       {ctx.driver or '-'}")
-    print(f"cuda         {ctx.cuda or '-'} (torch built with)")
-    print(f"torch        {torch.__version__}")
-    print(f"triton       {mode.triton or 'not installed'}"
-          f"{' (interpreter)' if mode.triton_interpreter else ''}")
-    print(f"nvcc         {mode.nvcc or 'not found'}")
-    print(f"python       {platform.python_version()}")
-    print(f"commit       {ctx.commit}")
-    print(f"roofline gpu {gpu.spec.name}: {gpu.reason}")
+    for name, value in (("mode", mode.name), ("device", ctx.device), ("driver", ctx.driver or "-"),
+                        ("cuda", f"{ctx.cuda or '-'} (torch built with)"), ("torch", torch.__version__),
+                        ("triton", (mode.triton or "not installed")
+                         + (" (interpreter)" if mode.triton_interpreter else "")),
+                        ("nvcc", mode.nvcc or "not found"), ("python", platform.python_version()),
+                        ("commit", ctx.commit), ("roofline gpu", f"{gpu.spec.name}: {gpu.reason}")):
+        print(f"{'' if name != 'mode' else chr(10)}{name:<12} {value}")
     return 0
 
 
@@ -68,15 +66,9 @@ def _report(args: argparse.Namespace) -> int:
         elif p.is_file():
             notebooks.append(p)
         else:
-            what = "is not a file" if p.exists() else "does not exist"
-            raise SizeError(f"notebook={str(p)!r} {what}; allowed: a notebook file or a folder of "
-                            "them (default: every notebooks/NN_*.ipynb)")
-    seen: dict[str, Path] = {}
-    for p in notebooks:   # the same file twice would run twice and write one report
-        first = seen.setdefault(os.path.realpath(p), p)
-        if first is not p:
-            same = "" if str(first) == str(p) else f" ({str(first)!r} is the same file)"
-            raise SizeError(f"notebook={str(p)!r} is given twice{same}; allowed: each notebook once")
+            raise SizeError(f"notebook={str(p)!r} {'is not a file' if p.exists() else 'does not exist'}; "
+                            "allowed: a notebook file or a folder of them (default: every "
+                            "notebooks/NN_*.ipynb)")
     sizes: dict[str, dict[str, int]] = {}
     for key, values in args.sizes or []:
         if key in sizes:
@@ -90,8 +82,7 @@ def _report(args: argparse.Namespace) -> int:
             raise ParametersError(f"--sizes: {e}") from None
     for r in results:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        where = f"  {sizes_line(r.sizes)}" if r.sizes else ""
-        print(f"{r.html}  ({r.seconds:.0f} s)  {status}{where}")
+        print(f"{r.html}  ({r.seconds:.0f} s)  {status}" + (f"  {sizes_line(r.sizes)}" if r.sizes else ""))
     print(f"index: {Path(args.out) / 'index.html'}")
     return 0 if all(r.ok for r in results) else 1
 
@@ -99,7 +90,7 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     # Everything that can be refused is refused here, before the first (slow) measurement.
     with _before_measuring():
-        import pandas as pd  # noqa: PLC0415
+        import torch  # noqa: PLC0415
 
         from fusedkit import problems, records  # noqa: PLC0415
 
@@ -109,48 +100,99 @@ def _bench(args: argparse.Namespace) -> int:
             problem.ladder(names)   # validate names before any work
         base = problems.parse_sizes(",".join(args.sizes or []))
         sizes = problem.sizes(base)
-        axes = None
+        points = [sizes]
         if args.sweep:
-            from fusedkit.sweep import parse_sweep  # noqa: PLC0415
+            from fusedkit.sweep import parse_sweep, sweep_points  # noqa: PLC0415
 
             axes = parse_sweep(problem, args.sweep)
-        import torch  # noqa: PLC0415
-
+            points = sweep_points(problem, axes, base)
         # A CPU run records to an ignored local file unless told otherwise (data/README.md).
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         path = records.path_for(device, args.records)
-        with _option("--records", args.records):
-            records.preflight(path)
-        _refuse_unrunnable(problem, names, sizes)
-        if axes is None:
-            problem.check_runnable(sizes, device)   # a sweep checks each point (skipping those too big)
-        # The run's context now, so that a stopped bench counts the rows of its own run (another
-        # bench may be appending to the same file).
+        with _option(*_records_given(args)) as given:
+            records.preflight(given or path)   # as typed: a trailing "/" names a folder
+        if not args.sweep:
+            problem.check_runnable(sizes, device)   # a sweep skips the points too big
+        # The run's context now (FUSEDKIT_COMMIT checked), so that a stopped bench counts the
+        # rows of its own run (another bench may be appending to the same file).
         ctx = records.RunContext.collect()
+        slow = _estimate(problem, names, points, device, args)
     try:
-        if axes is not None:
-            return _sweep(args, problem, names, axes, base, path, ctx)
-        from fusedkit.runner import run_ladder  # noqa: PLC0415
-        # A progress bar is for a person at a terminal; in a log or a pipe it is noise on stderr.
-        df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                        records_path=path, progress=sys.stderr.isatty(), ctx=ctx,
-                        clocks_beside=True)
+        if args.sweep:
+            from fusedkit.sweep import run_sweep  # noqa: PLC0415
+
+            res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
+                            records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
+                            budget_s=math.inf)
+            df, cols = res.rows, ["variant", *axes]
+        else:
+            from fusedkit.runner import run_ladder  # noqa: PLC0415
+
+            df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
+                            records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
+                            clocks_beside=True, budget_s=math.inf)
+            cols = ["variant"]
     except KeyboardInterrupt as e:
         # Each row was appended as it was measured, so what finished is on disk: say so.
         how = interrupts.signal_name(e)
         raise interrupts.Interrupted(_kept(path, ctx.run_id, how), how) from None
-    cols = [c for c in ("variant", "tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps",
-                        "pct_of_floor", "pct_of_measured", "pct_of_copy", "rel_error", "speedup")
-            if c in df]
+    import pandas as pd  # noqa: PLC0415
+
+    cols += ["tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps", "pct_of_floor",
+             "pct_of_measured", "pct_of_copy", "rel_error", "speedup"]
     timed = df[df["median_ms"].notna()] if "median_ms" in df else df.iloc[0:0]
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
-        print(timed[cols].to_string(index=False) if not timed.empty else "no variant ran")
+        print(timed[[c for c in cols if c in df]].to_string(index=False) if len(timed) else "no variant ran")
+    if args.sweep:
+        print(f"series {res.run_id}: {res.points} points run, {len(res.skipped)} skipped, "
+              f"{len(timed)} rows recorded")
     return _failures(df)
 
 
+def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, int]],
+              device: object, args: argparse.Namespace) -> bool:
+    """The one estimate-before-run rule of a bench: refuse it when no asked-for variant can run
+    here, or when it would take more than :data:`SLOW_S` seconds (the harness's estimate of each
+    variant at each point) without ``--allow-slow``; say the estimate first when it exceeds
+    :data:`QUIET_S`. True when it does (a slow bench shows its progress, even in a pipe)."""
+    from fusedkit.runner import plans  # noqa: PLC0415
+
+    chosen = problem.ladder(names)
+    each: dict[str, float] = {}
+    for sizes in points:
+        try:   # every variant, at most once per point: the CLI's own limit below decides
+            ps = plans(problem, sizes, [v.slug for v in chosen], device=device, seeds=args.seeds,
+                       rep_ms=args.rep_ms, budget_s=math.inf)
+        except SizeError:
+            continue   # a point too large here: the sweep skips it, a bench was refused before
+        if not args.sweep and all(p.refusal for p in ps):
+            allowed = ", ".join(v.slug for v in problem.ladder() if not v.refusal(device)) or "none"
+            raise ValueError(f"nothing ran: {'; '.join(dict.fromkeys(p.refusal for p in ps))}; "
+                             f"allowed here (--variants): {allowed}")
+        for p in ps:
+            if not p.refusal:
+                each[p.variant.slug] = each.get(p.variant.slug, 0.0) + p.estimate_s
+    total = sum(each.values())
+    if total <= QUIET_S:
+        return False
+    said = (f"about {_duration(total)} on this {'GPU' if device.type == 'cuda' else 'CPU'} by the harness's estimate ("
+            + ", ".join(f"{k} {_duration(s)}" for k, s in sorted(each.items(), key=lambda kv: -kv[1])[:6])
+            + (", ..." if len(each) > 6 else "") + ")")
+    if total > SLOW_S and not args.allow_slow:
+        raise ValueError(f"this bench would take {said}; allowed: at most {SLOW_S:.0f} s without "
+                         "--allow-slow (pass it to run anyway), or smaller --sizes, fewer "
+                         "--variants or sweep points")
+    print(f"estimate: {said}", file=sys.stderr, flush=True)
+    return True
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 \
+        else f"{seconds / 3600:.0f} h"
+
+
 def _failures(df: pd.DataFrame) -> int:
-    """Exit status of a bench: 1 when a variant was caught by a check (each named on stderr,
-    none recorded) or nothing was measured, else 0."""
+    """1 when a variant was caught by a check (each named on stderr) or nothing was measured."""
     caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]
     for _, r in caught.iterrows():
         print(f"not recorded: {r['variant']} at {r['sizes']}: {r['failure']}", file=sys.stderr)
@@ -159,32 +201,12 @@ def _failures(df: pd.DataFrame) -> int:
     return 1 if df.empty or not caught.empty else 0
 
 
-def _sweep(args: argparse.Namespace, problem: Problem, names: list[str] | None,
-           axes: dict[str, list[int]], base: dict[str, int], path: Path,
-           ctx: records.RunContext) -> int:
-    """``bench --sweep``: the ladder at every size point, recorded as one series."""
-    import pandas as pd  # noqa: PLC0415
-
-    from fusedkit.sweep import run_sweep  # noqa: PLC0415
-
-    res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                    records_path=path, progress=sys.stderr.isatty(), ctx=ctx)
-    cols = [c for c in ("variant", *axes, "tier", "median_ms", "tflops", "gbps", "pct_of_floor",
-                        "pct_of_measured", "rel_error", "speedup") if c in res.rows]
-    rows = res.rows
-    timed = rows[rows["median_ms"].notna()] if "median_ms" in rows else rows.iloc[0:0]
-    with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
-        print(timed[cols].to_string(index=False) if not timed.empty else "no variant ran")
-    print(f"series {res.run_id}: {res.points} points run, {len(res.skipped)} skipped, "
-          f"{len(timed)} rows recorded")
-    return _failures(res.rows)
-
-
 def _ceilings(args: argparse.Namespace) -> int:
     """``ceilings``: the device's own ceilings in a run of their own, recorded; a table after."""
     import pandas as pd  # noqa: PLC0415
+    import torch  # noqa: PLC0415
 
-    from fusedkit import problems, records  # noqa: PLC0415
+    from fusedkit import ceilings, device, problems, records  # noqa: PLC0415
 
     keys = problems.names()
     if args.problem != "all":
@@ -193,20 +215,31 @@ def _ceilings(args: argparse.Namespace) -> int:
         except ValueError:
             raise ValueError(f"--problem={args.problem!r} is not known; allowed: "
                              f"{', '.join(problems.names())} or all") from None
-    import torch  # noqa: PLC0415
-
-    from fusedkit import ceilings, device  # noqa: PLC0415
-
     if not torch.cuda.is_available():
         raise ValueError("ceilings are measured on a GPU and no CUDA GPU is visible here; the "
                          "recorded ones are in data/records.csv (fusedkit.ceilings.newest)")
     path = records.path_for(torch.device("cuda"), args.records)
-    with _option("--records", args.records):
-        records.preflight(path)
+    with _option(*_records_given(args)) as given:
+        records.preflight(given or path)
         got = device.record_run([problems.get(k) for k in keys], path)
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(ceilings.table(got).to_string(index=False))
     return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    """``build``: every CUDA extension of the kernel registry, built at once (a cold GPU machine,
+    before its first measurement); exit status 1 when one failed."""
+    from fusedkit import build  # noqa: PLC0415
+
+    try:
+        results = build.build_all(jobs=args.jobs)
+    except build.CudaUnavailableError as e:
+        raise ValueError(f"{e}; allowed: a machine with a CUDA GPU and toolkit") from None
+    for (problem, hopper), (seconds, error) in results.items():
+        name = f"{problem}{' (Hopper, sm_90a)' if hopper else ''}"
+        print(f"{name}: {'built' if not error else 'FAILED'} in {seconds:.0f} s" + (f": {error}" if error else ""))
+    return 1 if any(error for _, error in results.values()) else 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -221,79 +254,30 @@ def _export(args: argparse.Namespace) -> int:
             raise ValueError(f"-o={args.output!r} goes with --variant; --all writes one file per "
                              "variant into its folder")
         with _option("--all", args.all):
-            paths = export.export_all(problem, args.all, force=args.force)
+            written = export.export_all(problem, args.all, force=args.force)
     else:
         if args.output is None:
             raise ValueError(f"--variant={args.variant!r} needs -o FILE, the solution file to write")
         with _option("-o", args.output):
-            paths = [export.export_variant(problem, args.variant, args.output, force=args.force)]
-    for path in paths:
-        print(path)
+            written = [export.export_variant(problem, args.variant, args.output, force=args.force)]
+    print("\n".join(map(str, written)))
     return 0
 
 
 def _readme(args: argparse.Namespace) -> int:
-    """``readme``: the README's measured-state block regenerated from the records
-    (``--check``: only say whether it is current; exit status 1 when it is not)."""
+    """``readme``: the README's measured state from the records (``--check``: exit 1 when stale)."""
     from fusedkit import readme  # noqa: PLC0415
 
-    path = Path(args.readme)
-    if not path.is_file():
-        raise FileNotFoundError(f"--readme={args.readme!r} is not a file; allowed: the README.md to update")
-    if args.records is not None and not Path(args.records).is_file():
-        raise FileNotFoundError(f"--records={args.records!r} is not a file; allowed: a records CSV "
-                                "(default data/records.csv)")
-    if args.check:
-        if readme.current_block(path.read_text(encoding="utf-8")) == readme.measured_state(args.records):
-            print(f"{path}: the measured state is current")
-            return 0
-        print(f"{path}: the measured state is stale; run python -m fusedkit readme", file=sys.stderr)
-        return 1
+    with _option(*_records_given(args)) as given:
+        state = readme.measured_state(given or None)   # refuses records that are missing or empty
     with _option("--readme", args.readme):
-        changed = readme.update(path, args.records)
-    print(f"{path}: measured state {'updated' if changed else 'already current'}")
+        if args.check:
+            if readme.current_block(readme.text_of(args.readme)) != state:
+                print(f"{args.readme}: the measured state is stale; run fusedkit readme", file=sys.stderr)
+                return 1
+        changed = not args.check and readme.update(args.readme, state=state)
+    print(f"{args.readme}: measured state {'updated' if changed else 'current' if args.check else 'already current'}")
     return 0
-
-
-def _refuse_unrunnable(problem: Problem, names: list[str] | None, sizes: dict[str, int]) -> None:
-    """Refuse a bench in which no asked-for variant can run here: every one needs a GPU and none
-    is visible, or every one needs a Hopper (sm_90) GPU and this GPU is another.
-
-    The runner would skip them all and report nothing measured; a mix of runnable and
-    unrunnable variants still runs, the runner noting each one it skips.
-    """
-    import torch  # noqa: PLC0415
-
-    from fusedkit.check import device_refusal  # noqa: PLC0415
-
-    chosen = problem.ladder(names)
-    if not chosen:
-        return
-    slugs = ", ".join(v.slug for v in chosen)
-    if torch.cuda.is_available():
-        gpu = torch.device("cuda")
-        reasons = [device_refusal(problem, v, sizes, gpu) for v in chosen]
-        if all(reasons):
-            allowed = ", ".join(v.slug for v in problem.ladder()
-                                if not device_refusal(problem, v, sizes, gpu))
-            raise ValueError(f"nothing ran: {slugs}: {'; '.join(dict.fromkeys(reasons))}; allowed here "
-                             f"(--variants): {allowed or 'none'}")
-        return
-    if not all(v.needs_gpu for v in chosen):
-        return
-    cpu = ", ".join(v.slug for v in problem.ladder() if not v.needs_gpu)
-    raise ValueError(f"nothing ran: {slugs} need{'s' if len(chosen) == 1 else ''} a CUDA GPU and "
-                     f"none is visible; allowed here (--variants): {cpu or 'none'}")
-
-
-def _count_rows(path: Path, run_id: str) -> int | None:
-    """Rows of run ``run_id`` in the records file (0 if missing), or None if it cannot be read now."""
-    from fusedkit import records  # noqa: PLC0415
-
-    try:
-        return int((records.read_records(path)["run_id"] == run_id).sum())
-    except (OSError, ValueError):
-        return None
 
 
 @contextlib.contextmanager
@@ -308,34 +292,41 @@ def _before_measuring() -> Iterator[None]:
 
 
 def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
-    """What a bench stopped by ``signal_name`` says: how many rows of its own run (``run_id``;
-    not another bench's appending to the same file) the records kept."""
+    """What a stopped bench says: the rows of its own run (not another bench's) that are kept."""
+    from fusedkit import records  # noqa: PLC0415
+
     how = interrupts.stopped_by(signal_name)
-    n = _count_rows(path, run_id)   # appends are atomic, so the file holds whole rows only
-    if n is None:
+    try:   # appends are atomic, so the file holds whole rows only
+        n = int((records.read_records(path)["run_id"] == run_id).sum())
+    except (OSError, ValueError):
         return f"{how}: rows measured before the interrupt are kept in {path}"
     return (f"{how}: {n} row{'' if n == 1 else 's'} measured before the interrupt "
             f"{'is' if n == 1 else 'are'} kept in {path}")
 
 
+def _records_given(args: argparse.Namespace) -> tuple[str | None, str]:
+    """Who named the records file, and how: ("--records", the text), ("FUSEDKIT_RECORDS", its
+    value), or (None, "") for the default."""
+    if args.records:
+        return "--records", args.records
+    env = os.path.expanduser(os.environ.get("FUSEDKIT_RECORDS", "").strip())
+    return ("FUSEDKIT_RECORDS", env) if env else (None, "")
+
+
 @contextlib.contextmanager
-def _option(option: str, value: str | None) -> Iterator[None]:
-    """Name ``option`` in a fault about the path it gave: an OSError or a records fault raised
-    inside is raised again as the same kind of error, its one line starting ``--out: `` and
-    naming the path, so that it says which option to change (``value`` None: the default path,
-    named as it is)."""
+def _option(option: str | None, value: str | None) -> Iterator[str | None]:
+    """An OSError or records fault inside raised again, its line starting ``--out: `` and naming
+    the path ``value`` (``option`` None: the default path, named as it is)."""
     from fusedkit.records import RecordsError  # noqa: PLC0415 - pandas
 
     try:
-        yield
+        yield value
     except (OSError, RecordsError) as e:
-        if value is None:
+        if option is None or value is None:
             raise
         text = (f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror
                 else _one_line(str(e)))
-        if value not in text:
-            text = f"{value}: {text}"
-        raise type(e)(f"{option}: {text}") from None
+        raise type(e)(f"{option}: {text if value in text else f'{value}: {text}'}") from None
 
 
 # --- argument types: each refuses a bad value with one line naming option, value and what is allowed
@@ -350,44 +341,39 @@ def positive_int(option: str, maximum: int | None = None) -> Callable[[str], int
         except ValueError:
             raise argparse.ArgumentTypeError(f"{option}={text!r} is not an integer; "
                                              f"allowed: {allowed}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{option}={value} is too small; allowed: {allowed}")
-        if maximum and value > maximum:
-            raise argparse.ArgumentTypeError(f"{option}={value} is too large; allowed: {allowed}")
+        if value < 1 or (maximum and value > maximum):
+            raise argparse.ArgumentTypeError(f"{option}={value} is too {'small' if value < 1 else 'large'}; "
+                                             f"allowed: {allowed}")
         return value
     return parse
 
 
-def positive_float(option: str) -> Callable[[str], float]:
+def positive_float(option: str, maximum: float = math.inf) -> Callable[[str], float]:
+    """An argparse type: a finite number > 0 (and <= ``maximum``), else one line naming ``option``."""
+    allowed = "a finite number > 0" + (f", at most {maximum:g}" if maximum < math.inf else "")
+
     def parse(text: str) -> float:
-        allowed = "a finite number > 0"
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{option}={text!r} is not a number; "
                                              f"allowed: {allowed}") from None
-        if not math.isfinite(value) or value <= 0:
-            raise argparse.ArgumentTypeError(f"{option}={text.strip()} is out of range; "
-                                             f"allowed: {allowed}")
+        if not math.isfinite(value) or not 0 < value <= maximum:
+            raise argparse.ArgumentTypeError(f"{option}={text.strip()} is out of range; allowed: {allowed}")
         return value
     return parse
 
 
 def _comma_list(option: str, what: str, allowed: str) -> Callable[[str], list[str]]:
-    """An argparse type: a comma-separated list of non-empty items, each once. An empty list
-    must not mean "all" or "the defaults" by accident: it is refused, naming ``option``."""
+    """An argparse type: comma-separated non-empty items, each once (an empty list must not mean
+    "all" or "the defaults" by accident)."""
     def parse(text: str) -> list[str]:
         items = [n.strip() for n in text.split(",")]
-        if not any(items):
-            raise argparse.ArgumentTypeError(f"{option} is empty ({text!r} names no {what}); "
-                                             f"allowed: {allowed}")
-        if "" in items:
-            raise argparse.ArgumentTypeError(f"{option}={text!r}: {what} {items.index('') + 1} is "
-                                             f"empty; allowed: {allowed}")
-        twice = next((n for i, n in enumerate(items) if n in items[:i]), None)
-        if twice:
-            raise argparse.ArgumentTypeError(f"{option}={text!r} names {twice} twice; "
-                                             f"allowed: {allowed}")
+        fault = (f"{option} is empty ({text!r} names no {what})" if not any(items) else
+                 f"{option}={text!r}: {what} {items.index('') + 1} is empty" if "" in items else
+                 next((f"{option}={text!r} names {n} twice" for i, n in enumerate(items) if n in items[:i]), ""))
+        if fault:
+            raise argparse.ArgumentTypeError(f"{fault}; allowed: {allowed}")
         return items
     return parse
 
@@ -398,24 +384,19 @@ _size_items = _comma_list("--sizes", "size", "comma-separated name=value sizes, 
                           "batch_size=1024,in_features=8192 (omit --sizes for KernelBench's)")
 
 
-_PROBLEM_SIZES = ("PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: {presets}), e.g. "
-                  "p12:batch_size=64,in_features=128 or p45:small")
-
-
 def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
-    """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC being a preset's name, or
-    NAME=VALUE sizes, or both (the preset first, then overrides). Returns the problem's key and
-    all its sizes, validated by the problem's own rules (:meth:`Problem.sizes`); any fault is one
-    line naming ``--sizes``, the value and what is allowed."""
+    """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC a preset, NAME=VALUE sizes,
+    or both (the preset first); the problem's key and all its sizes, by its own rules."""
     from fusedkit import problems  # noqa: PLC0415
     from fusedkit.problems import presets  # noqa: PLC0415
 
-    allowed = _PROBLEM_SIZES.format(presets=", ".join(presets.names()))
+    allowed = (f"PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: {', '.join(presets.names())}), "
+               "e.g. p12:batch_size=64,in_features=128 or p45:small")
     option = f"--sizes={text!r}"
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"--sizes is empty ({text!r} names no problem); "
-                                         f"allowed: {allowed}")
     name, sep, spec = text.partition(":")
+    items = [i.strip() for i in spec.split(",")]
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"--sizes is empty ({text!r} names no problem); allowed: {allowed}")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"{option} names no problem before a colon; allowed: {allowed}")
     try:
@@ -423,12 +404,9 @@ def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{option}: problem {name.strip()!r} is not known; allowed: "
                                          f"{' or '.join(problems.names())} before the colon") from None
-    items = [i.strip() for i in spec.split(",")]
-    if not any(items):
-        raise argparse.ArgumentTypeError(f"{option} names no sizes for {problem.key}; allowed: {allowed}")
-    if "" in items:
-        raise argparse.ArgumentTypeError(f"{option}: item {items.index('') + 1} is empty; "
-                                         f"allowed: {allowed}")
+    if not any(items) or "" in items:
+        what = f"names no sizes for {problem.key}" if not any(items) else f": item {items.index('') + 1} is empty"
+        raise argparse.ArgumentTypeError(f"{option}{' ' if not any(items) else ''}{what}; allowed: {allowed}")
     base: dict[str, int] = {}
     if "=" not in items[0] and items[0] not in problem.defaults:   # a bare dim: "has no value"
         try:
@@ -446,9 +424,8 @@ def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
 
 
 def _path(option: str) -> Callable[[str], str]:
-    """An argparse type for a path: not empty (which would mean the current folder by
-    accident). What the path must be is checked where it is used, and a fault there names
-    ``option`` (:func:`_option`)."""
+    """An argparse type for a path: not empty (the current folder by accident); the rest is
+    checked where it is used (:func:`fusedkit.paths.check`)."""
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"{option}={text!r} is empty; allowed: a path")
@@ -456,16 +433,17 @@ def _path(option: str) -> Callable[[str], str]:
     return parse
 
 
-
 def _one_line(message: str) -> str:
-    """A message as one line: a multi-line one from a library would break 'one line on stderr'."""
-    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+    """A message as one line, a quoted value of over 200 characters cut to 80: a multi-line message
+    from a library would break "one line on stderr", and a 100 kB value is not echoed whole."""
+    line = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    return re.sub(r"(?<=[=(\s])'([^']{80})[^']{120,}'",
+                  lambda m: f"'{m[1]}...' ({len(m[0]) - 2} characters)", line)
 
 
 class _Once(argparse.Action):
-    """Store an option's value, converted by ``convert`` (an argparse type), refusing the option
-    given a second time: argparse would keep the last value and drop the first without a word
-    (``--records a.csv ... --records b.csv`` appending to b.csv only)."""
+    """Store an option's value, converted by ``convert`` (an argparse type); refuse it given twice
+    (argparse would keep the last value and drop the first without a word)."""
 
     def __init__(self, option_strings: list[str], dest: str,
                  convert: Callable[[str], object] | None = None, **kwargs: object) -> None:
@@ -476,8 +454,8 @@ class _Once(argparse.Action):
                  values: object, option_string: str | None = None) -> None:
         given = namespace.__dict__.setdefault("_given", {})   # the text each option came with
         if self.dest in given:
-            raise argparse.ArgumentError(self, f"{'/'.join(self.option_strings)} is given twice ({given[self.dest]!r}, "
-                                               f"then {values!r}); allowed: it once")
+            raise argparse.ArgumentError(self, f"{'/'.join(self.option_strings)} is given twice "
+                                               f"({given[self.dest]!r}, then {values!r}); allowed: it once")
         given[self.dest] = values
         try:
             value = self.convert(values) if self.convert else values   # type: ignore[arg-type]
@@ -488,8 +466,12 @@ class _Once(argparse.Action):
 
 class Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block),
-    where an option that takes a value may be given once (:class:`_Once`), and where an unknown
-    option before the command is named as such (not as the command's missing option)."""
+    where an option that takes a value may be given once (:class:`_Once`), a value such as
+    ``-inf`` is a value, and an unknown option before the command is named as such."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*(e[-+]?\d+)?|\.\d+|inf(inity)?|nan)$", re.I)
 
     def add_argument(self, *names: str, **kwargs: object) -> argparse.Action:
         if names and names[0].startswith("-") and kwargs.get("action", "store") == "store":
@@ -498,8 +480,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's
         if self._subparsers is not None:   # the top level: only -h/--help may come before the command
-            words = sys.argv[1:] if args is None else list(args)
-            for word in words:
+            for word in sys.argv[1:] if args is None else list(args):
                 if not word.startswith("-") or word == "--":
                     break
                 if word not in ("-h", "--help"):
@@ -517,8 +498,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fusedkit.harness import MAX_SEEDS, SEEDS  # noqa: PLC0415
     from fusedkit.problems import presets  # noqa: PLC0415
-    p = Parser(prog="python -m fusedkit", description=__doc__.splitlines()[0])
+
+    p = Parser(prog="fusedkit", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="device, versions and the mode the workbook runs in").set_defaults(fn=_info)
     r = sub.add_parser("report", help="execute the notebooks and write HTML reports")
@@ -531,9 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "NAME=VALUE,... (e.g. p12:batch_size=64,in_features=128), a preset "
                         f"({'; '.join(f'{q.name}: {q.label}' for q in presets.PRESETS)}; e.g. "
                         "p12:small), or a preset then overrides (p45:small,batch_size=64); "
-                        "repeat for each problem. Each "
-                        "notebook's pickers start there (the sizes are injected after its "
-                        "parameters cell) and its report and index line name them")
+                        "repeat for each problem. Each notebook's pickers start there (the sizes "
+                        "are injected after its parameters cell) and its report and index line name them")
     r.add_argument("notebooks", nargs="*", help="notebooks to run (default: all)")
     r.set_defaults(fn=_report)
     b = sub.add_parser("bench", help="check and time a problem's ladder; append to data/")
@@ -543,17 +525,19 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--variants", type=_variant_names,
                    help="comma-separated variant names, each once (default: all)")
     b.add_argument("--seeds", type=positive_int("--seeds", MAX_SEEDS), default=SEEDS,
-                   help=f"builds checked per variant, each on two inputs (1 to {MAX_SEEDS}; "
-                        f"default {SEEDS})")
-    b.add_argument("--rep-ms", type=positive_float("--rep-ms"), default=500.0,
-                   help="timing budget per variant, ms (> 0)")
+                   help=f"builds checked per variant, each on two inputs (1 to {MAX_SEEDS}; default {SEEDS})")
+    b.add_argument("--rep-ms", type=positive_float("--rep-ms", 60000), default=500.0,
+                   help="timing budget per variant, ms (> 0, at most 60000; default 500)")
     b.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv on a GPU, the ignored "
-                        "data/local/records.csv without one)")
+                        "data/local/records.csv without one, or $FUSEDKIT_RECORDS)")
     b.add_argument("--sweep", action="append", metavar="DIM=VALUES",
                    help="run the ladder at several sizes as one series, e.g. batch_size=1,16,128 or "
                         "batch_size=64..16384x2 (or lo..hi+step); repeat for a cross product. Rows "
                         "are recorded as each variant finishes; a new run is a new series (no resume)")
+    b.add_argument("--allow-slow", action="store_true",
+                   help=f"run a bench estimated at more than {SLOW_S:.0f} s (refused without it); "
+                        f"the estimate is said first whenever it is over {QUIET_S:.0f} s")
     b.set_defaults(fn=_bench)
     c = sub.add_parser("ceilings", help="measure the GPU's own ceilings (copy, L2 and DRAM reads, "
                        "cuBLAS at each problem's GEMM shapes) and record them")
@@ -561,41 +545,49 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv); the clocks go beside it")
     c.set_defaults(fn=_ceilings)
+    d = sub.add_parser("build", help="build every CUDA extension at once, in parallel (a cold GPU "
+                       "machine, before its first measurement)")
+    d.add_argument("--jobs", type=positive_int("--jobs"),
+                   help="extensions built at the same time (default: all of them)")
+    d.set_defaults(fn=_build)
     e = sub.add_parser("export", help="write a kernel as a self-contained KernelBench solution (ModelNew)")
     e.add_argument("--problem", required=True, help="p12 or p45")
     e.add_argument("--variant", help="the variant to export (one of the problem's kernels, no baseline)")
-    e.add_argument("-o", "--output", type=_path("-o"),
-                   help="the solution file to write (with --variant)")
+    e.add_argument("-o", "--output", type=_path("-o"), help="the solution file to write (with --variant)")
     e.add_argument("--all", metavar="DIR", type=_path("--all"),
                    help="write every kernel of the problem into DIR, one file each")
     e.add_argument("--force", action="store_true",
                    help="overwrite existing files (never one marked read-only)")
     e.set_defaults(fn=_export)
-    m = sub.add_parser("readme", help="regenerate README.md's measured state from data/records.csv")
+    m = sub.add_parser("readme", help="regenerate README.md's measured state from the records")
     m.add_argument("--check", action="store_true",
                    help="only check that the README is current (exit status 1 when stale)")
-    m.add_argument("--records", type=_path("--records"), help="records CSV (default: data/records.csv)")
-    m.add_argument("--readme", default=str(Path(__file__).resolve().parent.parent / "README.md"),
+    m.add_argument("--records", type=_path("--records"),
+                   help="records CSV (default: data/records.csv, or $FUSEDKIT_RECORDS)")
+    m.add_argument("--readme", type=_path("--readme"), default=str(Path(__file__).resolve().parent.parent / "README.md"),
                    help="the README to update (default: the repository's README.md)")
     m.set_defaults(fn=_readme)
     return p
 
 
+def _debug() -> bool:
+    """``FUSEDKIT_DEBUG`` set to anything but "", 0, false, no or off: tracebacks are shown."""
+    return os.environ.get("FUSEDKIT_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; the exit status: 0 done, 1 a report failed, 2 refused or interrupted
-    (Ctrl-C, SIGTERM or SIGHUP: :func:`fusedkit.interrupts.raising`)."""
-    debug = bool(os.environ.get("FUSEDKIT_DEBUG"))
+    """Run one command; the exit status: 0 done, 1 a bench or report failed, 2 refused or
+    interrupted (Ctrl-C, SIGTERM or SIGHUP: :func:`fusedkit.interrupts.raising`)."""
     try:
         # The command exits after a signal: a second one then changes nothing (in a test or a
         # script that calls main, the handlers from before are put back).
         with interrupts.raising(keep_ignoring=interrupts.launched_as_command()):
             return _run(argv)
     except KeyboardInterrupt as e:
-        if debug:
+        if _debug():
             raise
         with contextlib.suppress(OSError):   # after a SIGHUP the terminal may be gone
-            print(_one_line(str(e)) or interrupts.stopped_by(interrupts.signal_name(e)),
-                  file=sys.stderr)
+            print(_one_line(str(e)) or interrupts.stopped_by(interrupts.signal_name(e)), file=sys.stderr)
         return interrupts.EXIT_STATUS
 
 
@@ -605,29 +597,17 @@ def _run(argv: list[str] | None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:   # --help (0), or a usage error already printed as one line (2)
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
-    debug = bool(os.environ.get("FUSEDKIT_DEBUG"))
     try:
         return args.fn(args)
-    except (ValueError, TypeError, OSError) as e:
-        # Our own errors (SizeError, RecordsError, ...) are one line naming the parameter;
-        # OSError covers a missing, read-only or folder path. Print just that, unless asked.
-        if debug:
+    except (ValueError, TypeError, OSError, MemoryError, RuntimeError) as e:
+        # Our own errors (SizeError, RecordsError, PathError, ...) are one line naming the
+        # parameter; OSError covers a missing or read-only path. A failed allocation is said so:
+        # the budget counts the harness's copies, but a machine (or a ulimit) may hold less.
+        memory = isinstance(e, MemoryError) or "can't allocate memory" in str(e) or \
+            "out of memory" in str(e).lower()
+        if _debug() or (isinstance(e, RuntimeError) and not memory and not isinstance(e, OSError)):
             raise
-        print(f"error: {_one_line(str(e)) or type(e).__name__}", file=sys.stderr)
+        text = _one_line(str(e)) or type(e).__name__
+        print(f"error: out of memory ({text}); allowed: smaller --sizes, or a machine with more free "
+              "memory; rows measured before are kept" if memory else f"error: {text}", file=sys.stderr)
         return 2
-    except (MemoryError, RuntimeError) as e:
-        # The budget counts the harness's copies, but a machine (or a ulimit) may hold less.
-        if debug or not _out_of_memory(e):
-            raise
-        print(f"error: out of memory ({_one_line(str(e)) or type(e).__name__}); allowed: smaller "
-              "--sizes, or a machine with more free memory; rows measured before are kept",
-              file=sys.stderr)
-        return 2
-
-
-def _out_of_memory(e: BaseException) -> bool:
-    """True for a failed allocation: Python's MemoryError, torch's on a CPU or a GPU."""
-    import torch  # noqa: PLC0415
-
-    return (isinstance(e, (MemoryError, torch.OutOfMemoryError))
-            or "can't allocate memory" in str(e) or "out of memory" in str(e).lower())

@@ -171,27 +171,7 @@ def _check_row(row: dict[str, str]) -> str:
 
 
 def _parse_file(path: Path, text: str) -> list[dict[str, str]]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = next(reader, None)
-        if header is None or tuple(header) != COLUMNS:
-            raise records.RecordsError(f"{path}:1: not a clocks file: header {header}, expected "
-                                       f"{', '.join(COLUMNS)}")
-        rows = []
-        for cells in reader:
-            if not cells:
-                continue
-            if len(cells) != len(COLUMNS):
-                raise records.RecordsError(f"{path}:{reader.line_num}: wrong field count: "
-                                           f"{len(cells)} fields, expected {len(COLUMNS)}")
-            row = dict(zip(COLUMNS, cells))
-            fault = _check_row(row)
-            if fault:
-                raise records.RecordsError(f"{path}:{reader.line_num}: {fault}")
-            rows.append(row)
-    except csv.Error as e:
-        raise records.RecordsError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
-    return rows
+    return [row for _, row in records.parse_table(path, text, "clocks", [COLUMNS], _check_row)]
 
 
 def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) -> int:
@@ -211,10 +191,8 @@ def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) 
 def read_clocks(path: str | Path | None = None) -> pd.DataFrame:
     """Every recorded reading, typed (see :func:`readings_frame`); empty when there is none.
     Raises :class:`fusedkit.records.RecordsError` naming the file and line of a malformed row."""
-    path = Path(path) if path is not None else default_path()
-    if not path.exists() or not path.read_bytes().strip():
-        return readings_frame([dict.fromkeys(COLUMNS, "")]).iloc[0:0]
-    return readings_frame(_parse_file(path, path.read_text(encoding="utf-8")))
+    rows = [r for _, r in records.read_table(path or default_path(), "clocks", [COLUMNS], _check_row)]
+    return readings_frame(rows or [dict.fromkeys(COLUMNS, "")]).iloc[0:len(rows)]
 
 
 def of_run(run_id: str, clocks: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -100,19 +100,21 @@ def default_path() -> Path:
 
 
 def read_counters(path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
-    """Every recorded counter row (columns :data:`COLUMNS`, counters as floats); empty if none."""
+    """Every recorded counter row (columns :data:`COLUMNS`, counters as floats); empty if none.
+    Raises :class:`fusedkit.records.RecordsError` naming the file and line of a malformed row."""
     path = Path(path) if path is not None else default_path()
-    if not path.exists():
-        return pd.DataFrame({c: pd.Series(dtype=float if c in COUNTER_COLUMNS else str)
-                             for c in COLUMNS})
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise records.RecordsError(f"{path}:1: not a counters file (missing {', '.join(missing)})")
+    rows = [r for _, r in records.read_table(path, "counters", [COLUMNS], _row_fault)]
+    df = pd.DataFrame(rows, columns=list(COLUMNS), dtype=str)
     for c in (*COUNTER_COLUMNS, "launch"):
-        df[c] = pd.to_numeric(df[c].replace("", math.nan))
+        df[c] = pd.to_numeric(df[c].replace("", math.nan)).astype(float)
     df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True, format="ISO8601")
-    return df[list(COLUMNS)]
+    return df
+
+
+def _row_fault(row: dict[str, str]) -> str:
+    """The first fault of a counters row as a sentence ("" when it is valid)."""
+    return records.timestamp_fault(row["timestamp"]) or next(
+        (f for c in (*COUNTER_COLUMNS, "launch") if (f := records.number_fault(c, row[c]))), "")
 
 
 def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None = None,

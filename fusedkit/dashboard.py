@@ -39,8 +39,11 @@ def read_all(folder: str | os.PathLike[str] | None = None) -> tuple[pd.DataFrame
     folder = Path(folder) if folder is not None else records.default_path().parent
     frames, skipped = [], []
     for path in sorted(folder.glob("*.csv")):
-        with path.open(encoding="utf-8") as f:
-            header = f.readline().strip().split(",")
+        try:
+            with path.open(encoding="utf-8") as f:
+                header = f.readline().strip().split(",")
+        except UnicodeDecodeError:
+            records.read_records(path)   # a RecordsError naming the file and line
         if tuple(header) != records.COLUMNS:
             skipped.append(f"{path.name}: not a records file (columns {', '.join(header[:4])}, ...)")
             continue

@@ -1,45 +1,31 @@
 """Export a kernel of the ladder as one self-contained KernelBench solution file.
 
-KernelBench's solutions are single Python files defining ``class ModelNew(nn.Module)``: its
-evaluator builds ModelNew with the reference Model's constructor arguments and seed, runs it on
-its own inputs and times it. :func:`render` writes such a file for one registered variant:
-
-- ``ModelNew.__init__`` is the reference Model's constructor, verbatim, so the parameter names,
-  shapes and the order the weights are drawn in are the reference's (its ``state_dict`` loads,
-  the same seed gives the same weights);
-- ``ModelNew.forward`` calls the step's function exactly as the variant does, with the weights
-  and options read from the variant's registration, data (:class:`StepCall`, :func:`step_call`);
-- Triton steps are embedded as source, each ``load_step`` of another step resolved inside the
-  file; CUDA steps are the problem's extension (its ``.cu`` files, ``binding.cpp`` and headers,
-  local includes inlined) built by ``torch.utils.cpp_extension.load_inline`` with
-  :mod:`fusedkit.build`'s flags and compiler probe; Hopper steps (sm_90a) are the problem's
-  Hopper extension built the same way for ``compute_90a``/``sm_90a``, with the Python module
-  that makes their 16-bit operands (``kernels/common/``: fp16 casts or fp16x3 splits, and the
-  weight cache; for a step of several launches, the chain and its Triton combine) embedded as
-  source like a Triton step; a CUDA step fed the same way (W transposed once per weight version)
-  embeds its module too, beside the problem's extension;
-- the file imports torch, triton and the standard library only, never fusedkit.
-
-The kernel is built on the first ``forward``, so constructing ModelNew (and importing the file)
-is cheap and works without a GPU. What a kernel keeps between calls (the fp16x3 steps' weight
-splits) belongs to the ModelNew instance; nothing is kept at module level but compiled code.
+KernelBench's evaluator builds ``ModelNew`` with the reference Model's constructor arguments and
+seed, runs it on its own inputs and times it. :func:`render` writes such a file for a variant:
+``__init__`` is the reference's constructor, verbatim (the same weights from the same seed, its
+``state_dict`` loads); ``forward`` calls the step's function as the variant does, with the weights
+and options of its registration (:class:`StepCall`). Triton steps, and the Python modules that
+make the operands of the Hopper and operands steps, are embedded as source (``load_step`` resolved
+inside the file); CUDA steps are the problem's extension, local includes inlined, built by
+``load_inline`` with :mod:`fusedkit.build`'s flags and compiler probe on the first ``forward``.
+The file imports torch, triton and the standard library only; what a kernel keeps between calls
+belongs to its ModelNew instance.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import os
 import re
-import stat
-import tempfile
 import textwrap
 from pathlib import Path
 from string import Template
 from typing import Callable
 
 from fusedkit import build as fk_build
+from fusedkit.build import HOPPER_BINDING
+from fusedkit import paths
 from fusedkit.kernels import KERNELS, step_path
-from fusedkit.paths import file_fault, folder_fault, mode_text, read_only, write_target
 from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
@@ -60,24 +46,16 @@ _LOAD_STEP_CALL = re.compile(r"""load_step\(\s*["'](\w+)["']\s*,\s*["']([\w.]+)[
 _IMPORTS_FUSEDKIT = re.compile(r"^\s*(from\s+fusedkit\b|import\s+fusedkit\b)", re.M)
 _LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 # A name defined at file scope in a .cu file: the identifier before the first "(" or "=" of a
-# line that starts with a word in column 0 (kernels, device helpers, constants, launchers; the
-# step files indent every statement). Only names that two files define matter; nvcc on the whole
+# line starting in column 0 (the step files indent every statement); nvcc on the whole
 # translation unit (tests/test_export.py) proves the list complete.
 _FILE_SCOPE_NAME = re.compile(
     r"^(?!(?:namespace|using|extern|template|return|if|for|while|switch|static_assert)\b)"
     r"(?=[A-Za-z_])[^\n(=;{]*?\b([A-Za-z_]\w*)\s*[(=\[]", re.M)
 
 
-# ---------------------------------------------------------------------------------------
-# What a variant calls, read from its registration
-
-
 def step_call(problem: Problem | str, slug: str) -> StepCall:
-    """What the registered variant ``slug`` calls: its build, a :class:`StepCall` (made by
-    :func:`fusedkit.problems.base.cuda_step` / ``triton_step`` / ``operands_step`` /
-    ``hopper_step``), whose fields name the function, the weights and the options, so nothing
-    is retyped here. Raises ValueError for a baseline or any other kind of build.
-    """
+    """What the registered variant ``slug`` calls (its :class:`StepCall`: the function, the
+    weights and the options); ValueError for a baseline or any other kind of build."""
     problem, v = _variant(problem, slug)
     call = v.call
     if call is None:
@@ -87,10 +65,6 @@ def step_call(problem: Problem | str, slug: str) -> StepCall:
         raise ValueError(f"variant={slug!r}: its source {v.source!r} is not the step it calls, "
                          f"{call.problem}/{call.filename}")
     return call
-
-
-# ---------------------------------------------------------------------------------------
-# Public API
 
 
 def exportable(problem: Problem | str) -> list[str]:
@@ -121,13 +95,9 @@ def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> 
 
 
 def best_per_tier(problem: Problem | str) -> dict[str, str]:
-    """The fastest of our exportable kernels that reaches each tier, each with its recorded
-    result (:func:`fusedkit.results.recorded`: its newest clean measurement, speed-up against
-    eager in its own run) and chosen by :func:`fusedkit.results.best_by_tier`, the one
-    definition the report index, notebook 06 and the README use too. A variant of a stricter
-    tier also meets the looser ones, so ``kb-pass`` may name an fp32-faithful kernel when no
-    kb-pass one is faster. Keys in :data:`EXPORT_TIERS` order, only tiers with a timed kernel;
-    ``{}`` when nothing is recorded."""
+    """Tier -> the fastest of our exportable kernels that meets it, by its recorded result
+    (:func:`fusedkit.results.best_by_tier`, as the index, notebook 06 and the README choose; a
+    stricter tier meets the looser ones); ``{}`` when nothing is recorded."""
     from fusedkit.results import best_by_tier, recorded  # noqa: PLC0415 - reads the records
 
     problem = _problem(problem)
@@ -159,46 +129,44 @@ def render(problem: Problem | str, slug: str) -> str:
 
 def export_variant(problem: Problem | str, slug: str, path: str | os.PathLike[str], *,
                    force: bool = False) -> Path:
-    """Write :func:`render`'s file for ``slug`` to ``path``; returns the path.
-
-    Raises ValueError (unknown problem or variant, a baseline), FileExistsError (``path``
-    exists and ``force`` is False), IsADirectoryError, NotADirectoryError or PermissionError
-    (``path`` cannot be written), each with a one-line message.
-    """
-    path = write_target(path)   # through a symbolic link: its target is written, the link stays
-    text = render(problem, slug)
-    _check_writable(path, force)
-    _write(path, text)
-    return path
+    """Write :func:`render`'s file for ``slug`` to ``path`` (its folder made where missing);
+    returns the path written (a symbolic link's target). Raises ValueError (unknown problem or
+    variant, a baseline), FileExistsError (``path`` exists and ``force`` is False) or
+    :class:`fusedkit.paths.PathError` (``path`` may not be written), each in one line."""
+    problem, _ = _variant(problem, slug)
+    (target,) = _writable([path], force)
+    return _write([target], [render(problem, slug)])[0]
 
 
 def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
                force: bool = False) -> list[Path]:
     """One file per exportable variant of ``problem`` in ``folder`` (created if missing), named
-    by :func:`file_name`. Everything is rendered and every path checked before the first write,
+    by :func:`file_name`. Every path is checked and every file rendered before the first write,
     so a refusal writes nothing."""
     problem = _problem(problem)
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(f"folder={str(folder)!r} is a file; allowed: a folder (created if missing)")
-    texts = {write_target(folder / file_name(problem, slug)): render(problem, slug)
-             for slug in exportable(problem)}
-    fault = folder_fault(folder)   # before mkdir: root could create it in a read-only folder
-    if fault:
-        raise PermissionError(f"folder={str(folder)!r} cannot be written: {fault}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise type(e)(f"folder={str(folder)!r} cannot be created: {e.strerror or e}") from None
-    for path in texts:
-        _check_writable(path, force)
-    for path, text in texts.items():
-        _write(path, text)
-    return list(texts)
+    folder = paths.check(folder, "a folder for the solution files (created if missing)", folder=True)
+    slugs = exportable(problem)
+    targets = _writable([folder / file_name(problem, s) for s in slugs], force)
+    return _write(targets, [render(problem, s) for s in slugs])
 
 
-# ---------------------------------------------------------------------------------------
-# Lookups and records
+def _writable(files: list, force: bool) -> list[Path]:
+    """The write target of each path (:func:`fusedkit.paths.check`); an existing file is refused
+    unless ``force`` (FileExistsError), and ``force`` never overwrites a read-only one."""
+    out = []
+    for path in files:
+        target = paths.check(path, "a writable file (chmod u+w), existing or new, or another path")
+        if target.exists() and not force:
+            raise FileExistsError(f"path={str(path)!r} exists; pass --force (force=True) to overwrite it")
+        out.append(target)
+    return out
+
+
+def _write(targets: list[Path], texts: list[str]) -> list[Path]:
+    for path, text in zip(targets, texts):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        paths.replace(path, text)
+    return targets
 
 
 def _problem(problem: Problem | str) -> Problem:
@@ -221,18 +189,22 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
     return problem, v
 
 
-def _finite(x: object) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
 def _recorded(problem: Problem) -> dict[str, dict]:
-    """Our kernels' recorded results (:func:`fusedkit.results.recorded`: each one's newest clean
-    measurement, so a step re-timed after its kernel changed shows the new time), by slug:
-    tier, median_ms, speedup (against eager in its own run) and label (its run)."""
-    from fusedkit import results  # noqa: PLC0415 - pandas; only the records need it
+    """Our kernels' recorded results (each one's newest clean measurement) by slug: tier,
+    median_ms, speedup (against eager in its own run) and label; read once per file version."""
+    from fusedkit import records  # noqa: PLC0415 - pandas; only the records need it
 
-    rows = results.recorded(problem)
-    mine = set(exportable(problem))
+    path = records.default_path()
+    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.exists() else None
+    return _recorded_at(problem.key, str(path), stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _recorded_at(key: str, path: str, stamp: object) -> dict[str, dict]:
+    from fusedkit import results  # noqa: PLC0415
+
+    problem = _problem(key)
+    rows, mine = results.recorded(problem, path=path), set(exportable(problem))
     return {r["variant"]: {"tier": r["tier"] if isinstance(r["tier"], str) else "",
                            "median_ms": float(r["median_ms"]),
                            "speedup": float(r["speedup"]), "label": results.run_label(r)}
@@ -250,16 +222,14 @@ def _probe_sizes(problem: Problem) -> dict[str, int]:
 
 
 def _arguments(method: Callable) -> list[str]:
-    """A method's positional parameters after ``self``, in order (the reference Model's take no
-    defaults, keywords or ``*args``)."""
+    """A method's positional parameters after ``self``, in order."""
     code = method.__code__
     return list(code.co_varnames[1:code.co_argcount])
 
 
 def _source(fn: Callable) -> str:
-    """The text of a plain function as its file has it: from its ``def`` line to the last line
-    indented under it (trailing blank lines dropped), dedented. Read from the file, so the
-    exported copy is the repository's own text."""
+    """The text of a plain function as its file has it (its ``def`` line and the lines indented
+    under it), dedented: the exported copy is the repository's own text."""
     code = fn.__code__
     lines = Path(code.co_filename).read_text(encoding="utf-8").splitlines(True)
     first = code.co_firstlineno - 1
@@ -273,58 +243,8 @@ def _source(fn: Callable) -> str:
     return textwrap.dedent("".join(lines[first:end]))
 
 
-# ---------------------------------------------------------------------------------------
-# Writing files
-
-
-def _check_writable(path: Path, force: bool) -> None:
-    """Refuse a path that cannot or may not be written; ``force`` overwrites only a writable file
-    (one marked read-only is kept, as it is for root too: :func:`fusedkit.paths.read_only`)."""
-    if path.is_dir():
-        raise IsADirectoryError(f"path={str(path)!r} is a folder; allowed: a file path")
-    fault = file_fault(path)   # a device, a FIFO or a looping link would be replaced by a file
-    if fault:
-        raise PermissionError(f"path={str(path)!r} {fault}, and is kept, --force or not; "
-                              "allowed: a regular file (existing or new) or another path")
-    if path.exists() and not force:
-        raise FileExistsError(f"path={str(path)!r} exists; pass --force (force=True) to overwrite it")
-    parent = path.parent
-    if not parent.is_dir():
-        kind = "is not a folder" if parent.exists() else "does not exist"
-        raise NotADirectoryError(f"path={str(path)!r}: its folder {str(parent)!r} {kind}")
-    if path.exists() and read_only(path):
-        raise PermissionError(f"path={str(path)!r} is read-only (mode {mode_text(path)}) and is kept, "
-                              "--force or not; allowed: a writable file (chmod u+w) or another path")
-    fault = folder_fault(parent)
-    if fault:
-        raise PermissionError(f"path={str(path)!r} cannot be written: {fault}")
-
-
-def _write(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, so a failed write leaves no half file.
-    A file overwritten keeps its mode; a new one is 0o644."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
-        raise type(e)(f"path={str(path)!r} cannot be written: {e.strerror or e}") from None
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise type(e)(f"path={str(path)!r} cannot be written: {e.strerror or e}") from None
-
-
-# ---------------------------------------------------------------------------------------
-# The pieces of the file
-
-
 def _header(problem: Problem, v: Variant) -> str:
-    """The file's opening comment: the step, and its tier and speed as recorded (its newest
-    clean measurement: a step re-timed after its kernel changed shows the new time)."""
+    """The file's opening comment: the step, its tier and speed as recorded."""
     mine = _recorded(problem)
     rec = mine.get(v.slug)
     if rec is None:
@@ -347,34 +267,22 @@ def _header(problem: Problem, v: Variant) -> str:
 
 
 def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
-    if call.kind == "triton":
-        how = (f"The Triton step {call.problem}/{call.filename} (and the steps it loads) is embedded "
-               "below as source, verbatim but for its `load_step` import; each ModelNew compiles "
-               "its own copy on its first call, so what the step keeps between calls lives and "
-               "dies with the model.")
-    elif call.kind == "cuda_operands":
-        how = (f"The CUDA step is `{call.function}` of problem {problem.key}'s extension: its .cu "
-               "files, binding.cpp and headers are embedded below (local includes inlined) and built "
-               "once per process with torch.utils.cpp_extension.load_inline (ninja, nvcc), linked "
-               f"with cuBLAS. Its operands are made by `{call.operands}` of common/{call.filename}, "
-               "embedded below as source with the modules it loads; each ModelNew runs its own copy, "
-               "so the weight's form it keeps, made once per weight version, lives and dies with "
-               "the model.")
-    elif call.kind == "hopper":
-        functions = (call.function,) if isinstance(call.function, str) else call.function
-        named = " and ".join(f"`{f}`" for f in functions)
-        how = (f"The CUDA step is {named} of problem {problem.key}'s Hopper extension: its "
-               ".cu files (wgmma, TMA), binding_hopper.cpp and headers are embedded below (local "
-               "includes inlined) and built once per process for sm_90a with "
-               "torch.utils.cpp_extension.load_inline; it runs on a Hopper (sm_90) GPU only. Its "
-               f"16-bit operands are made by `{call.operands}` of common/{call.filename}, embedded "
-               "below as source with the modules it loads; each ModelNew runs its own copy, so the "
-               "weight's 16-bit form, made once per weight version, lives and dies with the model.")
+    functions = (call.function,) if isinstance(call.function, str) else call.function
+    hopper = call.kind == "hopper"
+    how = (f"The Triton step {call.problem}/{call.filename} (and the steps it loads) is embedded below "
+           "as source, verbatim but for its `load_step` import" if call.kind == "triton" else
+           f"The CUDA step is {' and '.join(f'`{f}`' for f in functions)} of problem {problem.key}'s "
+           f"{'Hopper ' if hopper else ''}extension: its .cu files, {HOPPER_BINDING if hopper else 'binding.cpp'} "
+           "and headers are embedded below (local includes inlined) and built once per process with "
+           "torch.utils.cpp_extension.load_inline" + (" for sm_90a; it runs on a Hopper (sm_90) GPU only"
+                                                      if hopper else ", linked with cuBLAS"))
+    if call.kind != "cuda":
+        how += ("; each ModelNew compiles its own copy" if call.kind == "triton" else
+                f". Its operands are made by `{call.operands}` of common/{call.filename}, embedded below "
+                "as source with the modules it loads, once per weight version; each ModelNew runs its own copy")
+        how += ", so what it keeps between calls lives and dies with the model."
     else:
-        how = (f"The CUDA step is `{call.function}` of problem {problem.key}'s extension: its .cu "
-               "files, binding.cpp and headers are embedded below (local includes inlined) and built "
-               "once per process with torch.utils.cpp_extension.load_inline (ninja, nvcc), linked "
-               "with cuBLAS; torch keeps the build on disk for later processes.")
+        how += "; torch keeps the build on disk for later processes."
     text = f"{v.title}.\n\nWhat changed against the step before: {v.summary}.\n\n{how}"
     return '"""' + "\n".join(textwrap.fill(p, 96) for p in text.split("\n")) + '\n"""'
 

@@ -1,23 +1,15 @@
 """Saved notebooks and git: JupyterLab writes outputs into the notebooks, git should not see them.
 
-``make env`` sets nbstripout up as the clean filter of ``*.ipynb`` (``.gitattributes``, the
-Makefile's ``git-filter``): git stores and compares a notebook without its outputs, execution
-counts and widget state, so ``git diff`` stays empty after a run. ``git status`` alone would
-still list the notebook, because git takes a changed file size as a change without reading the
-file. :func:`refresh_index`, JupyterLab's post-save hook under ``make lab``, settles that: after
-each save of a notebook whose stripped content is what git already holds, it refreshes git's
-record of the file (``git add`` of identical content stages nothing). A real edit is left for
-its author to stage.
-
-The filter also strips ``language_info``, what the kernel says of itself (its Python's version),
-which differs from machine to machine. JupyterLab writes it into a notebook as soon as the
-kernel starts, so a notebook stored without it opened marked unsaved, untouched ("Save changes
-before closing?"). The filter's smudge side (:func:`with_language_info`, run by git on checkout)
-and ``make git-filter`` for the notebooks already checked out write this machine's kernel's
-``language_info`` into the working files, which git still stores without it.
-
-Run as a script (``python -I fusedkit/notebook_git.py smudge``, as git's filter does, or
-``fill NOTEBOOK...``) it imports nothing of fusedkit, whose package would import torch.
+``make env`` sets nbstripout up as git's clean filter of ``*.ipynb``: git stores a notebook without
+its outputs, execution counts, widget state and ``language_info`` (the kernel's Python version,
+different on every machine). :func:`refresh_index`, JupyterLab's post-save hook under ``make
+lab``, refreshes git's record of a notebook whose stripped content git already holds, so ``git
+status`` stays clean too (git takes a changed size as a change); a real edit is left for its
+author. JupyterLab writes ``language_info`` into a notebook as soon as its kernel starts, so one
+stored without it opened marked unsaved: the smudge side (:func:`with_language_info`, run by git
+on checkout, and ``make git-filter`` for the notebooks already there) writes it into the working
+files. As a script (``python -I fusedkit/notebook_git.py smudge | fill NOTEBOOK...``) it imports
+nothing of fusedkit, whose package would import torch.
 """
 
 from __future__ import annotations
@@ -50,16 +42,15 @@ def unchanged_for_git(path: str | os.PathLike[str]) -> bool:
 
 
 def refresh_index(os_path: str, **_: object) -> None:
-    """JupyterLab's post-save hook (``--ContentsManager.post_save_hook``): after a notebook is
-    saved, refresh git's record of it if only what the filter strips has changed."""
+    """JupyterLab's post-save hook: refresh git's record of a saved notebook when only what the
+    filter strips has changed."""
     if os_path.endswith(".ipynb") and unchanged_for_git(os_path):
         path = Path(os_path).resolve()
         _git(path.parent, "add", "--", path.name)   # same blob: only the file's size and times change
 
 
 def kernel_language_info() -> dict:
-    """The ``language_info`` the notebooks' kernel (ipykernel, on this Python) reports, which
-    JupyterLab writes into a notebook when the kernel starts."""
+    """The ``language_info`` the notebooks' kernel (ipykernel, on this Python) reports."""
     from ipykernel.ipkernel import IPythonKernel  # noqa: PLC0415 - IPython: only for the filter
 
     return dict(IPythonKernel.language_info)
@@ -67,8 +58,7 @@ def kernel_language_info() -> dict:
 
 def with_language_info(text: str, info: dict | None = None) -> str:
     """``text`` (a notebook's JSON) with ``metadata.language_info`` set to ``info`` (default:
-    :func:`kernel_language_info`) where it has none, in nbformat's layout; anything else, or
-    text that is no notebook, is returned as it is."""
+    :func:`kernel_language_info`) where a Python notebook has none, in nbformat's layout."""
     try:
         nb = json.loads(text)
     except ValueError:
@@ -83,7 +73,7 @@ def with_language_info(text: str, info: dict | None = None) -> str:
 
 def fill(paths: list[str]) -> None:
     """Write the kernel's ``language_info`` into each notebook of ``paths`` that has none, and
-    refresh git's record of it (its size changed, its stored content did not: :func:`refresh_index`)."""
+    refresh git's record of it (:func:`refresh_index`)."""
     info = kernel_language_info()
     for path in map(Path, paths):
         text = path.read_text(encoding="utf-8")

@@ -1,97 +1,139 @@
-"""Whether a file or folder may be written, the same way for every command that writes one.
+"""Where fusedkit writes: one check of a path at the edge, and one way to replace a file.
 
-Every writer in fusedkit writes a temporary file beside its target and renames it over the
-target (the records, the reports, the exported solutions): a crash leaves the old file or the
-new one, never half of one. Two facts follow, and both are settled here once:
-
-- a rename replaces a symbolic link itself, so the file to write is the link's target
-  (:func:`write_target`): the link stays and the file it names gets the new content;
-- a rename needs the folder to be writable and ignores the file's own mode, and root may
-  write anything, so a file or folder marked read-only (``chmod a-w``) is refused by its mode
-  bits, as it would be for anyone else (:func:`read_only`);
-- a rename replaces whatever the name held, so a name that is not a regular file (a device
-  such as ``/dev/full``, a FIFO, a socket, a symbolic link that loops) is refused, or it
-  would become a regular file (:func:`file_fault`).
+Every file fusedkit writes (records, counters, clocks, reports and their index, exported
+solutions, the README) is written whole to a temporary file beside it, synced and renamed over
+it (:func:`replace`): a crash or a full disk leaves the old file or the new one, never part of
+one. Before anything is measured or run, :func:`check` refuses in one line a path that such a
+write could not or must not replace: a name ending in ``/`` (a folder) or ``-`` (no file), a
+folder, a device, a FIFO, a socket, a symbolic link that loops, a file or folder marked
+read-only (refused as root too: its mode says keep it), a read-only file system, or a folder
+in which no file can be created (tried). A symbolic link is followed: its target is written and
+the link stays.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from pathlib import Path
 
-_ANY_WRITE = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"))
 
 
-def write_target(path: str | os.PathLike[str]) -> Path:
-    """The file a write-and-rename of ``path`` must replace: ``path`` with every symbolic link
-    followed (a dangling link names the file to create). Relative paths stay relative."""
-    path = Path(path)
-    real = os.path.realpath(path)
-    return path if real == os.path.abspath(path) else Path(real)
+class PathError(OSError):
+    """A path that may not be written; the message (one line) names it and says why."""
 
 
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISDIR, "a folder"))
-
-
-def file_fault(path: str | os.PathLike[str]) -> str:
-    """Why a write-and-rename must not replace ``path`` (as returned by :func:`write_target`),
-    as the end of a sentence about it, e.g. "is a character device, not a regular file"; ""
-    when it may: a regular file, or nothing yet (a missing file, or one under a missing folder,
-    which :func:`folder_fault` judges)."""
+def kind(path: Path) -> str:
+    """What ``path`` is, as a phrase ("a folder", "a file", ...); "" when nothing is there."""
     try:
-        mode = os.stat(path).st_mode   # stat opens nothing: a FIFO does not block here
-    except FileNotFoundError:
-        return ""
-    except NotADirectoryError:
+        mode = os.stat(path).st_mode   # opens nothing: a FIFO does not block here
+    except (FileNotFoundError, NotADirectoryError):
         return ""
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            return "is a symbolic link that loops (it leads back to itself), naming no file"
-        return f"cannot be checked ({e.strerror or e})"
-    kind = next((name for test, name in _KINDS if test(mode)), None)
-    return f"is {kind}, not a regular file" if kind else ""
+        return ("a symbolic link that loops (it leads back to itself), naming no file"
+                if e.errno == errno.ELOOP else f"a path that cannot be checked ({e.strerror or e})")
+    return next((name for test, name in _KINDS if test(mode)), "a file")
 
 
-def read_only(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` (which exists) may not be written: no write bit in its mode for anyone,
-    or none for this user. Root passes os.access everywhere; the mode bits still say "keep"."""
+def _unwritable(path: Path) -> str:
+    """Why nothing can be written at the existing ``path`` ("" when it can)."""
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        return f"{path} is on a read-only file system"
     mode = os.stat(path).st_mode
-    return not mode & _ANY_WRITE or not os.access(path, os.W_OK)
-
-
-def mode_text(path: str | os.PathLike[str]) -> str:
-    """The permission bits of ``path`` as ``0o444``, for messages."""
-    return f"{stat.S_IMODE(os.stat(path).st_mode):#o}"
-
-
-def folder_fault(folder: str | os.PathLike[str]) -> str:
-    """Why files cannot be created in ``folder`` (made with its parents where missing), as the
-    end of a sentence about it; "" when they can.
-
-    The nearest existing folder on the way decides: it must be a folder, searchable and not
-    read-only (:func:`read_only`).
-    """
-    folder = Path(folder)
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent   # mkdir(parents=True) creates the rest from here
-    if str(existing) == "":
-        existing = Path(".")
-    if not existing.is_dir():
-        return f"{existing} is a file, not a folder"
-    if read_only(existing) or not os.access(existing, os.W_OK | os.X_OK):
-        return f"the folder {existing} is not writable (mode {mode_text(existing)})"
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        return f"{path} is read-only (mode {stat.S_IMODE(mode):#o})"
     return ""
 
 
-def write_failed(e: OSError, path: str | os.PathLike[str], kept: str) -> OSError:
-    """``e`` (a failed write: a full disk, an I/O error) as the same kind of OSError whose one
-    line names ``path`` and says what was kept, e.g. ``[Errno 28] No space left on device:
-    data/records.csv was not written; it is left as it was``; a bare ``[Errno 28]`` names no
-    file."""
-    text = f"{e.strerror or e}: {path} was not written; {kept}"
-    return type(e)(e.errno, text) if e.errno is not None else type(e)(text)
+def target(path: str | os.PathLike[str]) -> Path:
+    """The file a write of ``path`` replaces: ``path`` with its symbolic links followed (a
+    dangling link names the file to create). A path without links stays as given."""
+    real = os.path.realpath(path)
+    return Path(path) if real == os.path.abspath(path) else Path(real)
+
+
+def check(path: str | os.PathLike[str], allowed: str, *, folder: bool = False) -> Path:
+    """The path a write of ``path`` replaces (links followed), or :class:`PathError` naming it,
+    what is wrong and ``allowed``. ``folder``: ``path`` is a folder to write files into (made
+    with its parents where missing), else a file. Leaves nothing behind."""
+    text = os.fspath(path)
+    fault = ""
+    if text == "-":
+        fault = "'-' names no file here (nothing is written to stdout)"
+    elif not folder and text.endswith(("/", os.sep)):
+        fault = f"{text} ends in '/', so it names a folder"
+    else:
+        path = target(text)
+        what = kind(path)
+        if what not in ("", "a folder" if folder else "a file"):
+            fault = f"{path} is {what}" + ("" if folder or "loops" in what else ", not a regular file")
+        elif what:
+            fault = _unwritable(path) if not folder else ""
+            fault += " and is left as it is" if fault else ""
+        if not fault:
+            fault = _folder_fault(path if folder else path.parent)
+    if fault:
+        raise PathError(f"{fault}; allowed: {allowed}")
+    return path
+
+
+def _folder_fault(folder: Path) -> str:
+    """Why no file can be created in ``folder`` or, where it is missing, in its nearest existing
+    ancestor (which makes the rest); "" when one can: a probe file is made there and removed."""
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    what = kind(folder)
+    if what != "a folder":
+        return f"{folder} is {what or 'missing'}, not a folder"
+    fault = _unwritable(folder)
+    if fault:
+        return fault.replace(f"{folder} is read-only", f"the folder {folder} is not writable", 1)
+    probe = folder / f".fusedkit-probe-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        probe.unlink()
+    except OSError as e:
+        return f"no file can be created in {folder} ({e.strerror or e})"
+    return ""
+
+
+def temp_name(path: Path) -> Path:
+    """A fresh temporary name beside ``path`` (``.NAME.<pid>.<hex>.tmp``)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def replace(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Make ``data`` (text is written as UTF-8) the content of ``path`` in one rename that
+    survives a crash: a temporary file beside it, synced, renamed over it (keeping its mode),
+    and the folder synced. A failed write (a full disk) removes the temporary file and raises
+    :class:`PathError` naming ``path`` and saying that it is left as it was."""
+    path = Path(path)
+    tmp, existed = temp_name(path), path.exists()
+    view = memoryview(data.encode() if isinstance(data, str) else data)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # umask applies
+        try:
+            if existed:
+                os.fchmod(fd, stat.S_IMODE(path.stat().st_mode))
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)   # readers see the old file or the new one, never a mix
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)   # the rename itself survives a crash
+        finally:
+            os.close(folder)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if not isinstance(e, OSError):
+            raise
+        kept = "it is left as it was" if existed else "no file was made"
+        raise PathError(e.errno, f"{e.strerror or e}: {path} was not written; {kept}") from None

@@ -1,12 +1,12 @@
 """The ``data/`` records: one CSV row per (run, variant) with its timing, accuracy and origin.
 
-The file is append-only and is never edited in place. An append takes an exclusive lock,
-re-reads and validates the whole file, writes old + new rows to a temporary file in the
-same folder, syncs it to disk and atomically renames it over the original; a process that
-dies at any point leaves either the old file or the new one, never a torn mix. Readers
-take no lock: a rename is atomic, so they see one version or the other.
-
-The schema, column by column with units, is documented in ``data/README.md``.
+The file is append-only and never edited in place. An append takes an exclusive lock, re-reads
+and validates the whole file, and writes old + new rows through :func:`fusedkit.paths.replace`
+(a temporary file, synced, renamed over it): a process that dies at any point leaves the old
+file or the new one. Readers take no lock. Every file of ``data/`` (the records, the counters,
+the clocks) is read through :func:`parse_table`, which names the file and line of the first
+fault: text that is not UTF-8, a last row cut short (no final newline), another header, a wrong
+field count, a bad value. The schema, column by column with units, is in ``data/README.md``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import math
 import os
 import re
 import secrets
-import stat
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from fusedkit.paths import file_fault, folder_fault, mode_text, read_only, write_failed, write_target
+from fusedkit import paths
 from fusedkit.precision import TIERS as PRECISION_TIERS
 
 if TYPE_CHECKING:
@@ -45,58 +44,32 @@ COLUMNS: tuple[str, ...] = (
 )
 """Column names, in file order."""
 
-PREVIOUS_SCHEMAS: tuple[tuple[str, ...], ...] = (
-    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to")),
-    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to", "build_s", "seconds")),
+PREVIOUS_SCHEMAS: tuple[tuple[str, ...], ...] = (   # read, rewritten in COLUMNS by an append
+    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to")),                 # 2026-12-05
+    tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to", "build_s", "seconds")),   # -04
 )
-"""Earlier schemas (before ``timed_from``/``timed_to``, 2026-12-05; before ``build_s`` and
-``seconds``, 2026-12-04): still read, their new columns empty, and rewritten in the current
-one by the next append."""
-
-CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]
-"""Columns filled from :class:`RunContext`; the same for every row of one run."""
+CONTEXT_COLUMNS: tuple[str, ...] = COLUMNS[:8]   # from RunContext: the same for every row of a run
 
 REQUIRED: tuple[str, ...] = ("problem", "sizes", "variant", "timer", "median_ms")
-"""Per-row columns that :func:`make_row` must be given."""
-
-TIERS: tuple[str, ...] = (*PRECISION_TIERS, "")
-"""Precision tiers (:data:`fusedkit.precision.TIERS`); "" means not judged (unchecked, or a
-tf32 / fp16 variant run in Triton's CPU interpreter, which computes in fp32)."""
-
+TIERS: tuple[str, ...] = (*PRECISION_TIERS, "")   # "": not judged (see data/README.md)
 TIMERS: tuple[str, ...] = ("cuda-events", "cpu-wall")
-"""How ``median_ms`` was measured."""
-
-# Value kinds. Times must be > 0; other measurements >= 0; "" means not measured.
 _TIMES = ("median_ms", "p10_ms", "p90_ms")
 _FLOATS = _TIMES + ("tflops", "gbps", "pct_of_floor", "max_abs_error", "rel_error", "peak_mem_mb",
                     "build_s", "seconds")
-_INTS = ("repeats",)
 _NON_EMPTY = ("run_id", "timestamp", "commit", "device", "torch", "problem", "sizes", "variant")
-# A row is identified by these: the same run may time one variant at several sizes.
-_KEY = ("run_id", "problem", "sizes", "variant")
-
+_KEY = ("run_id", "problem", "sizes", "variant")   # a run may time one variant at several sizes
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _SIZES_RE = re.compile(rf"{_NAME}=[^,=\s]+(,{_NAME}=[^,=\s]+)*")
 
 
 class RecordsError(ValueError):
-    """A records file is malformed; the message names the file, the line and the fault."""
-
-
-class RecordsNotWritable(RecordsError, PermissionError):
-    """A records file or folder that may not be written; the message names the path.
-
-    Both a RecordsError and a PermissionError, so either ``except`` catches it.
-    """
+    """A data file is malformed; the message names the file, the line and the fault."""
 
 
 @dataclass
 class RunContext:
-    """Where and when one run was measured: the first eight columns of each of its rows.
-
-    ``timestamp`` is ISO 8601 in UTC (``2026-11-29T09:15:00Z``); ``run_id`` sorts by time
-    and ends in 6 random hex digits so that two runs in the same second differ.
-    """
+    """Where and when one run was measured: the first eight columns of each of its rows
+    (``run_id`` sorts by time and ends in 6 random hex digits; ``timestamp`` ISO 8601 UTC)."""
 
     run_id: str
     timestamp: str
@@ -109,65 +82,46 @@ class RunContext:
 
     @classmethod
     def collect(cls, repo_root: str | os.PathLike[str] | None = None) -> RunContext:
-        """Gather the context of this process: clock, git commit, device and versions.
-
-        ``repo_root`` is the git checkout whose commit is recorded (default: the folder
-        holding the ``fusedkit`` package). Nothing here fails for lack of a GPU or of git:
-        missing facts are recorded as "" (``commit`` as "unknown").
-        """
+        """The context of this process: clock, git commit of ``repo_root`` (default: the
+        checkout holding fusedkit), device and versions; a missing fact is "" ("unknown" for
+        the commit). Raises ValueError for a ``FUSEDKIT_COMMIT`` that is not one line."""
         import torch  # noqa: PLC0415 - heavy; only needed here
 
         from fusedkit.mode import detect_mode  # noqa: PLC0415 - imports torch and triton
 
         now = datetime.now(timezone.utc).replace(microsecond=0)
-        root = Path(repo_root) if repo_root is not None else _repo_root()
         mode = detect_mode()  # device "NVIDIA H200" or "cpu: <processor>", Triton version
-        return cls(
-            run_id=f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}",
-            timestamp=f"{now:%Y-%m-%dT%H:%M:%SZ}",
-            commit=_git_commit(root),
-            device=mode.device,
-            driver=_nvidia_driver() if mode.gpu else "",
-            cuda=torch.version.cuda or "",
-            torch=torch.__version__,
-            triton=mode.triton,
-        )
+        return cls(run_id=f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}",
+                   timestamp=f"{now:%Y-%m-%dT%H:%M:%SZ}",
+                   commit=_git_commit(Path(repo_root) if repo_root is not None else _REPO),
+                   device=mode.device, driver=_nvidia_driver() if mode.gpu else "",
+                   cuda=torch.version.cuda or "", torch=torch.__version__, triton=mode.triton)
+
+
+_REPO = Path(__file__).resolve().parent.parent
 
 
 def default_path() -> Path:
     """The records file: ``$FUSEDKIT_RECORDS`` if set, else ``<repo>/data/records.csv``."""
     override = os.environ.get("FUSEDKIT_RECORDS", "").strip()
-    if override:
-        return Path(override).expanduser()
-    return _repo_root() / "data" / "records.csv"
-
-
-def local_path() -> Path:
-    """Where runs without a GPU (or in Triton's interpreter) record by default: an ignored file
-    beside the tracked history, so a laptop's CPU timings never enter ``data/records.csv``."""
-    return default_path().parent / "local" / "records.csv"
+    return Path(override).expanduser() if override else _REPO / "data" / "records.csv"
 
 
 def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -> Path:
     """The records file a run on ``device`` appends to: ``path`` when given (or
-    ``$FUSEDKIT_RECORDS``), else the tracked history on a GPU and :func:`local_path`
-    on a CPU."""
+    ``$FUSEDKIT_RECORDS``), else the tracked history on a GPU and the ignored
+    ``data/local/records.csv`` on a CPU (a laptop's timings never enter the history)."""
     if path:
         return Path(path)
     if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
         return default_path()
-    return local_path()
+    return default_path().parent / "local" / "records.csv"
 
 
 def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
-    """One validated row: the run's context plus ``fields``, every value as its CSV text.
-
-    ``fields`` are columns of :data:`COLUMNS` other than the context ones; :data:`REQUIRED`
-    must be present, the rest default to "" (not measured). Units: times in ms, ``tflops``
-    in 1e12 FLOP/s, ``gbps`` in 1e9 bytes/s, ``pct_of_floor`` in percent,
-    ``peak_mem_mb`` in 1e6 bytes. ``sizes`` may be a mapping such as ``{"batch": 1024}``;
-    ``allclose`` a bool or None; numbers must be finite. Raises ValueError or TypeError.
-    """
+    """One validated row: the run's context plus ``fields`` (columns after the context ones,
+    :data:`REQUIRED` given, the rest "" for not measured; units in data/README.md), every value
+    as its CSV text; ValueError or TypeError naming the column."""
     unknown = sorted(set(fields) - set(COLUMNS))
     if unknown:
         raise ValueError(f"make_row: unknown column(s) {', '.join(unknown)}; "
@@ -190,28 +144,21 @@ def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
 
 
 def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
-    """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably.
-
-    Creates the file, with its header, if missing. The existing file is validated first
-    and left untouched if it is read-only (RecordsNotWritable), malformed, has another
-    schema (RecordsError), or if a new row repeats the (run_id, problem, sizes, variant)
-    of a recorded one (ValueError).
-    """
-    path = Path(path)
+    """Append ``rows`` (from :func:`make_row`) to the records file at ``path`` (made with its
+    header if missing), durably; the file is left as it is when it may not be written
+    (PathError), is malformed (RecordsError) or a row repeats a recorded key (ValueError)."""
     texts = [_row_text(i, r) for i, r in enumerate(rows)]
-    if not texts:
-        return
-    _refuse_repeats(path, [], texts)   # within this call, whatever the file holds
+    _refuse_repeats(Path(path), [], texts)   # within this call, whatever the file holds
 
     def check(p: Path, text: str) -> str | None:
         recorded = _parse(p, text)
         _refuse_repeats(p, recorded, texts)
         if text.startswith(csv_line(COLUMNS)):
             return None
-        # The previous schema: the whole file again in the current one, values unchanged.
+        # A previous schema: the whole file again in the current one, values unchanged.
         return csv_line(COLUMNS) + "".join(csv_line(r[c] for c in COLUMNS) for _, r in recorded)
 
-    append_lines(path, csv_line(COLUMNS), "".join(csv_line(row[c] for c in COLUMNS) for row in texts),
+    append_lines(path, csv_line(COLUMNS), "".join(csv_line(r[c] for c in COLUMNS) for r in texts),
                  check)
 
 
@@ -229,94 +176,44 @@ def _refuse_repeats(path: Path, recorded: list[tuple[int, dict[str, str]]],
 
 
 def append_lines(path: str | os.PathLike[str], header: str, lines: str,
-                 check: Callable[[Path, str], object]) -> None:
-    """Append ``lines`` (whole CSV lines) to another file of ``data/`` with the same care as
-    :func:`append_rows`: an exclusive lock, the existing text validated by ``check(path, text)``
-    (which raises to refuse it; the file is then left as it is, or returns the old text anew in
-    the current schema, or None to keep it), old + new written to a temporary file and renamed
-    over the original. A missing or empty file starts with ``header`` (one line)."""
-    path = write_target(path)   # through a symbolic link: the target gets the rows, the link stays
+                 check: Callable[[Path, str], str | None]) -> None:
+    """Append whole CSV ``lines`` to a file of ``data/`` under an exclusive lock, the old text
+    validated by ``check(path, text)`` (raising to refuse it, or returning it anew in the current
+    schema, or None); a missing or empty file starts with ``header``."""
     if not lines:
         return
-    _refuse_unwritable(path)
-    existed = path.exists()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(path):
-            _remove_stale_temps(path)  # left by writers that died; we hold the lock, so no one else is writing
-            old = path.read_bytes() if path.exists() else b""
-            if old.strip():
-                anew = check(path, _decode(path, old))
-                if isinstance(anew, str):
-                    old = anew.encode()
-                if not old.endswith(b"\n"):
-                    old += b"\n"
-            else:
-                old = header.rstrip("\n").encode() + b"\n"
-            _replace_durably(path, old + (lines if lines.endswith("\n") else lines + "\n").encode())
-    except RecordsError:
-        raise
-    except OSError as e:   # a full disk, an I/O error: say which file, and that it is whole
-        raise write_failed(e, path, "it is left as it was (rows appended before are kept)" if existed
-                           else "no file was made") from None
+    path = paths.check(path, "a CSV file of data/, existing or new")   # a link: its target
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path):
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)   # left by a writer that died; we hold the lock
+        old = _decode(path, path.read_bytes()) if path.exists() else ""
+        anew = check(path, old) if old.strip() else header
+        old = anew if isinstance(anew, str) else old
+        paths.replace(path, old + lines)
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
-    """Refuse now, before anything is measured, a records file that an append would refuse later.
-
-    A symbolic link is followed: its target is what an append writes. Checks that the target
-    is not a folder; that its folder exists, or its nearest existing ancestor is a folder, and
-    is writable (an append writes a temporary file beside the records and renames it); that
-    an existing file and its folder are writable by their mode bits (:mod:`fusedkit.paths`:
-    root bypasses permissions, and a rename ignores the file's own mode); and that the whole
-    existing file parses, with the same checks as :func:`append_rows`. Creates and changes
-    nothing. Raises RecordsError (RecordsNotWritable for permissions) with one line naming
-    the path and the fault.
-    """
-    path = write_target(path)
-    try:
-        _preflight(path)
-    except RecordsError:
-        raise
-    except OSError as e:  # a folder on the way that cannot be searched, an I/O error
-        raise RecordsNotWritable(f"{path} cannot be checked ({e.strerror or e})") from None
-
-
-def _preflight(path: Path) -> None:
-    if path.is_dir():
-        raise RecordsError(f"{path} is a folder; allowed: a records CSV file, existing or new")
-    _refuse_unwritable(path)
+    """Refuse now, before anything is measured, what an append would refuse later: a path
+    :func:`fusedkit.paths.check` refuses, a lock file beside it that cannot be opened, a file that
+    does not parse (PathError or RecordsError, one line). Leaves nothing behind."""
+    path = paths.check(path, "a records CSV file, existing or new")
     lock = path.with_name(path.name + ".lock")
-    fault = file_fault(lock)   # a folder of that name: the first append would fail to open it
-    if fault:
-        raise RecordsNotWritable(f"{path}: its lock file {lock} {fault}; allowed: a lock file "
-                                 f"an append can open (move {lock} aside), or another records path")
-    if lock.exists() and not os.access(lock, os.R_OK | os.W_OK):
-        raise RecordsNotWritable(f"{path}: its lock file {lock} is not writable; allowed: a lock "
-                                 "this user may open, or another records path")
-    if not path.exists():
-        return
-    if not path.is_file():
-        raise RecordsError(f"{path} is not a regular file; allowed: a records CSV file")
-    data = path.read_bytes()
-    if data.strip():
-        _parse(path, _decode(path, data))
+    if lock.exists():
+        paths.check(lock, f"a lock file an append can open (move {lock.name} aside), or "
+                          "another records path")
+    if path.exists():
+        _parse(path, _decode(path, path.read_bytes()))
 
 
 def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """All rows of the records file, typed: one DataFrame row per CSV row, columns :data:`COLUMNS`.
-
-    ``timestamp`` is a UTC datetime; times, rates, errors and memory are float64 (NaN when
-    not measured); ``repeats`` is Int64; ``allclose`` is boolean with NA when not checked;
-    the rest are strings ("" when empty). A missing or empty file gives an empty frame.
-    Raises RecordsError naming the file and line of the first malformed row.
-    """
+    """All rows of the records file, typed (columns :data:`COLUMNS`; dtypes in data/README.md);
+    empty for a missing or empty file; RecordsError naming the file and line of a fault."""
     path = Path(path)
     text = _decode(path, path.read_bytes()) if path.exists() else ""
-    rows = [r for _, r in _parse(path, text)] if text.strip() else []
-    frame = pd.DataFrame(rows, columns=list(COLUMNS), dtype=str)
+    frame = pd.DataFrame([r for _, r in _parse(path, text)], columns=list(COLUMNS), dtype=str)
     for c in _FLOATS:
-        frame[c] = pd.to_numeric(frame[c].replace("", np.nan), errors="raise").astype("float64")
+        frame[c] = pd.to_numeric(frame[c].replace("", np.nan)).astype("float64")
     frame["repeats"] = pd.to_numeric(frame["repeats"].replace("", np.nan)).astype("Int64")
     frame["allclose"] = frame["allclose"].map({"true": True, "false": False, "": pd.NA}).astype("boolean")
     for c in ("timestamp", "timed_from", "timed_to"):   # one resolution, whatever pandas infers
@@ -325,7 +222,103 @@ def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
+def import_records(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = None) -> int:
+    """Append every row of another records file (one fetched from a GPU machine) to ``dst``
+    (default: :func:`default_path`), each with its own run context; returns how many. Rows
+    already in ``dst`` verbatim are skipped (importing twice adds nothing twice); a different
+    row under a recorded key is refused (ValueError)."""
+    src, dst = Path(src), Path(dst) if dst is not None else default_path()
+    if not src.is_file():
+        raise FileNotFoundError(f"src={str(src)!r} is not a file")
+    have = {tuple(r.values()) for _, r in _parse(dst, _decode(dst, dst.read_bytes()))} \
+        if dst.exists() else set()
+    new = [r for _, r in _parse(src, _decode(src, src.read_bytes())) if tuple(r.values()) not in have]
+    append_rows(dst, new)
+    return len(new)
+
+
+# --- reading any file of data/ ------------------------------------------------------------
+
+def _short(text: str, limit: int = 40) -> str:
+    """``repr(text)``, cut to about ``limit`` characters: a garbage file is not echoed whole."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise RecordsError(f"{path}:{line}: not UTF-8 text ({e.reason})") from None
+
+
+def read_table(path: str | os.PathLike[str], what: str, schemas: Sequence[Sequence[str]],
+               row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
+    """:func:`parse_table` of the file at ``path`` ([] when it is missing or empty)."""
+    path = Path(path)
+    return parse_table(path, _decode(path, path.read_bytes()) if path.exists() else "", what, schemas,
+                       row_fault)
+
+
+def parse_table(path: Path, text: str, what: str, schemas: Sequence[Sequence[str]],
+                row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) of each row of ``text``, a ``what`` file of ``data/`` ("records") read
+    from ``path``, keyed by ``schemas[0]``'s columns. The header is one of ``schemas``, every row has its field
+    count and no ``row_fault(row)`` (a sentence), the text ends in a newline (a last row without
+    one was cut short); else RecordsError, one line naming the file, the line and the fault."""
+    if not text.strip():
+        return []
+    if not text.endswith("\n"):
+        raise RecordsError(f"{path}:{text.count(chr(10)) + 1}: the last line has no final newline, "
+                           "so its row may be cut short (a torn write); allowed: whole lines, each "
+                           "ending in a newline (remove or complete that line)")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, dict[str, str]]] = []
+    try:
+        header = next(reader)
+        if header not in [list(s) for s in schemas]:
+            want = schemas[0]
+            i = next(i for i, (a, b) in enumerate(zip([*header, ""], [*want, ""])) if a != b)
+            got = _short(header[i]) if i < len(header) else "missing"
+            raise RecordsError(f"{path}:1: not a {what} file: column {i + 1} is {got}, "
+                               f"expected {want[i] if i < len(want) else 'no more'!r}; the file is "
+                               "left as it is (see data/README.md)")
+        for cells in reader:
+            if not cells:
+                continue  # a blank line holds no row
+            if len(cells) != len(header):
+                raise RecordsError(f"{path}:{reader.line_num}: wrong field count: {len(cells)} "
+                                   f"fields, expected {len(header)}")
+            row = dict.fromkeys(schemas[0], "") | dict(zip(header, cells))
+            fault = row_fault(row)
+            if fault:
+                raise RecordsError(f"{path}:{reader.line_num}: {fault}")
+            rows.append((reader.line_num, row))
+    except csv.Error as e:
+        raise RecordsError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
+    return rows
+
+
+def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
+    """The rows of a records file, validated, none repeating another's key."""
+    rows = parse_table(path, text, "records", (COLUMNS, *PREVIOUS_SCHEMAS), _check_row)
+    seen: dict[tuple[str, ...], int] = {}
+    for line, row in rows:
+        key = tuple(row[c] for c in _KEY)
+        if key in seen:
+            raise RecordsError(f"{path}:{line}: {dict(zip(_KEY, key))} repeats line {seen[key]}")
+        seen[key] = line
+    return rows
+
+
 # --- values to text and back ---------------------------------------------------------------
+
+def csv_line(cells: object) -> str:
+    """One CSV line ending in "\\n", quoted where a cell holds a comma or a quote."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
+
 
 def _to_text(column: str, value: object) -> str:
     """The CSV text of one value (None -> ""), or TypeError naming the column."""
@@ -339,26 +332,37 @@ def _to_text(column: str, value: object) -> str:
         raise TypeError(f"allclose={value!r}: expected True, False or None")
     if column == "sizes" and isinstance(value, Mapping):
         return ",".join(f"{k}={v}" for k, v in value.items())
-    if column in _FLOATS or column in _INTS:
-        if isinstance(value, (str, bytes, bool, np.bool_)):
-            raise TypeError(f"{column}={value!r}: expected a number")
+    if column in _FLOATS or column == "repeats":
         try:
+            if isinstance(value, (str, bytes, bool, np.bool_)):
+                raise TypeError
             number = float(value)  # type: ignore[arg-type]  # also numpy scalars, 1-element tensors
         except (TypeError, ValueError):
             raise TypeError(f"{column}={value!r}: expected a number") from None
-        if column in _INTS:
-            return str(int(number)) if number.is_integer() else repr(number)
-        return repr(number)  # shortest text that reads back as the same float
+        if column == "repeats" and number.is_integer():
+            return str(int(number))
+        return repr(number)  # the shortest text that reads back as the same float
     if not isinstance(value, str):
         raise TypeError(f"{column}={value!r}: expected a string")
     return value
+
+
+def number_fault(column: str, text: str, low: float = 0.0, *, above: bool = False) -> str:
+    """"" when ``text`` is empty or a finite number >= ``low`` (> when ``above``), else the
+    fault as a sentence naming ``column``."""
+    kind = f"a finite number {'>' if above else '>='} {low:g}"
+    try:
+        x = float(text) if text else low + 1
+    except ValueError:
+        return f"{column}={_short(text)} is not a number; expected {kind}"
+    return "" if math.isfinite(x) and (x > low if above else x >= low) else f"{column}={text!r}: expected {kind}"
 
 
 def _check_row(row: Mapping[str, str]) -> str:
     """The first fault of a row of CSV texts, as one sentence, or "" if it is valid."""
     for c, v in row.items():
         if "\n" in v or "\r" in v:
-            return f"{c}={v!r} contains a line break; one record must be one line"
+            return f"{c}={_short(v)} contains a line break; one record must be one line"
     for c in _NON_EMPTY:
         if not row[c].strip():
             return f"{c} is empty; it is required"
@@ -367,31 +371,19 @@ def _check_row(row: Mapping[str, str]) -> str:
         if fault:
             return fault
     if not _SIZES_RE.fullmatch(row["sizes"]):
-        return f"sizes={row['sizes']!r} is not of the form name=value,name=value"
-    if row["tier"] not in TIERS:
-        return f"tier={row['tier']!r} is not a tier; valid: {', '.join(map(repr, TIERS))}"
-    if row["timer"] not in TIMERS:
-        return f"timer={row['timer']!r} is not a timer; valid: {', '.join(TIMERS)}"
-    if row["allclose"] not in ("true", "false", ""):
-        return f"allclose={row['allclose']!r}: expected 'true', 'false' or ''"
-    numbers: dict[str, float] = {}
-    for c in _FLOATS + _INTS:
-        if row[c] == "":
-            continue
-        low = 1 if c in _INTS else 0
-        kind = "a whole number >= 1" if c in _INTS else ("a finite number > 0" if c in _TIMES
-                                                          else "a finite number >= 0")
-        try:
-            x = float(row[c])
-        except ValueError:
-            return f"{c}={row[c]!r} is not a number; expected {kind}"
-        bad_int = c in _INTS and not x.is_integer()
-        if not math.isfinite(x) or x < low or (c in _TIMES and x <= 0) or bad_int:
-            return f"{c}={row[c]!r}: expected {kind}"
-        numbers[c] = x
+        return f"sizes={_short(row['sizes'])} is not of the form name=value,name=value"
+    for c, allowed in (("tier", TIERS), ("timer", TIMERS), ("allclose", ("true", "false", ""))):
+        if row[c] not in allowed:
+            return f"{c}={_short(row[c])}: expected one of {', '.join(map(repr, allowed))}"
     if row["median_ms"] == "":
         return "median_ms is empty; it is required"
-    med, p10, p90 = (numbers.get(c) for c in _TIMES)
+    for c in _FLOATS:
+        fault = number_fault(c, row[c], above=c in _TIMES)
+        if fault:
+            return fault
+    if row["repeats"] and (number_fault("repeats", row["repeats"], 1) or not float(row["repeats"]).is_integer()):
+        return f"repeats={_short(row['repeats'])}: expected a whole number >= 1"
+    med, p10, p90 = (float(row[c]) if row[c] else None for c in _TIMES)
     if (p10 is not None and p10 > med) or (p90 is not None and p90 < med):
         return f"p10_ms={p10}, median_ms={med}, p90_ms={p90}: expected p10 <= median <= p90"
     return ""
@@ -405,7 +397,7 @@ def timestamp_fault(text: str, column: str = "timestamp") -> str:
     except ValueError:
         stamp = None
     if stamp is None or stamp.utcoffset() is None:
-        return f"{column}={text!r} is not an ISO 8601 time with a UTC offset"
+        return f"{column}={_short(text)} is not an ISO 8601 time with a UTC offset"
     return ""
 
 
@@ -414,92 +406,14 @@ def _row_text(index: int, row: object) -> dict[str, str]:
     if not isinstance(row, Mapping):
         raise TypeError(f"rows[{index}] is a {type(row).__name__}; expected a dict from make_row")
     if set(row) != set(COLUMNS):
-        missing = [c for c in COLUMNS if c not in row]
-        extra = sorted(set(row) - set(COLUMNS))
+        missing, extra = [c for c in COLUMNS if c not in row], sorted(set(row) - set(COLUMNS))
         raise ValueError(f"rows[{index}]: missing {missing or 'none'}, unknown {extra or 'none'}; "
                          "build rows with make_row")
-    # make_row's rows are text already; values are accepted too and checked the same way.
     text = {c: row[c] if isinstance(row[c], str) else _to_text(c, row[c]) for c in COLUMNS}
     fault = _check_row(text)
     if fault:
         raise ValueError(f"rows[{index}]: {fault}")
     return text
-
-
-# --- the file -----------------------------------------------------------------------------
-
-def csv_line(cells: object) -> str:
-    """One CSV line, quoted where a cell holds a comma or a quote, ending in "\\n" (for every
-    file of ``data/``)."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
-    return buf.getvalue()
-
-
-def _decode(path: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise RecordsError(f"{path}:{line}: not UTF-8 text ({e.reason})") from None
-
-
-def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
-    """Validate every line of a records file; return (line number, row) pairs."""
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: list[tuple[int, dict[str, str]]] = []
-    seen: dict[tuple[str, ...], int] = {}
-    try:
-        header = next(reader)
-        _check_header(path, header)
-        columns = tuple(header)
-        for cells in reader:
-            line = reader.line_num
-            if not cells:
-                continue  # a blank line holds no record
-            if len(cells) != len(columns):
-                raise RecordsError(f"{path}:{line}: wrong field count: {len(cells)} fields, "
-                                   f"expected {len(columns)} ({', '.join(columns)})")
-            row = dict.fromkeys(COLUMNS, "") | dict(zip(columns, cells))
-            fault = _check_row(row)
-            if fault:
-                raise RecordsError(f"{path}:{line}: {fault}")
-            key = tuple(row[c] for c in _KEY)
-            if key in seen:
-                raise RecordsError(f"{path}:{line}: {dict(zip(_KEY, key))} repeats line {seen[key]}")
-            seen[key] = line
-            rows.append((line, row))
-    except csv.Error as e:
-        raise RecordsError(f"{path}:{reader.line_num}: unreadable CSV ({e})") from None
-    return rows
-
-
-def _check_header(path: Path, header: list[str]) -> None:
-    if tuple(header) == COLUMNS or tuple(header) in PREVIOUS_SCHEMAS:
-        return
-    missing = [c for c in COLUMNS if c not in header]
-    extra = [c for c in header if c not in COLUMNS]
-    what = (f"missing {missing or 'none'}, unexpected {extra or 'none'}" if missing or extra
-            else f"same columns in another order: {', '.join(header)}")
-    raise RecordsError(f"{path}:1: header is not the current schema ({what}). The file is "
-                       "left as it is: move it aside or convert it (see data/README.md)")
-
-
-def _refuse_unwritable(path: Path) -> None:
-    """Refuse a records file, or a folder for it, that is marked read-only, although root could
-    write it and the rename of an append would replace the file whatever its own mode: a file
-    or folder someone made read-only (chmod a-w) is one they want kept as it is."""
-    fault = folder_fault(path.parent)
-    if fault:
-        raise RecordsNotWritable(f"{path}: {fault}, and an append writes a temporary file there; "
-                                 "allowed: a path in a writable folder, existing or created")
-    fault = file_fault(path)   # the append's rename would replace a device, a FIFO, a looping link
-    if fault:
-        raise RecordsNotWritable(f"{path} {fault}, and is left as it is; allowed: a records CSV "
-                                 "file, existing or new")
-    if path.exists() and read_only(path):
-        raise RecordsNotWritable(f"{path} is read-only (mode {mode_text(path)}) and is left as "
-                                 "it is; allowed: a writable records file (chmod u+w) or another path")
 
 
 @contextlib.contextmanager
@@ -513,84 +427,36 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing drops the flock
 
 
-def _temp_prefix(path: Path) -> str:
-    return f".{path.name}."
-
-
-def _remove_stale_temps(path: Path) -> None:
-    for stale in path.parent.glob(_temp_prefix(path) + "*.tmp"):
-        stale.unlink(missing_ok=True)
-
-
-def _write_temp(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to ``fd`` and force it to disk."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    os.fsync(fd)
-
-
-def _replace_durably(path: Path, data: bytes) -> None:
-    """Make ``data`` the content of ``path`` in one atomic step that survives a crash."""
-    tmp = path.with_name(f"{_temp_prefix(path)}{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
-    try:
-        try:
-            if path.exists():
-                os.fchmod(fd, stat.S_IMODE(path.stat().st_mode))
-            _write_temp(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)  # readers see the old file or the new one, never a mix
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    # Make the rename itself durable: sync the folder's entry list.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 # --- context helpers ----------------------------------------------------------------------
-
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
-
 
 def _run(*args: str) -> str | None:
     """stdout of a short command, or None if it is missing or fails."""
     try:
-        out = subprocess.run(args, capture_output=True, text=True, timeout=15, check=True)
+        return subprocess.run(args, capture_output=True, text=True, timeout=15, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip()
 
 
 def current_commit() -> str:
-    """The commit a record made now would name (``$FUSEDKIT_COMMIT`` first, see _git_commit):
-    for diagnostics that print their commit beside recorded runs."""
-    return _git_commit(_repo_root())
+    """The commit a record made now would name (``$FUSEDKIT_COMMIT`` first, see _git_commit)."""
+    return _git_commit(_REPO)
 
 
 def _git_commit(root: Path) -> str:
-    """``$FUSEDKIT_COMMIT`` when set; else the short hash of HEAD, "+dirty" if tracked or
-    untracked files differ; outside git, "unknown".
-
-    The variable wins because a copied working tree (a lent GPU machine) can carry a stale
-    ``.git``: there, git named the session's first commit, not the one that ran (2026-11-29).
-    Changes under ``data/`` do not count: appending a record must not make the next run dirty.
-    """
+    """``$FUSEDKIT_COMMIT`` (ValueError unless one line: a copied tree on a lent GPU machine can
+    carry a stale ``.git``); else HEAD's short hash, "+dirty" if files outside ``data/`` differ;
+    outside git, "unknown"."""
     told = os.environ.get("FUSEDKIT_COMMIT", "").strip()
+    if re.search(r"[\x00-\x1f\x7f]", told):
+        raise ValueError(f"FUSEDKIT_COMMIT={_short(told)} holds a line break, tab or other control "
+                         "character; allowed: a commit name on one line, e.g. 1a2b3c4, or unset")
     if told:
         return told
     commit = _run("git", "-C", str(root), "rev-parse", "--short", "HEAD")
     if not commit:
         return "unknown"
     status = _run("git", "-C", str(root), "status", "--porcelain", "--", ".", ":(exclude)data")
-    # A status that cannot be read is not proof of a clean tree.
-    return commit + "+dirty" if status is None or status else commit
+    return commit + "+dirty" if status is None or status else commit   # unread is not clean
 
 
 def _nvidia_driver() -> str:
@@ -599,30 +465,8 @@ def _nvidia_driver() -> str:
     if out:
         return out.splitlines()[0].strip()
     with contextlib.suppress(OSError):
-        text = Path("/proc/driver/nvidia/version").read_text()
-        found = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
+        found = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)",
+                          Path("/proc/driver/nvidia/version").read_text())
         if found:
             return found.group(1)
     return ""
-
-
-def import_records(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = None) -> int:
-    """Append every row of another records file (say, one fetched from a GPU machine) to ``dst``.
-
-    Rows keep their own run context; both files are validated. Rows already in ``dst``
-    verbatim are skipped (so importing twice, or importing a copy that began as ``dst``,
-    adds nothing twice); a different row under a recorded key is refused (ValueError).
-    Returns the number of rows imported.
-    """
-    src = Path(src)
-    if not src.is_file():
-        raise FileNotFoundError(f"src={str(src)!r} is not a file")
-    dst = Path(dst) if dst is not None else default_path()
-    rows = [r for _, r in _parse(src, _decode(src, src.read_bytes()))]
-    have = ({tuple(r[c] for c in COLUMNS) for _, r in _parse(dst, _decode(dst, dst.read_bytes()))}
-            if dst.exists() and dst.read_bytes().strip() else set())
-    # Rows already there verbatim (src began as a copy of dst) are skipped; a different row
-    # under a recorded key is still refused by append_rows.
-    new = [r for r in rows if tuple(r[c] for c in COLUMNS) not in have]
-    append_rows(dst, new)
-    return len(new)

@@ -1,28 +1,21 @@
 """Execute the notebooks headless and export each as a self-contained HTML report.
 
-nbclient runs every cell with widget state stored; nbconvert exports it with figures
-inlined as data URIs, each widget drawn as static HTML from its stored state
-(:mod:`fusedkit.static_widgets`), and no script fetched from a CDN: a report opens
-offline exactly as it was generated. Each report is written as soon as its notebook
-finishes, so a run that dies half-way keeps what it finished; a notebook that fails
-still gets a report, showing the failing cell and its error, and is marked FAILED in
-``index.html``. Ctrl-C or SIGTERM stops the run instead: the kernel is killed, the
-notebook it was running gets no report (an earlier one is left as it was), and
-:class:`fusedkit.interrupts.Interrupted` says which reports were kept. The index lists every notebook of the folder, not only those just run:
-rebuilding one keeps the others' earlier reports and summaries (from ``index.json``),
-and one never built is marked so. It also carries the headline numbers of
-``data/records.csv``: the best recorded speed-up of our kernels per precision tier and
-problem. No report names a path of the machine that built it: the repository root
-becomes ``.``, the home folder ``~`` (:func:`relative_paths`).
+nbclient runs every cell with widget state stored; nbconvert exports it with figures inlined,
+each widget drawn as static HTML from its stored state (:mod:`fusedkit.static_widgets`) and no
+script fetched from a CDN: a report opens offline as it was generated. Each report is written as
+soon as its notebook finishes; a notebook that fails still gets one, showing the failing cell,
+marked FAILED in ``index.html``. Ctrl-C or SIGTERM stops the run instead: the kernel is killed,
+the running notebook gets no report, and :class:`fusedkit.interrupts.Interrupted` says which were
+kept. The index lists every notebook of the folder (an earlier build's report and summary kept,
+from ``index.json``; one never built marked so), and the headline numbers of the records. No
+report names a path of the machine that built it (:func:`relative_paths`).
 
-Sizes are chosen in the papermill style: every notebook has a *parameters cell* (a code cell
-tagged ``parameters``: ``SIZES = {}``), and a run with sizes (``report --sizes p12:small``)
-gets, right after it, an injected cell (tagged ``injected-parameters``) that sets ``SIZES`` to
-the chosen values; the notebook's size pickers start at ``SIZES.get(key)``
-(:func:`inject_sizes`). A notebook without a parameters cell is refused, before anything runs,
-rather than run at sizes other than those asked for. The sizes each notebook's pickers held
-are read back from the widget state it stored (:func:`picked_sizes`); those that differ from
-KernelBench's are named at the top of its report and beside it in the index.
+Sizes are chosen in the papermill style: a run with sizes (``report --sizes p12:small``) gets,
+right after each notebook's *parameters cell* (tagged ``parameters``: ``SIZES = {}``), a cell
+tagged ``injected-parameters`` setting ``SIZES``, where the size pickers start
+(:func:`inject_sizes`); a notebook without a parameters cell is refused before anything runs.
+The sizes its pickers held are read back from the stored widget state (:func:`picked_sizes`) and
+named at the top of its report and in the index where they are not KernelBench's.
 """
 
 from __future__ import annotations
@@ -53,9 +46,8 @@ from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
 from traitlets.config import Config
 
-from fusedkit import interrupts, problems
+from fusedkit import interrupts, paths, problems
 from fusedkit.problems import Sizes, fmt_sizes
-from fusedkit.paths import file_fault, folder_fault, write_failed, write_target
 from fusedkit.precision import KERNEL_TIERS as TIERS
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
@@ -65,10 +57,8 @@ REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")   # colour codes in tracebacks
 
-# JupyterLab's HTML template with every block that loads a script from the network left
-# empty: require.js (only the widget manager used it), MathJax (the notebooks write their
-# maths in Unicode; a stray $x$ stays plain text), mermaid.js, and the widget manager
-# itself (widgets are static HTML by the time the template runs).
+# JupyterLab's template with every block that loads a script from the network empty: require.js,
+# MathJax (the maths is Unicode), mermaid.js and the widget manager (widgets are static HTML).
 _OFFLINE_TEMPLATE = "offline.html.j2"
 _OFFLINE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
@@ -79,11 +69,8 @@ _OFFLINE = """{%- extends 'index.html.j2' -%}
 
 
 def offline_exporter() -> HTMLExporter:
-    """An HTML exporter whose pages load nothing from the network.
-
-    JupyterLab's look, images embedded as data URIs (plots and any image a markdown
-    cell links to), widgets rendered statically from the notebook's stored state.
-    """
+    """An HTML exporter whose pages load nothing from the network: JupyterLab's look, images
+    as data URIs, widgets drawn from the notebook's stored state."""
     exporter = HTMLExporter(template_name="lab", template_file=_OFFLINE_TEMPLATE,
                             extra_loaders=[DictLoader({_OFFLINE_TEMPLATE: _OFFLINE})],
                             embed_images=True)
@@ -138,28 +125,18 @@ def _local_roots() -> list[tuple[str, str]]:
 
 
 def relative_paths(text: str) -> str:
-    """``text`` with this machine's absolute paths made relative: the repository root
-    becomes ``.``, the home folder ``~``, the temporary folder ``$TMPDIR``, an installed
-    package's folder ``site-packages`` and the standard library ``pythonX.Y``.
-
-    Only whole path components match (``/work/main2`` is not ``/work/main``; ``/var/tmp``
-    is not ``/tmp``), a ``file://`` before a path goes with it, and data URIs (inlined
-    figures, whose base64 may spell anything) are left alone.
-    """
+    """``text`` with this machine's absolute paths made relative: the repository ``.``, home
+    ``~``, the temporary folder ``$TMPDIR``, installed packages ``site-packages``, the standard
+    library ``pythonX.Y``. Whole path components only (``/work/main2`` is not ``/work/main``),
+    a ``file://`` going with its path; data URIs (inlined figures) are left alone."""
     roots = _local_roots()
     lookup = dict(roots)
     pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(re.escape(r) for r, _ in roots)
                          + r")(?![\w.-])")
 
-    def fix(part: str) -> str:
-        return pattern.sub(lambda m: lookup[m.group(1)], part)
-
-    out, last = [], 0
-    for m in _DATA_URI.finditer(text):
-        out += [fix(text[last:m.start()]), m.group(0)]
-        last = m.end()
-    out.append(fix(text[last:]))
-    return "".join(out)
+    parts = re.split(f"({_DATA_URI.pattern})", text)   # odd items: the data URIs, kept
+    return "".join(part if i % 2 else pattern.sub(lambda m: lookup[m.group(1)], part)
+                   for i, part in enumerate(parts))
 
 
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
@@ -180,11 +157,8 @@ def _title(nb: nbformat.NotebookNode, fallback: str) -> str:
 
 
 def notebook_summary(nb: nbformat.NotebookNode) -> str:
-    """One line of markdown saying what a notebook is about.
-
-    ``metadata.fusedkit.summary`` when the notebook sets it, else the first paragraph
-    of its first markdown cell that is not a heading, joined onto one line.
-    """
+    """One line of markdown on what a notebook is about: ``metadata.fusedkit.summary``, else the
+    first paragraph of its first markdown cell that is not a heading."""
     given = nb.metadata.get("fusedkit", {}).get("summary", "")
     if given:
         return " ".join(str(given).split())
@@ -212,9 +186,8 @@ def _tags(cell: nbformat.NotebookNode) -> list[str]:
 
 
 def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
-    """``sizes`` (problem -> {dimension: value}) validated by each problem's own rules
-    (:meth:`fusedkit.problems.Problem.sizes`: unknown names and bad values raise
-    :class:`fusedkit.problems.SizeError`), keyed by the problems' keys, every dimension given."""
+    """``sizes`` (problem -> {dimension: value}) validated by each problem's own rules, keyed by
+    the problems' keys, every dimension given; a SizeError names a bad one."""
     out: dict[str, Sizes] = {}
     for name, given in sizes.items():
         problem = problems.get(name)
@@ -226,13 +199,9 @@ def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
 
 def inject_sizes(nb: nbformat.NotebookNode, sizes: Mapping[str, Sizes], *,
                  name: str = "the notebook") -> nbformat.NotebookNode:
-    """Put ``SIZES = sizes`` in a code cell tagged ``injected-parameters`` right after the
-    notebook's first parameters cell (tagged ``parameters``), as papermill does; an injected cell
-    from an earlier run is replaced. ``nb`` is changed in place and returned.
-
-    A notebook without a parameters cell raises :class:`ParametersError` (one line, naming it):
-    its pickers would never read the sizes, so running it would report sizes it did not use.
-    """
+    """``nb`` (changed in place) with ``SIZES = sizes`` in a cell tagged ``injected-parameters``
+    right after its first parameters cell, replacing one injected before; ParametersError (one
+    line) for a notebook without one, whose pickers would never read the sizes."""
     nb.cells = [c for c in nb.cells if INJECTED_TAG not in _tags(c)]
     at = next((i for i, c in enumerate(nb.cells)
                if c.cell_type == "code" and PARAMETERS_TAG in _tags(c)), None)
@@ -248,39 +217,34 @@ def inject_sizes(nb: nbformat.NotebookNode, sizes: Mapping[str, Sizes], *,
 
 
 def picked_sizes(nb: nbformat.NotebookNode) -> dict[str, Sizes]:
-    """Problem key -> the sizes its size picker held when ``nb`` ran: the first picker of each
-    problem in the order the outputs show them (an explorer's own picker, further down, does not
-    count), read from the widget state the run stored ({} without any)."""
+    """Problem key -> the sizes its first size picker (in output order: an explorer's own picker
+    further down does not count) held when ``nb`` ran, from the stored widget state."""
     from fusedkit.widgets import SizePicker  # noqa: PLC0415 - ipywidgets, torch
 
     models = widget_models(nb)
     found: dict[str, Sizes] = {}
 
-    def boxes(model_id: str, depth: int = 0) -> dict[str, int]:
+    def state(model_id: str) -> tuple[str, dict]:
         model = models.get(model_id.removeprefix("IPY_MODEL_"), {})
-        state = model.get("state", {})
-        if model.get("model_name") == "IntTextModel":
-            return {str(state.get("description")): state.get("value")}
-        out: dict[str, int] = {}
-        for child in state.get("children", []) if depth < 8 else []:
-            out.update(boxes(str(child), depth + 1))
-        return out
+        return model.get("model_name", ""), model.get("state", {})
+
+    def boxes(model_id: str, depth: int = 0) -> dict[str, int]:
+        name, st = state(model_id)
+        if name == "IntTextModel":
+            return {str(st.get("description")): st.get("value")}
+        return {k: v for child in st.get("children", [])[:64 if depth < 8 else 0]
+                for k, v in boxes(str(child), depth + 1).items()}
 
     def visit(model_id: str, depth: int = 0) -> None:
-        model = models.get(model_id.removeprefix("IPY_MODEL_"), {})
-        state = model.get("state", {})
-        classes = list(state.get("_dom_classes", []))
-        if SizePicker.DOM_CLASS in classes:
-            keys = [c.removeprefix(SizePicker.DOM_CLASS + "-") for c in classes
-                    if c.startswith(SizePicker.DOM_CLASS + "-")]
-            if keys and keys[0] not in found:
-                try:
-                    found[keys[0]] = problems.get(keys[0]).sizes(boxes(model_id))
-                except ValueError:   # a picker whose boxes held a bad value: it used none of them
-                    pass
+        classes = list(state(model_id)[1].get("_dom_classes", []))
+        if SizePicker.DOM_CLASS not in classes:
+            for child in state(model_id)[1].get("children", []) if depth < 32 else []:
+                visit(str(child), depth + 1)
             return
-        for child in state.get("children", []) if depth < 32 else []:
-            visit(str(child), depth + 1)
+        keys = [c.removeprefix(SizePicker.DOM_CLASS + "-") for c in classes if c.startswith(SizePicker.DOM_CLASS + "-")]
+        if keys and keys[0] not in found:
+            with contextlib.suppress(ValueError):   # a bad value in its boxes: it used none of them
+                found[keys[0]] = problems.get(keys[0]).sizes(boxes(model_id))
 
     for cell in nb.cells:
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
@@ -299,11 +263,9 @@ def sizes_line(sizes: Mapping[str, Sizes]) -> str:
     """``p12 at batch_size=17,in_features=33,out_features=65 (the small, odd preset); ...``."""
     from fusedkit.problems import presets  # noqa: PLC0415
 
-    parts = []
-    for key, values in sizes.items():
-        preset = presets.matching(problems.get(key), values)
-        parts.append(f"{key} at {fmt_sizes(values)}" + (f" (the {preset.label} preset)" if preset else ""))
-    return "; ".join(parts)
+    return "; ".join(f"{key} at {fmt_sizes(values)}" + (f" (the {preset.label} preset)" if preset else "")
+                     for key, values in sizes.items()
+                     for preset in [presets.matching(problems.get(key), values)])
 
 
 def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
@@ -315,42 +277,11 @@ def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
         metadata={"tags": ["fusedkit-sizes-note"]})
 
 
-def _refuse_special(path: Path) -> Path:
-    """``path``'s write target (:func:`fusedkit.paths.write_target`), refused when a rename over
-    it would replace what is not a regular file (a device, a FIFO, a looping link)."""
-    path = write_target(path)   # a symbolic link stays and its target is rewritten
-    fault = file_fault(path)
-    if fault:
-        raise PermissionError(f"{path} {fault}, and is left as it is; allowed: a folder whose "
-                              "reports are regular files (or not there yet)")
-    return path
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """``text`` as ``path``'s content in one rename; a failed write (a full disk) removes its
-    temporary file and names ``path`` (the old file is left as it was)."""
-    path = _refuse_special(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    earlier = path.exists()
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise write_failed(e, path, "the earlier one is left as it was" if earlier
-                               else "nothing was left in its place") from None
-        raise
-
-
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                      sizes: Mapping[str, Sizes] | None = None) -> ReportResult:
-    """Run one notebook top to bottom in its own folder and write ``out_dir/<name>.html``.
-
-    ``timeout`` is the limit per cell, in seconds. ``sizes`` (problem key -> sizes, validated
-    by :func:`check_sizes`) is injected after the parameters cell (:func:`inject_sizes`); None
-    or empty runs the notebook as it is, at its pickers' KernelBench sizes.
-    """
+    """Run one notebook top to bottom in its own folder and write ``out_dir/<name>.html``;
+    ``timeout`` is the limit per cell in seconds, ``sizes`` (from :func:`check_sizes`) are
+    injected (:func:`inject_sizes`), none: the notebook as it is."""
     nb = nbformat.read(path, as_version=4)
     if sizes:
         inject_sizes(nb, sizes, name=path.name)
@@ -360,7 +291,7 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     # logged a ZMQ traceback on stderr) and its error is one line saying so.
     timed_out = (f"CellTimeoutError: ran longer than the {timeout} s allowed per cell "
                  "(--timeout); the cells after it did not run")
-    with tempfile.TemporaryDirectory(prefix="fusedkit-kernel-") as sockets:
+    with tempfile.TemporaryDirectory(prefix="fk-", dir=_socket_folder()) as sockets:
         # The kernel talks over Unix sockets in a folder of this run's own, not over TCP, of which
         # every kernel warned on stderr ("[IPKernelApp] WARNING | ... TCP without encryption").
         config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
@@ -388,11 +319,9 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
             bar.close()
     if error and "widgets" not in nb.metadata:
         # nbclient stores the widgets' state only after the last cell: keep what the cells
-        # before the failing one showed, so they are drawn rather than "not stored".
-        try:
+        # before the failing one showed (a report without widgets is still a report).
+        with contextlib.suppress(Exception):
             client.set_widgets_metadata()
-        except Exception:  # noqa: BLE001, S110 - a report without widgets is still a report
-            pass
     title, summary = _title(nb, path.stem), notebook_summary(nb)
     ran_at = not_kernelbench(picked_sizes(nb))
     if ran_at:   # said under the title, where no reader can miss it
@@ -402,20 +331,28 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     body, _ = offline_exporter().from_notebook_node(
         nb, resources={"metadata": {"path": str(path.parent), "name": path.stem}})
     out = out_dir / f"{path.stem}.html"
-    _atomic_write(out, relative_paths(body))
+    paths.replace(paths.target(out), relative_paths(body))
     return ReportResult(path, out, title, time.perf_counter() - t0,
                         relative_paths(error), summary, built_at=_now(), sizes=ran_at)
 
 
-def _execute(client: NotebookClient) -> None:
-    """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process.
+def _socket_folder() -> str:
+    """Where the kernel's Unix sockets go: the temporary folder, or /tmp where its name is too
+    long for a socket's path (107 bytes, the kernel's name and port included); else a one-line
+    OSError naming TMPDIR."""
+    for folder in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
+        if len(os.fsencode(folder)) <= 60 and os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    raise OSError(f"TMPDIR={tempfile.gettempdir()!r} is too long for the notebooks' kernel sockets "
+                  "(a Unix socket's path holds at most 107 bytes) and /tmp cannot be written; "
+                  "allowed: a TMPDIR of at most 60 characters")
 
-    In the main thread nbclient takes both signals for itself: it shuts the kernel down, the
-    run goes on, and the notebook is marked failed with an AssertionError. In another thread it
-    installs no handler, so the signal raises KeyboardInterrupt here (the kernel runs in a
-    session of its own and gets no Ctrl-C from the terminal); the kernel is then killed, the
-    worker joined, and the interrupt raised again.
-    """
+
+def _execute(client: NotebookClient) -> None:
+    """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process:
+    in the main thread nbclient takes both (the kernel shut down, the run going on, the notebook
+    failed with an AssertionError). Here they raise KeyboardInterrupt, the kernel (a session of
+    its own) is killed, the worker joined, and the interrupt raised again."""
     failed: list[BaseException] = []
     # An Event, not Thread.join: on CPython 3.11 a join cut short by a signal can leave
     # is_alive() False while the worker still runs.
@@ -456,22 +393,14 @@ def _now() -> str:
 
 
 def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
-    """The best recorded speed-up of our kernels per precision tier, for every problem.
-
-    Each variant counts with its recorded result at the problem's default sizes
-    (:func:`fusedkit.results.recorded`: its newest clean measurement, on the device of the
-    newest eager run; ``records_path`` defaults to ``data/records.csv`` or
-    ``$FUSEDKIT_RECORDS``), and the entry for a tier is :func:`fusedkit.results.best_by_tier`:
-    the highest speed-up of ours that meets *at least* that tier (fp32-faithful implies
-    kb-pass), each against eager fp32 in the kernel's own run. PyTorch's own baselines (eager,
-    eager TF32, torch.compile, ...) never count as ours, but eager TF32 is given for reference.
-
-    One dict per problem: ``device``, ``date`` (the dates of the rows shown, or their range),
-    ``eager_ms`` (eager's newest time), ``eager_tf32`` and ``best[tier]`` (None where no
-    variant of ours qualifies), each pick with its variant, title, tier, ms, speedup,
-    eager_ms (of its own run), date, commit and run_id; ``error`` says why a problem has no
-    numbers at all.
-    """
+    """The best recorded speed-up of our kernels per precision tier, for every problem: each
+    variant's recorded result at the default sizes (:func:`fusedkit.results.recorded`, on the
+    device of the newest eager run, from ``records_path`` or the records file) and per tier
+    :func:`fusedkit.results.best_by_tier` (a stricter tier meets the looser ones), against eager
+    fp32 in the kernel's own run; PyTorch's baselines never count, eager TF32 is given beside.
+    One dict per problem: ``device``, ``date``, ``eager_ms``, ``eager_tf32`` and ``best[tier]``
+    (None where none qualifies), each pick with variant, title, tier, ms, speedup, eager_ms,
+    date, commit and run_id; ``error`` says why a problem has no numbers."""
     rows = []
     for key in problems.names():
         problem = problems.get(key)
@@ -541,15 +470,6 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
             "</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
 
 
-def _earlier_index(out_dir: Path) -> dict[str, dict[str, Any]]:
-    """Notebook name -> its entry in ``out_dir/index.json`` from an earlier build ({} if none)."""
-    try:
-        listed = json.loads((out_dir / "index.json").read_text(encoding="utf-8"))
-        return {str(n["notebook"]): n for n in listed.get("notebooks", []) if isinstance(n, dict)}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return {}
-
-
 def _about(path: Path) -> tuple[str, str]:
     """A notebook's title and summary read from its source (nothing run)."""
     try:
@@ -560,13 +480,10 @@ def _about(path: Path) -> tuple[str, str]:
 
 
 def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[ReportResult]:
-    """Every notebook the index lists, in name order: those in ``results`` (just built)
-    and every other numbered notebook of their folders (default: ``notebooks/``).
-
-    One not rebuilt whose report is in ``out_dir`` is ``kept``, with the title, summary,
-    time and error of its earlier build (from ``index.json``, else read from the notebook
-    and the file's time); one with no report there is ``missing`` (not built yet).
-    """
+    """Every notebook the index lists, in name order: those of ``results`` (just built) and every
+    other numbered notebook of their folders (default ``notebooks/``): ``kept`` with its earlier
+    build's title, summary, time and error (from ``index.json``, else the notebook and the file)
+    where its report is in ``out_dir``, else ``missing``."""
     out_dir = Path(out_dir)
     done = {r.notebook.name: r for r in results}
     paths: dict[str, Path] = {}
@@ -574,7 +491,11 @@ def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[Repo
         for path in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb")):
             paths.setdefault(path.name, path)
     paths.update({name: r.notebook for name, r in done.items()})
-    earlier = _earlier_index(out_dir)
+    try:   # an earlier build's entries, by notebook name
+        listed = json.loads((out_dir / "index.json").read_text(encoding="utf-8"))
+        earlier = {str(n["notebook"]): n for n in listed.get("notebooks", []) if isinstance(n, dict)}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        earlier = {}
     entries = []
     for name in sorted(paths):
         if name in done:
@@ -602,9 +523,8 @@ def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[Repo
 
 def write_index(results: list[ReportResult], out_dir: Path,
                 headlines: list[dict[str, Any]] | None = None) -> Path:
-    """``index.html`` and ``index.json``: every notebook (:func:`index_entries`: the ones
-    in ``results`` and the earlier reports of the others) with its summary and status,
-    and the headline numbers (:func:`headline_numbers`, read now when not given)."""
+    """``index.html`` and ``index.json``: every notebook (:func:`index_entries`) with its summary
+    and status, and the headline numbers (:func:`headline_numbers`, read now when not given)."""
     headlines = headline_numbers() if headlines is None else headlines
     when = _now()
     out_dir = Path(out_dir)
@@ -654,8 +574,8 @@ counted as ours.</p>
 </body></html>
 """
     index = out_dir / "index.html"
-    _atomic_write(index, relative_paths(page))
-    _atomic_write(out_dir / "index.json", relative_paths(json.dumps({
+    paths.replace(paths.target(index), relative_paths(page))
+    paths.replace(paths.target(out_dir / "index.json"), relative_paths(json.dumps({
         "generated": when,
         "notebooks": [{"notebook": r.notebook.name,
                        "html": None if r.status == "missing" else r.html.name, "title": r.title,
@@ -672,37 +592,36 @@ counted as ours.</p>
 def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] | None = None,
                   *, timeout: int = 600,
                   sizes: Mapping[str, Mapping[str, object]] | None = None) -> list[ReportResult]:
-    """Execute ``notebooks`` (default: all) and write their reports and the index, which
-    lists every notebook of their folder (:func:`index_entries`), rebuilt or not.
-
-    ``sizes`` (problem -> {dimension: value}) is injected into each notebook after its
-    parameters cell (:func:`inject_sizes`); bad sizes and a notebook without a parameters cell
-    are refused (:class:`fusedkit.problems.SizeError`, :class:`ParametersError`) before any
-    notebook runs."""
+    """Execute ``notebooks`` (default: all) and write their reports and the index. Refused before
+    any runs, in one line: bad ``sizes`` (problem -> {dimension: value}, injected into each
+    notebook), a notebook without a parameters cell, two of one name (one report would replace
+    the other), an ``out_dir`` or a report :func:`fusedkit.paths.check` refuses."""
     chosen = check_sizes(sizes or {})
-    paths = notebooks or notebook_paths()
+    notebooks = [Path(p) for p in notebooks or notebook_paths()]
+    seen: dict[str, Path] = {}
+    for p in notebooks:   # one report per file name: a second would be written over the first
+        first = seen.setdefault(p.name, p)
+        if first is not p:
+            why = ("is given twice" + (f" ({str(first)!r} is the same file)" if str(first) != str(p) else "")
+                   if os.path.realpath(first) == os.path.realpath(p) else
+                   f"has the same name as {str(first)!r}: both would write {p.stem}.html")
+            raise ValueError(f"notebook={str(p)!r} {why}; allowed: each notebook once, and "
+                             "notebooks of distinct names")
     if chosen:
-        for path in paths:
+        for path in notebooks:
             try:
                 nb = nbformat.read(path, as_version=4)
             except Exception as e:  # noqa: BLE001 - one line, whatever nbformat raised
-                raise ParametersError(f"{Path(path).name} cannot be read as a notebook: "
+                raise ParametersError(f"{path.name} cannot be read as a notebook: "
                                       f"{type(e).__name__}") from None
-            inject_sizes(nb, chosen, name=Path(path).name)
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise NotADirectoryError(f"{out_dir} is a file; allowed: a folder for the reports, "
-                                 "existing or to be created")
-    fault = folder_fault(out_dir)
-    if fault:
-        raise PermissionError(f"{out_dir} cannot hold the reports: {fault}; allowed: a folder in a "
-                              "writable place")
-    for name in [*(f"{Path(p).stem}.html" for p in paths), "index.html", "index.json"]:
-        _refuse_special(out_dir / name)   # before any notebook runs, not after the first
+            inject_sizes(nb, chosen, name=path.name)
+    out_dir = paths.check(out_dir, "a folder for the reports, existing or to be created", folder=True)
+    for name in [*(f"{p.stem}.html" for p in notebooks), "index.html", "index.json"]:
+        paths.check(out_dir / name, "a folder whose reports are regular files (or not there yet)")
     out_dir.mkdir(parents=True, exist_ok=True)
     headlines = headline_numbers()   # once: the records do not change while notebooks run
     results: list[ReportResult] = []
-    for path in tqdm(paths, desc="notebooks", unit="nb", disable=None):
+    for path in tqdm(notebooks, desc="notebooks", unit="nb", disable=None):
         try:
             results.append(execute_notebook(Path(path), out_dir, timeout=timeout, sizes=chosen))
         except KeyboardInterrupt as e:

@@ -1,7 +1,10 @@
-"""``python -m fusedkit bench`` answers bad input and faults with one ``error:`` line and exit 2.
+"""The command line answers bad input and faults with one ``error:`` line and exit status 2,
+before anything is measured, and loses nothing.
 
-Every refusal here must come before anything is measured: the ``no_measuring`` fixture
-makes the runner and the sweep fail the test if they are reached at all.
+Each rule is tested once, at its edge, in this process through ``cli.main`` (the
+``no_measuring`` fixture fails a test whose bench gets as far as measuring); a few tests run
+``fusedkit`` as a process of its own, where a real signal, the start-up or a kernel's stderr
+is the point.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import time
 import types
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 
 from fusedkit import records
-from fusedkit.check import MAX_SEEDS
 from fusedkit.cli import main
+from fusedkit.harness import MAX_SEEDS
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--problem", "p12", "--sizes", "batch_size=4,in_features=8,out_features=8"]
@@ -35,6 +39,12 @@ def one_line(err: str, *phrases: str) -> str:
     for phrase in phrases:
         assert phrase in lines[0], (phrase, lines[0])
     return lines[0]
+
+
+def refused(capsys, argv: list[str], *phrases: str, status: int = 2) -> str:
+    """``main(argv)`` exits ``status`` with one stderr line saying each of ``phrases``."""
+    assert main(argv) == status
+    return one_line(capsys.readouterr().err, *phrases)
 
 
 @pytest.fixture
@@ -56,786 +66,81 @@ def valid_records(path: Path) -> bytes:
     return path.read_bytes()
 
 
-# --- argument values -------------------------------------------------------------------------
+# --- argument values ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value,phrase", [("0", "--seeds=0"), ("-1", "--seeds=-1"),
-                                          ("two", "--seeds='two'"),
-                                          ("1000000000", "--seeds=1000000000 is too large")])
-def test_seeds_must_be_an_integer_from_1_to_the_maximum(value, phrase, tmp_path, capsys, no_measuring):
-    """A billion seeds was drawn as a list of a billion items and OOM-killed without a word."""
-    assert main(["bench", *TINY, "--seeds", value, "--records", str(tmp_path / "r.csv")]) == 2
-    one_line(capsys.readouterr().err, "error: ", phrase, f"allowed: an integer from 1 to {MAX_SEEDS}")
+HUGE = "a" * 100_000
 
-
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-5", "fast"])
-def test_rep_ms_must_be_finite_and_positive(value, tmp_path, capsys, no_measuring):
-    assert main(["bench", *TINY, f"--rep-ms={value}", "--records", str(tmp_path / "r.csv")]) == 2
-    one_line(capsys.readouterr().err, "error: ", "--rep-ms=", "allowed: a finite number > 0")
-
-
-@pytest.mark.parametrize("value,phrases", [
-    ("", ["--variants is empty", "allowed: "]),
-    (",", ["--variants is empty", "allowed: "]),
-    ("eager,,compile", ["--variants='eager,,compile'", "name 2 is empty"]),
-    ("eager,eager", ["--variants='eager,eager'", "eager twice", "each once"]),
-])
-def test_variants_must_name_distinct_variants(value, phrases, tmp_path, capsys, no_measuring):
-    assert main(["bench", *TINY, "--variants", value, "--records", str(tmp_path / "r.csv")]) == 2
-    one_line(capsys.readouterr().err, "error: ", *phrases)
-    assert not (tmp_path / "r.csv").exists()
-
-
-def test_a_size_given_twice_is_refused(tmp_path, capsys, no_measuring):
-    argv = ["bench", "--problem", "p12", "--sizes", "batch_size=8,batch_size=16",
-            "--records", str(tmp_path / "r.csv")]
-    assert main(argv) == 2
-    one_line(capsys.readouterr().err, "error: batch_size is given twice", "each size once")
-
-
-@pytest.mark.parametrize("argv,phrase", [
-    ([], "arguments are required: command"),
-    (["bench"], "arguments are required: --problem"),
-    (["bench", "--problem", "p12", "--bogus"], "unrecognized arguments: --bogus"),
-    (["bench", "--problem", "p12", "--records", ""], "--records='' is empty"),
-])
-def test_usage_errors_are_one_line_without_usage_block(argv, phrase, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "usage:" not in one_line(err, "error: ", phrase)
-
-
-def test_help_still_exits_zero(capsys):
-    assert main(["bench", "--help"]) == 0
-    assert "--rep-ms" in capsys.readouterr().out
-
-
-# --- the records location, checked before the first measurement -----------------------------
-
-def test_records_naming_a_folder_is_refused(tmp_path, capsys, no_measuring):
-    assert main(["bench", *TINY, "--records", str(tmp_path)]) == 2
-    one_line(capsys.readouterr().err, "error: --records: ", str(tmp_path), "is a folder")
-
-
-@pytest.mark.parametrize("how", ["path under a file", "folder not writable"])
-def test_unwritable_records_location_is_refused(how, tmp_path, capsys, no_measuring):
-    folder = tmp_path / "locked"
-    folder.mkdir()
-    if how == "path under a file":
-        (tmp_path / "afile").write_text("not a folder\n")
-        path, phrase = tmp_path / "afile" / "records.csv", "is a file, not a folder"
-    else:   # as root too: root could write into it, but its mode says keep it as it is
-        path, phrase = folder / "records.csv", "is not writable (mode 0o555)"
-        folder.chmod(0o555)
-    try:
-        assert main(["bench", *TINY, "--records", str(path)]) == 2
-    finally:
-        folder.chmod(0o755)   # so that pytest can remove tmp_path
-    one_line(capsys.readouterr().err, "error: --records: ", str(path), phrase)
-    assert not path.exists()
-
-
-def test_read_only_records_file_is_refused_and_kept(tmp_path, capsys, no_measuring):
-    path = tmp_path / "r.csv"
-    before = valid_records(path)
-    path.chmod(0o444)
-    assert main(["bench", *TINY, "--records", str(path)]) == 2
-    one_line(capsys.readouterr().err, "error: --records: ", str(path), "read-only", "0o444")
-    assert path.read_bytes() == before and (path.stat().st_mode & 0o777) == 0o444
-
-
-@pytest.mark.parametrize("sweep", [False, True])
-@pytest.mark.parametrize("corrupt,phrase", [
-    (lambda text: text + "a,b,c\n", ":3: wrong field count: 3 fields"),
-    (lambda text: text.replace("run_id,", "run,", 1), ":1: header is not the current schema"),
-])
-def test_corrupt_records_file_is_found_before_measuring(corrupt, phrase, sweep, tmp_path, capsys,
-                                                        no_measuring):
-    path = tmp_path / "r.csv"
-    bad = corrupt(valid_records(path).decode()).encode()
-    path.write_bytes(bad)
-    extra = ["--sweep", "batch_size=2,4"] if sweep else []
-    assert main(["bench", *TINY, *extra, "--records", str(path)]) == 2
-    one_line(capsys.readouterr().err, "error: --records: ", f"{path}{phrase}")
-    assert path.read_bytes() == bad
-
-
-# --- faults raised while benching -------------------------------------------------------------
-
-@pytest.mark.parametrize("fault", [
-    PermissionError(13, "Permission denied", "/data/records.csv"),
-    IsADirectoryError(21, "Is a directory", "/data/records.csv"),
-    FileNotFoundError(2, "No such file or directory", "/data/x.cu"),
-    OSError(28, "No space left on device"),
-    records.RecordsError("/data/records.csv:7: wrong field count: 3 fields"),
-    ValueError("first line\n  second line of a library's message"),
-    RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
-                 "memory: you tried to allocate 4294967296 bytes. Error code 12"),
-    MemoryError("no room"),
-])
-def test_faults_under_bench_are_one_line(fault, tmp_path, capsys, monkeypatch):
-    """An allocation that fails under a memory limit smaller than the budget was a 31-line
-    RuntimeError traceback."""
-    def fails(*args, **kwargs):
-        raise fault
-    monkeypatch.setattr("fusedkit.runner.run_ladder", fails)
-    assert main(["bench", *TINY, "--records", str(tmp_path / "r.csv")]) == 2
-    line = one_line(capsys.readouterr().err, "error: ")
-    expect = getattr(fault, "strerror", None) or " ".join(t.strip() for t in str(fault).splitlines())
-    assert expect in line
-
-
-def test_debug_setting_shows_the_traceback(tmp_path, monkeypatch):
-    def fails(*args, **kwargs):
-        raise PermissionError(13, "Permission denied", "/data/records.csv")
-    monkeypatch.setattr("fusedkit.runner.run_ladder", fails)
-    monkeypatch.setenv("FUSEDKIT_DEBUG", "1")
-    with pytest.raises(PermissionError):
-        main(["bench", *TINY, "--records", str(tmp_path / "r.csv")])
-
-
-def test_interrupt_counts_the_rows_kept(tmp_path, capsys, monkeypatch):
-    """In process: a Ctrl-C after one row was appended reports that row, exit 2; a row another
-    bench appended meanwhile to the same file is not counted (it said "2 rows")."""
-    path = tmp_path / "r.csv"
-
-    def one_row_then_ctrl_c(*args, ctx, **kwargs):
-        valid_records(path)   # another run's row
-        records.append_rows(path, [records.make_row(ctx, problem="p12", sizes="batch_size=4",
-                                                    variant="eager", timer="cpu-wall", median_ms=1.0)])
-        raise KeyboardInterrupt
-    monkeypatch.setattr("fusedkit.runner.run_ladder", one_row_then_ctrl_c)
-    try:
-        rc = main(["bench", *TINY, "--records", str(path)])
-    except KeyboardInterrupt:   # escaping, it would stop the whole pytest session
-        pytest.fail("main let KeyboardInterrupt escape")
-    assert rc == 2
-    one_line(capsys.readouterr().err, "interrupted: 1 row measured before the interrupt is kept in",
-             str(path))
-
-
-def test_an_interrupt_before_the_first_measurement_says_nothing_was_written(tmp_path, capsys,
-                                                                           monkeypatch):
-    """A Ctrl-C while the bench checked its records file (or imported torch, or collected its
-    run's context) said only "interrupted"; seen once in 24 Ctrl-Cs at random instants."""
-    def ctrl_c(path):
-        raise KeyboardInterrupt
-    monkeypatch.setattr("fusedkit.records.preflight", ctrl_c)
-    path = tmp_path / "r.csv"
-    assert main(["bench", *TINY, "--records", str(path)]) == 2
-    one_line(capsys.readouterr().err,
-             "interrupted before the first measurement: nothing was measured or written")
-    assert not path.exists()
-
-
-def test_a_worker_that_cannot_start_is_one_line(tmp_path, capsys, monkeypatch):
-    """On the H200 the bench printed a 30-line traceback ending "the worker process for cuda did not
-    start ()" when its worker could not make a CUDA context: a fault of the machine, one line."""
-    from fusedkit import isolation
-
-    def cannot(self, timeout_s=300.0):
-        self.stop(kill=True)
-        self._not_started("RuntimeError: Cannot re-initialize CUDA in forked subprocess")
-    monkeypatch.setattr(isolation.Worker, "wait_ready", cannot)
-    assert main(["bench", *TINY, "--variants", "eager", "--records", str(tmp_path / "r.csv")]) == 2
-    one_line(capsys.readouterr().err, "error: the worker process for cpu did not start: "
-             "RuntimeError: Cannot re-initialize CUDA")
-
-
-def fusedkit_child(*args: str, cwd: Path = REPO) -> subprocess.Popen:
-    """``python -m fusedkit ARGS`` in a process of its own, its output captured."""
-    return subprocess.Popen([sys.executable, "-m", "fusedkit", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "FUSEDKIT_DEBUG": "", "PYTHONPATH": str(REPO)})
-
-
-def stop(child: subprocess.Popen, signum: int, timeout: float = 60) -> tuple[str, str]:
-    """Send ``signum`` to ``child`` and collect its output (killing it if it does not end)."""
-    try:
-        child.send_signal(signum)
-        return child.communicate(timeout=timeout)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-
-
-@pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted: "),
-                                        (signal.SIGTERM, "interrupted by SIGTERM: "),
-                                        (signal.SIGHUP, "interrupted by SIGHUP: ")])
-def test_a_signal_during_a_bench_keeps_measured_rows(signum, how, tmp_path):
-    """A real Ctrl-C (SIGINT), SIGTERM or SIGHUP (a closed terminal) once the first row is on
-    disk: one line, exit 2, rows kept. SIGTERM used to end the bench silently, SIGHUP with
-    exit status 129."""
-    path = tmp_path / "r.csv"
-    child = fusedkit_child("bench", "--problem", "p12", "--sizes",
-                           "batch_size=64,in_features=256,out_features=256",
-                           "--variants", "eager,addmm_alpha_beta", "--seeds", "50", "--rep-ms", "2000",
-                           "--records", str(path))
-    deadline = time.monotonic() + 60
-    while not (path.exists() and len(records.read_records(path)) >= 1):
-        if child.poll() is not None or time.monotonic() > deadline:
-            out, err = stop(child, signal.SIGKILL)
-            pytest.fail(f"no row was recorded within 60 s: {err}")
-        time.sleep(0.05)
-    out, err = stop(child, signum, timeout=30)
-    assert child.returncode == 2, (out, err)
-    kept = records.read_records(path)   # still a valid file
-    assert len(kept) >= 1 and kept["variant"].iloc[0] == "eager"
-    n = len(kept)
-    one_line(err, how, f"{n} row{'' if n == 1 else 's'} measured", str(path))
-
-
-def bench_with_a_row(path: Path) -> subprocess.Popen:
-    """A bench in a process of its own, once its first row is on disk."""
-    child = fusedkit_child("bench", "--problem", "p12", "--sizes",
-                           "batch_size=64,in_features=256,out_features=256",
-                           "--variants", "eager,addmm_alpha_beta", "--seeds", "50", "--rep-ms", "2000",
-                           "--records", str(path))
-    deadline = time.monotonic() + 60
-    while not (path.exists() and len(records.read_records(path)) >= 1):
-        if child.poll() is not None or time.monotonic() > deadline:
-            out, err = stop(child, signal.SIGKILL)
-            pytest.fail(f"no row was recorded within 60 s: {err}")
-        time.sleep(0.05)
-    return child
-
-
-@pytest.mark.parametrize("pause", [0.05, 0.3])
-def test_a_second_ctrl_c_while_the_bench_stops_changes_nothing(pause, tmp_path):
-    """A second SIGINT 0.3 s after the first ended the bench with exit status 130 (killed by
-    SIGINT), 0.05 s after it added a second line, "interrupted while starting"."""
-    path = tmp_path / "r.csv"
-    child = bench_with_a_row(path)
-    child.send_signal(signal.SIGINT)
-    time.sleep(pause)
-    if child.poll() is None:
-        child.send_signal(signal.SIGINT)
-    out, err = stop(child, signal.SIGINT, timeout=30)   # and a third
-    assert child.returncode == 2, (out, err)
-    one_line(err, "interrupted: ", "measured before the interrupt", str(path))
-
-
-HAMMER = """
-import os, signal, sys, threading, time
-import psutil
-from fusedkit import isolation
-
-started, sent = threading.Event(), [0]
-
-def hammer():
-    # SIGINT, every half millisecond, to the fork server from the moment it runs its own
-    # program (before that it is a fork of this script) and to each worker it forks, until the
-    # worker says it is ready: a Ctrl-C at the terminal reaches all of them.
-    me = psutil.Process()
-    while not started.is_set():
-        for proc in me.children(recursive=True):
-            try:
-                if "multiprocessing.forkserver" in " ".join(proc.cmdline()) or \\
-                        proc.ppid() != me.pid:
-                    os.kill(proc.pid, signal.SIGINT)
-                    sent[0] += 1
-            except (psutil.Error, ProcessLookupError):
-                pass
-        time.sleep(0.0005)
-
-threading.Thread(target=hammer, daemon=True).start()
-worker = isolation.Worker.start("cpu")
-try:
-    worker.wait_ready(120)
-finally:
-    started.set()
-print(sent[0], worker.alive())
-worker.stop()
-"""
-
-
-def test_ctrl_c_reaches_no_fork_server_or_worker_while_they_start():
-    """A Ctrl-C at the terminal reaches the measuring worker's fork server, and the workers it
-    forks, while they start (Python's own start, then torch's import: a second or more). It
-    printed a traceback beside the command's one line, or ended the fork server at once (before
-    Python's start a SIGINT kills). Seen once in about ten Ctrl-Cs of a bench: the window was the
-    fork server's start before it imported fusedkit, which then ignored SIGINT. Now the fork
-    server is started with SIGINT blocked (as multiprocessing starts its resource tracker), so no
-    instant of it or of a worker takes one; each worker unblocks it once it ignores it."""
-    done = subprocess.run([sys.executable, "-c", HAMMER], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]
-    sent, alive = done.stdout.split()
-    assert int(sent) > 100 and alive == "True", done.stdout   # the window was hammered, and held
-
-
-def catches(pid: int, signum: int) -> bool:
-    """Whether process ``pid`` has a handler of its own for ``signum`` (Linux: SigCgt)."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    mask = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), 16)
-    return bool(mask >> (signum - 1) & 1)
-
-
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
-@pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted while starting"),
-                                        (signal.SIGTERM, "interrupted by SIGTERM while starting"),
-                                        (signal.SIGHUP, "interrupted by SIGHUP while starting")])
-def test_a_signal_while_the_command_starts_is_one_line(signum, how):
-    """Ctrl-C in the first second (while torch is imported) printed a 24-37 line traceback.
-    The handler is the first thing ``python -m fusedkit`` installs: once the child catches
-    SIGTERM (Python itself never does), it is still importing, and a signal is one line."""
-    child = fusedkit_child("info")
-    deadline = time.monotonic() + 20
-    while not catches(child.pid, signal.SIGTERM):
-        if child.poll() is not None or time.monotonic() > deadline:
-            stop(child, signal.SIGKILL)
-            pytest.fail("python -m fusedkit installed no handler for SIGTERM while starting")
-        time.sleep(0.001)
-    out, err = stop(child, signum)
-    assert child.returncode == 2, (out, err)
-    one_line(err, f"{how}: nothing was done")
-    assert out == ""
-
-
-def test_the_console_script_is_the_command_and_starts_guarded(monkeypatch):
-    """``.venv/bin/fusedkit`` (pyproject's console script) runs fusedkit.cli:main, and is
-    recognised as the command, so it gets the start-up handler too; a notebook or a test that
-    imports fusedkit does not."""
-    import tomllib
-
-    from fusedkit import interrupts
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {"fusedkit": "fusedkit.cli:main"}
-    monkeypatch.setattr(sys, "argv", ["/somewhere/.venv/bin/fusedkit", "info"])
-    assert interrupts.launched_as_command()
-    monkeypatch.setattr(sys, "argv", ["-m"])
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-X", "importtime", "-m", "fusedkit", "info"])
-    assert interrupts.launched_as_command()
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "devtools.probe_tma_tf32"])
-    assert not interrupts.launched_as_command()
-    monkeypatch.setattr(sys, "argv", ["/x/ipykernel_launcher.py", "-f", "k.json"])
-    assert not interrupts.launched_as_command()
-
-
-def test_main_restores_the_signal_handlers_it_installs():
-    before = signal.getsignal(signal.SIGTERM)
-    assert main(["bench", "--help"]) == 0
-    assert signal.getsignal(signal.SIGTERM) is before
-
-
-def tiny_notebooks(folder: Path, pid_file: Path) -> list[Path]:
-    """Two notebooks: one quick, one that writes its kernel's pid and then waits a minute."""
-    import nbformat
-
-    folder.mkdir()
-    cells = {"01_quick": ["1 + 1"],
-             "02_slow": [f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))",
-                         "time.sleep(60)"]}
-    paths = []
-    for name, sources in cells.items():
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {name}"),
-                                             *map(nbformat.v4.new_code_cell, sources)])
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nbformat.write(nb, folder / f"{name}.ipynb")
-        paths.append(folder / f"{name}.ipynb")
-    return paths
-
-
-def test_ctrl_c_during_a_report_stops_it_and_keeps_what_finished(tmp_path):
-    """Ctrl-C used to mark the running notebook "FAILED: AssertionError:" and go on with the
-    next one. Now: one line, exit 2, the finished report and the index kept, the interrupted
-    notebook without a report, its kernel gone."""
-    quick, slow = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
-    out_dir = tmp_path / "reports"
-    child = fusedkit_child("report", "--out", str(out_dir), str(quick), str(slow))
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "kernel.pid").exists() or not (tmp_path / "kernel.pid").read_text():
-        if child.poll() is not None or time.monotonic() > deadline:
-            out, err = stop(child, signal.SIGKILL)
-            pytest.fail(f"the slow notebook did not start within 120 s: {out} {err}")
-        time.sleep(0.1)
-    t0 = time.monotonic()
-    out, err = stop(child, signal.SIGINT)
-    assert child.returncode == 2, (out, err)
-    assert time.monotonic() - t0 < 30
-    # The kernel's own log lines ([IPKernelApp] ...) are not the command's.
-    mine = "\n".join(ln for ln in err.splitlines() if not ln.startswith("[IPKernelApp]"))
-    one_line(mine, "interrupted while running 02_slow.ipynb, whose report was not written",
-             "1 finished before it", "01_quick.html")
-    assert "FAILED" not in out
-    assert (out_dir / "01_quick.html").is_file() and not (out_dir / "02_slow.html").exists()
-    assert "01_quick" in (out_dir / "index.html").read_text()
-    kernel = int((tmp_path / "kernel.pid").read_text())
-    time.sleep(0.5)
-    assert not Path(f"/proc/{kernel}").exists() or "zombie" in Path(f"/proc/{kernel}/status").read_text()
-
-
-# --- report's options ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv,phrases", [
+    ([], ["arguments are required: command"]),
+    (["bench"], ["arguments are required: --problem"]),
+    (["bench", *TINY, "--bogus"], ["unrecognized arguments: --bogus"]),
+    (["--frob", "bench"], ["unrecognized arguments: --frob (before the command)"]),
+    (["bench", *TINY, "--records", ""], ["--records='' is empty"]),
+    (["bench", *TINY, "--seeds", "0"], ["--seeds=0 is too small", f"allowed: an integer from 1 to {MAX_SEEDS}"]),
+    (["bench", *TINY, "--seeds", "two"], ["--seeds='two' is not an integer"]),
+    # a billion seeds was drawn as a list of a billion items and OOM-killed without a word
+    (["bench", *TINY, "--seeds", "1000000000"], ["--seeds=1000000000 is too large"]),
+    *[(["bench", *TINY, "--rep-ms", value], [f"--rep-ms={value} is out of range",
+                                             "allowed: a finite number > 0, at most 60000"])
+      for value in ("nan", "inf", "0", "-5", "1e12")],
+    # "-inf" was read as an option: "argument --rep-ms: expected one argument"
+    (["bench", *TINY, "--rep-ms", "-inf"], ["--rep-ms=-inf is out of range"]),
+    (["bench", *TINY, "--rep-ms", "fast"], ["--rep-ms='fast' is not a number"]),
+    (["bench", *TINY, "--variants", ","], ["--variants is empty", "allowed: "]),
+    (["bench", *TINY, "--variants", "eager,,compile"], ["--variants='eager,,compile': name 2 is empty"]),
+    (["bench", *TINY, "--variants", "eager,eager"], ["names eager twice", "each once"]),
+    (["bench", "--problem", "p12", "--sizes", ""], ["--sizes is empty", "omit --sizes for KernelBench's"]),
+    (["bench", "--problem", "p12", "--sizes", "batch_size=8,,in_features=8"], ["size 2 is empty"]),
+    (["bench", "--problem", "p12", "--sizes", "batch_size=8,batch_size=16"], ["batch_size is given twice"]),
+    (["bench", "--problem", "p12", "--sizes", "batch_size=x"], ["batch_size='x' is not an integer"]),
+    (["bench", "--problem", "p12", "--sizes", "batch_size=0"], ["batch_size=0 is out of range",
+                                                                "allowed: an integer from 1 to 65536"]),
+    (["bench", "--problem", "p12", "--sizes", "nope=3"], ["'nope' is not a size of p12"]),
+    (["bench", "--problem", "p99"], ["problem='p99' is not known; valid: p12, p45"]),
+    (["bench", *TINY, "--variants", "eager,magic"], ["variant='magic' is not a variant"]),
+    (["bench", "--problem", "p12", "--problem", "p45"], ["--problem is given twice ('p12', then 'p45')"]),
+    (["bench", *TINY, "--seeds", "3", "--seeds", "0"], ["--seeds is given twice ('3', then '0'); allowed: it once"]),
+    (["bench", *TINY, "--variants", HUGE], ["variant='aaaa", "...' (100000 characters)"]),
+    (["bench", *TINY, "--variants", "eager", "--variants", HUGE], ["is given twice ('eager', then 'aaa",
+                                                                   "(100000 characters)"]),
     (["report", "--timeout", "0"], ["--timeout=0 is too small", "allowed: an integer >= 1"]),
-    (["report", "--timeout", "-5"], ["--timeout=-5 is too small", "allowed: an integer >= 1"]),
-    (["report", "--timeout", "ten"], ["--timeout='ten' is not an integer"]),
     (["report", "--out", ""], ["--out='' is empty", "allowed: a path"]),
+    (["report", "--out", "a", "--out", "b"], ["--out is given twice ('a', then 'b')"]),
     (["report", "missing.ipynb"], ["notebook='missing.ipynb' does not exist", "allowed: "]),
+    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", "a.py", "--output", "b.py"],
+     ["-o/--output is given twice ('a.py', then 'b.py')"]),
+    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", ""], ["-o='' is empty"]),
+    (["export", "--problem", "p12", "--variant", "eager", "-o", "x.py"], ["variant='eager' is a baseline"]),
+    (["export", "--problem", "p12", "--variant", "compile", "-o", "x.py"], ["is a baseline"]),
+    (["export", "--problem", "p99", "--variant", "naive", "-o", "x.py"], ["problem='p99'", "valid: p12, p45"]),
+    (["export", "--problem", "p12", "--variant", "fastest", "-o", "x.py"], ["variant='fastest'", "allowed: naive"]),
+    (["export", "--problem", "p12"], ["exactly one of --variant", "--all"]),
+    (["export", "--problem", "p12", "--variant", "naive", "--all", "d"], ["exactly one of --variant"]),
+    (["export", "--problem", "p12", "--variant", "naive"], ["needs -o FILE"]),
+    (["export", "--problem", "p12", "--all", "d", "-o", "x.py"], ["-o='x.py' goes with --variant"]),
+    (["build", "--jobs", "0"], ["--jobs=0 is too small"]),
 ])
-def test_report_options_are_refused_before_any_notebook_runs(argv, phrases, tmp_path, capsys,
-                                                             monkeypatch):
-    """``--out ''`` wrote three files into the current folder; ``--timeout 0`` and ``-5`` were
-    accepted."""
+def test_bad_arguments_are_one_line_before_anything_runs(argv, phrases, tmp_path, capsys, monkeypatch,
+                                                         no_measuring):
+    """Nothing is written either: ``--out ''`` wrote three files into the current folder."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
-    assert main(argv) == 2
-    one_line(capsys.readouterr().err, "error: ", *phrases)
+    line = refused(capsys, argv, "error: ", *phrases)
+    assert "usage:" not in line and len(line) < 1000
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("how,phrase", [("a file", "is a file; allowed: a folder"),
-                                        ("in a read-only folder", "is not writable (mode 0o555)")])
-def test_report_out_that_cannot_hold_reports_names_the_option(how, phrase, tmp_path, capsys,
-                                                              monkeypatch):
-    """``--out`` naming a file said ``error: [Errno 17] File exists: ...``, no option named;
-    a read-only folder was written as root."""
-    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    if how == "a file":
-        out = tmp_path / "afile"
-        out.write_text("x")
-    else:
-        out = locked / "reports"
-        locked.chmod(0o555)
-    try:
-        assert main(["report", "--out", str(out)]) == 2
-    finally:
-        locked.chmod(0o755)
-    one_line(capsys.readouterr().err, "error: --out: ", str(out), phrase)
-    assert not (locked / "reports").exists()
-
-
-def test_report_takes_a_folder_as_its_notebooks_and_each_notebook_once(tmp_path, capsys, monkeypatch):
-    """``report notebooks`` (a folder) said "does not exist"; the same notebook given twice ran
-    twice."""
-    quick, slow = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
-    got = []
-    monkeypatch.setattr("fusedkit.report.build_reports",
-                        lambda out, notebooks, **kw: got.append(notebooks) or [])
-    assert main(["report", "--out", str(tmp_path / "r"), str(tmp_path / "nb")]) == 0
-    assert got == [[quick, slow]]
-    capsys.readouterr()
-    (tmp_path / "empty").mkdir()
-    for argv, phrase in [([str(quick), str(quick)], f"notebook={str(quick)!r} is given twice;"),
-                         ([str(tmp_path / "nb"), str(slow)], f"notebook={str(slow)!r} is given twice"),
-                         ([str(tmp_path / "empty")], "is a folder without numbered notebooks")]:
-        assert main(["report", "--out", str(tmp_path / "r"), *argv]) == 2
-        one_line(capsys.readouterr().err, "error: ", phrase, "allowed: ")
-    assert len(got) == 1
-
-
-def test_a_cell_past_the_timeout_is_one_line_and_the_kernel_says_nothing(tmp_path):
-    """``report --timeout 1`` printed a 7-line FAILED message and the kernel's ZMQ traceback;
-    every report printed the kernel's "[IPKernelApp] WARNING | ... TCP without encryption"."""
-    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
-    slow = tmp_path / "nb" / "03_sleeps.ipynb"
-    import nbformat
-
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1"),
-                                         nbformat.v4.new_code_cell("import time\ntime.sleep(30)")])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, slow)
-    child = fusedkit_child("report", "--out", str(tmp_path / "r"), "--timeout", "1", str(quick), str(slow))
-    out, err = child.communicate(timeout=300)
-    assert child.returncode == 1, (out, err)
-    assert err.strip() == "", err
-    lines = out.strip().splitlines()
-    assert len(lines) == 3, out
-    assert lines[0].endswith("ok")
-    assert lines[1].endswith("FAILED: code cell 2 of 2 ran longer than the 1 s allowed per cell "
-                             "(--timeout); the cells after it did not run"), out
-    # The kernel's sockets lived in a temporary folder, not beside the notebooks.
-    assert sorted(p.name for p in (tmp_path / "nb").iterdir()) == ["01_quick.ipynb", "02_slow.ipynb",
-                                                                  "03_sleeps.ipynb"]
-
-
-# --- report --sizes ----------------------------------------------------------------------------------
-
-ALLOWED = "allowed: PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: kernelbench, small)"
-
-
-@pytest.mark.parametrize("value,phrases", [
-    ("", ["--sizes is empty ('' names no problem)", ALLOWED]),
-    ("batch_size=64", ["--sizes='batch_size=64' names no problem before a colon", ALLOWED]),
-    (":small", ["--sizes=':small' names no problem before a colon", ALLOWED]),
-    ("p99:batch_size=64", ["--sizes='p99:batch_size=64': problem 'p99' is not known",
-                           "allowed: p12 or p45 before the colon"]),
-    ("p12:", ["--sizes='p12:' names no sizes for p12", ALLOWED]),
-    ("p12:batch_size=64,,in_features=8", ["--sizes='p12:batch_size=64,,in_features=8': item 2 is empty"]),
-    ("p12:nope=3", ["--sizes='p12:nope=3': 'nope' is not a size of p12",
-                    "valid: batch_size, in_features, out_features"]),
-    ("p45:hidden_size=4k", ["--sizes='p45:hidden_size=4k': hidden_size='4k' is not an integer",
-                            "allowed: a whole number"]),
-    ("p12:batch_size=0", ["--sizes='p12:batch_size=0': batch_size=0 is out of range",
-                          "allowed: an integer from 1 to 65536"]),
-    ("p45:small,output_size=70000", ["output_size=70000 is out of range", "from 1 to 65536"]),
-    ("p12:batch_size", ["size 'batch_size' has no value", "allowed: name=value"]),
-    ("p12:batch_size=8,batch_size=9", ["batch_size is given twice", "each size once"]),
-    ("p12:tiny", ["--sizes='p12:tiny': 'tiny' is neither a preset nor NAME=VALUE",
-                  "allowed: a preset (kernelbench, small) or sizes of p12"]),
-])
-def test_report_sizes_are_refused_in_one_line_before_any_notebook_runs(value, phrases, tmp_path,
-                                                                      capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
-    assert main(["report", "--sizes", value]) == 2
-    one_line(capsys.readouterr().err, "error: ", *phrases)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_report_sizes_name_each_problem_once(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
-    assert main(["report", "--sizes", "p12:small", "--sizes", "12:batch_size=64"]) == 2
-    one_line(capsys.readouterr().err, "error: --sizes names p12 twice", "allowed: each problem once")
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_report_sizes_refuse_a_notebook_without_a_parameters_cell(tmp_path, capsys, monkeypatch):
-    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")   # no parameters cell
-    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
-    out = tmp_path / "reports"
-    assert main(["report", "--out", str(out), "--sizes", "p12:small", str(quick)]) == 2
-    one_line(capsys.readouterr().err, "error: --sizes: 01_quick.ipynb has no parameters cell",
-             "a code cell tagged 'parameters'")
-    assert not out.exists()
-
-
-@pytest.mark.parametrize("values,expected", [
-    (["p12:small"], {"p12": {"batch_size": 17, "in_features": 33, "out_features": 65}}),
-    (["p12:small,batch_size=64", "p45:kernelbench"],
-     {"p12": {"batch_size": 64, "in_features": 33, "out_features": 65},
-      "p45": {"batch_size": 16384, "input_size": 2048, "hidden_size": 4096, "output_size": 1024}}),
-    (["p12:batch_size=64,in_features=128", "45:Small"],
-     {"p12": {"batch_size": 64, "in_features": 128, "out_features": 8192},
-      "p45": {"batch_size": 17, "input_size": 33, "hidden_size": 65, "output_size": 19}}),
-])
-def test_report_sizes_take_presets_and_overrides(values, expected, tmp_path, monkeypatch):
-    """What reaches the reports: every dimension of each problem named, presets resolved."""
-    got = {}
-    monkeypatch.setattr("fusedkit.report.build_reports",
-                        lambda out, notebooks, **kw: got.update(kw["sizes"]) or [])
-    argv = ["report", "--out", str(tmp_path / "r")] + [a for v in values for a in ("--sizes", v)]
-    assert main(argv) == 0
-    assert got == expected
-
-
-def test_report_help_names_the_presets(capsys):
-    from fusedkit.problems import presets
-
-    assert main(["report", "--help"]) == 0
+def test_help_exits_zero_and_the_handlers_are_put_back(capsys):
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["bench", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "--sizes PROBLEM:SIZES" in text and "p12:batch_size=64,in_features=128" in text
-    for p in presets.PRESETS:
-        assert f"{p.name}: {p.label}" in text
+    assert "--rep-ms" in text and "--allow-slow" in text and "at most 60000" in text
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert main(["--help"]) == 0
 
 
-# --- sizes -----------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("value,phrases", [
-    ("", ["--sizes is empty", "omit --sizes for KernelBench's"]),
-    (",", ["--sizes is empty"]),
-    ("batch_size=8,,in_features=8", ["--sizes='batch_size=8,,in_features=8': size 2 is empty"]),
-    ("batch_size=x", ["batch_size='x' is not an integer", "allowed: a whole number"]),
-    ("batch_size", ["size 'batch_size' has no value", "allowed: name=value"]),
-    ("batch_size=0", ["batch_size=0 is out of range", "allowed: an integer from 1 to 65536"]),
-    ("nope=3", ["'nope' is not a size of p12", "valid: batch_size, in_features, out_features"]),
-])
-def test_sizes_are_refused_saying_what_is_allowed(value, phrases, tmp_path, capsys, no_measuring):
-    """``--sizes ''`` silently ran KernelBench's full sizes; size errors did not say what is
-    allowed."""
-    argv = ["bench", "--problem", "p12", "--sizes", value, "--records", str(tmp_path / "r.csv")]
-    assert main(argv) == 2
-    one_line(capsys.readouterr().err, "error: ", *phrases)
-
-
-@pytest.mark.skipif(GPU, reason="the CPU memory budget")
-def test_sizes_whose_harness_copies_do_not_fit_are_refused_with_what_fits(tmp_path, capsys,
-                                                                         no_measuring):
-    """32768 x 32768 x 1 passed as "need 4.0 GiB" (eager alone) while the harness holds about four
-    copies of x in one process at a time; it ended in a 31-line RuntimeError under a memory limit."""
-    argv = ["bench", "--problem", "p12", "--sizes", "batch_size=32768,in_features=32768,out_features=1",
-            "--records", str(tmp_path / "r.csv")]
-    assert main(argv) == 2
-    one_line(capsys.readouterr().err, "error: sizes batch_size=32768,in_features=32768,out_features=1 "
-             "need 16.0 GiB while checked and timed", "allowed: at most 8.0 GiB in a CPU run",
-             "e.g. batch_size<=16382 or in_features<=16381")
-
-
-# --- paths written through links, read-only files and folders, as root too ---------------------
-
-def test_records_through_a_symbolic_link_append_to_its_target(tmp_path, capsys):
-    """The append's rename replaced the link with a file: the target never got the row."""
-    target = tmp_path / "real" / "records.csv"
-    target.parent.mkdir()
-    before = valid_records(target)
-    link = tmp_path / "link.csv"
-    link.symlink_to(target)
-    argv = ["bench", *TINY, "--variants", "eager", "--seeds", "1", "--rep-ms", "2", "--records", str(link)]
-    assert main(argv) == 0, capsys.readouterr().err
-    assert link.is_symlink() and link.resolve() == target
-    assert target.read_bytes().startswith(before) and len(records.read_records(target)) == 2
-
-
-def test_a_dangling_records_link_creates_its_target(tmp_path, capsys):
-    target = tmp_path / "real" / "records.csv"
-    link = tmp_path / "link.csv"
-    link.symlink_to(target)
-    argv = ["bench", *TINY, "--variants", "eager", "--seeds", "1", "--rep-ms", "2", "--records", str(link)]
-    assert main(argv) == 0, capsys.readouterr().err
-    assert link.is_symlink() and list(records.read_records(target)["variant"]) == ["eager"]
-
-
-def exported(*extra: str) -> int:
-    """``export`` of one kernel with ``extra`` options; its exit status."""
-    return main(["export", "--problem", "p12", "--variant", "triton_fp16x3", *extra])
-
-
-def test_export_force_keeps_a_read_only_file_and_the_mode_of_a_writable_one(tmp_path, capsys):
-    """``export --force`` overwrote a read-only file and reset its mode to 0o644."""
-    out = tmp_path / "solution.py"
-    assert exported("-o", str(out)) == 0
-    text = out.read_text()
-    out.write_text("# mine\n")
-    out.chmod(0o444)
-    capsys.readouterr()
-    assert exported("-o", str(out), "--force") == 2
-    one_line(capsys.readouterr().err, "error: -o: ", str(out), "is read-only (mode 0o444)",
-             "allowed: a writable file")
-    assert out.read_text() == "# mine\n" and (out.stat().st_mode & 0o777) == 0o444
-    out.chmod(0o640)
-    assert exported("-o", str(out), "--force") == 0
-    assert out.read_text() == text and (out.stat().st_mode & 0o777) == 0o640
-
-
-@pytest.mark.parametrize("option,target,argv", [
-    ("-o", "solution.py", ["--variant", "triton_fp16x3", "-o"]),
-    ("--all", "kb", ["--all"]),
-])
-def test_export_into_a_read_only_folder_is_refused_as_root_too(option, target, argv, tmp_path, capsys):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        assert main(["export", "--problem", "p12", *argv, str(locked / target)]) == 2
-        one_line(capsys.readouterr().err, f"error: {option}: ", str(locked / target),
-                 "the folder", "is not writable (mode 0o555)")
-        assert list(locked.iterdir()) == []
-    finally:
-        locked.chmod(0o755)
-
-
-def test_an_exported_file_through_a_link_keeps_the_link(tmp_path, capsys):
-    target = tmp_path / "real.py"
-    link = tmp_path / "solution.py"
-    link.symlink_to(target)
-    assert exported("-o", str(link)) == 0
-    assert link.is_symlink() and "class ModelNew" in target.read_text()
-
-
-@pytest.mark.parametrize("argv,phrase", [
-    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", "{tmp}/no/such/solution.py"],
-     "error: -o: "),
-    (["export", "--problem", "p12", "--all", "{tmp}/afile"], "error: --all: "),
-    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", ""], "error: -o='' is empty"),
-])
-def test_os_errors_name_the_option(argv, phrase, tmp_path, capsys):
-    (tmp_path / "afile").write_text("x")
-    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
-    one_line(capsys.readouterr().err, phrase)
-
-
-# --- the README's commands ---------------------------------------------------------------------
-
-def test_the_readme_commands_parse_as_typed():
-    """The README's command-line block, line by line, is what the parser accepts (the README
-    said ``python -m fusedkit``, which fails as typed unless the environment is active: it
-    names the command the set-up installs, .venv/bin/fusedkit)."""
-    import shlex
-
-    from fusedkit.cli import build_parser
-
-    text = (REPO / "README.md").read_text()
-    block = text.split("## Command line", 1)[1].split("```", 2)[1]
-    commands = [ln.split("  #")[0] for ln in block.splitlines() if ln.strip()]
-    assert len(commands) >= 6
-    for line in commands:
-        words = shlex.split(line)
-        assert words[0] == ".venv/bin/fusedkit", line
-        build_parser().parse_args(words[1:])   # a usage error exits
-    assert "source .venv/bin/activate" in text
-    assert "python -m fusedkit" not in block
-
-
-# --- GPU-only variants on a machine without a GPU ---------------------------------------------
-
-@pytest.mark.skipif(GPU, reason="needs a machine without a CUDA GPU")
-@pytest.mark.parametrize("names", ["cublas_epilogue", "naive,cublas_epilogue"])
-def test_only_gpu_variants_without_gpu_is_refused(names, tmp_path, capsys, no_measuring):
-    assert main(["bench", *TINY, "--variants", names, "--records", str(tmp_path / "r.csv")]) == 2
-    line = one_line(capsys.readouterr().err, "error: nothing ran: ", "a CUDA GPU and none is visible",
-                    "allowed here (--variants): eager")
-    assert all(n in line for n in names.split(","))
-    assert not (tmp_path / "r.csv").exists()
-
-
-@pytest.mark.skipif(GPU, reason="needs a machine without a CUDA GPU")
-def test_gpu_variants_beside_cpu_ones_are_skipped_and_the_rest_runs(tmp_path, capsys):
-    path = tmp_path / "r.csv"
-    argv = ["bench", *TINY, "--variants", "eager,cublas_epilogue", "--seeds", "1", "--rep-ms", "5",
-            "--records", str(path)]
-    assert main(argv) == 0
-    out, err = capsys.readouterr()
-    assert "cublas_epilogue" in out + err and "Traceback" not in err
-    assert list(records.read_records(path)["variant"]) == ["eager"]
-
-
-# --- Hopper steps on a GPU that is not Hopper --------------------------------------------------
-
-@pytest.fixture
-def an_a100(monkeypatch):
-    """torch sees one A100 (sm_80): enough for the refusals, which run before any measurement."""
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (80 * 2**30, 80 * 2**30))
-    # what the bench's run context reads of it (fusedkit.mode.detect_mode)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: types.SimpleNamespace(
-        name="NVIDIA A100-SXM4-80GB", major=8, minor=0, total_memory=80 * 2**30))
-
-
-@pytest.mark.parametrize("names", ["wgmma_tma", "wgmma_persistent,wgmma_fp16x3"])
-def test_only_hopper_variants_on_another_gpu_are_refused(names, an_a100, tmp_path, capsys, no_measuring):
-    assert main(["bench", *TINY, "--variants", names, "--records", str(tmp_path / "r.csv")]) == 2
-    line = one_line(capsys.readouterr().err, "error: nothing ran: ", "needs a Hopper (sm_90) GPU",
-                    "A100", "is sm_80", "allowed here (--variants): eager")
-    assert all(n in line for n in names.split(","))
-    assert "wgmma_tma" not in line.split("allowed here")[1]
-    assert not (tmp_path / "r.csv").exists()
-
-
-def test_hopper_variants_beside_others_on_another_gpu_reach_the_runner(an_a100, tmp_path, monkeypatch):
-    """A mix goes on to the runner, which skips the Hopper steps (fusedkit.runner.runnable)."""
-    seen = {}
-
-    def fake_run_ladder(problem, sizes, *, variants=None, **kwargs):
-        from fusedkit.runner import runnable
-
-        seen["runnable"] = runnable(problem, variants, sizes, torch.device("cuda"))
-        import pandas as pd
-        return pd.DataFrame({"variant": ["eager"], "median_ms": [1.0]})
-    monkeypatch.setattr("fusedkit.runner.run_ladder", fake_run_ladder)
-    assert main(["bench", *TINY, "--variants", "eager,wgmma_tma", "--records", str(tmp_path / "r.csv")]) == 0
-    chosen, skipped = seen["runnable"]
-    assert [v.slug for v in chosen] == ["eager"]
-    (note,) = skipped
-    assert note.startswith("wgmma_tma: needs a Hopper (sm_90) GPU") and "\n" not in note
-
-
-# --- names that are not regular files: a rename over them would replace them ---------------------
+# --- the records file, checked before the first measurement ------------------------------------
 
 def special(tmp_path: Path, kind: str) -> Path:
     """A name in ``tmp_path`` that is not a regular file: a FIFO, a character device (a twin of
@@ -853,6 +158,11 @@ def special(tmp_path: Path, kind: str) -> Path:
     return path
 
 
+SPECIAL = [("fifo", "is a FIFO (named pipe), not a regular file"),
+           ("device", "is a character device, not a regular file"),
+           ("loop", "is a symbolic link that loops")]
+
+
 def kept_as_it_was(path: Path, kind: str) -> None:
     mode = os.lstat(path).st_mode
     assert {"fifo": stat.S_ISFIFO, "device": stat.S_ISCHR, "loop": stat.S_ISLNK}[kind](mode), kind
@@ -860,96 +170,192 @@ def kept_as_it_was(path: Path, kind: str) -> None:
         assert os.readlink(path) == path.name
 
 
-SPECIAL = [("fifo", "is a FIFO (named pipe), not a regular file"),
-           ("device", "is a character device, not a regular file"),
-           ("loop", "is a symbolic link that loops")]
+def read_only_mount(monkeypatch, under: Path) -> None:
+    """``under`` and everything in it reads as a read-only file system (statvfs's ST_RDONLY)."""
+    real = os.statvfs
+
+    def statvfs(path):
+        got = real(path)
+        if not str(Path(path).resolve()).startswith(str(under.resolve())):
+            return got
+        return types.SimpleNamespace(f_flag=got.f_flag | os.ST_RDONLY)
+    monkeypatch.setattr(os, "statvfs", statvfs)
 
 
-@pytest.mark.parametrize("kind,phrase", SPECIAL)
-@pytest.mark.parametrize("force", [False, True])
-def test_export_refuses_a_name_that_is_not_a_regular_file(kind, phrase, force, tmp_path, capsys):
-    """``export -o /dev/full --force`` (a device, a FIFO) exited 0 and the device became a regular
-    file; a link to itself was replaced by a file, --force or not."""
-    path = special(tmp_path, kind)
-    assert exported("-o", str(path), *(["--force"] if force else [])) == 2
-    one_line(capsys.readouterr().err, "error: -o: ", str(path), phrase, "allowed: a regular file")
-    kept_as_it_was(path, kind)
+def torn(path: Path) -> bytes:
+    """The records of :func:`valid_records`, cut inside the last field of the last row."""
+    data = valid_records(path)[:-3]
+    path.write_bytes(data)
+    return data
 
 
-@pytest.mark.parametrize("kind,phrase", SPECIAL)
-def test_export_all_refuses_a_name_in_its_folder_that_is_not_a_regular_file(kind, phrase, tmp_path,
-                                                                           capsys):
-    folder = tmp_path / "kb"
-    folder.mkdir()
-    path = special(folder, kind).rename(folder / "p12_triton_fp16x3.py") if kind != "loop" else None
-    if kind == "loop":
-        path = folder / "p12_triton_fp16x3.py"
-        path.symlink_to(path.name)
-    assert main(["export", "--problem", "p12", "--all", str(folder), "--force"]) == 2
-    one_line(capsys.readouterr().err, "error: --all: ", str(path), phrase)
-    kept_as_it_was(path, kind)
-    assert [p.name for p in folder.iterdir()] == [path.name]   # refused before the first write
+@pytest.mark.parametrize("make,phrases", [
+    (lambda t: t, ["is a folder, not a regular file"]),
+    # a trailing slash made a file of that name, exit 0, existing or not
+    (lambda t: f"{t}/fresh-dir/", ["fresh-dir/ ends in '/', so it names a folder"]),
+    (lambda t: f"{valid_records(t / 'r.csv') and t}/r.csv/", ["r.csv/ ends in '/'"]),
+    (lambda t: "-", ["'-' names no file here"]),   # it wrote a file named '-' (and '-.lock')
+    (lambda t: (t / "afile").write_text("x") and t / "afile" / "r.csv", ["afile is a file, not a folder"]),
+    (lambda t: (valid_records(t / "r.csv"), (t / "r.csv").chmod(0o444)) and t / "r.csv",
+     ["r.csv is read-only (mode 0o444) and is left as it is"]),
+    (lambda t: (t / "ro").mkdir(mode=0o555) or t / "ro" / "r.csv", ["the folder", "is not writable (mode 0o555)"]),
+    (lambda t: (t / "r.csv.lock").mkdir() or t / "r.csv", ["r.csv.lock is a folder", "move r.csv.lock aside"]),
+    *[(lambda t, k=k: special(t, k), [phrase]) for k, phrase in SPECIAL],
+    # the header: one short line, not the 2.5 kB list of every column and the garbage echoed
+    (lambda t: (t / "g.csv").write_text("x" * 3000 + ",y\n1,2\n") and t / "g.csv",
+     ["g.csv:1: not a records file: column 1 is 'xxxx", "expected 'run_id'"]),
+    (lambda t: (valid_records(t / "r.csv"), (t / "r.csv").open("a").write("a,b,c\n")) and t / "r.csv",
+     ["r.csv:3: wrong field count: 3 fields"]),
+    # a last row cut inside its last field was appended to, the torn row kept as a record
+    (lambda t: torn(t / "r.csv") and t / "r.csv", ["r.csv:2: the last line has no final newline"]),
+    (lambda t: (t / "u.csv").write_bytes(b"run_id\n\xff\xfe\n") and t / "u.csv", ["u.csv:2: not UTF-8 text"]),
+])
+def test_a_records_path_an_append_would_refuse_is_refused_before_measuring(make, phrases, tmp_path,
+                                                                            capsys, no_measuring):
+    """As root too: a read-only file or folder is one someone wants kept as it is."""
+    path = make(tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()
+              and stat.S_ISREG(p.stat().st_mode)}
+    try:
+        refused(capsys, ["bench", *TINY, "--records", str(path)], "error: --records: ", *phrases)
+    finally:
+        for p in tmp_path.rglob("*"):
+            if p.is_dir() and not p.is_symlink():
+                p.chmod(0o755)
+    after = {p: p.read_bytes() for p in before}
+    assert after == before and not (tmp_path / "fresh-dir").exists() and not Path("-").exists()
+    for kind, _ in SPECIAL:
+        if (tmp_path / kind).is_symlink() or (tmp_path / kind).exists():
+            kept_as_it_was(tmp_path / kind, kind)
 
 
-@pytest.mark.parametrize("kind,phrase", SPECIAL)
-def test_records_that_are_not_a_regular_file_are_refused_before_measuring(kind, phrase, tmp_path,
-                                                                          capsys, no_measuring):
-    """A link to itself as ``--records`` passed the preflight and was replaced by a file."""
-    path = special(tmp_path, kind)
-    assert main(["bench", *TINY, "--records", str(path)]) == 2
-    one_line(capsys.readouterr().err, "error: --records: ", str(path), phrase)
-    kept_as_it_was(path, kind)
+def test_a_read_only_file_system_is_named_so(tmp_path, capsys, monkeypatch, no_measuring):
+    """It said "not writable (mode 0o1777)" of a read-only mount, whose mode allows writing."""
+    read_only_mount(monkeypatch, tmp_path)
+    refused(capsys, ["bench", *TINY, "--records", str(tmp_path / "x.csv")],
+            "error: --records: ", f"{tmp_path} is on a read-only file system")
 
 
-def test_a_folder_named_as_the_records_lock_is_refused_before_measuring(tmp_path, capsys, no_measuring):
-    """A folder ``r.csv.lock`` was found only by the first append, after the measurement: the row
-    was lost."""
-    (tmp_path / "r.csv.lock").mkdir()
-    assert main(["bench", *TINY, "--records", str(tmp_path / "r.csv")]) == 2
-    one_line(capsys.readouterr().err, "error: --records: ", "its lock file", "r.csv.lock is a folder",
-             "allowed: ")
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs /sys (Linux)")
+def test_a_folder_where_no_file_can_be_made_is_refused_before_measuring(capsys, no_measuring):
+    """``--records /sys/kernel/x.csv`` measured, then failed with [Errno 13] at the append."""
+    refused(capsys, ["bench", *TINY, "--records", "/sys/kernel/x.csv"], "error: --records: ", "/sys/kernel")
+
+
+def test_records_named_by_the_environment_name_the_variable(tmp_path, capsys, monkeypatch, no_measuring):
+    (tmp_path / "g.csv").write_text("garbage\n")
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(tmp_path / "g.csv"))
+    refused(capsys, ["bench", *TINY], "error: FUSEDKIT_RECORDS: ", "g.csv:1: not a records file")
+
+
+@pytest.mark.parametrize("commit", ["abc\ndef", "a\tb\rc"])
+def test_a_commit_of_more_than_one_line_is_refused_before_measuring(commit, tmp_path, capsys,
+                                                                   monkeypatch, no_measuring):
+    """It was refused only after measuring, as ``make_row: commit=...``, the variable unnamed."""
+    monkeypatch.setenv("FUSEDKIT_COMMIT", commit)
+    refused(capsys, ["bench", *TINY, "--records", str(tmp_path / "r.csv")],
+            "error: FUSEDKIT_COMMIT=", "holds a line break, tab or other control character")
+
+
+# --- what can run here, and how long it would take ---------------------------------------------
+
+@pytest.mark.skipif(GPU, reason="needs a machine without a CUDA GPU")
+@pytest.mark.parametrize("argv,phrases", [
+    (["--variants", "naive,cublas_epilogue"], ["nothing ran: ", "variant='naive' on cpu needs a CUDA GPU",
+                                               "variant='cublas_epilogue'", "allowed here (--variants): eager"]),
+    # 32768 x 32768 x 1 passed as "need 4.0 GiB" while the harness holds about four copies of x
+    (["--sizes", "batch_size=32768,in_features=32768,out_features=1"],
+     ["need 16.0 GiB while checked and timed", "allowed: at most 8.0 GiB in a CPU run"]),
+    (["--sizes", "batch_size=65536"], ["GiB while checked and timed"]),
+    # KernelBench's sizes ran for minutes in silence when piped (ten builds: surely over the limit)
+    (["--seeds", "10"], ["this bench would take about", "on this CPU by the harness's estimate (",
+          "allowed: at most 120 s without --allow-slow"]),
+    # the README's own sweep example
+    (["--problem", "p45", "--sweep", "batch_size=16..16384x4"], ["this bench would take about",
+                                                                 "without --allow-slow"]),
+])
+def test_what_cannot_run_here_or_would_take_minutes_is_refused(argv, phrases, tmp_path, capsys,
+                                                               no_measuring):
+    problem = [] if "--problem" in argv else ["--problem", "p12"]
+    refused(capsys, ["bench", *problem, *argv, "--records", str(tmp_path / "r.csv")], "error: ", *phrases)
     assert not (tmp_path / "r.csv").exists()
 
 
-@pytest.mark.parametrize("kind,phrase", SPECIAL)
-def test_report_refuses_an_output_that_is_not_a_regular_file(kind, phrase, tmp_path, capsys,
-                                                            monkeypatch):
-    quick, _ = tiny_notebooks(tmp_path / "nb", tmp_path / "kernel.pid")
-    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
-    out = tmp_path / "reports"
-    out.mkdir()
-    path = special(out, kind)
-    path = path.rename(out / "01_quick.html") if kind != "loop" else path
-    if kind == "loop":
-        path.unlink()
-        path = out / "01_quick.html"
-        path.symlink_to(path.name)
-    assert main(["report", "--out", str(out), str(quick)]) == 2
-    one_line(capsys.readouterr().err, "error: --out: ", str(path), phrase)
-    kept_as_it_was(path, kind)
+@pytest.mark.skipif(GPU, reason="the CPU estimate")
+def test_a_slow_bench_runs_with_allow_slow_saying_its_estimate_and_progress(tmp_path, capsys, monkeypatch):
+    seen = {}
+
+    def run_ladder(problem, sizes, **kwargs):
+        import pandas as pd
+        seen.update(kwargs)
+        return pd.DataFrame({"variant": ["eager"], "median_ms": [1.0]})
+    monkeypatch.setattr("fusedkit.runner.run_ladder", run_ladder)
+    assert main(["bench", "--problem", "p12", "--allow-slow", "--records", str(tmp_path / "r.csv")]) == 0
+    one_line(capsys.readouterr().err, "estimate: about ", "eager")
+    assert seen["progress"] is True   # a bar on stderr, even in a pipe
 
 
-def stale_readme(tmp_path: Path) -> tuple[Path, Path]:
-    from fusedkit import readme
-
-    doc, path = tmp_path / "README.md", tmp_path / "r.csv"
-    valid_records(path)
-    doc.write_text(f"# x\n\n{readme.BEGIN}\nold\n{readme.END}\n", encoding="utf-8")
-    return doc, path
-
-
-def test_readme_keeps_a_read_only_stale_copy(tmp_path, capsys):
-    """``readme --readme`` rewrote a stale copy marked read-only (mode 444), as root."""
-    doc, path = stale_readme(tmp_path)
-    before = doc.read_bytes()
-    doc.chmod(0o444)
-    assert main(["readme", "--readme", str(doc), "--records", str(path)]) == 2
-    one_line(capsys.readouterr().err, "error: --readme: ", str(doc), "is read-only (mode 0o444)",
-             "allowed: a writable README")
-    assert doc.read_bytes() == before and (doc.stat().st_mode & 0o777) == 0o444
+@pytest.fixture
+def an_a100(monkeypatch):
+    """torch sees one A100 (sm_80): enough for the refusals, which run before any measurement."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (80 * 2**30, 80 * 2**30))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: types.SimpleNamespace(
+        name="NVIDIA A100-SXM4-80GB", major=8, minor=0, total_memory=80 * 2**30))
 
 
-# --- a full disk ---------------------------------------------------------------------------------
+def test_hopper_variants_on_another_gpu_are_refused_alone_and_skipped_beside_others(
+        an_a100, tmp_path, capsys, monkeypatch, no_measuring):
+    line = refused(capsys, ["bench", *TINY, "--variants", "wgmma_tma,wgmma_fp16x3",
+                            "--records", str(tmp_path / "r.csv")],
+                   "error: nothing ran: ", "needs a Hopper (sm_90) GPU", "A100", "is sm_80",
+                   "allowed here (--variants): eager")
+    assert "wgmma_tma" not in line.split("allowed here")[1]
+    seen = {}
+
+    def run_ladder(problem, sizes, *, variants=None, **kwargs):
+        import pandas as pd
+        seen["variants"] = variants
+        return pd.DataFrame({"variant": ["eager"], "median_ms": [1.0]})
+    monkeypatch.setattr("fusedkit.runner.run_ladder", run_ladder)
+    assert main(["bench", *TINY, "--variants", "eager,wgmma_tma", "--records", str(tmp_path / "r.csv")]) == 0
+    assert seen["variants"] == ["eager", "wgmma_tma"]   # the runner skips the Hopper step
+
+
+# --- faults while benching -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", [
+    PermissionError(13, "Permission denied", "/data/records.csv"),
+    OSError(28, "No space left on device"),
+    records.RecordsError("/data/records.csv:7: wrong field count: 3 fields"),
+    ValueError("first line\n  second line of a library's message"),
+    ChildProcessError("the worker process for cpu did not start: RuntimeError: Cannot re-initialize CUDA"),
+    RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                 "memory: you tried to allocate 4294967296 bytes. Error code 12"),
+    MemoryError("no room"),
+])
+@pytest.mark.parametrize("debug", ["", "0", "false"])
+def test_faults_under_bench_are_one_line(fault, debug, tmp_path, capsys, monkeypatch):
+    """A failed allocation was a 31-line traceback; FUSEDKIT_DEBUG=0 or false turned debugging on."""
+    def fails(*args, **kwargs):
+        raise fault
+    monkeypatch.setattr("fusedkit.runner.run_ladder", fails)
+    monkeypatch.setenv("FUSEDKIT_DEBUG", debug)
+    line = refused(capsys, ["bench", *TINY, "--records", str(tmp_path / "r.csv")], "error: ")
+    assert (getattr(fault, "strerror", None) or " ".join(t.strip() for t in str(fault).splitlines())) in line
+
+
+def test_debug_setting_shows_the_traceback(tmp_path, monkeypatch):
+    def fails(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/data/records.csv")
+    monkeypatch.setattr("fusedkit.runner.run_ladder", fails)
+    monkeypatch.setenv("FUSEDKIT_DEBUG", "1")
+    with pytest.raises(PermissionError):
+        main(["bench", *TINY, "--records", str(tmp_path / "r.csv")])
+
 
 def disk_full_after(monkeypatch, n: int = 0) -> None:
     """Every os.write of more than ``n`` bytes writes ``n`` and fails as a full disk does."""
@@ -963,88 +369,356 @@ def disk_full_after(monkeypatch, n: int = 0) -> None:
     monkeypatch.setattr(os, "write", write)
 
 
-def bench_on_a_full_disk(path: Path, monkeypatch) -> int:
-    """``bench``, whose one row meets a full disk as it is appended to ``path``; its exit status."""
-    def full_disk_at_the_append(*args, **kwargs):
-        disk_full_after(monkeypatch, 16)
-        records.append_rows(path, [records.make_row(
-            records.RunContext.collect(), problem="p12", sizes="batch_size=4", variant="eager",
-            timer="cpu-wall", median_ms=1.0)])
-    monkeypatch.setattr("fusedkit.runner.run_ladder", full_disk_at_the_append)
-    status = main(["bench", *TINY, "--records", str(path)])
-    monkeypatch.undo()
-    return status
-
-
-def test_records_on_a_full_disk_name_the_file_and_keep_it_whole(tmp_path, capsys, monkeypatch):
-    """A full disk while appending gave a bare ``error: [Errno 28] No space left on device``."""
+@pytest.mark.parametrize("existed", [True, False])
+def test_records_on_a_full_disk_name_the_file_and_keep_it_whole(existed, tmp_path, capsys, monkeypatch):
+    """A full disk gave a bare ``[Errno 28] No space left on device``."""
     path = tmp_path / "r.csv"
-    before = valid_records(path)
-    assert bench_on_a_full_disk(path, monkeypatch) == 2
-    one_line(capsys.readouterr().err, "error: [Errno 28] No space left on device: ", str(path),
-             "was not written", "left as it was")
-    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.csv",
-                                                                                         "r.csv.lock"]
+    before = valid_records(path) if existed else None
+
+    def full_disk_at_the_append(*args, ctx, **kwargs):
+        disk_full_after(monkeypatch, 16)
+        records.append_rows(path, [records.make_row(ctx, problem="p12", sizes="batch_size=4",
+                                                    variant="eager", timer="cpu-wall", median_ms=1.0)])
+    monkeypatch.setattr("fusedkit.runner.run_ladder", full_disk_at_the_append)
+    refused(capsys, ["bench", *TINY, "--records", str(path)], "error: [Errno 28] No space left on device: ",
+            f"{path} was not written; " + ("it is left as it was" if existed else "no file was made"))
+    monkeypatch.undo()
+    assert (path.read_bytes() if existed else path.exists()) == (before if existed else False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.csv.lock"][1 - existed:]
 
 
-def test_a_report_on_a_full_disk_leaves_no_partial_temporary_file(tmp_path, capsys, monkeypatch):
-    """A full disk left ``01_quick.html.tmp``, half written, beside the reports."""
-    from fusedkit import report
+# --- signals -------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("signum,how", [(signal.SIGINT, "interrupted: "),
+                                        (signal.SIGTERM, "interrupted by SIGTERM: "),
+                                        (signal.SIGHUP, "interrupted by SIGHUP: ")])
+def test_a_signal_during_a_bench_counts_the_rows_of_its_own_run(signum, how, tmp_path, capsys,
+                                                                monkeypatch):
+    """A signal once a row is on disk: one line, exit 2, that row counted; a row another bench
+    appended meanwhile to the same file is not (it said "2 rows"). SIGTERM ended the bench
+    silently, SIGHUP with exit status 129."""
+    path = tmp_path / "r.csv"
+
+    def one_row_then_a_signal(*args, ctx, **kwargs):
+        valid_records(path)   # another run's row
+        records.append_rows(path, [records.make_row(ctx, problem="p12", sizes="batch_size=4",
+                                                    variant="eager", timer="cpu-wall", median_ms=1.0)])
+        os.kill(os.getpid(), signum)
+        time.sleep(5)
+        pytest.fail("the signal did not stop the bench")
+    monkeypatch.setattr("fusedkit.runner.run_ladder", one_row_then_a_signal)
+    refused(capsys, ["bench", *TINY, "--records", str(path)], how,
+            f"1 row measured before the interrupt is kept in {path}")
+
+
+def test_an_interrupt_before_the_first_measurement_says_nothing_was_written(tmp_path, capsys,
+                                                                           monkeypatch):
+    """A Ctrl-C while the bench checked its records file said only "interrupted"."""
+    def ctrl_c(path):
+        raise KeyboardInterrupt
+    monkeypatch.setattr("fusedkit.records.preflight", ctrl_c)
+    refused(capsys, ["bench", *TINY, "--records", str(tmp_path / "r.csv")],
+            "interrupted before the first measurement: nothing was measured or written")
+    assert not (tmp_path / "r.csv").exists()
+
+
+def fusedkit_child(*args: str, env: dict | None = None) -> subprocess.Popen:
+    """``python -m fusedkit ARGS`` in a process of its own, its output captured."""
+    return subprocess.Popen([sys.executable, "-m", "fusedkit", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "FUSEDKIT_DEBUG": "", "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def stop(child: subprocess.Popen, signum: int, timeout: float = 60) -> tuple[str, str]:
+    """Send ``signum`` to ``child`` and collect its output (killing it if it does not end)."""
+    try:
+        child.send_signal(signum)
+        return child.communicate(timeout=timeout)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_a_real_bench_stopped_by_sigterm_then_ctrl_c_keeps_its_rows_in_one_line(tmp_path):
+    """Signals reach a real bench, its worker and fork server: one line, exit 2, the rows kept,
+    the file whole; a second signal while it stops changes nothing (it ended with exit status
+    130, or added "interrupted while starting")."""
+    path = tmp_path / "r.csv"
+    child = fusedkit_child("bench", "--problem", "p12", "--sizes", "batch_size=64,in_features=256,out_features=256",
+                           "--variants", "eager,addmm_alpha_beta", "--seeds", "20", "--rep-ms", "1500",
+                           "--records", str(path))
+    deadline = time.monotonic() + 90
+    while not (path.exists() and len(records.read_records(path)) >= 1):
+        if child.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"no row was recorded within 90 s: {stop(child, signal.SIGKILL)}")
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    time.sleep(0.05)
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+    out, err = stop(child, signal.SIGINT, timeout=30)
+    assert child.returncode == 2, (out, err)
+    n = len(records.read_records(path))
+    one_line(err, "interrupted by SIGTERM: ", f"{n} row{'' if n == 1 else 's'} measured", str(path))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_a_signal_while_the_command_starts_is_one_line():
+    """SIGTERM in the first second (while torch is imported) printed a 24-37 line traceback.
+    Once the child catches SIGTERM (Python itself never does) it is still importing."""
+    child = fusedkit_child("info")
+    deadline = time.monotonic() + 20
+    while True:
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        caught = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), 16)
+        if caught >> (signal.SIGTERM - 1) & 1:
+            break
+        if child.poll() is not None or time.monotonic() > deadline:
+            stop(child, signal.SIGKILL)
+            pytest.fail("python -m fusedkit installed no handler for SIGTERM while starting")
+        time.sleep(0.001)
+    out, err = stop(child, signal.SIGTERM)
+    assert child.returncode == 2 and out == "", (out, err)
+    one_line(err, "interrupted by SIGTERM while starting: nothing was done")
+
+
+def test_the_console_script_is_the_command_and_starts_guarded(monkeypatch):
+    """``.venv/bin/fusedkit`` runs fusedkit.cli:main and gets the start-up handler; a notebook or
+    a test that imports fusedkit does not."""
+    import tomllib
+
+    from fusedkit import interrupts
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"fusedkit": "fusedkit.cli:main"}
+    monkeypatch.setattr(sys, "argv", ["/somewhere/.venv/bin/fusedkit", "info"])
+    assert interrupts.launched_as_command()
+    monkeypatch.setattr(sys, "argv", ["-m"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-X", "importtime", "-m", "fusedkit", "info"])
+    assert interrupts.launched_as_command()
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "devtools.probe_tma_tf32"])
+    assert not interrupts.launched_as_command()
+    monkeypatch.setattr(sys, "argv", ["/x/ipykernel_launcher.py", "-f", "k.json"])
+    assert not interrupts.launched_as_command()
+
+
+# --- report ----------------------------------------------------------------------------------------
+
+def notebooks(folder: Path, **cells: list[str]) -> list[Path]:
+    """One notebook per keyword, ``name=[code cells]``, in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, sources in cells.items():
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"# {name}"),
+                                             *map(nbformat.v4.new_code_cell, sources)])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, folder / f"{name}.ipynb")
+        out.append(folder / f"{name}.ipynb")
+    return out
+
+
+@pytest.fixture
+def no_notebook_runs(monkeypatch):
+    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
+
+
+def test_report_takes_a_folder_of_notebooks_and_each_name_once(tmp_path, capsys, monkeypatch,
+                                                               no_notebook_runs):
+    """``report notebooks`` (a folder) said "does not exist"; the same notebook given twice ran
+    twice; two notebooks of one name from two folders said ok twice, one report over the other."""
+    quick, slow = notebooks(tmp_path / "nb", **{"01_quick": ["1"], "02_slow": ["2"]})
+    (twin,) = notebooks(tmp_path / "twin", **{"01_quick": ["3"]})
+    (tmp_path / "empty").mkdir()
+    got = []
+    real = __import__("fusedkit.report", fromlist=["x"]).build_reports
+    monkeypatch.setattr("fusedkit.report.build_reports", lambda out, nbs, **kw: got.append(nbs) or [])
+    assert main(["report", "--out", str(tmp_path / "r"), str(tmp_path / "nb")]) == 0
+    assert got == [[quick, slow]]
+    monkeypatch.setattr("fusedkit.report.build_reports", real)
+    capsys.readouterr()
+    for argv, phrase in [([quick, quick], f"notebook={str(quick)!r} is given twice;"),
+                         ([tmp_path / "nb", slow], f"notebook={str(slow)!r} is given twice"),
+                         ([quick, twin], f"notebook={str(twin)!r} has the same name as {str(quick)!r}: "
+                                         "both would write 01_quick.html"),
+                         ([tmp_path / "empty"], "is a folder without numbered notebooks")]:
+        refused(capsys, ["report", "--out", str(tmp_path / "r"), *map(str, argv)], "error: ", phrase, "allowed: ")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("how,phrases", [
+    ("a file", ["afile is a file; allowed: a folder"]),
+    ("in a read-only folder", ["the folder", "is not writable (mode 0o555)"]),
+    ("on a read-only file system", ["is on a read-only file system"]),
+    *[(kind, ["01_quick.html", phrase]) for kind, phrase in SPECIAL],
+])
+def test_report_out_that_cannot_hold_reports_is_refused_before_any_notebook_runs(
+        how, phrases, tmp_path, capsys, monkeypatch, no_notebook_runs):
+    (quick,) = notebooks(tmp_path / "nb", **{"01_quick": ["1"]})
     out = tmp_path / "reports"
     out.mkdir()
-    real = Path.write_text
-
-    def write_text(self, text, *args, **kwargs):
-        if self.name.endswith(".tmp"):
-            real(self, text[:100], *args, **kwargs)
-            raise OSError(28, "No space left on device")
-        return real(self, text, *args, **kwargs)
-    monkeypatch.setattr(Path, "write_text", write_text)
-    with pytest.raises(OSError) as caught:
-        report._atomic_write(out / "01_quick.html", "<html>" + "x" * 1000)
-    monkeypatch.undo()
-    assert "No space left on device: " in str(caught.value) and str(out / "01_quick.html") in str(caught.value)
-    assert str(caught.value).endswith("was not written; nothing was left in its place")
-    assert list(out.iterdir()) == []
-
-
-def test_a_first_records_file_on_a_full_disk_says_none_was_made(tmp_path, capsys, monkeypatch):
-    """It said "it is left as it was (rows appended before are kept)" of a file that was never there."""
-    path = tmp_path / "r.csv"
-    assert bench_on_a_full_disk(path, monkeypatch) == 2
-    one_line(capsys.readouterr().err, "error: [Errno 28] No space left on device: ", str(path),
-             "was not written; no file was made")
-    assert not path.exists()
+    if how == "a file":
+        out = tmp_path / "afile"
+        out.write_text("x")
+    elif how == "in a read-only folder":
+        out.chmod(0o555)
+        out = out / "sub"
+    elif how == "on a read-only file system":
+        read_only_mount(monkeypatch, out)
+    else:
+        special(out, how).rename(out / "01_quick.html") if how != "loop" else (
+            out / "01_quick.html").symlink_to("01_quick.html")
+    try:
+        refused(capsys, ["report", "--out", str(out), str(quick)], "error: --out: ", *phrases)
+    finally:
+        (tmp_path / "reports").chmod(0o755)
+    if how in dict(SPECIAL):
+        kept_as_it_was(out / "01_quick.html", how)
 
 
-# --- an option given twice, an unknown option before the command -------------------------------
+ALLOWED = "allowed: PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: kernelbench, small)"
 
-@pytest.mark.parametrize("argv,option,first,second", [
-    (["bench", "--problem", "p12", "--problem", "p45"], "--problem", "p12", "p45"),
-    (["bench", *TINY, "--sizes", "batch_size=8"], "--sizes",
-     "batch_size=4,in_features=8,out_features=8", "batch_size=8"),
-    (["bench", *TINY, "--variants", "eager", "--variants", "compile"], "--variants", "eager", "compile"),
-    (["bench", *TINY, "--records", "{tmp}/a.csv", "--records={tmp}/b.csv"], "--records",
-     "{tmp}/a.csv", "{tmp}/b.csv"),
-    (["report", "--out", "{tmp}/a", "--out", "{tmp}/b"], "--out", "{tmp}/a", "{tmp}/b"),
-    (["export", "--problem", "p12", "--variant", "triton_fp16x3", "-o", "{tmp}/a.py", "--output",
-      "{tmp}/b.py"], "-o/--output", "{tmp}/a.py", "{tmp}/b.py"),
-    (["bench", *TINY, "--seeds", "3", "--seeds", "0"], "--seeds", "3", "0"),
+
+@pytest.mark.parametrize("values,phrases", [
+    ([""], ["--sizes is empty ('' names no problem)", ALLOWED]),
+    (["batch_size=64"], ["--sizes='batch_size=64' names no problem before a colon", ALLOWED]),
+    (["p99:batch_size=64"], ["problem 'p99' is not known", "allowed: p12 or p45 before the colon"]),
+    (["p12:"], ["--sizes='p12:' names no sizes for p12", ALLOWED]),
+    (["p12:batch_size=64,,in_features=8"], ["--sizes='p12:batch_size=64,,in_features=8': item 2 is empty"]),
+    (["p12:nope=3"], ["'nope' is not a size of p12", "valid: batch_size, in_features, out_features"]),
+    (["p45:small,output_size=70000"], ["output_size=70000 is out of range", "from 1 to 65536"]),
+    (["p12:batch_size"], ["size 'batch_size' has no value", "allowed: name=value"]),
+    (["p12:tiny"], ["'tiny' is neither a preset nor NAME=VALUE", "allowed: a preset (kernelbench, small)"]),
+    (["p12:small", "12:batch_size=64"], ["--sizes names p12 twice", "allowed: each problem once"]),
 ])
-def test_an_option_given_twice_is_refused_naming_both_values(argv, option, first, second, tmp_path,
-                                                            capsys, monkeypatch, no_measuring):
-    """The last one was taken silently: ``--records a.csv --records b.csv`` appended to b.csv."""
-    monkeypatch.setattr("fusedkit.report.execute_notebook", lambda *a, **k: pytest.fail("ran"))
-    fill = lambda text: text.replace("{tmp}", str(tmp_path))   # noqa: E731
-    assert main([fill(a) for a in argv]) == 2
-    one_line(capsys.readouterr().err, f"error: {option} is given twice ({fill(first)!r}, then "
-             f"{fill(second)!r}); allowed: it once")
+def test_report_sizes_are_refused_in_one_line_before_any_notebook_runs(values, phrases, tmp_path, capsys,
+                                                                      monkeypatch, no_notebook_runs):
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, ["report", *[a for v in values for a in ("--sizes", v)]], "error: ", *phrases)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_unknown_option_before_the_command_is_named(capsys):
-    """``--frob bench`` said ``the following arguments are required: --problem``."""
-    assert main(["--frob", "bench"]) == 2
-    one_line(capsys.readouterr().err, "error: unrecognized arguments: --frob (before the command)")
-    assert main(["--help"]) == 0
+def test_report_sizes_refuse_a_notebook_without_a_parameters_cell(tmp_path, capsys, no_notebook_runs):
+    (quick,) = notebooks(tmp_path / "nb", **{"01_quick": ["1"]})
+    refused(capsys, ["report", "--out", str(tmp_path / "r"), "--sizes", "p12:small", str(quick)],
+            "error: --sizes: 01_quick.ipynb has no parameters cell", "a code cell tagged 'parameters'")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("values,expected", [
+    (["p12:small,batch_size=64", "p45:kernelbench"],
+     {"p12": {"batch_size": 64, "in_features": 33, "out_features": 65},
+      "p45": {"batch_size": 16384, "input_size": 2048, "hidden_size": 4096, "output_size": 1024}}),
+    (["p12:batch_size=64,in_features=128", "45:Small"],
+     {"p12": {"batch_size": 64, "in_features": 128, "out_features": 8192},
+      "p45": {"batch_size": 17, "input_size": 33, "hidden_size": 65, "output_size": 19}}),
+])
+def test_report_sizes_take_presets_and_overrides(values, expected, tmp_path, capsys, monkeypatch):
+    """What reaches the reports: every dimension of each problem named, presets resolved; the
+    help names every preset."""
+    from fusedkit.problems import presets
+
+    got = {}
+    monkeypatch.setattr("fusedkit.report.build_reports", lambda out, nbs, **kw: got.update(kw["sizes"]) or [])
+    assert main(["report", "--out", str(tmp_path / "r"), *[a for v in values for a in ("--sizes", v)]]) == 0
+    assert got == expected
+    assert main(["report", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(f"{p.name}: {p.label}" in text for p in presets.PRESETS)
+
+
+# --- export -----------------------------------------------------------------------------------------
+
+def exported(*extra: str) -> int:
+    return main(["export", "--problem", "p12", "--variant", "triton_fp16x3", *extra])
+
+
+def test_export_force_keeps_a_read_only_file_and_the_mode_of_a_writable_one(tmp_path, capsys):
+    """``export --force`` overwrote a read-only file and reset its mode to 0o644."""
+    out = tmp_path / "solution.py"
+    assert exported("-o", str(out)) == 0
+    text = out.read_text()
+    out.write_text("# mine\n")
+    assert exported("-o", str(out)) == 2
+    one_line(capsys.readouterr().err, "error: -o: ", "exists; pass --force")
+    out.chmod(0o444)
+    assert exported("-o", str(out), "--force") == 2
+    one_line(capsys.readouterr().err, "error: -o: ", str(out), "is read-only (mode 0o444)")
+    assert out.read_text() == "# mine\n" and (out.stat().st_mode & 0o777) == 0o444
+    out.chmod(0o640)
+    assert exported("-o", str(out), "--force") == 0
+    assert out.read_text() == text and (out.stat().st_mode & 0o777) == 0o640
+
+
+@pytest.mark.parametrize("make,phrases", [
+    # -o DIR/ made a file of that name (with --force it overwrote one)
+    (lambda t: f"{t}/fresh/", ["fresh/ ends in '/', so it names a folder"]),
+    (lambda t: (t / "old.py").write_text("# mine\n") and f"{t}/old.py/", ["old.py/ ends in '/'"]),
+    (lambda t: "-", ["'-' names no file here"]),
+    (lambda t: (t / "ro").mkdir(mode=0o555) or t / "ro" / "s.py", ["the folder", "is not writable (mode 0o555)"]),
+    *[(lambda t, k=k: special(t, k), [phrase]) for k, phrase in SPECIAL],
+])
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_export_refuses_a_path_it_may_not_write_force_or_not(make, phrases, force, tmp_path, capsys,
+                                                            monkeypatch):
+    """``export -o /dev/full --force`` exited 0 and the device became a regular file."""
+    monkeypatch.chdir(tmp_path)
+    path = make(tmp_path)
+    try:
+        assert exported("-o", str(path), *force) == 2
+    finally:
+        (tmp_path / "ro").exists() and (tmp_path / "ro").chmod(0o755)
+    one_line(capsys.readouterr().err, "error: -o: ", *phrases)
+    assert not (tmp_path / "fresh").exists() and not (tmp_path / "-").exists()
+    assert not (tmp_path / "old.py").exists() or (tmp_path / "old.py").read_text() == "# mine\n"
+    for kind, _ in SPECIAL:
+        if os.path.lexists(tmp_path / kind):
+            kept_as_it_was(tmp_path / kind, kind)
+
+
+@pytest.mark.parametrize("how,phrases", [
+    ("loop", ["kb is a symbolic link that loops"]),   # it said "cannot be created: File exists"
+    ("afile", ["kb is a file"]),
+    ("read-only file system", ["is on a read-only file system"]),   # it said "(mode 0o1777)"
+    ("fifo", ["p12_triton_fp16x3.py is a FIFO"]),
+])
+def test_export_all_refuses_a_folder_or_a_file_in_it_before_the_first_write(how, phrases, tmp_path,
+                                                                            capsys, monkeypatch):
+    folder = tmp_path / "kb"
+    if how == "loop":
+        folder.symlink_to("kb")
+    elif how == "afile":
+        folder.write_text("x")
+    elif how == "read-only file system":
+        read_only_mount(monkeypatch, tmp_path)
+    else:
+        folder.mkdir()
+        os.mkfifo(folder / "p12_triton_fp16x3.py")
+    refused(capsys, ["export", "--problem", "p12", "--all", str(folder), "--force"], "error: --all: ", *phrases)
+    assert not folder.is_dir() or folder.is_symlink() or [p.name for p in folder.iterdir()] == ["p12_triton_fp16x3.py"]
+
+
+def test_an_exported_file_through_a_link_keeps_the_link(tmp_path):
+    target, link = tmp_path / "real.py", tmp_path / "solution.py"
+    link.symlink_to(target)
+    assert exported("-o", str(link)) == 0
+    assert link.is_symlink() and "class ModelNew" in target.read_text()
+
+
+# --- the README's commands ---------------------------------------------------------------------
+
+def test_the_readme_commands_parse_as_typed():
+    """The README's command-line block, line by line, is what the parser accepts, as the command
+    the set-up installs (.venv/bin/fusedkit)."""
+    import shlex
+
+    from fusedkit.cli import build_parser
+
+    text = (REPO / "README.md").read_text()
+    block = text.split("## Command line", 1)[1].split("```", 2)[1]
+    commands = [ln.split("  #")[0] for ln in block.splitlines() if ln.strip()]
+    assert len(commands) >= 6
+    for line in commands:
+        words = shlex.split(line)
+        assert words[0] == ".venv/bin/fusedkit", line
+        build_parser().parse_args(words[1:])   # a usage error exits
+    assert "python -m fusedkit" not in block

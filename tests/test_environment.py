@@ -75,65 +75,44 @@ def _executed(path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None, reason="no make or git")
-def test_notebooks_checked_out_carry_the_kernels_language_info_and_git_stays_clean(tmp_path):
-    """JupyterLab writes the kernel's language_info into a notebook that lacks it when the kernel
-    starts, so every notebook (stored without it) opened marked unsaved, untouched. The filter's
-    smudge side writes it on checkout, make git-filter into those already checked out; git
-    stores the notebooks without it and git status stays clean."""
-    from fusedkit.notebook_git import kernel_language_info
+def test_notebooks_in_git_carry_no_outputs_open_unchanged_and_leave_git_clean(tmp_path):
+    """JupyterLab's autosave wrote executed notebooks into the tracked files (+19,309 lines after
+    one session); it writes the kernel's language_info into a notebook that lacks it, so every
+    notebook opened marked unsaved, untouched. With the Makefile's filter (its smudge side and
+    ``make git-filter`` writing language_info into the working files) and make lab's save hook
+    (fusedkit.notebook_git), git status stays clean; a real edit still shows, unstaged."""
+    from fusedkit.notebook_git import kernel_language_info, refresh_index
 
     repo = tmp_path / "repo"
     (repo / "notebooks").mkdir(parents=True)
     _git(repo, "init", "-q")
     shutil.copy(ROOT / ".gitattributes", repo)
     path = repo / "notebooks" / "01_demo.ipynb"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Demo"),
+                                         nbformat.v4.new_code_cell("print(1)")])
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nbformat.write(nb, path)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "before the filter")   # as a fresh clone's files: no language_info
-    make = ["make", "-s", "-f", str(ROOT / "Makefile"), f"PY={sys.executable}", "git-filter"]
-    subprocess.run(make, cwd=repo, check=True)
-    assert nbformat.read(path, as_version=4).metadata.language_info == kernel_language_info()
-    assert _git(repo, "status", "--porcelain") == ""
-    assert "language_info" not in _git(repo, "show", "HEAD:notebooks/01_demo.ipynb")
-    path.unlink()
-    _git(repo, "checkout", "--", "notebooks/01_demo.ipynb")   # the smudge side
-    assert nbformat.read(path, as_version=4).metadata.language_info == kernel_language_info()
-    assert _git(repo, "status", "--porcelain") == ""
-
-
-@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None, reason="no make or git")
-def test_running_and_saving_a_notebook_leaves_git_clean(tmp_path):
-    """JupyterLab's autosave wrote executed notebooks into the tracked files (+19,309 lines after
-    one session). With the Makefile's filter git sees no change, and the save hook of make lab
-    (fusedkit.notebook_git) keeps git status clean too; a real edit still shows, unstaged."""
-    from fusedkit.notebook_git import refresh_index
-
-    repo = tmp_path / "repo"
-    (repo / "notebooks").mkdir(parents=True)
-    _git(repo, "init", "-q")
-    shutil.copy(ROOT / ".gitattributes", repo)
-    path = repo / "notebooks" / "01_demo.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Demo"),
-                                                   nbformat.v4.new_code_cell("print(1)")]), path)
     subprocess.run(["make", "-s", "-f", str(ROOT / "Makefile"), f"PY={sys.executable}", "git-filter"],
                    cwd=repo, check=True)
     assert " ".join(STRIP_ARGS) in _git(repo, "config", "filter.nbstripout.clean")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "notebooks without outputs")
+    assert nbformat.read(path, as_version=4).metadata.language_info == kernel_language_info()
+    assert _git(repo, "status", "--porcelain") == ""
     _executed(path)
-    assert "output 0" in path.read_text()
-    assert _git(repo, "diff") == ""
     refresh_index(os_path=str(path), model=None, contents_manager=None)
     assert _git(repo, "status", "--porcelain") == ""
     assert "output 0" in path.read_text()               # the file keeps its outputs
+    assert "language_info" not in _git(repo, "show", "HEAD:notebooks/01_demo.ipynb")
     nb = nbformat.read(path, as_version=4)
     nb.cells[0].source = "# Demo, edited"
     nbformat.write(nb, path)
     refresh_index(os_path=str(path))
     assert _git(repo, "status", "--porcelain") == " M notebooks/01_demo.ipynb\n"
-    assert "edited" in _git(repo, "diff") and _git(repo, "diff", "--cached") == ""
+    assert _git(repo, "diff", "--cached") == ""
+    _git(repo, "checkout", "--", "notebooks/01_demo.ipynb")   # the smudge side
+    assert nbformat.read(path, as_version=4).metadata.language_info == kernel_language_info()
+    assert _git(repo, "status", "--porcelain") == ""
 
 
 def test_make_lab_refreshes_git_after_each_save():
@@ -141,19 +120,25 @@ def test_make_lab_refreshes_git_after_each_save():
     assert "--ContentsManager.post_save_hook=fusedkit.notebook_git.refresh_index" in makefile
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
-def test_committed_notebooks_are_what_the_filter_writes(path):
+def test_committed_notebooks_are_what_the_filter_writes():
     """A notebook stored in another layout (key order, missing fields) than the one nbformat
     and JupyterLab write would show as changed after any save, outputs or not."""
-    out = subprocess.run([sys.executable, "-m", "nbstripout", *STRIP_ARGS, "-t", str(path)],
-                         capture_output=True, text=True, check=True)
-    # What git stores (the working file has this machine's language_info: notebook_git's smudge).
-    stored = subprocess.run(["git", "show", f":{path.relative_to(ROOT)}"], cwd=ROOT,
-                            capture_output=True, text=True)
-    assert out.stdout == (stored.stdout if stored.returncode == 0 else
-                          path.read_text(encoding="utf-8")), (
-        f"{path.name} is not stored as git's filter writes it; rewrite it with "
-        f"python -m nbstripout {' '.join(STRIP_ARGS)} {path.relative_to(ROOT)}")
+    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    out = subprocess.run([sys.executable, "-m", "nbstripout", *STRIP_ARGS, "-t", *map(str, paths)],
+                         capture_output=True, text=True, check=True).stdout
+    decoder, at, stripped = json.JSONDecoder(), 0, []
+    while at < len(out):   # one notebook's JSON after another
+        end = decoder.raw_decode(out, at)[1]
+        stripped.append(out[at:end] + "\n")
+        at = end + 1
+    assert len(stripped) == len(paths)
+    for path, text in zip(paths, stripped):
+        # What git stores (the working file has this machine's language_info: notebook_git's smudge).
+        stored = subprocess.run(["git", "show", f":{path.relative_to(ROOT)}"], cwd=ROOT,
+                                capture_output=True, text=True)
+        assert text == (stored.stdout if stored.returncode == 0 else path.read_text(encoding="utf-8")), (
+            f"{path.name} is not stored as git's filter writes it; rewrite it with "
+            f"python -m nbstripout {' '.join(STRIP_ARGS)} {path.relative_to(ROOT)}")
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)

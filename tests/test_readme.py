@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -66,29 +67,66 @@ def test_update_writes_between_the_markers_only(small_records):
     assert not readme.update(doc, path)                    # current: nothing to write
 
 
-def test_a_readme_without_markers_is_one_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="no measured-state block"):
-        readme.current_block("# a README\n")
-
-
-def test_the_command_updates_checks_and_refuses_bad_input(small_records, tmp_path, capsys):
+def test_the_command_updates_and_checks(small_records, capsys, monkeypatch):
     path, doc = small_records
     assert main(["readme", "--readme", str(doc), "--records", str(path), "--check"]) == 1
     assert "stale" in capsys.readouterr().err
-    assert main(["readme", "--readme", str(doc), "--records", str(path)]) == 0
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))   # honoured as bench honours it
+    assert main(["readme", "--readme", str(doc)]) == 0
     assert "updated" in capsys.readouterr().out
-    assert main(["readme", "--readme", str(doc), "--records", str(path), "--check"]) == 0
+    assert main(["readme", "--readme", str(doc), "--check"]) == 0
     assert "current" in capsys.readouterr().out
-    for args, said in ((["--readme", str(tmp_path / "none.md")], "--readme="),
-                       (["--readme", str(doc), "--records", str(tmp_path / "none.csv")], "--records="),
+
+
+def one_line_error(capsys, argv: list[str], *phrases: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert all(p in err for p in phrases), (phrases, err)
+
+
+@pytest.mark.parametrize("make,phrase", [
+    (lambda t: t / "none.csv", "none.csv is missing"),
+    (lambda t: (t / "loop.csv").symlink_to("loop.csv") or t / "loop.csv", "is a symbolic link that loops"),
+    (lambda t: (t / "empty.csv").write_text("") or t / "empty.csv", "empty.csv holds no rows"),
+    (lambda t: (t / "h.csv").write_text(",".join(records.COLUMNS) + "\n") and t / "h.csv", "h.csv holds no rows"),
+])
+@pytest.mark.parametrize("check", [[], ["--check"]])
+def test_records_without_rows_are_refused_and_the_readme_kept(make, phrase, check, small_records,
+                                                              tmp_path, capsys):
+    """``readme`` rewrote the measured state to "nothing recorded" (2,137 characters became 1,021)
+    and exited 0; ``readme --check`` said "stale" and sent the user to that command."""
+    _, doc = small_records
+    before = doc.read_bytes()
+    one_line_error(capsys, ["readme", "--readme", str(doc), "--records", str(make(tmp_path)), *check],
+                   "error: --records: ", phrase, "the README's measured state is left as it is")
+    assert doc.read_bytes() == before
+
+
+def test_a_readme_that_cannot_be_written_is_kept_whole(small_records, capsys, monkeypatch):
+    """On a full disk README.md was cut at 36,864 bytes (written in place); a stale copy marked
+    read-only was rewritten, as root."""
+    path, doc = small_records
+    before = doc.read_bytes()
+    doc.chmod(0o444)
+    one_line_error(capsys, ["readme", "--readme", str(doc), "--records", str(path)],
+                   "error: --readme: ", "is read-only (mode 0o444)", "allowed: a writable README")
+    doc.chmod(0o644)
+    real = os.write
+
+    def full(fd, data):
+        real(fd, bytes(data[:100]))
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "write", full)
+    one_line_error(capsys, ["readme", "--readme", str(doc), "--records", str(path)],
+                   "error: --readme: ", f"No space left on device: {doc} was not written; it is left as it was")
+    monkeypatch.undo()
+    assert doc.read_bytes() == before and [p.name for p in doc.parent.iterdir() if p.suffix == ".tmp"] == []
+    for args, said in ((["--readme", str(doc.parent / "none.md")], "none.md is not a file"),
                        (["--readme", str(doc), "--records", ""], "--records=''")):
-        assert main(["readme", *args]) == 2
-        err = capsys.readouterr().err.strip()
-        assert err.startswith("error: ") and said in err and len(err.splitlines()) == 1
-    bare = tmp_path / "bare.md"
-    bare.write_text("# no markers\n", encoding="utf-8")
-    assert main(["readme", "--readme", str(bare), "--records", str(path)]) == 2
-    assert "no measured-state block" in capsys.readouterr().err
+        one_line_error(capsys, ["readme", *args], said)
+    doc.write_text("# no markers\n", encoding="utf-8")
+    one_line_error(capsys, ["readme", "--readme", str(doc), "--records", str(path)], "no measured-state block")
 
 
 def test_listed_best_reads_the_tiers_back_from_the_block(small_records):

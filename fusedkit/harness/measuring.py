@@ -30,7 +30,7 @@ from fusedkit.harness.plans import Plan, plan
 from fusedkit.harness.terms import (CALLS_PER_BUILD, CANNOT_RUN, FAULT_CLASSES, HIDDEN_WORK,
                                     IMPOSSIBLE, MALFORMED, MUTATION, RAISED, SECOND_INPUT,
                                     SPECIALISED, TIMED_DIFFER, WRONG, row_digest)
-from fusedkit.precision import EPS32
+from fusedkit.precision import EPS32, TIERS
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.base import nearby_odd
 from fusedkit.roofline import achieved, fused_floor
@@ -477,10 +477,13 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> Non
                        "events saw, beyond the harness's own cost; join any side stream to the "
                        "caller's current stream and do the work inside the call")
     m.timing = timing.summarize(samples, "cuda-events" if gpu else "cpu-wall")
-    verdict = judge.judge_timed(problem, p.sizes, seed, device, p.variant.precision,
-                                m.check.tier, m.check.eager_rel_error, calls)
+    tier, rel, verdict = judge.judge_timed(problem, p.sizes, seed, device, p.variant.precision,
+                                           m.check.eager_rel_error, calls)
     if verdict:
         raise _Refused(verdict)
+    if TIERS.index(tier) > TIERS.index(m.check.tier):   # one budget per tier, every call alike
+        m.notes.append(f"tiered {tier} by its timed calls ({m.check.tier} on its checked calls)")
+        m.check.tier, m.check.rel_error = tier, max(m.check.rel_error, rel)
     if gpu:
         _kind, peak = w.ask({"op": "peak"}, p.call_timeout_s, "a call to measure its memory")
         m.peak_mem_mb = float(peak) if isinstance(peak, (int, float)) else None
