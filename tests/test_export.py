@@ -32,9 +32,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from fusedkit import build, check, export, problems, records
+from fusedkit import build, export, problems, records
 from fusedkit.cli import main
 from fusedkit.harness import eager32, measure, reference64, rel_error
+from fusedkit.harness.judge import faithful_bound
+from fusedkit.precision import EPS32
 from kernel_helpers import gpu_test, needs_nvcc
 
 PROBLEMS = [problems.get(k) for k in problems.names()]
@@ -120,7 +122,7 @@ def test_every_kernel_and_no_baseline_is_exportable():
         for slug in export.exportable(p):
             call = export.step_call(p, slug)
             v = p.variant(slug)
-            hopper = check.needs_hopper(v)
+            hopper = v.hopper
             plain = "cuda_operands" if call.operands else "cuda"
             assert call.kind == ("triton" if v.triton else "hopper" if hopper else plain), slug
             assert call.problem == p.key and call.function, slug
@@ -380,7 +382,7 @@ def test_triton_export_runs_without_fusedkit_and_is_right(case, kernelbench_run)
         assert err <= ONE_16BIT_PRODUCT[p.variant(case[1]).precision], err
     else:
         # The interpreter computes every other dot in fp32: those kernels are fp32-faithful there.
-        assert err <= check.tier_bound("fp32-faithful", rel_error(eager, ref))
+        assert err <= faithful_bound(rel_error(eager, ref))
     # and bit for bit the registered variant's output (one kernel config in the interpreter, so
     # the very same arithmetic), here where fusedkit computes it
     with torch.no_grad():
@@ -556,7 +558,7 @@ def test_export_passes_fusedkit_check_on_the_gpu(case, exported):
     theirs = measure(p, v, SMALL[p.key], device="cuda", seeds=1, time_it=False)
     assert mine.ok, mine.failure
     assert theirs.ok, theirs.failure
-    assert mine.check.rel_error <= max(4 * theirs.check.rel_error, 4 * check.EPS32)
+    assert mine.check.rel_error <= max(4 * theirs.check.rel_error, 4 * EPS32)
 
 
 @gpu_test

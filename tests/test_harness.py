@@ -386,6 +386,20 @@ def test_a_notebook_kernel_travels_with_its_source_lines():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_the_memory_one_call_needs_is_recorded():
+    n = 4_000_000
+
+    def wasteful(model):
+        def fn(x):
+            torch.empty(n, device=x.device).fill_(1.0)   # a temporary of 16 MB, freed in the call
+            return model(x)
+        return fn
+    m = run(wasteful, device="cuda")
+    assert m.timed and 16.0 <= m.peak_mem_mb < 17.0 + 1e-6 * 4 * 32 * 40 * 3, m.peak_mem_mb
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("builder, fault", [(bad.side_stream_output, terms.STREAM),
                                             (bad.side_stream_busywork, terms.HIDDEN_WORK),
                                             (bad.tf32_declared_fp32, terms.WRONG),
