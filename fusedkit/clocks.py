@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -336,165 +336,40 @@ def of_run(run_id: str, clocks: pd.DataFrame | None = None) -> pd.DataFrame:
     return clocks[clocks["run_id"] == run_id].sort_values("timestamp", kind="stable").reset_index(drop=True)
 
 
-# --- summaries ---------------------------------------------------------------------------
+# --- the clock over a timed loop --------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ClockSummary:
-    """One run's readings summed up. Clock, cap and power figures are over the *busy*
-    readings (:func:`busy_readings`); MHz, W and shares in [0, 1]."""
+class Window:
+    """The readings taken over one measurement's timed calls (its ``timed_from`` to
+    ``timed_to``): how many, the median SM clock (MHz) and power (W), and the share of them
+    with a power or thermal cap active (:data:`CAPS`)."""
 
     readings: int
-    busy: int
     sm_median_mhz: float
-    sm_min_mhz: float
-    sm_max_mhz: float
-    capped_share: float       # busy readings with a power or thermal cap active (:data:`CAPS`)
-    caps_seen: tuple[str, ...]
     power_median_w: float
-    power_limit_w: float      # median of the recorded limit; NaN where it was not read
-    max_sm_mhz: float         # the GPU's highest allowed SM clock; NaN where not read
+    capped_share: float
 
 
 def _bits(reasons: pd.Series) -> pd.Series:
     return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
 
 
-def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
-    """The readings taken while kernels ran (see :data:`BUSY_UTIL_PCT`)."""
-    util = readings["util_pct"]
-    not_idle = (_bits(readings["event_reasons"]) & IDLE) == 0
-    return readings[(util >= BUSY_UTIL_PCT) | (util.isna() & not_idle)]
-
-
-def capped(readings: pd.DataFrame) -> pd.Series:
-    """True for each reading where a power or thermal cap (:data:`CAPS`) held the clock."""
-    mask = sum(CAPS)
-    return (_bits(readings["event_reasons"]) & mask) != 0
-
-
-def summarize(readings: pd.DataFrame) -> ClockSummary | None:
-    """:class:`ClockSummary` of one run's readings, or None when there are none."""
-    if readings.empty:
+def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Window | None:
+    """The clock over exactly the timed loop of ``row`` (a records row with ``run_id``,
+    ``timed_from`` and ``timed_to``): the readings of its run inside that window. None where
+    the row has no window (rows recorded before 2026-12-05 have none) or no reading falls in
+    it: never another run's readings, nor the whole run's."""
+    start, end = row.get("timed_from"), row.get("timed_to")
+    if start is None or end is None or pd.isna(start) or pd.isna(end):
         return None
-    busy = busy_readings(readings)
-    bits = _bits(busy["event_reasons"])
-    seen = tuple(name for bit, name in CAPS.items() if (bits & bit).any())
-    med = lambda s: float(s.median()) if s.notna().any() else math.nan   # noqa: E731
-    return ClockSummary(len(readings), len(busy), med(busy["sm_mhz"]),
-                        float(busy["sm_mhz"].min()) if len(busy) else math.nan,
-                        float(busy["sm_mhz"].max()) if len(busy) else math.nan,
-                        float(capped(busy).mean()) if len(busy) else math.nan, seen,
-                        med(busy["power_w"]), med(readings["power_limit_w"]),
-                        med(readings["max_sm_mhz"]))
-
-
-def summary_line(s: ClockSummary | None) -> str:
-    """One line: "SM clock median 1755 MHz (1350 to 1980) over 812 busy readings, ..."."""
-    if s is None:
-        return "no readings"
-    cap = (f"a power or thermal cap active in {100 * s.capped_share:.0f}% of them"
-           + (f" ({', '.join(s.caps_seen)})" if s.caps_seen else ""))
-    limit = f" of a {s.power_limit_w:.0f} W limit" if math.isfinite(s.power_limit_w) else ""
-    top = f", highest allowed {s.max_sm_mhz:.0f} MHz" if math.isfinite(s.max_sm_mhz) else ""
-    return (f"SM clock median {s.sm_median_mhz:.0f} MHz ({s.sm_min_mhz:.0f} to {s.sm_max_mhz:.0f}"
-            f"{top}) over {s.busy} busy readings, {cap}; median power {s.power_median_w:.0f} W{limit}")
-
-
-def run_summaries(clocks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per recorded run: run_id, readings, busy, sm_median_mhz, sm_min_mhz, sm_max_mhz,
-    capped_share (0..1), power_median_w, power_limit_w, max_sm_mhz."""
     clocks = read_clocks() if clocks is None else clocks
-    rows = []
-    for run_id, group in clocks.groupby("run_id", sort=True):
-        s = summarize(group)
-        rows.append({"run_id": run_id, **{k: v for k, v in asdict(s).items() if k != "caps_seen"}})
-    return pd.DataFrame(rows, columns=["run_id", "readings", "busy", "sm_median_mhz", "sm_min_mhz",
-                                       "sm_max_mhz", "capped_share", "power_median_w",
-                                       "power_limit_w", "max_sm_mhz"])
-
-
-def problem_runs(problem: "Problem", records_path: str | Path | None = None) -> pd.DataFrame:
-    """One row per recorded run that measured ``problem`` and has readings (in the clocks file
-    beside the records, :func:`path_for`), oldest first: ``run_id``, ``what`` ("ladder": it
-    timed the problem's variants or components; "ceilings": it measured cuBLAS at the
-    problem's own GEMM shapes), ``device``, ``date`` (of its first record, YYYY-MM-DD), then
-    the summary of its readings (the columns of :func:`run_summaries` after ``run_id``)."""
-    from fusedkit import ceilings  # noqa: PLC0415 - ceilings imports torch
-
-    rpath = Path(records_path) if records_path is not None else records.default_path()
-    rec = records.read_records(rpath)
-    shapes = set(ceilings.gemm_shapes(problem))
-    gemms = ceilings.ceilings_frame(rec)
-    gemms = gemms[gemms["kind"] == "gemm"]
-    at_shape = {r.run_id for r in gemms.itertuples()
-                if (int(r.m), int(r.n), int(r.k)) in shapes}
-    ladder = set(rec.loc[rec["problem"] == problem.key, "run_id"])
-    summaries = run_summaries(read_clocks(path_for(rpath)))
-    cols = ["run_id", "what", "device", "date", *summaries.columns[1:]]
-    rows = []
-    for s in summaries.itertuples(index=False):
-        what = "ladder" if s.run_id in ladder else "ceilings" if s.run_id in at_shape else None
-        if what is None:
-            continue
-        first = rec[rec["run_id"] == s.run_id].sort_values("timestamp").iloc[0]
-        rows.append({"run_id": s.run_id, "what": what, "device": first["device"],
-                     "date": f"{first['timestamp']:%Y-%m-%d}", "_t": first["timestamp"],
-                     **s._asdict()})
-    out = pd.DataFrame(rows, columns=[*cols, "_t"])
-    return out.sort_values("_t", kind="stable").drop(columns="_t")[cols].reset_index(drop=True)
-
-
-def readings_of(problem: "Problem", what: str = "ladder",
-                records_path: str | Path | None = None) -> pd.DataFrame:
-    """The readings of the newest run of :func:`problem_runs` whose ``what`` is ``what``
-    ("ladder" or "ceilings"), in the file's order; empty when there is none. ``attrs["caption"]``
-    says where they come from ("NVIDIA H200, 2026-11-30, 1976 readings every 50 ms"), or that
-    none are recorded."""
-    if what not in ("ladder", "ceilings"):
-        raise ValueError(f"what={what!r}: the runs are 'ladder' or 'ceilings'")
-    rpath = Path(records_path) if records_path is not None else records.default_path()
-    runs = problem_runs(problem, rpath)
-    runs = runs[runs["what"] == what]
-    kept = read_clocks(path_for(rpath))
-    if runs.empty:
-        out = kept.iloc[0:0]
-        out.attrs["caption"] = f"no readings recorded beside a {what} run of {problem.key}"
-        return out
-    newest = runs.iloc[-1]
-    out = kept[kept["run_id"] == newest["run_id"]].reset_index(drop=True)
-    out.attrs["caption"] = (f"{newest['device']}, {newest['date']}, {len(out)} readings every "
-                            f"{INTERVAL_MS} ms")
-    return out
-
-
-def readings_beside(variants: Sequence[str], *, problem: str | None = None, alone: bool = False,
-                    records_path: str | Path | None = None,
-                    clocks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The readings of the newest run that has readings and timed any of ``variants`` (of
-    ``problem``, a records ``problem`` such as ``"p45"`` or ``"device"``, when given): the clock
-    and power beside a given load, e.g. the fp16x3 steps on wgmma. ``alone`` keeps only runs that
-    timed nothing outside ``problem`` (a run of the device's ceilings and nothing else). Read
-    from the records file (``records_path``, default ``data/records.csv``) and the clocks file
-    beside it, or ``clocks`` (:func:`read_clocks`); empty when no run qualifies."""
-    if isinstance(variants, str):
-        raise TypeError(f"variants={variants!r}: pass a list of names, e.g. [{variants!r}]")
-    if alone and problem is None:
-        raise ValueError("alone=True needs problem: the runs that timed nothing outside it")
-    rpath = Path(records_path) if records_path is not None else records.default_path()
-    readings = read_clocks(path_for(rpath)) if clocks is None else clocks
-    rec = records.read_records(rpath) if rpath.exists() else pd.DataFrame(
-        columns=["run_id", "problem", "variant", "timestamp"])
-    rec = rec[rec["run_id"].isin(set(readings["run_id"]))]
-    hit = rec[rec["variant"].isin(list(variants))]
-    if problem is not None:
-        hit = hit[hit["problem"] == problem]
-    runs = set(hit["run_id"])
-    if alone:
-        runs -= set(rec.loc[rec["problem"] != problem, "run_id"])
-    if not runs:
-        return readings.iloc[0:0]
-    newest = rec[rec["run_id"].isin(runs)].sort_values("timestamp", kind="stable")["run_id"].iloc[-1]
-    return readings[readings["run_id"] == newest].reset_index(drop=True)
+    inside = clocks[(clocks["run_id"] == row["run_id"]) & (clocks["timestamp"] >= start)
+                    & (clocks["timestamp"] <= end)]
+    if inside.empty:
+        return None
+    cap = (_bits(inside["event_reasons"]) & sum(CAPS)) != 0
+    return Window(len(inside), float(inside["sm_mhz"].median()), float(inside["power_w"].median()),
+                  float(cap.mean()))
 
 
 # --- bringing readings home ----------------------------------------------------------------

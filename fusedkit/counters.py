@@ -115,6 +115,25 @@ def read_counters(path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     return df[list(COLUMNS)]
 
 
+def short_kernel(name: str) -> str:
+    """A kernel's name without namespaces, template arguments and parameter lists, the rest of
+    it whole (a table wraps a long name, never cuts it: two cuBLAS kernels often differ only
+    in their tile sizes, near the end); a PyTorch elementwise or reduce kernel keeps the
+    operation it runs (``vectorized_elementwise_kernel: Abs``)."""
+    text = name.replace("void ", "", 1).strip()
+    cut = min([i for i in (text.find("<"), text.find("(")) if i >= 0], default=len(text))
+    base = text[:cut].split("::")[-1].strip()
+    rest = text[cut:]
+    ops = [m for m in re.findall(r"(CUDAFunctor_\w+|\w+Functor|\w+_kernel_cuda|\w+_kernel)\b", rest)
+           if m != base]
+    if ops and rest.startswith("<"):
+        op = re.sub(r"_kernel(_cuda)?$|Functor$|^CUDAFunctor_", "", ops[-1])
+        out = f"{base}: {op}"
+    else:
+        out = base
+    return out
+
+
 def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None = None,
                   path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """The newest recorded counters of one variant: one row per kernel launch of one call,

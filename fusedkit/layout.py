@@ -609,3 +609,22 @@ def describe_call(call: GemmCall, correct: GemmCall) -> str:
     if call.beta != correct.beta:
         parts.append(f"beta = {call.beta:g} on an output that was never written")
     return "; ".join(parts) or "the derived call"
+
+
+def wrong_calls_table(batch: int, in_features: int, out_features: int) -> "pd.DataFrame":
+    """Every call of :func:`candidate_calls` and two more people try (x first with ``ldc = M``;
+    the derived call with only its transposes swapped), each run on a real column-major BLAS
+    (:func:`verify_linear_gemm`): what it changes against the derived call, the call, whether it
+    is right, and what it computes instead (found from its output, not written by hand)."""
+    import pandas as pd  # noqa: PLC0415 - pandas only for the table
+
+    M, K, N = _check_linear_sizes(batch, in_features, out_features)
+    right = derive_linear_gemm(M, K, N)
+    tries = [c for _, c in candidate_calls(M, K, N)]
+    tries += [c for c in (GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=M, a="x", b="W"),
+                          GemmCall("N", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x"))
+              if c not in tries]
+    verdicts = [verify_linear_gemm(c, batch=M, in_features=K, out_features=N) for c in tries]
+    return pd.DataFrame({"against the derived call": [describe_call(c, right) for c in tries],
+                         "call": [c.to_c().splitlines()[0] for c in tries],
+                         "correct": [v.ok for v in verdicts], "what it computes": [v.computes for v in verdicts]})

@@ -175,13 +175,19 @@ def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), size
     return rows.reset_index(drop=True)
 
 
+def ours(problem: Problem, slug: str) -> bool:
+    """True for a step whose GEMM we wrote: not PyTorch's (a baseline) and not cuBLAS's
+    (a ``cublas_`` step, ours only in its epilogue). Only these count as "the best" of a tier."""
+    return not problem.variant(slug).baseline and not slug.startswith("cublas")
+
+
 def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
     """The one definition of "the best" in fusedkit: of ``rows`` (a :func:`recorded` frame, or
     one run's rows, with ``speedup``), for each tier a kernel of ours reaches
     (:data:`fusedkit.precision.KERNEL_TIERS`), the one with the highest same-run speed-up among
-    our variants (PyTorch's baselines never count) that meet at least that tier: a stricter
-    tier meets the looser ones. Tiers no variant reaches are left out. ``rows`` must be of one
-    device and one sizes: speed-ups of different sizes or devices do not compare.
+    the steps whose GEMM we wrote (:func:`ours`) that meet at least that tier: a stricter tier
+    meets the looser ones. Whether the runner-up is level with it is :func:`level`'s to say.
+    ``rows`` must be of one device and one sizes.
     """
     if rows.empty:
         return {}
@@ -189,14 +195,37 @@ def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
         if col in rows.columns and rows[col].nunique() > 1:
             raise ValueError(f"rows hold {rows[col].nunique()} values of {col} "
                              f"({', '.join(sorted(set(rows[col])))}); pass rows of one {col}")
-    ours = {v.slug for v in problem.variants.values() if not v.baseline}
-    rows = rows[rows["variant"].isin(ours) & rows["speedup"].notna()]
+    mine = pd.Series([s in problem.variants and ours(problem, s) for s in rows["variant"]], index=rows.index)
+    rows = rows[mine & rows["speedup"].notna()]
     best = {}
     for rank, tier in enumerate(KERNEL_TIERS):
         meets = rows[rows["tier"].isin(KERNEL_TIERS[:rank + 1])]
         if not meets.empty:
             best[tier] = meets.loc[meets["speedup"].idxmax()]
     return best
+
+
+def level(a: pd.Series | Mapping, b: pd.Series | Mapping) -> bool:
+    """The one noise rule: two timings differ only beyond their measured spread. True when the
+    p10-p90 ranges of ``a`` and ``b`` (rows with ``p10_ms`` and ``p90_ms``, else their
+    ``median_ms`` alone) overlap: then neither is faster, whatever their medians say."""
+    lo = lambda r: r["p10_ms"] if pd.notna(r.get("p10_ms")) else r["median_ms"]   # noqa: E731
+    hi = lambda r: r["p90_ms"] if pd.notna(r.get("p90_ms")) else r["median_ms"]   # noqa: E731
+    return not (hi(a) < lo(b) or hi(b) < lo(a))
+
+
+def page_device(problem: Problem, path: str | Path | None = None) -> str:
+    """The device whose records a page of ``problem`` shows on a machine without a GPU: the
+    newest device with Nsight counters of the problem (a step's evidence is its time and its
+    counters, from one device), else the device of the newest clean record; "" when none."""
+    from fusedkit.counters import read_counters  # noqa: PLC0415
+
+    rows = clean_rows(_read(path))
+    rows = rows[rows["problem"] == problem.key].sort_values("timestamp", kind="stable")
+    counted = set(read_counters().query("problem == @problem.key")["device"])
+    with_counters = rows[rows["device"].isin(counted)]
+    pick = with_counters if not with_counters.empty else rows
+    return str(pick["device"].iloc[-1]) if not pick.empty else ""
 
 
 def caption(rows: pd.DataFrame | pd.Series) -> str:
@@ -586,7 +615,9 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     Columns as :func:`sweep_series`, plus ``sweep`` (True for points of a sweep). Sorted by
     ``dim``; empty (same columns) when nothing is recorded.
     """
-    series = sweep_series(problem, dim, device, path, having=[slug], newest=True)
+    routed = _route_slugs(problem, slug) if problem.variant(slug).routes else []
+    series = sweep_series(problem, dim, device, path, having=["eager", slug, *routed] if routed else [slug],
+                          newest=True)
     points = series[series["variant"] == slug].assign(sweep=True)
     if not points.empty:
         return points.sort_values(dim).reset_index(drop=True)
@@ -766,36 +797,38 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
     return pd.DataFrame(rows, columns=cols)
 
 
-def route_evidence(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
-                   path: str | Path | None = None) -> pd.DataFrame:
-    """What the bands of the by-batch step ``slug`` rest on: at each point of the sweeps that
-    timed eager and every step its routes name (:func:`every_sweep`), the step the point
-    routes to now (``routed``) beside the winner among those steps by three readings of their
-    spread (:func:`sweep_spread`): ``by_gpu_time`` (the lowest best p10: the fastest GPU work),
-    ``by_median`` (the most sweeps won by median; ties to the lower median of medians) and
-    ``by_p90`` (the lowest worst p90: the steadiest), with ``sweeps`` (how many timed the point),
-    ``agree`` (True where the three readings name one step) and ``eager_ms`` (eager's median of
-    medians). Empty when no sweep timed them all."""
+def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+               path: str | Path | None = None) -> pd.DataFrame:
+    """The one routing rule of both problems' by-batch steps, read from the records: at each
+    point of the newest sweep that timed eager and every step the routes of ``slug`` name, the
+    step whose slowest tenth of calls is fastest (``chosen``: the lowest p90), beside the step
+    the point routes to now (``routed``, :func:`route_for`) and each candidate's p90 (ms).
+    Empty when no sweep timed them all."""
     candidates = _route_slugs(problem, slug)
-    sweeps = every_sweep(problem, dim, having=["eager", *candidates], device=device, path=path)
-    cols = [dim, "sweeps", "routed", "by_gpu_time", "by_median", "by_p90", "agree", "eager_ms"]
-    if sweeps.empty:
-        return pd.DataFrame(columns=cols)
-    spread = sweep_spread(sweeps, dim, among=candidates)
+    series = sweep_series(problem, dim, device, path, having=["eager", *candidates], newest=True)
     rows = []
-    for point, g in spread.groupby(dim):
-        mine = g[g["variant"].isin(candidates)]
-        timed = list(mine["variant"])
-        winners = (mine.loc[mine["best_p10_ms"].idxmin(), "variant"],
-                   mine.sort_values(["wins", "median_ms"], ascending=[False, True])["variant"].iloc[0],
-                   mine.loc[mine["worst_p90_ms"].idxmin(), "variant"])
-        eager = g.loc[g["variant"] == "eager", "median_ms"]
-        rows.append({dim: int(point), "sweeps": int(mine["sweeps"].max()),
-                     "routed": route_for(problem, slug, int(point), timed),
-                     "by_gpu_time": winners[0], "by_median": winners[1], "by_p90": winners[2],
-                     "agree": len(set(winners)) == 1,
-                     "eager_ms": float(eager.iloc[0]) if not eager.empty else float("nan")})
-    return pd.DataFrame(rows, columns=cols)
+    for point, g in series[series["variant"].isin(candidates)].groupby(dim):
+        rows.append({dim: int(point), "routed": route_for(problem, slug, int(point), list(g["variant"])),
+                     "chosen": g.loc[g["p90_ms"].idxmin(), "variant"],
+                     **{f"{v} p90 ms": p90 for v, p90 in zip(g["variant"], g["p90_ms"])}})
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out.attrs["caption"] = caption(series)
+    return out
+
+
+def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device: str = "H200",
+                   path: str | Path | None = None) -> dict[str, float] | None:
+    """The one statement of a by-batch step's speed-up over eager across batch sizes: the
+    lowest and highest, and at how many points, in the newest sweep that timed eager, the step
+    and every step it routes to (:func:`step_sweep`). None when no such sweep is recorded."""
+    points = step_sweep(problem, slug, device=device, path=path)
+    points = points[points["sweep"]]
+    if points.empty:
+        return None
+    return {"lo": float(points["speedup"].min()), "hi": float(points["speedup"].max()),
+            "points": len(points), "at_lo": int(points.loc[points["speedup"].idxmin(), "batch_size"]),
+            "caption": caption(points)}
 
 
 def _empty_series(cols: list[str], dim: str) -> pd.DataFrame:
