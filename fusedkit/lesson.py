@@ -210,7 +210,7 @@ class Page:
         live = ""
         if v.triton:
             small = small_sizes(self.problem)
-            m = measure(self.problem, v, small, device="cpu", time_it=False)
+            m = measure(self.problem, v, small, device="cpu", time_it=False, seeds=1)
             live = (f"; in Triton's CPU interpreter at {short_sizes(small)}: "
                     + (f"{m.tier or 'logic right'}" if m.ok else ("not run: " if m.skipped else "FAILED: ") + m.failure))
         if r is None:
@@ -414,3 +414,47 @@ def details(summary: str, body: Any) -> Any:
                  else body._repr_html_())
     return HTML(f"<details><summary>{html.escape(summary)}</summary>"
                 f"<div style='overflow-x:auto'>{inner}</div></details>")
+
+
+# -- the clock over each timed loop --------------------------------------------------------------
+
+def clock_table(page: Page, slugs: Sequence[str], ceilings_of: Sequence[str] = ("fp16",)) -> pd.DataFrame:
+    """The one clocks computation: for cuBLAS's ceilings of ``ceilings_of`` in the page's eager
+    run and for each of ``slugs``, the SM clock over exactly its timed loop
+    (:func:`fusedkit.clocks.over_window`), its share of the datasheet's rate, and that share
+    against the rate at its own clock (the datasheet's scaled by that clock over the clock the
+    datasheet's rate implies). A dash where a row has no timing window."""
+    from fusedkit import clocks  # noqa: PLC0415 - clocks reads the records too
+
+    readings, rec = clocks.read_clocks(), results.clean_rows(results._read(None))
+    run, rows = page.rates().run_id, []
+    for ops in ceilings_of:
+        hit = rec[(rec["run_id"] == run) & (rec["variant"] == f"{ceilings.GEMM_PREFIX}{ops}")]
+        if len(hit):
+            rows.append((f"cuBLAS {ops} (ceiling)", hit.iloc[-1], ops,
+                         float(hit.iloc[-1]["tflops"]) / page.gpu.peak_tflops(ops)))
+    for slug in slugs:
+        r = page.row(slug)
+        if r is not None:
+            rows.append((slug, r, page.problem.variant(slug).precision, float(r["pct_of_floor"]) / 100))
+    out = []
+    for what, r, precision, share in rows:
+        w = clocks.over_window(r, readings)
+        mhz = w.sm_median_mhz if w else math.nan
+        out.append({"what": what, "ms": r["median_ms"], "% of floor": 100 * share, "MHz over its loop": mhz,
+                    "capped": 100 * w.capped_share if w else math.nan,
+                    "% of floor at that clock": 100 * share * page.gpu.implied_clock_ghz(precision) * 1e3 / mhz})
+    return pd.DataFrame(out)
+
+
+def clock_verdict(table: pd.DataFrame) -> str:
+    """What :func:`clock_table` lets a reader conclude, in one sentence."""
+    known = table.dropna(subset=["MHz over its loop"])
+    if known.empty:
+        return ("None of these rows has a timing window (rows recorded before the harness kept one "
+                "have none), so the clock over their loops is not known and this page draws no "
+                "conclusion from clocks: a gap to the datasheet is the kernel's and the clock's together.")
+    return "; ".join(f"`{r['what']}` ran its loop at {present.count(r['MHz over its loop'])} MHz: "
+                     f"{present.pct(r['% of floor'])} of the datasheet floor is "
+                     f"{present.pct(r['% of floor at that clock'])} of the floor at that clock"
+                     for _, r in known.iterrows()) + ". What remains of each gap is the kernel's own."

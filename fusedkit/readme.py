@@ -2,7 +2,7 @@
 
 ``README.md`` holds a block between :data:`BEGIN` and :data:`END`; :func:`measured_state`
 writes it from ``data/records.csv`` with the definitions every other view uses (the best per
-tier of :func:`fusedkit.dashboard.best_per_tier`, the by-batch step's newest sweep of
+tier of :func:`fusedkit.results.best_per_tier`, the by-batch step's newest sweep of
 :func:`fusedkit.results.step_sweep`, the components of :func:`fusedkit.results.components`),
 and ``python -m fusedkit readme`` (:func:`update`) puts it in place. A test regenerates the
 block and fails when the README is stale.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fusedkit import dashboard, present, problems, records, results
+from fusedkit import present, problems, records, results
 from fusedkit.paths import file_fault, mode_text, read_only, write_target
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,7 +33,7 @@ def _tiers_table(rec, keys: list[str]) -> list[str]:
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for key in keys:
         p = problems.get(key)
-        best = dashboard.best_per_tier(rec, p, p.defaults)
+        best = results.best_per_tier(rec, p, p.defaults)
         if best.empty:
             lines.append(f"| {key} | – | nothing recorded at {problems.fmt_sizes(p.defaults)} "
                          "| – | – | – | – | – |")

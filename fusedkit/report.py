@@ -259,8 +259,9 @@ def picked_sizes(nb: nbformat.NotebookNode) -> dict[str, Sizes]:
     def boxes(model_id: str, depth: int = 0) -> dict[str, int]:
         model = models.get(model_id.removeprefix("IPY_MODEL_"), {})
         state = model.get("state", {})
-        if model.get("model_name") == "IntTextModel":
-            return {str(state.get("description")): state.get("value")}
+        if model.get("model_name") in ("IntTextModel", "TextModel"):   # a picker's box
+            value = state.get("value")
+            return {str(state.get("description")): int(value) if str(value).isdigit() else value}
         out: dict[str, int] = {}
         for child in state.get("children", []) if depth < 8 else []:
             out.update(boxes(str(child), depth + 1))
@@ -504,7 +505,7 @@ def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, A
 
 def _pick(row: Any) -> dict[str, Any]:
     return {"variant": row["variant"], "title": row["title"], "tier": row["tier"],
-            "ms": round(float(row["median_ms"]), 4), "speedup": round(float(row["speedup"]), 3),
+            "ms": round(float(row["median_ms"]), 4), "speedup": float(row["speedup"]),
             "eager_ms": round(float(row["eager_ms"]), 4), "date": f"{row['timestamp']:%Y-%m-%d}",
             "commit": row["commit"], "run_id": row["run_id"]}
 

@@ -228,6 +228,48 @@ def page_device(problem: Problem, path: str | Path | None = None) -> str:
     return str(pick["device"].iloc[-1]) if not pick.empty else ""
 
 
+_TIER_ORDER = ("reference", *KERNEL_TIERS)
+
+
+def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None = None) -> pd.DataFrame:
+    """Per device and sizes, eager (the reference) and the best of our kernels per tier, for
+    ``problem``: among every variant's newest clean measurement
+    (:func:`fusedkit.results.newest_clean`, the one definition of a recorded result), the one
+    with the highest same-run speed-up meeting each tier (:func:`fusedkit.results.best_by_tier`,
+    the definition the report index, the export and the README use). ``speedup`` is eager's
+    time in the row's own run over the variant's; the reference row is eager's newest
+    measurement. ``sizes`` keeps only rows at those sizes. Columns: device, sizes, tier,
+    variant, median_ms, speedup, rel_error, tflops, pct_of_floor, run_id, commit, timestamp,
+    variant_tier (the variant's own tier: an fp32-faithful kernel can be the best kb-pass one).
+    Empty (same columns) when nothing is recorded.
+    """
+    from fusedkit import problems  # noqa: PLC0415
+
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    df = rec[rec["problem"] == p.key]
+    if sizes is not None:
+        df = df[df["sizes"] == fmt_sizes(sizes)]
+    cols = ["device", "sizes", "tier", "variant", "median_ms", "speedup", "rel_error", "tflops",
+            "pct_of_floor", "run_id", "commit", "timestamp", "variant_tier"]
+    out = []
+    for _, group in newest_clean(df, p).groupby(["device", "sizes"]):
+        eager = group[group["variant"] == "eager"]
+        if eager.empty:
+            continue
+        ref = eager.iloc[0].copy()
+        ref["variant_tier"] = ref["tier"] = "reference"
+        out.append(ref)
+        for tier, r in best_by_tier(group, p).items():
+            r = r.copy()
+            r["variant_tier"], r["tier"] = r["tier"], tier   # a stricter kernel can fill a slot
+            out.append(r)
+    if not out:
+        return pd.DataFrame({c: pd.Series(dtype=rec[c].dtype if c in rec else float) for c in cols})
+    best = pd.DataFrame(out)
+    best = best.assign(tier_rank=best["tier"].map(_TIER_ORDER.index))
+    return best.sort_values(["device", "sizes", "tier_rank"])[cols].reset_index(drop=True)
+
+
 def caption(rows: pd.DataFrame | pd.Series) -> str:
     """"NVIDIA H200, 2026-11-29 to 2026-11-30": the devices and the dates (or date range) of
     the measurements in a table or figure, the one short caption of where its numbers come
@@ -265,17 +307,6 @@ def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None,
     run = add_speedup(rows[rows["run_id"] == runs["run_id"].iloc[-1]])
     run = _with_steps(run, problem).assign(eager_ms=lambda d: d["speedup"] * d["median_ms"])
     return _ladder_order(run, problem).reset_index(drop=True)
-
-
-def time_ratio(problem: Problem, a: str, b: str, sizes: Sizes | None = None, *,
-               device: str = "H200", path: str | Path | None = None) -> float:
-    """``a``'s median time over ``b``'s in the newest clean run that timed both
-    (:func:`same_run`): how two variants compare on the same GPU state (below 1: ``a`` is
-    faster). NaN when no run timed both. Against eager, a row's own ``speedup`` says it."""
-    run = same_run(problem, [a, b], sizes, device=device, path=path).set_index("variant")
-    if run.empty:
-        return float("nan")
-    return float(run.loc[a, "median_ms"] / run.loc[b, "median_ms"])
 
 
 def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
@@ -323,28 +354,6 @@ def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:
     for col, kind in _ADDED.items():
         out[col] = pd.Series(dtype=kind)
     return out
-
-
-def per_run(problem: Problem, variants: Sequence[str], sizes: Sizes | None = None, *,
-            device: str = "H200", path: str | Path | None = None, value: str = "median_ms",
-            every: bool = True) -> pd.DataFrame:
-    """A run-to-run comparison: one row per clean run (:func:`clean_rows`) that timed every one
-    of ``variants`` (``every=False``: any of them) at ``sizes`` (default: the problem's) on a
-    device whose name contains ``device``, oldest first; columns ``run_id``, ``timestamp``,
-    ``commit``, ``device``, then one per variant holding its ``value`` (a records column, ms by
-    default; NaN where a run skipped it). Ratios of two columns are same-run ratios."""
-    if isinstance(variants, str):
-        raise TypeError(f"variants={variants!r}: pass a list of names, e.g. [{variants!r}]")
-    rows = clean_rows(_at(_read(path), problem, sizes, device))
-    if value not in rows.columns:
-        raise ValueError(f"value={value!r} is not a records column; valid: {', '.join(rows.columns)}")
-    rows = rows[rows["variant"].isin(list(variants))]
-    table = rows.pivot_table(index=["timestamp", "run_id", "commit", "device"], columns="variant",
-                             values=value, aggfunc="last").reindex(columns=list(variants))
-    if every:
-        table = table.dropna(how="any")
-    table.columns.name = None
-    return table.reset_index()[["run_id", "timestamp", "commit", "device", *variants]]
 
 
 def run_spread(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
@@ -433,43 +442,19 @@ def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | N
     return run.sort_values("variant", key=lambda v: v.map(order)).reset_index(drop=True)
 
 
-def of_steps(rows: pd.DataFrame, steps: Iterable[int] = (), *, also: Sequence[str] = (),
-             leave_out: Sequence[str] = ()) -> pd.DataFrame:
-    """The part of a ladder one notebook teaches: the rows of ``rows`` (a :func:`recorded` frame,
-    or one run's rows) whose step number is in ``steps`` (baselines are step 0), plus the
-    variants named in ``also`` (a baseline held against them, such as the cuBLAS fp16 bar, or
-    named rows alone with no ``steps``), less those in ``leave_out`` (one so slow it would
-    flatten a chart). Names with no row are simply absent; components (no step) are left out
-    unless named; the order and columns of ``rows`` are kept."""
-    for name, value in (("also", also), ("leave_out", leave_out)):
-        if isinstance(value, str):
-            raise TypeError(f"{name}={value!r}: pass a list of names, e.g. [{value!r}]")
-    if rows.empty:
-        return rows.reset_index(drop=True)
-    wanted = {float(s) for s in steps}
-    keep = (rows["step"].isin(wanted) | rows["variant"].isin(list(also))) & ~rows["variant"].isin(list(leave_out))
-    return rows[keep].reset_index(drop=True)
-
-
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The ladder's rows (a :func:`recorded` frame or one run's rows) as the notebooks show them,
-    in step order, components left out; ``recorded`` says when each row was measured, as the
-    rows may come from several runs: the day, and the device too (:func:`run_short_label`) where
-    the rows come from more than one (one device is named once, by the table's caption,
-    :func:`caption`). "% of floor" is against the datasheet's floor, "% of measured" against the
-    ceilings measured in the row's own run (a dash where that run measured none). The median alone, no p10 and p90 (a chart's error bars show
-    the spread): the table fits a page about 820 px wide."""
+    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order:
+    the median with its p10 and p90 (the one noise rule reads them), the tier, the shares of the
+    datasheet floor and of the floor measured in the row's own run, the error, the speed-up over
+    eager in its own run, and when it was recorded (with the device where the rows hold several)."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
-    one_device = rows["device"].nunique() <= 1 if "device" in rows.columns else True
-    rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one_device else run_short_label(r)
-                                 for _, r in rows.iterrows()] if not rows.empty else pd.Series(dtype=str))
-    if "pct_of_measured" not in rows.columns:
-        rows = rows.assign(pct_of_measured=float("nan"))
-    return rows.rename(columns={"median_ms": "ms", "tflops": "TFLOP/s", "pct_of_floor": "% of floor",
-                                "pct_of_measured": "% of measured", "rel_error": "rel. error",
-                                "peak_mem_mb": "call memory MB"})[
-        ["step", "variant", "tier", "ms", "TFLOP/s", "% of floor", "% of measured", "rel. error",
-         "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
+    one = rows["device"].nunique() <= 1
+    rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one else run_short_label(r) for _, r in rows.iterrows()],
+                       pct_of_measured=rows.get("pct_of_measured", float("nan")))
+    return rows.rename(columns={"median_ms": "ms", "pct_of_floor": "% of floor", "pct_of_measured": "% of measured",
+                                "rel_error": "rel. error"})[
+        ["step", "variant", "tier", "ms", "p10_ms", "p90_ms", "% of floor", "% of measured", "rel. error",
+         "speedup", "recorded"]].reset_index(drop=True)
 
 
 def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:
@@ -626,36 +611,6 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     return one.reindex(columns=[*series.columns, "sweep"]).reset_index(drop=True)
 
 
-def sweep_summary(series: pd.DataFrame, dim: str, flat: float = 1.25) -> pd.DataFrame:
-    """One row per variant of a sweep series (:func:`sweep_series`): its time at the smallest
-    and the largest ``dim``, ``flat_up_to`` (the largest ``dim`` whose time is within ``flat``
-    times the variant's fastest point: up to there more work is nearly free, the kernel pays a
-    fixed cost, a launch or the weights' bytes; a maximum rather than the first rise, so one
-    noisy small point does not end it), its best % of floor with the ``dim`` where it was
-    reached, and its speed-up over eager at the largest point. Ladder order kept.
-    """
-    if series.empty:
-        raise ValueError("series is empty: no recorded sweep to summarise (see sweep_series)")
-    if flat <= 1:
-        raise ValueError(f"flat={flat}: a time ratio above 1 (1.25 = 25% above the fastest point)")
-    lo, hi = int(series[dim].min()), int(series[dim].max())   # the series' ends (NaN if skipped)
-    rows = []
-    for variant, g in series.groupby("variant", sort=False):
-        at = g.set_index(dim)
-        cheap = g.loc[g["median_ms"] <= flat * g["median_ms"].min(), dim]
-        best = g.loc[g["pct_of_floor"].idxmax()] if g["pct_of_floor"].notna().any() else None
-        rows.append({"variant": variant,
-                     f"ms_at_{lo}": at["median_ms"].get(lo, float("nan")),
-                     f"ms_at_{hi}": at["median_ms"].get(hi, float("nan")),
-                     "flat_up_to": int(cheap.max()),
-                     "best_pct_of_floor": None if best is None else best["pct_of_floor"],
-                     f"best_at_{dim}": None if best is None else int(best[dim]),
-                     "speedup_at_largest": at["speedup"].get(hi, float("nan"))})
-    return pd.DataFrame(rows).set_index("variant")
-
-
-# -- every sweep, its spread, and the steps that route by batch size ------------------------------
-
 WIDE_SPREAD = 0.25
 """A measurement whose spread, (p90 - p10) / median, exceeds this is not one GPU time: a kernel
 bound by the GPU repeats within a few percent, one whose host work per call is about as long
@@ -705,31 +660,6 @@ def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
     out["wide"] = [int(wide.get((v, b), 0)) for v, b in zip(out["variant"], out[dim])]
     out = out.assign(_place=out["variant"].map(order)).sort_values([dim, "_place"])
     return out.drop(columns="_place").reset_index(drop=True)
-
-
-def spread_overview(spread: pd.DataFrame, dim: str = "batch_size",
-                    variants: Sequence[str] | None = None) -> pd.DataFrame:
-    """A :func:`sweep_spread` frame as a reader compares it: one row per point (``dim`` and
-    the number of sweeps), one column per variant (``variants``, default all, in that order)
-    reading "median (best p10 to worst p90)" in ms across the sweeps, with ", k wide" where
-    k sweeps spread wider than :data:`WIDE_SPREAD` there; "–" where a variant was not timed."""
-    from fusedkit import present  # noqa: PLC0415
-
-    if spread.empty:
-        raise ValueError("spread is empty: nothing to show (see sweep_spread)")
-    variants = list(variants) if variants is not None else list(dict.fromkeys(spread["variant"]))
-    at = spread.set_index(["variant", dim])
-    rows = []
-    for point in sorted(spread[dim].unique()):
-        row = {dim: int(point), "sweeps": int(spread.loc[spread[dim] == point, "sweeps"].max())}
-        for v in variants:
-            hit = at.loc[(v, point)] if (v, point) in at.index else None
-            row[v] = (present.MISSING if hit is None else
-                      f"{present.ms(hit['median_ms'])} ({present.ms(hit['best_p10_ms'])} to "
-                      f"{present.ms(hit['worst_p90_ms'])})"
-                      + (f", {int(hit['wide'])} wide" if hit["wide"] else ""))
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def route_for(problem: Problem, slug: str, rows: int, timed: Sequence[str]) -> str | None:

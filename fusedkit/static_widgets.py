@@ -21,7 +21,6 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from nbconvert.preprocessors import Preprocessor
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -195,27 +194,30 @@ def snapshot(widget_html: str) -> str:
             f"{widget_html}</div>")
 
 
-class StaticWidgetsPreprocessor(Preprocessor):
-    """Replace every widget output by static HTML rendered from the stored widget state.
-
-    Each output carrying a widget view gets a ``text/html`` rendering in place of the
-    view, under a caption saying it is a snapshot (:data:`SNAPSHOT_NOTE`); the stored
-    state is then dropped from the exported copy, so the HTML exporter emits neither the
-    state nor the script that would fetch a widget manager to read it. A widget's own picture
-    (:data:`PICTURE_KEY`, for JupyterLab once the kernel is gone) is dropped: it would draw the
-    widget twice.
-    """
-
-    def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
-        models = widget_models(nb)
-        for cell in nb.cells:
-            if "outputs" in cell:
-                cell.outputs = [o for o in cell.outputs if not is_picture(o)]
-            for out in cell.get("outputs", []):
-                view = out.get("data", {}).get(WIDGET_VIEW)
-                if view is None:
-                    continue
+def _preprocess(nb: Any, resources: dict) -> tuple[Any, dict]:
+    """Replace every widget output of ``nb`` by static HTML rendered from its stored state
+    (under :data:`SNAPSHOT_NOTE`), drop the state from the exported copy, and drop each widget's
+    own picture (:data:`PICTURE_KEY`), which would draw the widget twice."""
+    models = widget_models(nb)
+    for cell in nb.cells:
+        if "outputs" in cell:
+            cell.outputs = [o for o in cell.outputs if not is_picture(o)]
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view is not None:
                 out.data["text/html"] = snapshot(render_widget(str(view.get("model_id", "")), models))
                 del out.data[WIDGET_VIEW]
-        nb.metadata.pop("widgets", None)
-        return nb, resources
+    nb.metadata.pop("widgets", None)
+    return nb, resources
+
+
+def __getattr__(name: str) -> Any:
+    """``StaticWidgetsPreprocessor``, nbconvert's preprocessor of :func:`_preprocess`, made on
+    first use: nbconvert takes a second to import, and a notebook's widgets never need it."""
+    if name != "StaticWidgetsPreprocessor":
+        raise AttributeError(name)
+    from nbconvert.preprocessors import Preprocessor  # noqa: PLC0415 - heavy, the report's alone
+
+    cls = type("StaticWidgetsPreprocessor", (Preprocessor,), {"preprocess": lambda self, nb, res: _preprocess(nb, res)})
+    globals()[name] = cls
+    return cls

@@ -48,12 +48,15 @@ STALE_CLASS = "fusedkit-stale-note"
 STALE_NOTE = (
     f"<style>.{STALE_CLASS} {{display: none}} "
     f".jupyter-widgets-disconnected .{STALE_CLASS} {{display: block; color: #a60; "
-    "font-weight: bold}</style>"
+    "font-weight: bold} .jupyter-widgets-disconnected input, .jupyter-widgets-disconnected "
+    "button, .jupyter-widgets-disconnected select {pointer-events: none; opacity: 0.5} "
+    ".jupyter-widgets-disconnected .fusedkit-status {display: none}</style>"
     f"<div class='{STALE_CLASS}'>⚠ The kernel that ran this cell has stopped, so these boxes and "
     "buttons do nothing. Run this cell (or Run All) to use them.</div>")
 """The live widget's first line: empty while the widget is live, a warning once the kernel behind
 it has stopped while the page stays open (CSS on ipywidgets' own ``jupyter-widgets-disconnected``
-class, which a widget's element carries while no kernel holds its model)."""
+class, which a widget's element carries while no kernel holds its model); its boxes and buttons
+then take no input, and its status lines (``fusedkit-status``) are hidden."""
 
 # The line above a picture: a widget that could not be drawn (ipywidgets marks the failed output
 # itself with its class) directly followed by a picture of it. Nothing else is hidden.
