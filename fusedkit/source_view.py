@@ -240,7 +240,7 @@ def diff_lines(source: str | Path, previous: str | Path | None, names: Iterable[
                        f"{', '.join(f.name for f in fns)}")
     before = parse(source_path(previous)) if previous else []
     out: list[tuple[str, str]] = []
-    for fn in (f for f in fns if f.name in wanted):
+    for fn in sorted((f for f in fns if f.name in wanted), key=lambda f: f.kind != "kernel"):   # kernels first
         cur = _code(fn)
         match = next((p for p in before if p.name == fn.name), None)
         if match is None and before:
