@@ -336,6 +336,70 @@ def of_run(run_id: str, clocks: pd.DataFrame | None = None) -> pd.DataFrame:
     return clocks[clocks["run_id"] == run_id].sort_values("timestamp", kind="stable").reset_index(drop=True)
 
 
+# --- what a run's readings say, in one line (the sampler's) ------------------------------------
+
+def _bits(reasons: pd.Series) -> pd.Series:
+    return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
+
+
+@dataclass(frozen=True)
+class ClockSummary:
+    """One run's readings summed up. Clock, cap and power figures are over the *busy*
+    readings (:func:`busy_readings`); MHz, W and shares in [0, 1]."""
+
+    readings: int
+    busy: int
+    sm_median_mhz: float
+    sm_min_mhz: float
+    sm_max_mhz: float
+    capped_share: float       # busy readings with a power or thermal cap active (:data:`CAPS`)
+    caps_seen: tuple[str, ...]
+    power_median_w: float
+    power_limit_w: float      # median of the recorded limit; NaN where it was not read
+    max_sm_mhz: float         # the GPU's highest allowed SM clock; NaN where not read
+
+
+def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
+    """The readings taken while kernels ran (see :data:`BUSY_UTIL_PCT`)."""
+    util = readings["util_pct"]
+    not_idle = (_bits(readings["event_reasons"]) & IDLE) == 0
+    return readings[(util >= BUSY_UTIL_PCT) | (util.isna() & not_idle)]
+
+
+def capped(readings: pd.DataFrame) -> pd.Series:
+    """True for each reading where a power or thermal cap (:data:`CAPS`) held the clock."""
+    mask = sum(CAPS)
+    return (_bits(readings["event_reasons"]) & mask) != 0
+
+
+def summarize(readings: pd.DataFrame) -> ClockSummary | None:
+    """:class:`ClockSummary` of one run's readings, or None when there are none."""
+    if readings.empty:
+        return None
+    busy = busy_readings(readings)
+    bits = _bits(busy["event_reasons"])
+    seen = tuple(name for bit, name in CAPS.items() if (bits & bit).any())
+    med = lambda s: float(s.median()) if s.notna().any() else math.nan   # noqa: E731
+    return ClockSummary(len(readings), len(busy), med(busy["sm_mhz"]),
+                        float(busy["sm_mhz"].min()) if len(busy) else math.nan,
+                        float(busy["sm_mhz"].max()) if len(busy) else math.nan,
+                        float(capped(busy).mean()) if len(busy) else math.nan, seen,
+                        med(busy["power_w"]), med(readings["power_limit_w"]),
+                        med(readings["max_sm_mhz"]))
+
+
+def summary_line(s: ClockSummary | None) -> str:
+    """One line: "SM clock median 1755 MHz (1350 to 1980) over 812 busy readings, ..."."""
+    if s is None:
+        return "no readings"
+    cap = (f"a power or thermal cap active in {100 * s.capped_share:.0f}% of them"
+           + (f" ({', '.join(s.caps_seen)})" if s.caps_seen else ""))
+    limit = f" of a {s.power_limit_w:.0f} W limit" if math.isfinite(s.power_limit_w) else ""
+    top = f", highest allowed {s.max_sm_mhz:.0f} MHz" if math.isfinite(s.max_sm_mhz) else ""
+    return (f"SM clock median {s.sm_median_mhz:.0f} MHz ({s.sm_min_mhz:.0f} to {s.sm_max_mhz:.0f}"
+            f"{top}) over {s.busy} busy readings, {cap}; median power {s.power_median_w:.0f} W{limit}")
+
+
 # --- the clock over a timed loop --------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -348,10 +412,6 @@ class Window:
     sm_median_mhz: float
     power_median_w: float
     capped_share: float
-
-
-def _bits(reasons: pd.Series) -> pd.Series:
-    return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
 
 
 def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Window | None:
@@ -367,9 +427,8 @@ def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Wi
                     & (clocks["timestamp"] <= end)]
     if inside.empty:
         return None
-    cap = (_bits(inside["event_reasons"]) & sum(CAPS)) != 0
     return Window(len(inside), float(inside["sm_mhz"].median()), float(inside["power_w"].median()),
-                  float(cap.mean()))
+                  float(capped(inside).mean()))
 
 
 # --- bringing readings home ----------------------------------------------------------------

@@ -28,7 +28,7 @@ from fusedkit.interrupts import route_kernel_interrupt, stoppable
 from fusedkit.mode import Mode
 from fusedkit.plots import variant_bars
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, presets
-from fusedkit.roofline import fused_floor
+from fusedkit.roofline import fused_floor, readable, table
 
 CPU_SECONDS = 60.0
 """The longest check of a PyTorch or CUDA-less step the explorer starts on a CPU, in seconds."""
@@ -167,6 +167,9 @@ class LadderExplorer:
         self.variants = w.SelectMultiple(options=self._options("all"), value=(), description="steps",
                                          rows=len(steps), layout=w.Layout(width="640px", max_width="100%"))
         self.precision.observe(lambda _: self._filter(), names="value")
+        for box in [*self.picker.boxes.values(), self.variants]:
+            box.observe(self._choices_changed, names="value")
+        self._refused, self._ran, self._call_timeout_s = False, None, 0.0
         self.button = w.Button(description="Run", icon="play", button_style="primary")
         self.button.on_click(lambda _: self.start())
         self.cancel = w.Button(description="Cancel", icon="stop", disabled=True)
@@ -194,6 +197,18 @@ class LadderExplorer:
         self.variants.options = self._options(self.precision.value)
         self.variants.value = tuple(s for s in keep if s in {slug for _, slug in self.variants.options})
 
+    def _choices_changed(self, _change: object = None) -> None:
+        """A refusal no longer applies once the sizes or steps change, and the tables of a
+        finished run are then labelled as that run's."""
+        if self.status == "running":
+            return
+        if self._refused:
+            self._refused, self.message.value = False, ""
+        elif self._ran is not None and self.output.outputs and self._ran != (self.picker.sizes, tuple(self.variants.value)):
+            sizes, slugs = self._ran
+            self.message.value = _html_line(f"the tables below are from the last run ({len(slugs)} step(s) at "
+                                            f"{fmt_sizes(sizes)}); press Run for the sizes and steps chosen now.", "#a60", "⚠")
+
     def select(self, slugs: list[str] | tuple[str, ...]) -> None:
         """Choose ``slugs`` (the precision filter set to "all" first)."""
         unknown = [s for s in slugs if s not in self.problem.variants]
@@ -210,7 +225,7 @@ class LadderExplorer:
         for slug in self._with_baseline(chosen):
             p = plan(self.problem, slug, sizes, device=self._device, seeds=SEEDS_CPU if not self.mode.gpu else 3,
                      time_it=self.mode.gpu)
-            seconds = estimate_s(p)
+            seconds, self._call_timeout_s = estimate_s(p), p.call_timeout_s
             if p.refusal:
                 left_out[slug] = p.refusal.split(": ", 1)[-1]
             elif not self.mode.gpu and not p.variant.triton and seconds > CPU_SECONDS:
@@ -238,6 +253,7 @@ class LadderExplorer:
 
     def _refuse(self, text: str) -> None:
         self.message.value = _html_line(text, "#b00", "⚠")
+        self._refused, self._ran = True, None
         self.output.outputs, self.result, self.status = (), pd.DataFrame(), "idle"
         self.progress.value, self.progress.bar_style, self.progress.description = 0, "", "not run"
         return None
@@ -278,13 +294,15 @@ class LadderExplorer:
     def _begin(self, planned: tuple[Sizes, list[str], float, dict[str, str]]) -> None:
         sizes, chosen, total, left_out = planned
         self.output.outputs, self.result, self.status = (), pd.DataFrame(), "running"
+        self._refused, self._ran = False, (dict(sizes), tuple(chosen))
         self._stop.clear()
         self.button.disabled, self.cancel.disabled = True, False
         self.progress.description, self.progress.bar_style = "running", ""
         runs = len(self._with_baseline(chosen)) - len(left_out)
         self.message.value = _html_line(f"running {runs} step(s) of {self.problem.key} at {fmt_sizes(sizes)}, "
-                                        f"{_seconds(total)} estimated" + (f"; {len(left_out)} left out" if left_out else ""),
-                                        "#070", "…")
+                                        f"{_seconds(total)} estimated" + (f"; {len(left_out)} left out" if left_out else "")
+                                        + f"; each kernel runs in a process of its own, and a call that takes over "
+                                        f"{self._call_timeout_s:g} s counts as hung", "#070", "…")
 
     def _execute(self, sizes: Sizes, chosen: list[str], total: float, left_out: dict[str, str]) -> None:
         t0, self._rows = time.perf_counter(), []
@@ -297,7 +315,7 @@ class LadderExplorer:
             if not ran:
                 self._end("nothing ran", f"nothing ran: left out {why}")
             elif failed:
-                self._end("failed", f"failed: {', '.join(failed)} (see the table)")
+                self._end("failed", f"failed: {', '.join(failed)} (see the table); the rest ran")
             else:
                 self._end("done", f"done: {len(ran)} step(s) in {time.perf_counter() - t0:.0f} s (estimated "
                           f"{_seconds(total)})" + (f"; left out {why}" if why else ""))
@@ -320,6 +338,9 @@ class LadderExplorer:
 
     def _run(self, sizes: Sizes, chosen: list[str], left_out: dict[str, str]) -> pd.DataFrame:
         gpu = detect_gpu().spec
+        if not self.mode.gpu:
+            self._table(f"roofline on {gpu.name} at {fmt_sizes(sizes)} (fp32; each column in the unit that shows "
+                        "its values)", readable(table(self.problem, sizes, gpu, "fp32")))
         slugs = self._with_baseline(chosen)
         self.progress.max, self.progress.value = max(len(slugs), 1), 0
         for slug in slugs:
@@ -330,13 +351,17 @@ class LadderExplorer:
             if slug in left_out:
                 row["tier"] = f"not run: {left_out[slug]}"
             else:
-                m = measure(self.problem, slug, sizes, device=self._device, time_it=self.mode.gpu,
-                            seeds=3 if self.mode.gpu else SEEDS_CPU)
-                row["tier"] = ((m.tier or "logic right") if m.ok else ("not run: " if m.skipped else "FAILED: ") + m.failure)
-                if m.ok:
-                    row["rel. error"] = m.check.rel_error
-                if m.ok and m.timing is not None:
-                    row.update(median_ms=m.timing.median_ms, p10_ms=m.timing.p10_ms, p90_ms=m.timing.p90_ms)
+                try:
+                    m = measure(self.problem, slug, sizes, device=self._device, time_it=self.mode.gpu,
+                                seeds=3 if self.mode.gpu else SEEDS_CPU)
+                except Exception as e:  # noqa: BLE001 - one step's fault must not stop the rest
+                    row["tier"] = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                else:
+                    row["tier"] = ((m.tier or "logic right") if m.ok else ("not run: " if m.skipped else "FAILED: ") + m.failure)
+                    if m.ok:
+                        row["rel. error"] = m.check.rel_error
+                    if m.ok and m.timing is not None:
+                        row.update(median_ms=m.timing.median_ms, p10_ms=m.timing.p10_ms, p90_ms=m.timing.p90_ms)
             self._rows.append(row)
             self.progress.value += 1
         df = pd.DataFrame(self._rows)
@@ -360,7 +385,7 @@ class LadderExplorer:
         df = present.format_frame(df)
         self.output.outputs += ({"output_type": "display_data", "metadata": {},
                                  "data": {"text/html": f"<b>{html.escape(title)}</b><div style='overflow-x:auto'>"
-                                                       f"{df.to_html()}</div>", "text/plain": f"{title}\n{df}"}},)
+                                                       f"{df.to_html()}</div>", "text/plain": f"{title}\n{df.to_string()}"}},)
 
     def _line(self, text: str) -> None:
         self.output.append_stdout(text + "\n")
