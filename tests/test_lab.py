@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -230,10 +231,13 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             t0 = time.monotonic()
             for _ in range(3):
                 page.keyboard.press("Shift+Enter")
-            page.locator(".jp-Notebook .jp-CodeCell", has_text="LadderExplorer(problem, mode)").locator(
-                ".jp-InputArea-editor").click()
+            cell = page.locator(".jp-Notebook .jp-CodeCell", has_text="LadderExplorer(problem, mode)")
+            cell.locator(".jp-InputArea-editor").click()
             page.keyboard.press("Shift+Enter")
-            _wait_idle(page, 300)
+            deadline = time.monotonic() + 300
+            while not re.fullmatch(r"\[\d+\]:", cell.locator(".jp-InputPrompt").inner_text().strip()):
+                assert time.monotonic() < deadline, "the explorer's cell did not finish within 300 s"
+                time.sleep(0.5)
             ran_s = time.monotonic() - t0
             outputs = " ".join(page.locator(".jp-OutputArea-output").all_inner_texts())
             assert "Traceback" not in outputs and "Error displaying widget" not in outputs
