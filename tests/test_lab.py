@@ -1,8 +1,9 @@
 """Interactive use in a real JupyterLab, driven through headless Chromium by Playwright, as a
-reader would: open a problem notebook, run the cells of its widgets, change a size in the explorer, press Run and
-read the verdict, cancel a long run (the Cancel button, then the toolbar's interrupt), save,
-close and reopen it while its kernel lives (the live widgets, no unsaved mark), then after its
-kernel has ended (each widget's picture, no unsaved mark, no error line).
+reader would: open a problem notebook (not marked unsaved), run the cells of its widgets, change
+a size in the explorer, press Run and read the verdict, cancel a long run (the Cancel button,
+then the toolbar's interrupt), save, close and reopen it while its kernel lives (the live
+widgets, no unsaved mark), restart the kernel (the widgets say they are dead and take no input),
+then reopen it after its kernel has ended (each widget's picture, no unsaved mark, no error line).
 
 JupyterLab serves a fresh clone of this repository (its committed notebooks) with the git
 filter ``make env`` sets up and ``make lab``'s save hook, so the test can end as a person's
@@ -224,6 +225,7 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
             _open(page, base, token)
+            assert not _dirty(page, NOTEBOOK), "opened untouched, marked unsaved"
             # The cells the widgets need, as a reader runs them (Shift+Enter): the parameters, the
             # picker and the mode, then the explorer's cell. The rest of the notebook runs in the
             # report build (tests/test_browser.py): no notebook runs twice in a session.
@@ -318,6 +320,18 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             assert not _dirty(page, NOTEBOOK), "reopened beside its live kernel, marked unsaved"
             assert explorer.locator("button.widget-button", has_text="Run").is_enabled()
             assert page.locator(".fusedkit-widget-picture:visible").count() == 0
+
+            # The reader restarts the kernel: the widgets stay drawn, say they are dead, take no
+            # typing and no longer show their last status line (it read "sizes accepted").
+            page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel").first.click()
+            page.locator(".jp-Dialog button", has_text="Restart").first.click(timeout=30_000)
+            stale = page.locator(".jp-OutputArea-output .fusedkit-stale-note").first
+            stale.wait_for(state="visible", timeout=60_000)
+            assert "The kernel that ran this cell has stopped" in stale.inner_text()
+            picker = page.locator(".fusedkit-size-picker-p45:visible").first
+            assert picker.locator("input").first.evaluate("e => getComputedStyle(e).pointerEvents") == "none"
+            assert not picker.locator(".fusedkit-status").first.is_visible()
             _close_without_a_question(page, NOTEBOOK)
 
             # Its kernel ended, reopened: each widget's picture, as it last looked, says to run its
@@ -341,108 +355,3 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
     # The session wrote outputs and widget state into the notebook; git sees none of it.
     assert _git(clone, "status", "--porcelain") == ""
     assert "outputs" in (clone / NOTEBOOK).read_text() and ran_s > 0
-
-
-def test_an_untouched_notebook_opens_and_closes_without_asking_to_be_saved(lab):
-    """Every notebook opened marked unsaved, untouched: stored without the kernel's
-    language_info, which JupyterLab writes in when the kernel starts; closing it asked "Save
-    changes ... before closing?". The working files carry it (fusedkit.notebook_git)."""
-    base, token, clone = lab
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        try:
-            _open(page, base, token, "notebooks/06_results.ipynb")
-            time.sleep(3)   # the kernel's info has arrived: the indicator is idle
-            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="06_results.ipynb")
-            assert tab.count() == 1
-            assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), "opened marked unsaved"
-            page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Close Tab").first.click()
-            deadline = time.monotonic() + 30
-            while tab.count() and not page.locator(".jp-Dialog").count():
-                assert time.monotonic() < deadline, "the tab did not close"
-                time.sleep(0.2)
-            assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").inner_text()
-        except BaseException:
-            SHOTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SHOTS / "lab-untouched-failure.png"))
-            raise
-        finally:
-            browser.close()
-    _shut_down_kernels(base, token)
-    assert _git(clone, "status", "--porcelain") == ""
-
-
-def test_a_widget_whose_kernel_stopped_says_so_and_its_picture_keeps_its_last_look(lab):
-    """After a kernel restart the widgets still on the page showed ipywidgets' broken-link icons,
-    Run and the presets did nothing, and nothing said why: now their first line says so
-    (fusedkit.widget_pictures.STALE_NOTE), and only then. Reopened, the notebook showed "Error
-    displaying widget: model not found" (or, with saved widget state, opened marked unsaved):
-    now the picture shows, with the value typed into a box before the save."""
-    import nbformat
-
-    base, token, clone = lab
-    scratch = clone / "scratch"   # untracked, removed after: git status stays clean
-    scratch.mkdir()
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from fusedkit import problems\nfrom fusedkit.widgets import SizePicker\n"
-        "SizePicker(problems.get('p12'))")])
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                 "name": "python3"}
-    notebook = "scratch/stale.ipynb"
-    nbformat.write(nb, clone / notebook)
-    note = "The kernel that ran this cell has stopped"
-    try:
-        with playwright.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            try:
-                _open(page, base, token, notebook)
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-                _wait_idle(page, 120)
-                picker = ".fusedkit-size-picker-p12:visible"
-                page.wait_for_selector(picker, timeout=60_000)
-                live = page.locator(picker).first.inner_text()
-                assert "Sizes for p12" in live and note not in live, live
-                assert page.locator(".fusedkit-widget-picture:visible").count() == 0
-                _set_size(page.locator(picker).first, "batch_size", 99)
-                # Redrawn a quarter of a second after the change, hidden while the widget lives.
-                page.wait_for_function("() => Array.from(document.querySelectorAll("
-                                       "'.fusedkit-widget-picture')).some(p => p.innerHTML.includes("
-                                       "'>99<'))", timeout=30_000)
-                _save(page, notebook)
-                assert ">99<" in (clone / notebook).read_text()   # the picture, as it last looked
-
-                # The reader restarts the kernel: the picker stays drawn, and says it is dead.
-                page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel").first.click()
-                page.locator(".jp-Dialog button", has_text="Restart").first.click(timeout=30_000)
-                stale = page.locator(".jp-OutputArea-output .fusedkit-stale-note").first
-                stale.wait_for(state="visible", timeout=60_000)
-                assert note in stale.inner_text()
-                # ... takes no typing, and its stale "sizes accepted" line is gone.
-                box = page.locator(picker).first.locator("input").first
-                assert box.evaluate("e => getComputedStyle(e).pointerEvents") == "none"
-                assert not page.locator(picker).first.locator(".fusedkit-status").first.is_visible()
-
-                # Reopened beside the new kernel, which holds no widget: the picture, unmarked.
-                page.reload()
-                _open(page, base, token, notebook)
-                picture = page.locator(".fusedkit-widget-picture:visible").first
-                picture.wait_for(state="visible", timeout=60_000)
-                time.sleep(3)   # ipywidgets gives up on the missing model after 2 s
-                assert "99" in picture.inner_text() and "Run this cell to use it" in picture.inner_text()
-                assert "Error displaying widget" not in page.inner_text("body")
-                assert not _dirty(page, notebook)
-                _close_without_a_question(page, notebook)
-            except BaseException:
-                SHOTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(SHOTS / "lab-stale-failure.png"))
-                raise
-            finally:
-                browser.close()
-    finally:
-        _shut_down_kernels(base, token)
-        shutil.rmtree(scratch)
