@@ -173,9 +173,9 @@ class Page:
         if code and self.problem.variant(slugs[0]).source:
             display(source_view.show_step(self.problem.key, slugs[0], previous, names=names, extra=extra))
         lines = []
-        for slug in slugs:
+        for i, slug in enumerate(slugs):
             name = f"`{slug}`: " if len(slugs) > 1 else ""
-            measured = self._measure(slug)
+            measured = self._measure(slug, interpret=i == 0)
             guess = predict.get(slug) if isinstance(predict, Mapping) else predict
             ms = self._predicted(guess, measured)
             if ms is not None:
@@ -191,9 +191,10 @@ class Page:
             if folded:
                 display(HTML(folded))
 
-    def _measure(self, slug: str) -> dict[str, Any]:
+    def _measure(self, slug: str, interpret: bool = True) -> dict[str, Any]:
         """The time a step is held against: live on a GPU, else its recorded row; on a CPU a
-        Triton step is also checked live in the interpreter at small sizes."""
+        Triton step is also checked live in the interpreter at small sizes (``interpret``: the
+        first variant of a kernel file only, the interpreter ignores the precision flags)."""
         from fusedkit.harness import measure  # noqa: PLC0415 - the harness imports the kernels
 
         v = self.problem.variant(slug)
@@ -208,7 +209,7 @@ class Page:
             return out
         r = self.row(slug)
         live = ""
-        if v.triton:
+        if v.triton and interpret:
             small = small_sizes(self.problem)
             m = measure(self.problem, v, small, device="cpu", time_it=False, seeds=1)
             live = (f"; in Triton's CPU interpreter at {short_sizes(small)}: "

@@ -332,6 +332,8 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             picker = page.locator(".fusedkit-size-picker-p45:visible").first
             assert picker.locator("input").first.evaluate("e => getComputedStyle(e).pointerEvents") == "none"
             assert not picker.locator(".fusedkit-status").first.is_visible()
+            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").first.wait_for(
+                timeout=60_000)        # the new kernel is up before the tab closes
             _close_without_a_question(page, NOTEBOOK)
 
             # Its kernel ended, reopened: each widget's picture, as it last looked, says to run its
