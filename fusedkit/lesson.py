@@ -90,12 +90,7 @@ class Rates:
 # -- a page ----------------------------------------------------------------------------------------
 
 class Page:
-    """One notebook page's numbers for ``problem``: one device, its ceilings and its steps.
-
-    On a GPU (``mode.gpu``) steps are measured live at ``sizes`` on the device at hand and
-    predicted from ceilings measured here (once, when first needed). On a CPU they are read
-    from the records of :func:`fusedkit.results.page_device`, at ``sizes`` where those are
-    recorded, else at KernelBench's; :attr:`label` says which."""
+    """One notebook page's numbers for ``problem``: one device, its ceilings and its steps."""
 
     def __init__(self, problem: Problem, sizes: Sizes, mode: Mode) -> None:
         self.problem, self.mode = problem, mode

@@ -1,10 +1,7 @@
-"""Seaborn figures the notebooks share: a roofline chart and a per-variant bar chart.
-
-Every figure names the device and the source of its numbers in its title, so a plot
-copied out of context still says where it came from. Its key (legend) sits outside the axes
-it explains, under or above them (:func:`_legend_below`), so it covers no curve, bar or point;
-the roofline's key alone stays in its empty upper left, and its points' numbers go around it.
-Every figure draws without a warning (tests/test_plot_warnings.py).
+"""The figures the notebooks draw. Each names the device and the source of its numbers in its title;
+its key sits outside the axes it explains (the roofline's in its empty corner), and it draws without
+a warning (tests/test_plot_warnings.py). A figure that closes itself is shown where a cell displays
+it.
 """
 
 from __future__ import annotations
@@ -34,9 +31,7 @@ _ROOF_COLOURS = {"fp32": "#4c72b0", "tf32": "#dd8452", "tf32x3": "#c44e52", "bf1
 
 def _legend_below(fig: plt.Figure, handles: Sequence[object], labels: Sequence[str], *, ncol: int = 2,
                   title: str | None = None, top: float = 1.0) -> None:
-    """One legend for the whole figure, under its axes and outside them, so that it covers no
-    curve, bar or point; the axes are laid out (``tight_layout``) in the height left above it,
-    measured from the drawn legend. ``top`` keeps room above the axes (a suptitle)."""
+    """One key for the whole figure, below its axes, laid out so that it covers nothing."""
     legend = fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
                         fontsize=8, title=title, title_fontsize=8, frameon=False)
     height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
@@ -45,10 +40,8 @@ def _legend_below(fig: plt.Figure, handles: Sequence[object], labels: Sequence[s
 
 def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
                     precision: str = "fp32") -> pd.DataFrame:
-    """One point per stage and one for the fused whole, at the best rate the roofline allows.
-
-    Columns: label, intensity (FLOP/B), tflops (attainable), floor_ms, kind.
-    """
+    """One point per stage and one for the fused whole, at the best rate the roofline allows: label,
+    intensity (FLOP/B), tflops, floor_ms, kind."""
     rows = []
     for s in problem.stages(sizes):
         f = stage_floor(s, gpu, precision)
@@ -65,11 +58,8 @@ def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
 def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
                    precisions: Sequence[str] = ("fp32", "tf32", "bf16"),
                    title: str = "", ax: plt.Axes | None = None) -> plt.Figure:
-    """Log-log roofline: memory roof, one compute roof per precision, and ``points``.
-
-    ``points`` needs columns label, intensity (FLOP/B), tflops; an optional ``kind``
-    column picks the marker (e.g. stage / fused / measured).
-    """
+    """Log-log roofline of ``gpu``: the memory roof, one compute roof per precision, and ``points``
+    (label, intensity, tflops, optional kind)."""
     if points.empty:
         raise ValueError("points is empty: nothing to place on the roofline")
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8.5, 5.2))
@@ -103,9 +93,7 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
 
 
 def _point_key(ax: plt.Axes, pts: pd.DataFrame) -> pd.DataFrame:
-    """Number the points (coinciding ones share a number, highest rate first) and list the
-    numbers with their names beside the axes. Returns one row per number: label,
-    intensity, tflops."""
+    """The points as numbered markers, with the key that names each number."""
     merged = (pts.groupby(["intensity", "tflops"], sort=False)["label"].apply(", ".join)
               .reset_index().sort_values("tflops", ascending=False).reset_index(drop=True))
     key = "\n".join(f"{i + 1}  {label}" for i, label in enumerate(merged["label"]))
@@ -118,12 +106,7 @@ _GAP = 2.0   # points between a number and anything it must not touch
 
 
 def _place_numbers(ax: plt.Axes, merged: pd.DataFrame, avoid: Sequence[object] = ()) -> None:
-    """Put each point's number beside it where it collides with nothing: no other number,
-    no marker, no legend or key. Greedy, in the figure's final layout, highest rate first:
-    a number starts just right of its point and steps right past the numbers of
-    near-equal rates (within 25%), so those read as a row; where another point's marker or
-    number stands in the way (or the axes end) it goes left of its point instead. Offsets are in points,
-    so the placement holds at any dpi."""
+    """Each point's number beside it, clear of the other markers, numbers and ``avoid``."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     px = fig.dpi / 72.0                                   # display pixels per point
@@ -168,14 +151,8 @@ def _place_numbers(ax: plt.Axes, merged: pd.DataFrame, avoid: Sequence[object] =
 
 def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",
                  baseline: str = "eager", title: str = "") -> plt.Figure:
-    """Horizontal bars of time per variant, each annotated with its speed-up over ``baseline``.
-
-    ``df`` holds one row per variant. With a ``speedup`` column (a
-    :func:`fusedkit.results.recorded` frame, whose rows may come from several runs) each bar
-    is labelled with it, the speed-up within the row's own run; without one, the rows must be
-    of ONE run and the speed-up is ``baseline``'s time over the row's. Optional ``p10_ms`` /
-    ``p90_ms`` columns draw the spread as error bars.
-    """
+    """Horizontal bars of each variant's time, eager's bar marked, each labelled with its speed-up
+    over eager in its own run."""
     if df.empty:
         raise ValueError("df is empty: no variants to plot")
     if baseline not in set(df[label_col]):
@@ -205,10 +182,8 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
 
 def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
                    precision: str = "fp32") -> float | None:
-    """The smallest value of ``dim`` (other sizes as in ``sizes``) at which the fused
-    kernel's arithmetic intensity reaches ``precision``'s ridge point on ``gpu``: below it
-    the fused kernel is memory-bound, above it compute-bound. None if that never happens
-    within the dimension's range; 1 if it is compute-bound already at 1."""
+    """The smallest ``dim`` at which the fused kernel's intensity reaches ``precision``'s ridge on
+    ``gpu``; None if it never does."""
     dims = {d.name: d for d in problem.dims}
     if dim not in dims:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(dims)}")
@@ -234,12 +209,8 @@ def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
 def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
                 values: Sequence[int] | None = None, precisions: Sequence[str] = ("fp32", "fp16x3"),
                 title: str = "") -> plt.Figure:
-    """The floors of a perfectly fused kernel of ``problem`` against ``dim`` (other sizes at the
-    defaults), log-log: the memory floor (its fewest bytes over ``gpu``'s bandwidth) and one
-    compute floor per precision (its FLOPs at that precision's rate), each in ms, with a dashed
-    line where the precision's ridge point is crossed (:func:`ridge_crossing`): left of it the
-    bytes bind, right of it the arithmetic. ``values`` defaults to the powers of two from 1 to
-    the problem's default (at least 1024). The figure is closed before it is returned."""
+    """The floors of a fused kernel against ``dim``, log-log: the memory floor and one compute floor
+    per precision, each ridge crossing dashed."""
     if dim not in {d.name for d in problem.dims}:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: "
                          f"{', '.join(d.name for d in problem.dims)}")
@@ -275,9 +246,7 @@ def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
 
 def step_colours(problem: Problem, slugs: Sequence[str] | None = None
                  ) -> dict[str, tuple[float, float, float]]:
-    """One colour per step: eager grey, the others from one qualitative palette in the order of
-    ``slugs`` (default: the ladder's), so charts drawn with the same ``slugs`` give each step
-    the same colour."""
+    """One colour per step of ``problem`` (or ``slugs``), the same in every figure."""
     slugs = [s for s in (slugs if slugs is not None else [v.slug for v in problem.ladder()])
              if s != "eager"]
     unknown = [s for s in slugs if s not in problem.variants]
@@ -290,12 +259,8 @@ def step_colours(problem: Problem, slugs: Sequence[str] | None = None
 def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
                  variants: Sequence[str] | None = None, title: str = "", ax: plt.Axes | None = None
                  ) -> plt.Figure:
-    """Time against ``dim`` for each of ``variants`` (default: all) in recorded sweeps
-    (:func:`fusedkit.results.every_sweep`), log-log: a line through the newest sweep's medians
-    with its p10-p90 shaded, and each older sweep's median as a hollow marker of the same colour,
-    so a step whose time jumps between sweeps shows as scattered markers around a wide band.
-    Colours from :func:`step_colours` in the order of ``variants``. With ``ax`` it draws there (a panel of a larger figure);
-    otherwise the figure is closed before it is returned."""
+    """Time against ``dim`` for each variant over recorded sweeps: the newest sweep's medians as a
+    line with p10 to p90 shaded, every older sweep's median as a ring."""
     need = {"variant", dim, "median_ms", "p10_ms", "p90_ms", "run_id", "timestamp"}
     if sweeps.empty:
         raise ValueError("sweeps is empty: no recorded sweep to plot (see results.every_sweep)")
@@ -342,11 +307,8 @@ ROLE_COLOURS = {"eager": "#7f7f7f", "by-batch": "#000000", "routed": "#dd8452"}
 
 def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = "batch_size",
                 title: str = "") -> plt.Figure:
-    """One panel per (problem, by-batch slug, :func:`fusedkit.results.route_check` frame): time
-    against ``dim``, log-log, of eager, the by-batch step and the step each point routes to,
-    one colour per role in every panel (:data:`ROLE_COLOURS`), the by-batch and routed steps
-    with their p10-p90 as error bars and each routed point labelled with its step number;
-    dashed lines between the bands. The figure is closed before it is returned."""
+    """One panel per (problem, by-batch slug, :func:`fusedkit.results.route_check` frame): eager,
+    the by-batch step and the step each point routes to, p10 to p90 as bars, the band edges dotted."""
     if not panels:
         raise ValueError("panels is empty: pass (problem, slug, route_check frame) for each panel")
     fig, axes = plt.subplots(1, len(panels), figsize=(8.2, 4.2), squeeze=False)
@@ -393,11 +355,7 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
 
 def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: Sequence[str], *,
                  gap_pt: float = 9.0, fontsize: float = 7) -> None:
-    """Write ``labels`` just right of the points (``x``, ``y``) in data coordinates, moving
-    labels up where needed so that no two sit closer than ``gap_pt`` points vertically (the
-    lowest stays at its point; a moved label keeps a thin line to its point), each on a
-    half-transparent white ground so that points behind it do not garble it. Call it after the
-    axes' scales and limits are set: positions are taken on the drawn axes."""
+    """Label scattered points, each label moved off the others' boxes."""
     if not (len(x) == len(y) == len(labels)):
         raise ValueError(f"x, y and labels must have one entry per point; got {len(x)}, {len(y)}, {len(labels)}")
     if not len(labels):
@@ -418,11 +376,8 @@ def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: S
 # -- results at a glance: the best per tier, runs compared, sweeps side by side ----------------
 
 def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
-    """A dot plot of run-to-run spread, a panel per problem: one row per variant, one dot per
-    run at the run's time against the variant's median over runs (%), the recorded measurement
-    (its newest clean one) in colour, the others grey; the shaded band is eager's own spread,
-    the noise of the reference. ``spread`` is :func:`fusedkit.results.run_spread`'s frame (or
-    several concatenated); the x axis is shared, so spreads compare across problems."""
+    """Run to run: one row per variant, one dot per run against the variant's median over runs (%),
+    its result in colour, eager's spread shaded."""
     need = {"problem", "variant", "vs_median_pct", "recorded"}
     if spread.empty or not need <= set(spread.columns):
         raise ValueError(f"spread needs rows with columns {sorted(need)} (results.run_spread)"
@@ -472,13 +427,8 @@ STALL_REASONS = {
 
 
 def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: str = "") -> plt.Figure:
-    """Horizontal stacked bars of warp-stall samples: one bar per (page, region), one segment per
-    stall reason (the ``reasons`` largest over all bars, the rest as "other reasons").
-
-    ``regions`` maps a label (e.g. the commit of the page) to
-    :func:`fusedkit.counters.source_regions` of that page; bars keep each page's own sample
-    counts, so a shorter bar is a region that held the warps for less of the kernel. The figure
-    is closed before it is returned: ``display(fig)`` shows it once."""
+    """Stacked bars of warp-stall samples, one per page and region, one segment per stall reason
+    (the ``reasons`` largest)."""
     if not regions:
         raise ValueError("regions is empty: no source page to plot")
     fixed = {"samples", "samples_share", "executed", "executed_share"}
@@ -518,12 +468,8 @@ def _cell_grid(ax: plt.Axes, rows: int, cols: int) -> None:
 
 
 def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
-    """The 128-byte swizzle atom: 8 rows of a K-major fp16 tile, 8 chunks of 16 bytes each, as
-    the kernel means them (left) and as TMA stores them and wgmma reads them (right), each cell
-    labelled and coloured by the logical chunk it holds; logical chunk ``highlight`` (one
-    column, 8 fp16 of k in each of 8 rows) is outlined: it lands in all 8 positions, 32 banks.
-    Drawn from :func:`fusedkit.hopper_layout.swizzle_atom`; the figure is closed (a notebook
-    shows it once, as the value of its cell)."""
+    """The 128-byte swizzle atom: 8 rows of 8 16-byte chunks as the kernel means them and as TMA
+    stores them, chunk ``highlight`` marked."""
     from matplotlib.patches import Rectangle  # noqa: PLC0415
 
     from fusedkit import hopper_layout as hl  # noqa: PLC0415
@@ -563,12 +509,8 @@ def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
 
 
 def accumulator_fragment_figure(cols: int = 16, n: int = 128) -> plt.Figure:
-    """The fp32 accumulator of wgmma m64nNk16 (``n`` = N columns): which thread of the
-    warpgroup and which of its registers holds each element of the first ``cols`` columns of
-    the 64 x N tile, labelled ``t:i`` (thread t, register d[i]) and coloured by warp, the rows
-    8-15 of each warp (registers d[4j + 2], d[4j + 3]) a shade darker. Four lanes (a quad)
-    share each row of an 8-column slab, two columns each. Drawn from
-    :func:`fusedkit.hopper_layout.accumulator_owner`; the figure is closed (shown once)."""
+    """The fp32 accumulator of wgmma m64nNk16: the thread and register holding each element of the
+    first ``cols`` columns, coloured by warp."""
     from fusedkit import hopper_layout as hl  # noqa: PLC0415
 
     n = hl._check_n(n)

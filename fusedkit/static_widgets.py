@@ -1,18 +1,8 @@
-"""Static HTML for the ipywidgets a notebook displayed, from the widget state it stored.
-
-A report that must open with no network cannot load the Jupyter widget manager, so each
-widget output would stay a "Loading widget..." placeholder. nbclient stores every widget's
-state in the notebook's metadata (``store_widget_state=True``); this module turns that
-state into plain HTML that shows what the reader would have seen: containers lay out
-their children, input widgets show ``description: value``, HTML and Label widgets show
-their text, and buttons appear greyed out (nothing can be clicked in a static page).
-Each widget's stored layout (widths, wrapping, overflow) is kept, and everything is held
-to the width of the page: rows wrap, and a wide table in an Output widget scrolls
-sideways instead of running off the page.
-
-:class:`StaticWidgetsPreprocessor` does it for a whole notebook inside nbconvert, and
-captions every widget it draws as a snapshot (:data:`SNAPSHOT_NOTE`), so no reader takes
-it for a control that is broken.
+"""Static HTML for the ipywidgets a notebook displayed, drawn from the widget state nbclient stored, so
+that a report opens with no network and no widget manager: containers lay out their children, inputs
+show ``description: value``, buttons appear greyed out, layouts are kept and held to the page's
+width. ``StaticWidgetsPreprocessor`` does it for a whole notebook inside nbconvert and captions each
+widget as a snapshot (:data:`SNAPSHOT_NOTE`).
 """
 
 from __future__ import annotations
@@ -61,20 +51,13 @@ _SELECTIONS = {"DropdownModel", "RadioButtonsModel", "SelectModel", "ToggleButto
 
 
 def widget_models(nb: Mapping[str, Any]) -> dict[str, dict]:
-    """Model id -> stored model (``model_name`` and ``state``) from a notebook's metadata.
-
-    Empty when the notebook was executed without ``store_widget_state``.
-    """
+    """Model id -> stored model (``model_name`` and ``state``) from a notebook's metadata."""
     stored = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {})
     return dict(stored.get("state", {}))
 
 
 def render_widget(model_id: str, models: Mapping[str, Mapping[str, Any]]) -> str:
-    """Static HTML for the widget ``model_id`` and its children, from ``models``.
-
-    A model missing from ``models`` (a widget closed before its state was stored)
-    renders as a short note, never as an error.
-    """
+    """Static HTML for the widget ``model_id`` and its children, from ``models``."""
     return _render(model_id, models, 0)
 
 

@@ -55,10 +55,7 @@ def _html_line(text: str, colour: str, mark: str) -> str:
 
 
 class SizePicker:
-    """One text box per dimension of ``problem`` (a whole number each), and a button per preset.
-
-    The boxes start at ``sizes`` (validated: a bad value raises :class:`SizeError` here; a
-    dimension left out keeps KernelBench's value), or KernelBench's sizes when ``sizes`` is None."""
+    """One text box per dimension of ``problem`` (a whole number each), and a button per preset."""
 
     DOM_CLASS = "fusedkit-size-picker"
     """The class of the picker's box, and with ``-p12`` its problem's: a report reads the sizes a
@@ -145,15 +142,7 @@ class SizePicker:
 
 
 class LadderExplorer:
-    """Pick sizes, a precision and some steps of ``problem``, press Run, see what they do.
-
-    GPU: each chosen step (and eager, the baseline of the speed-ups) is checked, then timed; a
-    table and a bar chart appear in :attr:`output`; nothing is recorded. CPU: each step's floor
-    on the notebooks' GPU, a check in Triton's interpreter or on the CPU where it fits its
-    budget, and the GPU records at exactly these sizes, labelled with their device and date.
-    Run works in a thread, so Cancel (or the toolbar's interrupt) stops it between kernel calls;
-    :meth:`run` does the same in the caller's thread. Nothing here raises: a mistake is
-    explained in :attr:`message`."""
+    """Pick sizes, a precision and some steps of ``problem``, press Run, see what they do."""
 
     def __init__(self, problem: Problem, mode: Mode) -> None:
         self.problem, self.mode = problem, mode
