@@ -177,15 +177,6 @@ def test_the_gpu_probe_compiles_for_sm90a():
     assert build.ptx_instructions(text, r"fence\.proxy\.async")
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_the_probe_binding_passes_the_cpp_front_end():
-    import test_binding_syntax as syntax   # the ladder's bindings are checked the same way
-
-    if syntax._cuda_include() is None:
-        pytest.skip("needs the CUDA toolkit's headers (nvcc)")
-    syntax.test_binding_compiles_syntax_only(HERE / "hopper_layout_probe_binding.cpp")
-
-
 @gpu_test
 def test_one_wgmma_puts_each_element_where_the_mirrors_say():
     if torch.cuda.get_device_capability()[0] != 9:
