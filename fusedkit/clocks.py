@@ -28,18 +28,18 @@ import io
 import math
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from fusedkit import ceilings, records
+from fusedkit import records
 
 if TYPE_CHECKING:
-    from fusedkit.problems import Problem
+    pass
 
 COLUMNS: tuple[str, ...] = ("run_id", "timestamp", "sm_mhz", "max_sm_mhz", "mem_mhz", "power_w",
                             "power_limit_w", "temperature_c", "util_pct", "event_reasons")
@@ -175,7 +175,7 @@ def _parse_file(path: Path, text: str) -> list[dict[str, str]]:
 
 
 def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) -> int:
-    """Append ``readings`` (a frame as :meth:`Sampler.stop` returns) under ``run_id`` to the
+    """Append ``readings`` (a frame as :meth:`fusedkit.device.Sampler.stop` returns) under ``run_id`` to the
     clocks file (locked, atomic; a malformed existing file is refused, never rewritten).
     Returns the number of rows appended."""
     rows = _text_rows(run_id, readings)
@@ -202,7 +202,11 @@ def of_run(run_id: str, clocks: pd.DataFrame | None = None) -> pd.DataFrame:
     return clocks[clocks["run_id"] == run_id].sort_values("timestamp", kind="stable").reset_index(drop=True)
 
 
-# --- summaries ---------------------------------------------------------------------------
+# --- what a run's readings say, in one line (the sampler's) ------------------------------------
+
+def _bits(reasons: pd.Series) -> pd.Series:
+    return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
+
 
 @dataclass(frozen=True)
 class ClockSummary:
@@ -219,10 +223,6 @@ class ClockSummary:
     power_median_w: float
     power_limit_w: float      # median of the recorded limit; NaN where it was not read
     max_sm_mhz: float         # the GPU's highest allowed SM clock; NaN where not read
-
-
-def _bits(reasons: pd.Series) -> pd.Series:
-    return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
 
 
 def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
@@ -266,99 +266,35 @@ def summary_line(s: ClockSummary | None) -> str:
             f"{top}) over {s.busy} busy readings, {cap}; median power {s.power_median_w:.0f} W{limit}")
 
 
-def run_summaries(clocks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per recorded run: run_id, readings, busy, sm_median_mhz, sm_min_mhz, sm_max_mhz,
-    capped_share (0..1), power_median_w, power_limit_w, max_sm_mhz."""
+# --- the clock over a timed loop --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Window:
+    """The readings taken over one measurement's timed calls (its ``timed_from`` to
+    ``timed_to``): how many, the median SM clock (MHz) and power (W), and the share of them
+    with a power or thermal cap active (:data:`CAPS`)."""
+
+    readings: int
+    sm_median_mhz: float
+    power_median_w: float
+    capped_share: float
+
+
+def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Window | None:
+    """The clock over exactly the timed loop of ``row`` (a records row with ``run_id``,
+    ``timed_from`` and ``timed_to``): the readings of its run inside that window. None where
+    the row has no window (rows recorded before 2026-12-05 have none) or no reading falls in
+    it: never another run's readings, nor the whole run's."""
+    start, end = row.get("timed_from"), row.get("timed_to")
+    if start is None or end is None or pd.isna(start) or pd.isna(end):
+        return None
     clocks = read_clocks() if clocks is None else clocks
-    rows = []
-    for run_id, group in clocks.groupby("run_id", sort=True):
-        s = summarize(group)
-        rows.append({"run_id": run_id, **{k: v for k, v in asdict(s).items() if k != "caps_seen"}})
-    return pd.DataFrame(rows, columns=["run_id", "readings", "busy", "sm_median_mhz", "sm_min_mhz",
-                                       "sm_max_mhz", "capped_share", "power_median_w",
-                                       "power_limit_w", "max_sm_mhz"])
-
-
-def problem_runs(problem: "Problem", records_path: str | Path | None = None) -> pd.DataFrame:
-    """One row per recorded run that measured ``problem`` and has readings (in the clocks file
-    beside the records, :func:`path_for`), oldest first: ``run_id``, ``what`` ("ladder": it
-    timed the problem's variants or components; "ceilings": it measured cuBLAS at the
-    problem's own GEMM shapes), ``device``, ``date`` (of its first record, YYYY-MM-DD), then
-    the summary of its readings (the columns of :func:`run_summaries` after ``run_id``)."""
-    rpath = Path(records_path) if records_path is not None else records.default_path()
-    rec = records.read_records(rpath)
-    shapes = set(ceilings.gemm_shapes(problem))
-    gemms = ceilings.ceilings_frame(rec)
-    gemms = gemms[gemms["kind"] == "gemm"]
-    at_shape = {r.run_id for r in gemms.itertuples()
-                if (int(r.m), int(r.n), int(r.k)) in shapes}
-    ladder = set(rec.loc[rec["problem"] == problem.key, "run_id"])
-    summaries = run_summaries(read_clocks(path_for(rpath)))
-    cols = ["run_id", "what", "device", "date", *summaries.columns[1:]]
-    rows = []
-    for s in summaries.itertuples(index=False):
-        what = "ladder" if s.run_id in ladder else "ceilings" if s.run_id in at_shape else None
-        if what is None:
-            continue
-        first = rec[rec["run_id"] == s.run_id].sort_values("timestamp").iloc[0]
-        rows.append({"run_id": s.run_id, "what": what, "device": first["device"],
-                     "date": f"{first['timestamp']:%Y-%m-%d}", "_t": first["timestamp"],
-                     **s._asdict()})
-    out = pd.DataFrame(rows, columns=[*cols, "_t"])
-    return out.sort_values("_t", kind="stable").drop(columns="_t")[cols].reset_index(drop=True)
-
-
-def readings_of(problem: "Problem", what: str = "ladder",
-                records_path: str | Path | None = None) -> pd.DataFrame:
-    """The readings of the newest run of :func:`problem_runs` whose ``what`` is ``what``
-    ("ladder" or "ceilings"), in the file's order; empty when there is none. ``attrs["caption"]``
-    says where they come from ("NVIDIA H200, 2026-11-30, 1976 readings every 50 ms"), or that
-    none are recorded."""
-    if what not in ("ladder", "ceilings"):
-        raise ValueError(f"what={what!r}: the runs are 'ladder' or 'ceilings'")
-    rpath = Path(records_path) if records_path is not None else records.default_path()
-    runs = problem_runs(problem, rpath)
-    runs = runs[runs["what"] == what]
-    kept = read_clocks(path_for(rpath))
-    if runs.empty:
-        out = kept.iloc[0:0]
-        out.attrs["caption"] = f"no readings recorded beside a {what} run of {problem.key}"
-        return out
-    newest = runs.iloc[-1]
-    out = kept[kept["run_id"] == newest["run_id"]].reset_index(drop=True)
-    out.attrs["caption"] = (f"{newest['device']}, {newest['date']}, {len(out)} readings every "
-                            f"{INTERVAL_MS} ms")
-    return out
-
-
-def readings_beside(variants: Sequence[str], *, problem: str | None = None, alone: bool = False,
-                    records_path: str | Path | None = None,
-                    clocks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The readings of the newest run that has readings and timed any of ``variants`` (of
-    ``problem``, a records ``problem`` such as ``"p45"`` or ``"device"``, when given): the clock
-    and power beside a given load, e.g. the fp16x3 steps on wgmma. ``alone`` keeps only runs that
-    timed nothing outside ``problem`` (a run of the device's ceilings and nothing else). Read
-    from the records file (``records_path``, default ``data/records.csv``) and the clocks file
-    beside it, or ``clocks`` (:func:`read_clocks`); empty when no run qualifies."""
-    if isinstance(variants, str):
-        raise TypeError(f"variants={variants!r}: pass a list of names, e.g. [{variants!r}]")
-    if alone and problem is None:
-        raise ValueError("alone=True needs problem: the runs that timed nothing outside it")
-    rpath = Path(records_path) if records_path is not None else records.default_path()
-    readings = read_clocks(path_for(rpath)) if clocks is None else clocks
-    rec = records.read_records(rpath) if rpath.exists() else pd.DataFrame(
-        columns=["run_id", "problem", "variant", "timestamp"])
-    rec = rec[rec["run_id"].isin(set(readings["run_id"]))]
-    hit = rec[rec["variant"].isin(list(variants))]
-    if problem is not None:
-        hit = hit[hit["problem"] == problem]
-    runs = set(hit["run_id"])
-    if alone:
-        runs -= set(rec.loc[rec["problem"] != problem, "run_id"])
-    if not runs:
-        return readings.iloc[0:0]
-    newest = rec[rec["run_id"].isin(runs)].sort_values("timestamp", kind="stable")["run_id"].iloc[-1]
-    return readings[readings["run_id"] == newest].reset_index(drop=True)
+    inside = clocks[(clocks["run_id"] == row["run_id"]) & (clocks["timestamp"] >= start)
+                    & (clocks["timestamp"] <= end)]
+    if inside.empty:
+        return None
+    return Window(len(inside), float(inside["sm_mhz"].median()), float(inside["power_w"].median()),
+                  float(capped(inside).mean()))
 
 
 # --- bringing readings home ----------------------------------------------------------------

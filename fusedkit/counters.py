@@ -1,41 +1,12 @@
-"""Hardware counters of every kernel step, read with Nsight Compute (``ncu``) on a GPU and
-kept in ``data/counters.csv`` so that a reader without a GPU sees them too.
+"""Hardware counters of every kernel step, read with Nsight Compute (``ncu``) on a GPU and kept in
+``data/counters.csv``, so that a reader without a GPU sees them too: one row per kernel launch of
+one call of a variant at the sizes given, with the run's context; the columns and the ncu metrics
+behind them are :data:`METRICS` (see ``data/README.md``). Kept source pages (``data/logs/ncu``) say
+where a kernel's warps wait, instruction by instruction.
 
-One row per kernel launch that one call of a variant makes, at the sizes given, after
-warm-up, with the run's context (device, commit, versions) like :mod:`fusedkit.records`.
-The counters, by column (ncu metric in brackets; see ``data/README.md``):
-
-- ``duration_us``: the kernel's time under the profiler [``gpu__time_duration.sum``];
-- ``sm_pct``: SM throughput, % of peak [``sm__throughput.avg.pct_of_peak_sustained_elapsed``];
-- ``tensor_pct``: the tensor pipe's busy cycles, % of peak, the larger of the mma (HMMA) and
-  warpgroup-mma (GMMA) pipes [``sm__pipe_tensor_op_{hmma,gmma}_cycles_active...``];
-- ``fma_pct``: the FP32 FMA pipe, % of peak [``sm__pipe_fma_cycles_active...``];
-- ``dram_pct`` and ``dram_gb``: DRAM throughput, % of peak, and bytes moved
-  [``dram__throughput...``, ``dram__bytes.sum``];
-- ``occupancy_pct``: achieved occupancy, active warps over the SM's maximum
-  [``sm__warps_active.avg.pct_of_peak_sustained_active``];
-- ``registers``: registers per thread; ``local_bytes``: local-memory (spill) traffic
-  [``launch__registers_per_thread``, ``local_{load,store}`` bytes];
-- ``l2_hit_pct``: L2 hit rate [``lts__t_sector_hit_rate.pct``];
-- ``grid``, ``block``, ``smem_kb``: the launch shape and shared memory per block;
-- ``gld_sectors_per_request``: 32-byte sectors a warp's global load touches, 4 when its 32
-  lanes read one 128-byte line, 32 when they read 32 lines
-  [``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum`` / ``l1tex__t_requests_..._ld.sum``];
-- ``l1_hit_pct``: L1 hit rate of global loads' sectors
-  [``l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct``];
-- ``l2_l1_gb``: bytes L2 sent to the SMs' L1 for reads, beside ``dram_gb``
-  [``lts__t_sectors_srcunit_tex_op_read.sum`` x 32 B];
-- ``smem_ld_conflicts``, ``smem_st_conflicts``: shared-memory bank conflicts of loads and
-  stores, the extra wavefronts they cost [``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum``].
-
-Collection (on the GPU machine, one command per problem and sizes)::
-
-    python -m fusedkit.counters collect --problem p12 --out DIR [--variants ...] [--sizes batch_size=1]
-
-runs ``ncu`` over ``python -m fusedkit.counters profile`` and leaves ``ncu_<tag>.csv`` and
-``order_<tag>.json`` in DIR (the tag is the problem, plus the sizes given, e.g.
-``p12-batch_size-1``); ``python -m fusedkit.counters import DIR`` turns them into rows of
-``data/counters.csv`` here, each with its sizes.
+Collection, on the GPU machine: ``python -m fusedkit.counters collect --problem p12 --out DIR
+[--variants ...] [--sizes batch_size=1]`` runs ncu over ``python -m fusedkit.counters profile``;
+``python -m fusedkit.counters import DIR`` turns its files into rows here.
 """
 
 from __future__ import annotations
@@ -117,11 +88,27 @@ def _row_fault(row: dict[str, str]) -> str:
         (f for c in (*COUNTER_COLUMNS, "launch") if (f := records.number_fault(c, row[c]))), "")
 
 
+def short_kernel(name: str) -> str:
+    """A kernel's name without namespaces, template arguments and parameters, whole otherwise; a
+    PyTorch elementwise kernel keeps its operation (``vectorized_elementwise_kernel: Abs``)."""
+    text = name.replace("void ", "", 1).strip()
+    cut = min([i for i in (text.find("<"), text.find("(")) if i >= 0], default=len(text))
+    base = text[:cut].split("::")[-1].strip()
+    rest = text[cut:]
+    ops = [m for m in re.findall(r"(CUDAFunctor_\w+|\w+Functor|\w+_kernel_cuda|\w+_kernel)\b", rest)
+           if m != base]
+    if ops and rest.startswith("<"):
+        op = re.sub(r"_kernel(_cuda)?$|Functor$|^CUDAFunctor_", "", ops[-1])
+        out = f"{base}: {op}"
+    else:
+        out = base
+    return out
+
+
 def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None = None,
                   path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
-    """The newest recorded counters of one variant: one row per kernel launch of one call,
-    in launch order. ``sizes`` defaults to the problem's defaults. The frame's
-    ``attrs["label"]`` says where they come from (device, date, commit); empty if none."""
+    """The newest recorded counters of one variant at ``sizes`` (default the problem's), one row per
+    launch in order; ``attrs["label"]`` says where they come from."""
     from fusedkit import problems  # noqa: PLC0415
 
     p = problems.get(problem) if isinstance(problem, str) else problem
@@ -142,11 +129,8 @@ def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None
 
 def counter_history(problem: Problem | str, variant: str, sizes: str | dict | None = None,
                     path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
-    """Every recorded collection of one variant's counters, oldest first: one row per
-    collection (one ``run_id``), the main kernel's counters (the launch that took the longest)
-    with ``total_us`` (all launches of the call summed, µs) and the collection's ``run_id``,
-    ``timestamp``, ``commit`` and ``device``. How a step's counters changed as its code did
-    (:func:`step_counters` reads only the newest). Empty (same columns) when none is recorded."""
+    """Every recorded collection of one variant's counters, oldest first: the main kernel's counters
+    with ``total_us`` and the collection's run, time, commit and device."""
     from fusedkit import problems  # noqa: PLC0415
 
     p = problems.get(problem) if isinstance(problem, str) else problem
@@ -169,10 +153,8 @@ STALL_PREFIX = "stall_"
 
 
 def read_source_page(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """A kept Nsight Compute source page (``gpu_session.sh``'s ``source`` stage, trimmed into
-    ``data/logs/ncu/source_*.csv``): one row per SASS instruction with its executions
-    (``executed``, by warps), its warp-stall samples (``samples``) and one ``stall_<reason>``
-    column per reason. ``attrs["label"]`` is the file's first line (device, date, commit, command)."""
+    """A kept source page: one row per SASS instruction with ``executed``, ``samples`` and a
+    ``stall_<reason>`` column per reason; ``attrs["label"]`` is its first line."""
     path = Path(path)
     with path.open() as f:
         label = f.readline().lstrip("# ").strip()
@@ -187,14 +169,8 @@ def read_source_page(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def source_regions(page: pd.DataFrame, regions: dict[str, int]) -> pd.DataFrame:
-    """Stall samples and executed instructions of a source page, summed by region of the kernel.
-
-    A region is named by how many times a warp-level instruction of it runs in one launch:
-    e.g. ``{"k-loop": tiles * k_tiles * 8, "epilogue": tiles * 8}`` for a persistent GEMM whose
-    8 consumer warps run the k-loop once per k-tile and the epilogue once per tile. Rows whose
-    count matches no region (set-up, the producer, branches taken by only some warps) are
-    "other". Returns one row per region: ``samples``, ``executed``, their shares of the whole,
-    and the samples of each stall reason."""
+    """Stall samples and executed instructions of a source page summed by region, a region named by
+    how often its instructions run in one launch (``{"k-loop": tiles * k_tiles * 8, ...}``)."""
     by_count = {count: name for name, count in regions.items()}
     region = page["executed"].map(by_count).fillna("other")
     reasons = [c for c in page.columns if c.startswith(STALL_PREFIX)]
@@ -208,11 +184,8 @@ def source_regions(page: pd.DataFrame, regions: dict[str, int]) -> pd.DataFrame:
 
 def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike[str] | None = None,
                  counters_path: str | os.PathLike[str] | None = None) -> list[pd.DataFrame]:
-    """Every kept source page of one variant (``folder``, default ``data/logs/ncu``, files
-    ``source_<problem>_<variant>_<commit>.csv``), oldest first: the pages of a step before and
-    after a change to its code. Each page (:func:`read_source_page`) carries ``attrs["commit"]``
-    and ``attrs["when"]``: the time of the counters collected at that commit
-    (:func:`counter_history`), else the date its label gives. [] when none is kept."""
+    """Every kept source page of one variant, oldest first, each with ``attrs["commit"]`` and
+    ``attrs["when"]``."""
     from fusedkit import problems  # noqa: PLC0415
 
     p = problems.get(problem) if isinstance(problem, str) else problem
@@ -234,11 +207,8 @@ def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike
 
 
 def instructions(page: pd.DataFrame, pattern: str) -> pd.DataFrame:
-    """The instructions of a source page whose SASS matches ``pattern`` (a regular expression,
-    e.g. ``"ERRBAR|MEMBAR|CCTL"``), summed by opcode (the SASS's first word after any ``@P``
-    predicate): ``instructions`` (how many such lines the kernel has), ``executed`` (by warps,
-    in one launch), ``samples`` and ``share`` (of all the page's stall samples, 0..1), most
-    samples first. What the page says one kind of instruction costs."""
+    """The instructions of a page whose SASS matches ``pattern``, summed by opcode: instructions,
+    executed, samples and their share of the page's."""
     try:
         rx = re.compile(pattern)
     except re.error as e:
@@ -250,24 +220,6 @@ def instructions(page: pd.DataFrame, pattern: str) -> pd.DataFrame:
     out["share"] = out["samples"] / max(page["samples"].sum(), 1)
     return out.rename_axis("opcode").sort_values("samples", ascending=False)
 
-
-def wait_shares(regions: pd.DataFrame, region: str = "k-loop") -> dict[str, float]:
-    """Where the warps of one source page wait, from its :func:`source_regions`: shares (0..1)
-    of all its stall samples that fall in ``region`` (``samples``), and in that region on each
-    of ``selected`` (issuing), ``short_sb`` (waiting on shared memory or a special function),
-    ``long_sb`` (on global memory, or a barrier the TMA completes), ``barrier`` (a warpgroup
-    or wgmma wait); ``membar`` counts memory fences over the whole page."""
-    if region not in regions.index:
-        raise ValueError(f"region={region!r} is not among the page's regions: {', '.join(regions.index)}")
-    total = max(float(regions["samples"].sum()), 1.0)
-    out = {"samples": float(regions.loc[region, "samples"]) / total}
-    for reason in ("selected", "short_sb", "long_sb", "barrier"):
-        out[reason] = float(regions.loc[region, reason]) / total if reason in regions.columns else 0.0
-    out["membar"] = float(regions["membar"].sum()) / total if "membar" in regions.columns else 0.0
-    return out
-
-
-# -- collection on the GPU machine -------------------------------------------------------------
 
 def _marker() -> None:
     """Launch the marker kernel: a one-element Triton kernel whose name ncu reports."""
@@ -288,9 +240,8 @@ def _marker() -> None:
 
 
 def size_list(problem: Problem, sizes: str | Sizes | Sequence[Sizes] | None) -> list[Sizes]:
-    """Validated sizes to profile at: one set (a dict), several (a sequence of dicts), or text
-    with several sets separated by ``;`` (``"batch_size=1;batch_size=4"``, each as
-    ``--sizes`` takes it); None or empty: the problem's defaults. Bad sizes raise SizeError."""
+    """Validated sizes to profile at: one dict, several, or text separated by ``;``; None: the
+    defaults."""
     if isinstance(sizes, str):
         sizes = [parse_sizes(part) for part in sizes.split(";") if part.strip()]
     elif isinstance(sizes, dict):
@@ -299,9 +250,8 @@ def size_list(problem: Problem, sizes: str | Sizes | Sequence[Sizes] | None) -> 
 
 
 def sizes_tag(problem: Problem, sizes: Sequence[Sizes]) -> str:
-    """The name part of one collection's files: the problem, then each size that differs from
-    its default, per set (``p12``, ``p12-batch_size-1``, ``p12-batch_size-1_batch_size-4``):
-    letters, digits, ``_`` and ``-`` only."""
+    """The file-name part of one collection: the problem, then each size that differs from its
+    default."""
     parts = ["-".join(f"{k}-{v}" for k, v in s.items() if v != problem.defaults[k]) for s in sizes]
     given = "_".join(p for p in parts if p)
     return f"{problem.key}-{given}" if given else problem.key
@@ -309,9 +259,8 @@ def sizes_tag(problem: Problem, sizes: Sequence[Sizes]) -> str:
 
 def profile(problem: Problem, variants: Sequence[str], order_path: Path,
             sizes: str | Sizes | Sequence[Sizes] | None = None) -> None:
-    """Run each variant once inside the profiler's window at each set of ``sizes``
-    (:func:`size_list`; default: the problem's), after three unprofiled warm-up calls; a marker
-    kernel precedes each. Writes the runs in order, (variant, sizes) pairs, to ``order_path``."""
+    """Run each variant once inside the profiler's window at each set of sizes, after three warm-up
+    calls, a marker kernel before each; write the runs in order to ``order_path``."""
     import torch  # noqa: PLC0415
 
     runs = []
@@ -353,10 +302,8 @@ def available_metrics(ncu: str) -> set[str]:
 
 def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = None,
             sizes: str | Sizes | Sequence[Sizes] | None = None) -> Path:
-    """Run ``ncu`` (clocks left alone) over :func:`profile` for the problem's GPU kernel steps
-    (or ``variants``) at each set of ``sizes`` (:func:`size_list`; default: the problem's);
-    return the raw CSV's path. Unknown variants and sizes raise ValueError (SizeError) before
-    ncu starts."""
+    """Run ncu (clocks left alone) over :func:`profile` for the problem's steps (or ``variants``) at
+    each set of ``sizes``; return the raw CSV's path."""
     sizes = size_list(problem, sizes)
     slugs = [problem.variant(s).slug for s in (variants or [v.slug for v in problem.ladder()])]
     ncu = shutil.which("ncu")
@@ -391,8 +338,7 @@ def _number(text: str) -> float:
 
 
 def parse_ncu_csv(text: str) -> list[dict[str, str]]:
-    """The kernel rows of ``ncu --csv --page raw`` output (the units row and any log lines
-    before the header left out)."""
+    """The kernel rows of ``ncu --csv --page raw`` output."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
@@ -418,8 +364,8 @@ def _unit_scale(units: dict[str, str], metric: str) -> float:
 
 
 def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
-    """Counter rows from one problem's raw ncu CSV and its order file: the kernels between
-    two markers belong to the variant profiled there."""
+    """Counter rows from ncu's kernel rows and the order file: the launches of each call between its
+    markers, with the run's context."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
     header = next(csv.reader([lines[start]]))
@@ -457,8 +403,7 @@ def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
 
 
 def import_dir(folder: Path, path: Path | None = None) -> int:
-    """Append the counter rows of every ``ncu_<problem>.csv`` / ``order_<problem>.json`` pair
-    in ``folder`` to ``path`` (default :func:`default_path`); returns the rows added."""
+    """Import every collection in ``folder`` into the counters file; returns the rows added."""
     path = path or default_path()
     rows = []
     for raw in sorted(folder.glob("ncu_*.csv")):

@@ -141,11 +141,7 @@ class Detected:
 
 
 def detect_gpu() -> Detected:
-    """The current GPU's spec; falls back to :data:`DEFAULT_GPU` (stated, not silent).
-
-    An unknown GPU keeps the default's rates but reports its own SM count and L2 size
-    (``L2_cache_size`` is in bytes; the table's figures are MiB).
-    """
+    """The current GPU's spec; falls back to :data:`DEFAULT_GPU` (stated, not silent)."""
     if not torch.cuda.is_available():
         return Detected(SPECS[DEFAULT_GPU], False,
                         f"No CUDA GPU here: the roofline uses the {DEFAULT_GPU} datasheet numbers.")

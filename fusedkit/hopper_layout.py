@@ -1,18 +1,10 @@
-"""Hopper's shared-memory and register layouts, in Python: the 128-byte swizzle, the wgmma
-shared-memory matrix descriptor and the wgmma accumulator fragment, as the wgmma steps use them
-(``kernels/common/hopper.cuh``, the epilogues that read the fragment), so that a notebook can
-draw them and an exercise can check a descriptor without a GPU.
-
-Each formula is derived once, here, from NVIDIA's PTX ISA, section "Asynchronous Warpgroup Level
-Matrix Multiply-Accumulate Instructions" (``wgmma``): its parts "Shared Memory Matrix Layout"
-(the swizzle atoms), "Matrix Descriptor Format" and "Register Fragments and Shared Memory Matrix
-Layouts", figure "WGMMA .m64nNk16 register fragment layout for accumulator matrix D". The tests
-(``tests/test_hopper_layout.py``) run the CUDA versions on the host and compare, read the
-descriptor's constant and mask out of the kernels' PTX, and, on a Hopper GPU, check both layouts
-against one real wgmma.
-
-Units: byte offsets and addresses are in bytes; descriptor fields hold bytes >> 4 (16-byte
-units), as the hardware reads them.
+"""Hopper's layouts in Python: the 128-byte swizzle, the wgmma shared-memory descriptor and the wgmma
+accumulator fragment, as ``kernels/common/hopper.cuh`` and the epilogues use them, so that a
+notebook can draw them and an exercise can check a descriptor without a GPU. Each formula is derived
+from NVIDIA's PTX ISA ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions": the
+shared memory matrix layout, the matrix descriptor format, the register fragment of D);
+tests/test_hopper_layout.py holds them against the CUDA versions. Addresses and offsets are bytes;
+descriptor fields hold bytes >> 4.
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
-"""Row-major meets column-major: the ``cublasSgemm`` call behind ``y = x @ W.T (+ b)``.
+"""Row-major meets column-major: the ``cublasSgemm`` call behind ``y = x @ W.T``.
 
-PyTorch stores ``x`` (M, K), ``W`` (N, K) and ``y`` (M, N) row-major: element (i, j) of
-an (R, C) tensor sits at float offset ``i*C + j``. BLAS (Fortran BLAS, cuBLAS) is
-column-major: element (i, j) of a matrix with leading dimension ``ld`` sits at ``i + j*ld``.
-So one buffer, read column-major with ``ld = C``, is a (C, R) matrix whose (j, i) element
-is at ``j + i*C``: **a row-major (R, C) buffer read column-major is its transpose.**
+PyTorch stores x (M, K), W (N, K) and y (M, N) row-major; BLAS reads column-major, and a row-major
+(R, C) buffer read column-major with ``ld = C`` is its transpose. So ask BLAS for ``y.T = W @ x.T``:
+A = W's buffer with ``transa = T``, B = x's with ``transb = N``, m = N, n = M, k = K, lda = ldb = K,
+ldc = N; the column-major (N x M) result, read row-major, is y.
 
-* x's buffer, read column-major with ld = K, is ``x.T`` (K x M);
-* W's buffer, read column-major with ld = K, is ``W.T`` (K x N);
-* a column-major (N x M) result with ld = N, read row-major, is its transpose (M x N).
-
-So ask BLAS for ``y.T`` and let PyTorch read it as ``y``:
-``y.T = (x @ W.T).T = W @ x.T`` (N x M). BLAS computes ``C = op(A) @ op(B)``:
-
-* A = W's buffer, which BLAS sees as ``W.T``; ``transa = T`` turns it back into ``W`` (N x K);
-* B = x's buffer, which BLAS sees as ``x.T`` (K x M); ``transb = N`` keeps it;
-* so m = N, n = M, k = K; lda = ldb = K (both buffers' row length), ldc = N.
-
-``cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, W, K, x, K, &beta, y, N)``
-writes the column-major (N x M) ``C = y.T`` with ldc = N, and that buffer read row-major
-*is* y (M, N): no copy, no transpose kernel. The bias ``b`` is not part of the product:
-add it in the epilogue, or pre-fill y with b in every row and pass ``beta = 1``.
-
-This module derives that call (:func:`derive_linear_gemm`), checks it against BLAS's own
-argument rules (:meth:`GemmCall.validate`), runs any call on a real column-major BLAS on
-the CPU (:func:`run_colmajor_sgemm`, SciPy's Fortran ``sgemm``) and says in words what a
-call really computed (:func:`verify_linear_gemm`). :func:`candidate_calls` lists the
-guesses learners make, starting with the ones people most often try first.
+:func:`derive_linear_gemm` derives that call, :meth:`GemmCall.validate` applies BLAS's own argument
+rules, :func:`run_colmajor_sgemm` runs any call on a real column-major BLAS (SciPy's Fortran
+``sgemm``) and :func:`verify_linear_gemm` says what a call really computed;
+:func:`wrong_calls_table` runs the calls people try.
 """
 
 from __future__ import annotations
@@ -38,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 import torch
 from scipy.linalg import blas
 
@@ -54,7 +37,7 @@ _GARBAGE_RANGE = 100.0
 
 
 def _check_int(name: str, value: object, low: int, high: int = INT32_MAX) -> int:
-    """``value`` as an int in [low, high]; TypeError/ValueError naming ``name`` otherwise."""
+    """``value`` as an int in [low, high]; TypeError or ValueError naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name}={value!r} ({type(value).__name__}) must be an integer "
                         f"in [{low}, {high}]")
@@ -89,14 +72,9 @@ class BufferOverrunError(InvalidGemmCall):
 
 @dataclass(frozen=True)
 class GemmCall:
-    """One ``cublasSgemm`` / Fortran ``SGEMM`` call: ``C = alpha * op(A) @ op(B) + beta * C``.
-
-    All matrices are column-major. ``op(A)`` is m x k, ``op(B)`` is k x n, C is m x n.
-    ``a`` and ``b`` name the row-major PyTorch buffer passed as A and as B ("W" or "x");
-    C is always y's buffer. Sizes and leading dimensions count float32 elements.
-    Values are not checked here (so that wrong calls can be built and studied):
-    :meth:`validate` applies BLAS's own rules.
-    """
+    """One ``cublasSgemm`` call, ``C = alpha * op(A) @ op(B) + beta * C``, all column-major: ``a``
+    and ``b`` name the buffer passed as A and B ("W" or "x"), C is y's. Values are checked by
+    :meth:`validate`, not here, so that wrong calls can be built and studied."""
 
     transa: Literal["N", "T"]
     transb: Literal["N", "T"]
@@ -142,10 +120,7 @@ class GemmCall:
         return (self.k, self.n) if self.transb.upper() == "N" else (self.n, self.k)
 
     def floats_touched(self) -> dict[str, int]:
-        """Floats from the start of each argument that the call reads (A, B) or writes (C).
-
-        A (rows x cols) matrix with leading dimension ld ends at ``ld*(cols-1) + rows``.
-        """
+        """Floats from the start of each argument the call reads (A, B) or writes (C)."""
         def extent(rows: int, cols: int, ld: int) -> int:
             return 0 if rows <= 0 or cols <= 0 else ld * (cols - 1) + rows
         return {"A": extent(*self.a_stored, self.lda), "B": extent(*self.b_stored, self.ldb),
@@ -154,15 +129,9 @@ class GemmCall:
     # -- BLAS's own argument rules ----------------------------------------------------
 
     def validate(self) -> list[str]:
-        """BLAS's argument checks, as reference SGEMM and its error handler xerbla apply them.
-
-        Returns one string per violation, in the order SGEMM tests them (xerbla reports
-        only the first: "On entry to SGEMM parameter number 8 had an illegal value").
-        Parameter numbers are Fortran's (cublasSgemm adds ``handle`` in front and returns
-        CUBLAS_STATUS_INVALID_VALUE instead). An empty list means BLAS accepts the call.
-        BLAS accepts m, n or k = 0 (it returns without computing). A last entry flags
-        values that do not fit cublasSgemm's 32-bit ``int``.
-        """
+        """BLAS's argument checks, as reference SGEMM and xerbla apply them, one string per
+        violation in SGEMM's order (Fortran's parameter numbers); [] when BLAS accepts the call. A
+        last entry flags values past cublasSgemm's C ``int``."""
         out: list[str] = []
         for number, name in ((1, "transa"), (2, "transb")):
             value = getattr(self, name)
@@ -197,11 +166,8 @@ class GemmCall:
     # -- the call as C source -----------------------------------------------------------
 
     def to_c(self, commented: bool = False) -> str:
-        """The call as C source, with the buffers named ``W``, ``x`` and ``y``.
-
-        ``commented=True`` labels each number inline (``/*m=*/8192``) and names the
-        operands (``/*A=*/W``); both forms compile against cublas_v2.h.
-        """
+        """The call as C source (``commented``: each number labelled ``/*m=*/``), buffers named W, x
+        and y."""
         op = {"N": "CUBLAS_OP_N", "T": "CUBLAS_OP_T", "C": "CUBLAS_OP_C"}
         ta, tb = op.get(self.transa.upper(), self.transa), op.get(self.transb.upper(), self.transb)
         if not commented:
@@ -215,14 +181,8 @@ class GemmCall:
 
 
 def derive_linear_gemm(batch: int, in_features: int, out_features: int) -> GemmCall:
-    """The column-major SGEMM call that writes ``y = x @ W.T`` into y's row-major buffer.
-
-    ``batch`` = M (rows of x and y), ``in_features`` = K, ``out_features`` = N; x is
-    (M, K), W is (N, K) as ``nn.Linear`` stores it, y is (M, N), all row-major and
-    contiguous. Result: ``transa='T', transb='N', m=N, n=M, k=K, lda=K, ldb=K, ldc=N``
-    with A = W and B = x (see the module docstring for why). Each size must be an
-    integer in [1, 2**31 - 1]; anything else raises TypeError or ValueError.
-    """
+    """The column-major SGEMM call that writes ``y = x @ W.T`` into y's row-major buffer (module
+    docstring); each size an integer in [1, 2**31 - 1]."""
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     # BLAS sees W's buffer as W.T (K x N, ld K) and x's as x.T (K x M, ld K);
     # op(A) = (W.T).T = W (N x K), op(B) = x.T (K x M), C = W @ x.T = y.T (N x M, ld N).
@@ -243,31 +203,16 @@ def _as_flat_float32(name: str, buffer: object) -> np.ndarray:
 
 
 def _colmajor(flat: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
-    """The (rows x cols) column-major matrix with leading dimension ``ld`` over ``flat``.
-
-    Element (i, j) is ``flat[i + j*ld]``: a strided view, Fortran order with ``ld - rows``
-    floats of padding per column, exactly how BLAS addresses the pointer it is given.
-    """
+    """The (rows x cols) column-major matrix with leading dimension ``ld`` over ``flat``: how BLAS
+    addresses the pointer it is given."""
     return np.ndarray((rows, cols), dtype=np.float32, buffer=flat,
                       strides=(flat.itemsize, flat.itemsize * ld))
 
 
 def run_colmajor_sgemm(call: GemmCall, buffers: dict[str, np.ndarray]) -> np.ndarray:
-    """Run ``call`` on a real column-major BLAS (SciPy's Fortran sgemm) on the CPU.
-
-    ``buffers`` maps "x", "W" and "y" to float32 arrays holding each tensor's memory
-    exactly as PyTorch stores it (row-major, contiguous; any shape, read flat). y's
-    contents matter when ``beta != 0``; its size bounds what the call may write.
-    A, B and C are views of these buffers read column-major with the call's leading
-    dimensions; Python transposes nothing (BLAS applies ``transa``/``transb`` itself).
-    Returns a new flat float32 array: y's buffer after the call (C is ldc x n column-major
-    inside it; rows m..ldc-1 of each column keep their old contents). The inputs are
-    not modified.
-
-    Raises BlasArgumentError if BLAS would reject the arguments, BufferOverrunError
-    ("invalid: reads past the end of W's buffer (needs X floats, has Y)") if the call
-    would touch memory past a buffer, KeyError/TypeError/ValueError for bad buffers.
-    """
+    """Run ``call`` on SciPy's Fortran sgemm over the flat float32 buffers of x, W and y, exactly as
+    PyTorch stores them; returns y's buffer after the call. BlasArgumentError where BLAS rejects the
+    arguments, BufferOverrunError where the call would touch memory past a buffer."""
     violations = call.validate()
     if violations:
         raise BlasArgumentError(violations)
@@ -305,12 +250,8 @@ def run_colmajor_sgemm(call: GemmCall, buffers: dict[str, np.ndarray]) -> np.nda
 
 def draw_linear_buffers(batch: int, in_features: int, out_features: int,
                         seed: int) -> dict[str, np.ndarray]:
-    """Fresh random buffers for ``y = x @ W.T``, drawn the way KernelBench and nn.Linear do.
-
-    x (M, K) is ``torch.rand`` in [0, 1); W (N, K) is uniform in ±1/sqrt(K) like
-    ``nn.Linear``'s default init; y (M, N) is finite garbage in ±100, standing in for
-    ``torch.empty``'s uninitialised memory. Returned flat (float32, PyTorch's memory order).
-    """
+    """Fresh buffers for ``y = x @ W.T`` drawn as KernelBench and nn.Linear draw them, y finite
+    garbage standing in for ``torch.empty``; flat float32."""
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     g = torch.Generator().manual_seed(_check_int("seed", seed, 0, 2**63 - 1))
     x = torch.rand(M, K, generator=g)
@@ -322,13 +263,8 @@ def draw_linear_buffers(batch: int, in_features: int, out_features: int,
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a GEMM call did to y's buffer, judged against ``x @ W.T`` in float64.
-
-    ``rel_error`` is ‖out − y‖ / ‖y‖ over y's buffer read row-major as (M, N);
-    ``max_abs_error`` is max |out − y|; both are NaN when the call could not run and
-    inf when the buffer holds NaN or inf. ``computes`` says in words what the call
-    computed (found by comparing the buffer with products of x, W and their transposes).
-    """
+    """What a call did to y's buffer against ``x @ W.T`` in float64: ``ok``, ``rel_error``,
+    ``max_abs_error`` and ``computes``, in words."""
 
     ok: bool
     rel_error: float
@@ -455,18 +391,8 @@ def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
 
 def verify_linear_gemm(call: GemmCall, batch: int, in_features: int, out_features: int,
                        seed: int | None = None, tol: float = 1e-5) -> Verdict:
-    """Run ``call`` on fresh random x and W and say whether y's buffer then holds ``x @ W.T``.
-
-    x (batch x in_features) and W (out_features x in_features) are drawn by
-    :func:`draw_linear_buffers` (``seed=None`` draws a fresh seed, reported in the
-    verdict); y's buffer starts as garbage. The call runs on a real column-major BLAS
-    (:func:`run_colmajor_sgemm`); y's buffer is then read row-major as (M, N) and compared
-    with ``x @ W.T`` in float64. ``ok`` means relative error below ``tol``, or every element
-    within float32's rounding bound for a K-term dot product (gamma_K times |x| @ |W|.T). A call BLAS
-    rejects or one that would overrun a buffer is not run: ``ok`` is False and
-    ``computes`` says why. Meant for teaching-sized shapes: a wrong result is identified by
-    computing, in float64, every product of x, W and their transposes that fits y's buffer.
-    """
+    """Run ``call`` on fresh buffers (:func:`draw_linear_buffers`) and judge what it wrote
+    (:class:`Verdict`); a call that cannot run says why."""
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     if seed is None:
         seed = secrets.randbits(63)
@@ -504,92 +430,23 @@ def verify_linear_gemm(call: GemmCall, batch: int, in_features: int, out_feature
     return Verdict(ok, rel, max_abs, computes, seed)
 
 
-def candidate_calls(batch: int, in_features: int, out_features: int,
-                    notes: str = "p12") -> list[tuple[str, GemmCall]]:
-    """The calls learners try for ``y = x @ W.T``, each with a label; the correct one included.
-
-    First the attempts people most often make for problem 12 (labelled "common attempt i"),
-    then the rest of
-    the naive grid: both operand orders (A = W or A = x) times the four transa/transb
-    pairs, with m x n the shape the learner expects C to have (N x M with W first, M x N
-    with x first), k = K, and the leading dimensions read off the row-major tensors
-    (lda = ldb = K, the row length of x and of W; ldc = N, the row length of y).
-    Calls equal to an earlier one are listed once. ``notes="p45"`` takes the common attempts
-    for problem 45 instead (its GEMM1: x @ W1.T).
-    """
+def candidate_calls(batch: int, in_features: int, out_features: int) -> list[tuple[str, GemmCall]]:
+    """The calls one might try for ``y = x @ W.T``, each labelled: the derived call with beta = 1
+    on an output never written, then both operand orders times the four transpose pairs, the
+    shapes and leading dimensions read off the row-major tensors (the derived call among them)."""
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
-    if notes not in ("p12", "p45"):
-        raise ValueError(f"notes={notes!r} names no set of common attempts; valid: p12, p45")
-    calls = _notes_attempts_p12(M, K, N) if notes == "p12" else _notes_attempts_p45(M, K, N)
+    calls = [("beta = 1 on an output never written (torch.empty)",
+              GemmCall("T", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x", beta=1.0))]
     for a, b, m, n in (("W", "x", N, M), ("x", "W", M, N)):
         for transa in ("N", "T"):
             for transb in ("N", "T"):
-                call = GemmCall(transa, transb, m=m, n=n, k=K, lda=K, ldb=K, ldc=N, a=a, b=b)
-                if all(call != seen for _, seen in calls):
-                    calls.append((f"naive guess: A = {a}, B = {b}, transa = {transa}, "
-                                  f"transb = {transb}, m = {m}, n = {n}, k = {K}, "
-                                  f"lda = ldb = {K}, ldc = {N}", call))
+                calls.append((f"A = {a}, B = {b}, transa = {transa}, transb = {transb}",
+                              GemmCall(transa, transb, m=m, n=n, k=K, lda=K, ldb=K, ldc=N, a=a, b=b)))
     return calls
 
 
-def _notes_attempts_p45(M: int, K: int, N: int) -> list[tuple[str, GemmCall]]:
-    """The distinct calls people commonly try for h = x @ W1.T (M = batch, K = input_size,
-    N = hidden_size), in cublasSgemm's argument order."""
-    return [
-        # Lines ~1019-1064 and ~1111: (T, N, batch, hidden, input, x, input, w1, input, h, hidden),
-        # declared correct at ~1064, rejected at ~1074-1091.
-        ("common attempt 1 (p45): (T, N, batch, hidden, input, x, input, w1, input, h, hidden)",
-         GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=N, a="x", b="W")),
-        # Lines ~1094-1099 and ~1194, "the standard trick" / "known formula".
-        ("common attempt 2 (p45): (N, T, hidden, batch, input, w1, input, x, input, h, hidden)",
-         GemmCall("N", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
-        # Line ~1211, "I think I found it": ldc = m = batch.
-        ("common attempt 3 (p45): (T, N, batch, hidden, input, x, input, w1, input, h, batch)",
-         GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=M, a="x", b="W")),
-        # Lines ~1220-1228, operands swapped, each declared "no".
-        ("common attempt 4 (p45): (T, T, hidden, batch, input, w1, input, x, input, h, hidden)",
-         GemmCall("T", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
-        ("common attempt 5 (p45): (N, N, hidden, batch, input, w1, input, x, input, h, hidden)",
-         GemmCall("N", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
-        # Lines ~943 (first draft) and ~1266-1279 (final, verified): the correct call.
-        ("common attempt 6 (p45), the correct call: "
-         "(T, N, hidden, batch, input, w1, input, x, input, h, hidden)",
-         derive_linear_gemm(M, K, N)),
-    ]
-
-
-def _notes_attempts_p12(M: int, K: int, N: int) -> list[tuple[str, GemmCall]]:
-    """The calls people commonly try for problem 12, in order (M = batch, K = in, N = out)."""
-    return [
-        # Note lines 88-92: "cublasDgemm with opA=CUBLAS_OP_N, opB=CUBLAS_OP_T: A is MxK (x),
-        # B is NxK (weight), C is MxN (output)". No leading dimensions are written; we use
-        # the row lengths of those row-major tensors (K, K, N).
-        ("common attempt 1: opA=CUBLAS_OP_N, opB=CUBLAS_OP_T, A = x [M, K], B = weight [N, K], "
-         "C = M x N",
-         GemmCall("N", "T", m=M, n=N, k=K, lda=K, ldb=K, ldc=N, a="x", b="W")),
-        # Note lines 172-176: "if we pass weight with no transpose, it's K x N ... x with no
-        # transpose is K x M ... C_cublas = alpha * B_cublas * A_cublas", C_cublas N x M:
-        # weight first, both CUBLAS_OP_N, m = N, n = M, lda = ldb = K, ldc = N.
-        ("common attempt 2: weight and x both with no transpose (CUBLAS_OP_N, CUBLAS_OP_N), "
-         "weight first, C = N x M",
-         GemmCall("N", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x")),
-        # Note lines 159 and 181-197: cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K,
-        # &alpha, weight, K, x, K, &beta, output, N) with `float beta = 1.0f` (line 159) on a
-        # torch::empty output: "Currently beta is 1 and output is uninitialized!" (line 196).
-        ("common attempt 3: CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, weight, K, x, K, output, N "
-         "with beta = 1.0f on torch::empty output",
-         GemmCall("T", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x", beta=1.0)),
-        # Note lines 333 and 462: the same call with `float beta = 0.0f`: the correct one.
-        ("common attempt 4 (final): CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, weight, K, x, K, "
-         "output, N with beta = 0.0f",
-         derive_linear_gemm(M, K, N)),
-    ]
-
-
 def describe_call(call: GemmCall, correct: GemmCall) -> str:
-    """What a ``cublasSgemm`` call (:class:`GemmCall`) does differently from
-    the correct one, in words: the operand order, the transposes, m/n, the leading dimension
-    of C, beta."""
+    """What ``call`` does differently from ``correct``, in words."""
     if call == correct:
         return "the derived call"
     parts = []
@@ -609,3 +466,21 @@ def describe_call(call: GemmCall, correct: GemmCall) -> str:
     if call.beta != correct.beta:
         parts.append(f"beta = {call.beta:g} on an output that was never written")
     return "; ".join(parts) or "the derived call"
+
+
+def wrong_calls_table(batch: int, in_features: int, out_features: int) -> pd.DataFrame:
+    """Every call of :func:`candidate_calls` and two more people try (x first with ``ldc = M``;
+    the derived call with only its transposes swapped), each run on a real column-major BLAS
+    (:func:`verify_linear_gemm`): what it changes against the derived call, the call, whether it
+    is right, and what it computes instead (found from its output, not written by hand)."""
+
+    M, K, N = _check_linear_sizes(batch, in_features, out_features)
+    right = derive_linear_gemm(M, K, N)
+    tries = [c for _, c in candidate_calls(M, K, N)]
+    tries += [c for c in (GemmCall("T", "N", m=M, n=N, k=K, lda=K, ldb=K, ldc=M, a="x", b="W"),
+                          GemmCall("N", "T", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x"))
+              if c not in tries]
+    verdicts = [verify_linear_gemm(c, batch=M, in_features=K, out_features=N) for c in tries]
+    return pd.DataFrame({"against the derived call": [describe_call(c, right) for c in tries],
+                         "call": [c.to_c().splitlines()[0] for c in tries],
+                         "correct": [v.ok for v in verdicts], "what it computes": [v.computes for v in verdicts]})

@@ -1,28 +1,21 @@
-"""Seaborn figures the notebooks share: a roofline chart and a per-variant bar chart.
-
-Every figure names the device and the source of its numbers in its title, so a plot
-copied out of context still says where it came from. Its key (legend) sits outside the axes
-it explains, under or above them (:func:`_legend_below`), so it covers no curve, bar or point;
-the roofline's key alone stays in its empty upper left, and its points' numbers go around it.
-Every figure draws without a warning (tests/test_plot_warnings.py).
+"""The figures the notebooks draw. Each names the device and the source of its numbers in its title;
+its key sits outside the axes it explains (the roofline's in its empty corner), and it draws without
+a warning (tests/test_plot_warnings.py). A figure that closes itself is shown where a cell displays
+it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
 from typing import Sequence
 
 import matplotlib.pyplot as plt
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import Bbox
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from fusedkit import present
-from fusedkit.hardware import DEFAULT_GPU, GpuSpec, spec
+from fusedkit.hardware import GpuSpec
 from fusedkit.problems import Problem, Sizes
 from fusedkit.roofline import fused_floor, ridge_point, stage_floor
 
@@ -34,9 +27,7 @@ _ROOF_COLOURS = {"fp32": "#4c72b0", "tf32": "#dd8452", "tf32x3": "#c44e52", "bf1
 
 def _legend_below(fig: plt.Figure, handles: Sequence[object], labels: Sequence[str], *, ncol: int = 2,
                   title: str | None = None, top: float = 1.0) -> None:
-    """One legend for the whole figure, under its axes and outside them, so that it covers no
-    curve, bar or point; the axes are laid out (``tight_layout``) in the height left above it,
-    measured from the drawn legend. ``top`` keeps room above the axes (a suptitle)."""
+    """One key for the whole figure, below its axes, laid out so that it covers nothing."""
     legend = fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
                         fontsize=8, title=title, title_fontsize=8, frameon=False)
     height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.bbox.height
@@ -45,10 +36,8 @@ def _legend_below(fig: plt.Figure, handles: Sequence[object], labels: Sequence[s
 
 def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
                     precision: str = "fp32") -> pd.DataFrame:
-    """One point per stage and one for the fused whole, at the best rate the roofline allows.
-
-    Columns: label, intensity (FLOP/B), tflops (attainable), floor_ms, kind.
-    """
+    """One point per stage and one for the fused whole, at the best rate the roofline allows: label,
+    intensity (FLOP/B), tflops, floor_ms, kind."""
     rows = []
     for s in problem.stages(sizes):
         f = stage_floor(s, gpu, precision)
@@ -65,11 +54,8 @@ def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
 def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
                    precisions: Sequence[str] = ("fp32", "tf32", "bf16"),
                    title: str = "", ax: plt.Axes | None = None) -> plt.Figure:
-    """Log-log roofline: memory roof, one compute roof per precision, and ``points``.
-
-    ``points`` needs columns label, intensity (FLOP/B), tflops; an optional ``kind``
-    column picks the marker (e.g. stage / fused / measured).
-    """
+    """Log-log roofline of ``gpu``: the memory roof, one compute roof per precision, and ``points``
+    (label, intensity, tflops, optional kind)."""
     if points.empty:
         raise ValueError("points is empty: nothing to place on the roofline")
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8.5, 5.2))
@@ -103,9 +89,7 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
 
 
 def _point_key(ax: plt.Axes, pts: pd.DataFrame) -> pd.DataFrame:
-    """Number the points (coinciding ones share a number, highest rate first) and list the
-    numbers with their names beside the axes. Returns one row per number: label,
-    intensity, tflops."""
+    """The points as numbered markers, with the key that names each number."""
     merged = (pts.groupby(["intensity", "tflops"], sort=False)["label"].apply(", ".join)
               .reset_index().sort_values("tflops", ascending=False).reset_index(drop=True))
     key = "\n".join(f"{i + 1}  {label}" for i, label in enumerate(merged["label"]))
@@ -118,12 +102,7 @@ _GAP = 2.0   # points between a number and anything it must not touch
 
 
 def _place_numbers(ax: plt.Axes, merged: pd.DataFrame, avoid: Sequence[object] = ()) -> None:
-    """Put each point's number beside it where it collides with nothing: no other number,
-    no marker, no legend or key. Greedy, in the figure's final layout, highest rate first:
-    a number starts just right of its point and steps right past the numbers of
-    near-equal rates (within 25%), so those read as a row; where another point's marker or
-    number stands in the way (or the axes end) it goes left of its point instead. Offsets are in points,
-    so the placement holds at any dpi."""
+    """Each point's number beside it, clear of the other markers, numbers and ``avoid``."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     px = fig.dpi / 72.0                                   # display pixels per point
@@ -168,14 +147,8 @@ def _place_numbers(ax: plt.Axes, merged: pd.DataFrame, avoid: Sequence[object] =
 
 def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",
                  baseline: str = "eager", title: str = "") -> plt.Figure:
-    """Horizontal bars of time per variant, each annotated with its speed-up over ``baseline``.
-
-    ``df`` holds one row per variant. With a ``speedup`` column (a
-    :func:`fusedkit.results.recorded` frame, whose rows may come from several runs) each bar
-    is labelled with it, the speed-up within the row's own run; without one, the rows must be
-    of ONE run and the speed-up is ``baseline``'s time over the row's. Optional ``p10_ms`` /
-    ``p90_ms`` columns draw the spread as error bars.
-    """
+    """Horizontal bars of each variant's time, eager's bar marked, each labelled with its speed-up
+    over eager in its own run."""
     if df.empty:
         raise ValueError("df is empty: no variants to plot")
     if baseline not in set(df[label_col]):
@@ -203,96 +176,10 @@ def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: st
     return fig
 
 
-def ceiling_bars(rows: pd.DataFrame, *, title: str = "") -> plt.Figure:
-    """Two bars per variant, in the order of ``rows`` (a :func:`fusedkit.results.recorded`
-    frame, or a part of one): its share of the datasheet's floor (``pct_of_floor``) and of the
-    floor on the ceilings measured on its device (``pct_of_measured``), each labelled with its
-    value; a line at 100%. The y labels read "step N  variant". The figure is closed before it
-    is returned, so a notebook shows it once, where it is displayed."""
-    if rows.empty:
-        raise ValueError("rows is empty: no variants to plot")
-    missing = [c for c in ("variant", "pct_of_floor", "pct_of_measured") if c not in rows]
-    if missing:
-        raise ValueError(f"rows lacks column(s) {', '.join(missing)}: pass a results.recorded frame")
-    d = rows.reset_index(drop=True)
-    steps = d["step"] if "step" in d else pd.Series([math.nan] * len(d))
-    labels = [f"step {s:.0f}  {v}" if pd.notna(s) else str(v) for s, v in zip(steps, d["variant"])]
-    long = pd.DataFrame({"label": labels * 2,
-                         "share": list(d["pct_of_floor"]) + list(d["pct_of_measured"]),
-                         "of": ["% of the datasheet floor"] * len(d)
-                               + ["% of the measured ceiling"] * len(d)})
-    fig, ax = plt.subplots(figsize=(8.2, 0.42 * len(d) + 1.5))
-    sns.barplot(data=long, y="label", x="share", hue="of", orient="h", ax=ax,
-                palette=["#a1c9f4", "#1f5fa8"])
-    for bars in ax.containers:
-        ax.bar_label(bars, labels=[present.pct(b.get_width()) for b in bars], fontsize=7, padding=2)
-    ax.axvline(100, color="black", lw=1, ls="--")
-    top = np.nanmax(long["share"].to_numpy(dtype=float)) if long["share"].notna().any() else 100.0
-    ax.set_xlim(0, max(110.0, top * 1.12))
-    ax.set_xlabel("share of the floor reached (%, higher is better; 100% = the floor)")
-    ax.set_ylabel("")
-    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False,
-              title=None)
-    ax.set_title(title, fontsize=10, pad=22)
-    fig.tight_layout()
-    plt.close(fig)   # shown once, where the notebook displays it
-    return fig
-
-
-def bars_against(df: pd.DataFrame, references: dict[str, float], *, against: dict[str, str],
-                 time_col: str = "median_ms", label_col: str = "variant", title: str = "") -> plt.Figure:
-    """Horizontal bars of time per variant (one row each, coloured by ``tier`` where the frame
-    has it), with a vertical line per reference time (``references``: label -> ms, e.g. cuBLAS
-    fp16's time and three times it), each bar annotated with its ms and its time against the
-    reference ``against`` names for it (variant -> reference label): "1.05x cuBLAS fp16" means
-    1.05 times the reference's time. Variants ``against`` does not name show their ms alone.
-    Optional ``p10_ms`` / ``p90_ms`` draw the spread. The figure is closed (shown once)."""
-    if df.empty:
-        raise ValueError("df is empty: no variants to plot")
-    unknown = sorted(set(against.values()) - set(references))
-    if unknown:
-        raise ValueError(f"against names reference(s) {', '.join(unknown)}; references are: "
-                         f"{', '.join(references)}")
-    bad = [f"{k}={v!r}" for k, v in references.items() if not (np.isfinite(v) and v > 0)]
-    if bad:
-        raise ValueError(f"references: {', '.join(bad)}; a reference is a time in ms > 0")
-    d = df.reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(8.2, 0.45 * len(d) + 2.4))
-    hue = "tier" if "tier" in d else None
-    sns.barplot(data=d, y=label_col, x=time_col, hue=hue, dodge=False, ax=ax, orient="h")
-    if {"p10_ms", "p90_ms"} <= set(d.columns):
-        ax.errorbar(d[time_col], range(len(d)), xerr=[d[time_col] - d["p10_ms"], d["p90_ms"] - d[time_col]],
-                    fmt="none", ecolor="black", capsize=3, lw=1)
-    styles = ["--", ":", "-.", (0, (5, 1))]
-    handles, labels = ax.get_legend_handles_labels()
-    for i, (label, ms) in enumerate(references.items()):
-        line = ax.axvline(ms, color="black", ls=styles[i % len(styles)], lw=1.3)
-        handles.append(line)
-        labels.append(f"{label}: {present.ms(ms)} ms")
-    for i, row in d.iterrows():
-        ref = against.get(row[label_col])
-        note = f"  {present.ms(row[time_col])} ms"
-        if ref is not None:
-            note += f", {present.speedup(row[time_col] / references[ref])} {ref}"
-        ax.text(row[time_col], i, note, va="center", fontsize=8)
-    ax.legend(handles, labels, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 0.0),
-              bbox_transform=fig.transFigure, ncol=2, frameon=False)
-    ax.set_xlabel("median time (ms, lower is better)")
-    ax.set_ylabel("")
-    ax.set_xlim(0, max(d[time_col].max(), *references.values()) * 1.8)
-    ax.set_title(title, fontsize=10)
-    legend_in = 0.2 + 0.2 * -(-len(labels) // 2)
-    fig.tight_layout(rect=(0, legend_in / fig.get_size_inches()[1], 1, 1))
-    plt.close(fig)
-    return fig
-
-
 def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
                    precision: str = "fp32") -> float | None:
-    """The smallest value of ``dim`` (other sizes as in ``sizes``) at which the fused
-    kernel's arithmetic intensity reaches ``precision``'s ridge point on ``gpu``: below it
-    the fused kernel is memory-bound, above it compute-bound. None if that never happens
-    within the dimension's range; 1 if it is compute-bound already at 1."""
+    """The smallest ``dim`` at which the fused kernel's intensity reaches ``precision``'s ridge on
+    ``gpu``; None if it never does."""
     dims = {d.name: d for d in problem.dims}
     if dim not in dims:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(dims)}")
@@ -318,12 +205,8 @@ def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
 def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
                 values: Sequence[int] | None = None, precisions: Sequence[str] = ("fp32", "fp16x3"),
                 title: str = "") -> plt.Figure:
-    """The floors of a perfectly fused kernel of ``problem`` against ``dim`` (other sizes at the
-    defaults), log-log: the memory floor (its fewest bytes over ``gpu``'s bandwidth) and one
-    compute floor per precision (its FLOPs at that precision's rate), each in ms, with a dashed
-    line where the precision's ridge point is crossed (:func:`ridge_crossing`): left of it the
-    bytes bind, right of it the arithmetic. ``values`` defaults to the powers of two from 1 to
-    the problem's default (at least 1024). The figure is closed before it is returned."""
+    """The floors of a fused kernel against ``dim``, log-log: the memory floor and one compute floor
+    per precision, each ridge crossing dashed."""
     if dim not in {d.name for d in problem.dims}:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: "
                          f"{', '.join(d.name for d in problem.dims)}")
@@ -359,9 +242,7 @@ def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
 
 def step_colours(problem: Problem, slugs: Sequence[str] | None = None
                  ) -> dict[str, tuple[float, float, float]]:
-    """One colour per step: eager grey, the others from one qualitative palette in the order of
-    ``slugs`` (default: the ladder's), so charts drawn with the same ``slugs`` give each step
-    the same colour."""
+    """One colour per step of ``problem`` (or ``slugs``), the same in every figure."""
     slugs = [s for s in (slugs if slugs is not None else [v.slug for v in problem.ladder()])
              if s != "eager"]
     unknown = [s for s in slugs if s not in problem.variants]
@@ -374,12 +255,8 @@ def step_colours(problem: Problem, slugs: Sequence[str] | None = None
 def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
                  variants: Sequence[str] | None = None, title: str = "", ax: plt.Axes | None = None
                  ) -> plt.Figure:
-    """Time against ``dim`` for each of ``variants`` (default: all) in recorded sweeps
-    (:func:`fusedkit.results.every_sweep`), log-log: a line through the newest sweep's medians
-    with its p10-p90 shaded, and each older sweep's median as a hollow marker of the same colour,
-    so a step whose time jumps between sweeps shows as scattered markers around a wide band.
-    Colours from :func:`step_colours` in the order of ``variants``. With ``ax`` it draws there (a panel of a larger figure);
-    otherwise the figure is closed before it is returned."""
+    """Time against ``dim`` for each variant over recorded sweeps: the newest sweep's medians as a
+    line with p10 to p90 shaded, every older sweep's median as a ring."""
     need = {"variant", dim, "median_ms", "p10_ms", "p90_ms", "run_id", "timestamp"}
     if sweeps.empty:
         raise ValueError("sweeps is empty: no recorded sweep to plot (see results.every_sweep)")
@@ -426,11 +303,8 @@ ROLE_COLOURS = {"eager": "#7f7f7f", "by-batch": "#000000", "routed": "#dd8452"}
 
 def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = "batch_size",
                 title: str = "") -> plt.Figure:
-    """One panel per (problem, by-batch slug, :func:`fusedkit.results.route_check` frame): time
-    against ``dim``, log-log, of eager, the by-batch step and the step each point routes to,
-    one colour per role in every panel (:data:`ROLE_COLOURS`), the by-batch and routed steps
-    with their p10-p90 as error bars and each routed point labelled with its step number;
-    dashed lines between the bands. The figure is closed before it is returned."""
+    """One panel per (problem, by-batch slug, :func:`fusedkit.results.route_check` frame): eager,
+    the by-batch step and the step each point routes to, p10 to p90 as bars, the band edges dotted."""
     if not panels:
         raise ValueError("panels is empty: pass (problem, slug, route_check frame) for each panel")
     fig, axes = plt.subplots(1, len(panels), figsize=(8.2, 4.2), squeeze=False)
@@ -477,11 +351,7 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
 
 def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: Sequence[str], *,
                  gap_pt: float = 9.0, fontsize: float = 7) -> None:
-    """Write ``labels`` just right of the points (``x``, ``y``) in data coordinates, moving
-    labels up where needed so that no two sit closer than ``gap_pt`` points vertically (the
-    lowest stays at its point; a moved label keeps a thin line to its point), each on a
-    half-transparent white ground so that points behind it do not garble it. Call it after the
-    axes' scales and limits are set: positions are taken on the drawn axes."""
+    """Label scattered points, each label moved off the others' boxes."""
     if not (len(x) == len(y) == len(labels)):
         raise ValueError(f"x, y and labels must have one entry per point; got {len(x)}, {len(y)}, {len(labels)}")
     if not len(labels):
@@ -501,54 +371,9 @@ def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: S
 
 # -- results at a glance: the best per tier, runs compared, sweeps side by side ----------------
 
-_TIER_COLOURS = {"reference": "#8c8c8c", "fp32-faithful": "#4c72b0", "kb-pass": "#55a868",
-                 "fast": "#dd8452"}
-
-
-def tier_chart(best: pd.DataFrame, *, title: str = "") -> plt.Figure:
-    """One horizontal bar per precision tier and problem (a panel per problem): the speed-up
-    over eager fp32 of the best variant of that tier, labelled with the variant's name and the
-    speed-up. ``best`` holds columns problem, tier, variant and speedup (one row per problem and
-    tier, e.g. from :func:`fusedkit.results.best_by_tier`). Each tier has its own row, so a
-    variant that is the best of two tiers is drawn twice, never one bar hiding another."""
-    from fusedkit.precision import TIERS  # noqa: PLC0415 - precision imports torch
-
-    need = {"problem", "tier", "variant", "speedup"}
-    if best.empty or not need <= set(best.columns):
-        raise ValueError(f"best needs rows with columns {sorted(need)}; got {sorted(best.columns)}"
-                         + (" and no rows" if best.empty else ""))
-    keys = list(dict.fromkeys(best["problem"]))
-    tiers = [t for t in TIERS if t in set(best["tier"])]
-    fig, axes = plt.subplots(len(keys), 1, figsize=(8.0, 0.5 + (0.42 * len(tiers) + 0.45) * len(keys)),
-                             sharex=True, squeeze=False)
-    top = float(best["speedup"].max())
-    for ax, key in zip(axes[:, 0], keys):
-        rows = best[best["problem"] == key].set_index("tier").reindex(tiers)
-        ys = np.arange(len(tiers))
-        ax.barh(ys, rows["speedup"].fillna(0), color=[_TIER_COLOURS.get(t, "grey") for t in tiers],
-                height=0.7)
-        for y, (tier, r) in zip(ys, rows.iterrows()):
-            text = "none of ours" if pd.isna(r["speedup"]) else f" {r['variant']}  {present.speedup(r['speedup'])}"
-            ax.text(0 if pd.isna(r["speedup"]) else r["speedup"], y, text, va="center", fontsize=8)
-        ax.set_yticks(ys, tiers)
-        ax.invert_yaxis()
-        ax.set_title(key, fontsize=10, loc="left")
-        ax.axvline(1.0, color="black", lw=0.8)
-        ax.set_xlim(0, top * 1.6)
-    axes[-1, 0].set_xlabel("speed-up over eager fp32 in the variant's own run")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
-
-
 def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
-    """A dot plot of run-to-run spread, a panel per problem: one row per variant, one dot per
-    run at the run's time against the variant's median over runs (%), the recorded measurement
-    (its newest clean one) in colour, the others grey; the shaded band is eager's own spread,
-    the noise of the reference. ``spread`` is :func:`fusedkit.results.run_spread`'s frame (or
-    several concatenated); the x axis is shared, so spreads compare across problems."""
+    """Run to run: one row per variant, one dot per run against the variant's median over runs (%),
+    its result in colour, eager's spread shaded."""
     need = {"problem", "variant", "vs_median_pct", "recorded"}
     if spread.empty or not need <= set(spread.columns):
         raise ValueError(f"spread needs rows with columns {sorted(need)} (results.run_spread)"
@@ -582,44 +407,6 @@ def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
     return fig
 
 
-def sweep_panels(series: dict[str, pd.DataFrame], dim: str, *, title: str = "") -> plt.Figure:
-    """Size sweeps side by side, a panel per problem: median time (ms) against ``dim`` on log-log
-    axes, the p10-p90 spread of each point as an error bar (say so in ``title``). ``series`` maps a problem key to its
-    :func:`fusedkit.results.sweep_series` frame. One colour per variant across all panels (a
-    variant two problems share, such as eager, has the same colour in both; no colour means two
-    things), named in one key under the panels."""
-    if not series or any(s.empty for s in series.values()):
-        raise ValueError("series needs one non-empty sweep per problem (results.sweep_series)")
-    need = {"variant", dim, "median_ms", "p10_ms", "p90_ms"}
-    for key, s in series.items():
-        if not need <= set(s.columns):
-            raise ValueError(f"series[{key!r}] lacks columns {sorted(need - set(s.columns))}")
-    variants = list(dict.fromkeys(v for s in series.values() for v in s["variant"]))
-    colours = dict(zip(variants, sns.color_palette("tab10" if len(variants) <= 10 else "husl", len(variants))))
-    fig, axes = plt.subplots(1, len(series), figsize=(8.2, 3.9), squeeze=False)
-    for ax, (key, s) in zip(axes[0], series.items()):
-        for variant, g in s.groupby("variant", sort=False):
-            g = g.sort_values(dim)
-            err = [g["median_ms"] - g["p10_ms"], g["p90_ms"] - g["median_ms"]]
-            ax.errorbar(g[dim], g["median_ms"], yerr=err, color=colours[variant], marker="o", ms=3.5,
-                        lw=1.2, capsize=2, elinewidth=0.9)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel(dim)
-        ax.set_title(key, fontsize=10)
-    axes[0, 0].set_ylabel("median time (ms)")
-    handles = [Line2D([], [], color=colours[v], marker="o", ms=4, label=v) for v in variants]
-    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    rows = -(-len(variants) // 3)
-    fig.tight_layout(rect=(0, 0.05 * rows + 0.02, 1, 1))
-    plt.close(fig)
-    return fig
-
-
-# Nsight Compute's stall reasons (source page column names without "stall_"), in words.
 STALL_REASONS = {
     "long_sb": "long scoreboard (global memory, mbarrier)",
     "barrier": "barrier (wgmma wait)",
@@ -636,13 +423,8 @@ STALL_REASONS = {
 
 
 def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: str = "") -> plt.Figure:
-    """Horizontal stacked bars of warp-stall samples: one bar per (page, region), one segment per
-    stall reason (the ``reasons`` largest over all bars, the rest as "other reasons").
-
-    ``regions`` maps a label (e.g. the commit of the page) to
-    :func:`fusedkit.counters.source_regions` of that page; bars keep each page's own sample
-    counts, so a shorter bar is a region that held the warps for less of the kernel. The figure
-    is closed before it is returned: ``display(fig)`` shows it once."""
+    """Stacked bars of warp-stall samples, one per page and region, one segment per stall reason
+    (the ``reasons`` largest)."""
     if not regions:
         raise ValueError("regions is empty: no source page to plot")
     fixed = {"samples", "samples_share", "executed", "executed_share"}
@@ -673,96 +455,6 @@ def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: st
     return fig
 
 
-def clock_chart(readings: pd.DataFrame, *, gpu: GpuSpec | None = None, title: str = "") -> plt.Figure:
-    """The SM clock (top) and the board power (bottom) over a run, from nvidia-smi's readings
-    (:func:`fusedkit.clocks.read_clocks`, one run or several: seconds since each run's first
-    reading); readings with a power or thermal cap active in red. Lines mark the clock at which
-    the datasheet's tensor rate holds (:meth:`GpuSpec.implied_clock_ghz` of bf16), the highest SM
-    clock (recorded, else where the FP32 rate's implied clock puts it) and the power limit
-    (recorded, else the datasheet's TDP). With no readings the figure says so. The figure is
-    closed before it is returned, so a notebook shows it once, where it is displayed."""
-    from fusedkit.clocks import capped  # noqa: PLC0415 - clocks imports records only
-
-    gpu = gpu or spec(DEFAULT_GPU)
-    fig, (top, low) = plt.subplots(2, 1, figsize=(8.2, 5.8), sharex=True,
-                                   gridspec_kw={"height_ratios": [3, 2]})
-    if readings.empty:
-        for ax in (top, low):
-            ax.text(0.5, 0.5, "no clock readings recorded", ha="center", va="center",
-                    transform=ax.transAxes, color="grey")
-        top.set_ylabel("SM clock (MHz)")
-        low.set_ylabel("power (W)")
-        low.set_xlabel("seconds since the first reading")
-        fig.suptitle(title or f"SM clock and power: nothing recorded ({gpu.name})", fontsize=11)
-        fig.tight_layout()
-        plt.close(fig)
-        return fig
-    df = readings.copy()
-    if "run_id" not in df:
-        df["run_id"] = "this run"
-    df["seconds"] = (df["timestamp"] - df.groupby("run_id")["timestamp"].transform("min")
-                     ).dt.total_seconds()
-    df["capped"] = capped(df)
-    runs = list(dict.fromkeys(df["run_id"]))
-    palette = dict(zip(runs, sns.color_palette("deep", len(runs))))
-    for run in runs:
-        part = df[df["run_id"] == run]
-        label = run if len(runs) > 1 else "reading (every 50 ms)"
-        top.plot(part["seconds"], part["sm_mhz"], lw=0.8, color=palette[run], label=label)
-        low.plot(part["seconds"], part["power_w"], lw=0.8, color=palette[run])
-    hit = df[df["capped"]]
-    if not hit.empty:
-        top.scatter(hit["seconds"], hit["sm_mhz"], s=8, color="#c44e52", zorder=4,
-                    label=f"power or thermal cap active ({present.share(len(hit) / len(df))} of readings)")
-        low.scatter(hit["seconds"], hit["power_w"], s=8, color="#c44e52", zorder=4)
-    marks = []
-    try:
-        marks.append((1e3 * gpu.implied_clock_ghz("bf16"), "#55a868", "--",
-                      f"tensor datasheet rate's clock, {1e3 * gpu.implied_clock_ghz('bf16'):.0f} MHz"))
-    except ValueError:
-        pass
-    top_mhz = df["max_sm_mhz"].dropna()
-    if not top_mhz.empty:
-        marks.append((float(top_mhz.median()), "#4c72b0", ":",
-                      f"highest SM clock (nvidia-smi), {top_mhz.median():.0f} MHz"))
-    else:
-        with contextlib.suppress(ValueError):
-            mhz = 1e3 * gpu.implied_clock_ghz("fp32")
-            marks.append((mhz, "#4c72b0", ":", f"FP32 datasheet rate's clock (max boost), {mhz:.0f} MHz"))
-    for y, colour, style, label in marks:
-        top.axhline(y, color=colour, ls=style, lw=1.5, label=label)
-    limit = df["power_limit_w"].dropna()
-    if not limit.empty:
-        low.axhline(float(limit.median()), color="black", ls="--", lw=1.2,
-                    label=f"power limit (nvidia-smi), {limit.median():.0f} W")
-    elif gpu.tdp_w:
-        low.axhline(gpu.tdp_w, color="black", ls="--", lw=1.2,
-                    label=f"datasheet TDP, {gpu.tdp_w:.0f} W (limit not recorded)")
-    from fusedkit.clocks import busy_readings  # noqa: PLC0415
-
-    busy = busy_readings(df)["sm_mhz"].dropna()
-    if not busy.empty and busy.min() > df["sm_mhz"].min():
-        # Idle readings (the GPU lowers its clock between calls) would squash the busy ones.
-        top.set_ylim(bottom=busy.min() - 150, top=max(y for y, *_ in marks + [(df["sm_mhz"].max(),)]) + 60)
-        top.text(0.99, 0.02, "idle readings run off the bottom", transform=top.transAxes,
-                 ha="right", va="bottom", fontsize=8, color="grey")
-    top.set_ylabel("SM clock (MHz)")
-    low.set_ylabel("power (W)")
-    low.set_xlabel("seconds since the first reading")
-    where = runs[0] if len(runs) == 1 else f"{len(runs)} runs"
-    fig.suptitle(title or f"SM clock and power read beside {where} (datasheet lines: {gpu.name})",
-                 fontsize=11)
-    # One key under both panels (the clock's lines, then the power's), over no reading.
-    handles, labels = (sum(pair, []) for pair in zip(top.get_legend_handles_labels(),
-                                                     low.get_legend_handles_labels()))
-    _legend_below(fig, handles, labels, ncol=2)
-    plt.close(fig)
-    return fig
-
-
-# -- Hopper layouts (drawn from fusedkit.hopper_layout) ------------------------------------------
-
-
 def _cell_grid(ax: plt.Axes, rows: int, cols: int) -> None:
     """Cells (r, c) span [c, c + 1] x [r, r + 1], row 0 at the top."""
     ax.set_xlim(0, cols)
@@ -772,12 +464,8 @@ def _cell_grid(ax: plt.Axes, rows: int, cols: int) -> None:
 
 
 def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
-    """The 128-byte swizzle atom: 8 rows of a K-major fp16 tile, 8 chunks of 16 bytes each, as
-    the kernel means them (left) and as TMA stores them and wgmma reads them (right), each cell
-    labelled and coloured by the logical chunk it holds; logical chunk ``highlight`` (one
-    column, 8 fp16 of k in each of 8 rows) is outlined: it lands in all 8 positions, 32 banks.
-    Drawn from :func:`fusedkit.hopper_layout.swizzle_atom`; the figure is closed (a notebook
-    shows it once, as the value of its cell)."""
+    """The 128-byte swizzle atom: 8 rows of 8 16-byte chunks as the kernel means them and as TMA
+    stores them, chunk ``highlight`` marked."""
     from matplotlib.patches import Rectangle  # noqa: PLC0415
 
     from fusedkit import hopper_layout as hl  # noqa: PLC0415
@@ -817,12 +505,8 @@ def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
 
 
 def accumulator_fragment_figure(cols: int = 16, n: int = 128) -> plt.Figure:
-    """The fp32 accumulator of wgmma m64nNk16 (``n`` = N columns): which thread of the
-    warpgroup and which of its registers holds each element of the first ``cols`` columns of
-    the 64 x N tile, labelled ``t:i`` (thread t, register d[i]) and coloured by warp, the rows
-    8-15 of each warp (registers d[4j + 2], d[4j + 3]) a shade darker. Four lanes (a quad)
-    share each row of an 8-column slab, two columns each. Drawn from
-    :func:`fusedkit.hopper_layout.accumulator_owner`; the figure is closed (shown once)."""
+    """The fp32 accumulator of wgmma m64nNk16: the thread and register holding each element of the
+    first ``cols`` columns, coloured by warp."""
     from fusedkit import hopper_layout as hl  # noqa: PLC0415
 
     n = hl._check_n(n)

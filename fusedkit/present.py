@@ -1,30 +1,8 @@
-"""The one way fusedkit writes a number for a reader.
-
-Every table and sentence in the notebooks formats its numbers here, so a time always reads
-``2.724 ms``, a rate ``157.7 TFLOP/s``, a share ``75%``, an error ``1.6e-06`` and a speed-up
-``3.12x``, whatever cell printed it:
-
-=================  =============  ==========================================
-quantity           example        rule
-=================  =============  ==========================================
-milliseconds       ``2.724``      3 decimals
-microseconds       ``28.8``       1 decimal
-TFLOP/s            ``157.7``      1 decimal
-percent            ``75%``        integer
-errors             ``1.6e-06``    2 significant digits, scientific
-speed-ups          ``3.12x``      2 decimals and an x
-GB/s, MB, KB       ``3174``       integer
-GB (moved)         ``1.07``       2 decimals
-counts, steps      ``6``          integer
-sizes              ``1024 × 8192  the values in the problem's order
-                   × 8192``
-devices            ``H200``       the vendor's name left out
-=================  =============  ==========================================
-
-A missing value (None, NaN) is written as an en dash, in every column, so a table never shows
-``nan``. :func:`format_frame` applies the rules to a frame by its column names; :func:`table`
-returns it ready to display (a column with no value at all is left out, and a table that still
-shows a dash says what it means); :func:`md` renders Markdown built from numbers.
+"""The one way fusedkit writes a number for a reader, in every table and sentence: a time
+``2.724`` ms (3 decimals; µs 1), a rate ``157.7`` TFLOP/s, a share ``75%``, an error ``1.6e-06``, a
+speed-up ``3.12x``, GB/s and MB as integers, sizes ``1024 × 8192 × 8192``, a device ``H200``. A
+missing value is an en dash, never ``nan``. :func:`format_frame` applies the rules by column name,
+:func:`table` makes a frame ready to display, :func:`md` renders Markdown built from numbers.
 """
 
 from __future__ import annotations
@@ -120,11 +98,10 @@ COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "ms": ms, "median_ms": ms, "p10_ms": ms, "p90_ms": ms, "floor ms": ms, "floor_ms": ms,
     "µs": us, "us": us, "duration_us": us, "duration µs": us,
     "TFLOP/s": tflops, "tflops": tflops,
-    "% of floor": pct, "pct_of_floor": pct, "best_pct_of_floor": pct,
+    "% of floor": pct, "pct_of_floor": pct,
     "% of measured": pct, "pct_of_measured": pct,
     "rel. error": err, "rel_error": err, "max_abs_error": err, "max abs error": err,
-    "speedup": speedup, "speed-up": speedup, "speedup vs eager": speedup,
-    "speedup_at_largest": speedup,
+    "speedup": speedup, "speed-up": speedup,
     "GB/s": gbps, "gbps": gbps,
     "call memory MB": mb, "peak_mem_mb": mb, "MB": mb,
     "step": count, "launch": count, "registers": count, "grid": count, "block": count,
@@ -137,12 +114,9 @@ COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "gld_sectors_per_request": ratio, "sectors/request": ratio, "l1_hit_pct": pct, "L1 hit %": pct,
     "l2_l1_gb": gb, "L2→L1 GB": gb, "smem_ld_conflicts": count, "smem ld conflicts": count,
     "smem_st_conflicts": count, "smem st conflicts": count,
-    # sweeps across runs and the by-batch checks (fusedkit.results.sweep_spread, route_check)
+    # the by-batch checks (fusedkit.results.route_check, route_rule)
     "eager_ms": ms, "routed_ms": ms, "routed_p10_ms": ms, "routed_p90_ms": ms,
-    "routed_speedup": speedup, "routed_step": count, "best_p10_ms": ms, "worst_p90_ms": ms,
-    "lowest_ms": ms, "highest_ms": ms, "sweeps": count, "wins": count,
-    # where a row was measured (fusedkit.dashboard.nearest_records)
-    "sizes": sizes, "device": device, "distance": _num(".2f"),
+    "routed_speedup": speedup, "routed_step": count, "sizes": sizes, "device": device,
 }
 TEXT_FORMATS = {"sizes", "device"}
 """The columns of :data:`COLUMN_FORMATS` that hold text, not numbers (left-aligned)."""
@@ -222,25 +196,6 @@ def breakable(value: Any) -> str:
     import html  # noqa: PLC0415
 
     return re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1<wbr>", html.escape(str(value)))
-
-
-class Scroll:
-    """A table (a Styler or a frame) in a box that scrolls sideways instead of being cut off
-    at the page's edge; plain text as the table's own."""
-
-    def __init__(self, body: Any) -> None:
-        self.body = body
-
-    def _repr_html_(self) -> str:
-        inner = self.body.to_html() if hasattr(self.body, "to_html") else self.body._repr_html_()
-        return f'<div class="fk-table" style="overflow-x:auto; max-width:100%;">{inner}</div>'
-
-    def __repr__(self) -> str:
-        data = getattr(self.body, "data", self.body)
-        return data.to_string() if hasattr(data, "to_string") else repr(data)
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(repr(self))
 
 
 def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:

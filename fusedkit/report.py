@@ -230,8 +230,9 @@ def picked_sizes(nb: nbformat.NotebookNode) -> dict[str, Sizes]:
 
     def boxes(model_id: str, depth: int = 0) -> dict[str, int]:
         name, st = state(model_id)
-        if name == "IntTextModel":
-            return {str(st.get("description")): st.get("value")}
+        if name in ("IntTextModel", "TextModel"):   # a picker's box
+            value = st.get("value")
+            return {str(st.get("description")): int(value) if str(value).isdigit() else value}
         return {k: v for child in st.get("children", [])[:64 if depth < 8 else 0]
                 for k, v in boxes(str(child), depth + 1).items()}
 
@@ -433,7 +434,7 @@ def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, A
 
 def _pick(row: Any) -> dict[str, Any]:
     return {"variant": row["variant"], "title": row["title"], "tier": row["tier"],
-            "ms": round(float(row["median_ms"]), 4), "speedup": round(float(row["speedup"]), 3),
+            "ms": round(float(row["median_ms"]), 4), "speedup": float(row["speedup"]),
             "eager_ms": round(float(row["eager_ms"]), 4), "date": f"{row['timestamp']:%Y-%m-%d}",
             "commit": row["commit"], "run_id": row["run_id"]}
 

@@ -1,37 +1,17 @@
-"""Read measurements back from ``data/``, shaped for the notebooks' tables, the report index,
-the export and the README.
+"""Read measurements back from ``data/``: one definition of a result, of the best, of the noise, of a
+route and of the by-batch range, shared by the notebooks, the report index, the export and the
+README.
 
-**What a recorded result is.** A variant's *recorded* row is its newest *clean* measurement at
-the sizes and device asked for (:func:`recorded`), and *the best* of a tier is chosen from those
-rows by their speed-up (:func:`best_by_tier`). Every place that states a result (the notebooks'
-steps and sentences, the report index, the results notebook, the export, the README) reads these
-two functions, so they cannot disagree. A clean measurement (:func:`clean_rows`) is
-
-- timed on a GPU (``timer == "cuda-events"``, the harness's one GPU timer; CPU-interpreter and
-  wall-clock rows only show that the code runs);
-- of committed code: a commit that ends in ``+dirty`` was measured with uncommitted changes, so
-  nobody can re-run or read the code that was timed;
-- of a ladder variant or a component, not an ``export:`` row (an exported file timed beside its
-  variant, to check the export, not a result of its own);
-- and, for a ladder variant, in a run that timed eager at the same sizes (so that its
-  ``speedup``, eager's time over the variant's, is a ratio within one run: two runs differ in
-  clocks, drivers and thermal state).
-
-The newest, not the fastest, measurement counts: it is the code as it is now, not the luckiest
-of several runs. Speed-ups are only ever taken within one run (one ``run_id``).
-
-Views that truly need one run (a comparison of two variants on the same GPU state, a run-to-run
-comparison) read it with :func:`same_run`, :func:`time_ratio`, :func:`latest_run` or
-:func:`per_run`; components and their same-size copies with :func:`components` (several side by
-side in one run: :func:`same_run_components`); sweeps with :func:`sweep_series` and
-:func:`step_sweep`. :func:`of_steps` keeps the steps one notebook teaches; :func:`caption` says
-where a table's rows come from.
+A variant's *result* is its newest *clean* measurement (a GPU timing with CUDA events, of a commit
+without ``+dirty``, not an ``export:`` row) in a run that timed eager at the same sizes; its speed-
+up is eager's time in that run over its own (:func:`recorded`). Speed-ups are only taken within one
+run; two times differ only beyond their measured spread (:func:`level`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -55,11 +35,8 @@ _ADDED = {"speedup": float, "eager_ms": float, "step": float, "title": str}
 
 
 def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> pd.DataFrame:
-    """``df`` plus ``speedup``: eager's time in the same group (by default the same run and
-    sizes) over each row's ``median_ms``; NaN where the group has no timed eager row.
-
-    The one definition of a speed-up in fusedkit: every table, plot and report uses it.
-    """
+    """``df`` plus ``speedup``: eager's time in the same group (run and sizes) over each row's; NaN
+    where the group timed no eager."""
     keys = [c for c in by if c in df.columns]
     if df.empty or "median_ms" not in df.columns or "variant" not in df.columns:
         return df.assign(speedup=pd.Series(dtype=float, index=df.index))
@@ -73,10 +50,7 @@ def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> 
 
 
 def clean_rows(rec: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a records frame that are clean measurements (module docstring): a GPU
-    timing (``timer == "cuda-events"``) with a time, of a commit without ``+dirty``, not an
-    ``export:`` row. The same-run eager that a ladder row also needs is asked by
-    :func:`newest_clean`, which takes speed-ups among clean rows only."""
+    """The rows of a records frame that are clean measurements (module docstring)."""
     ok = ((rec["timer"] == CLEAN_TIMER) & (rec["median_ms"] > 0)
           & ~rec["commit"].str.endswith(DIRTY) & ~rec["variant"].str.startswith(EXPORT))
     return rec[ok]
@@ -102,16 +76,9 @@ def _ladder_order(rows: pd.DataFrame, problem: Problem, *keys: str) -> pd.DataFr
 
 
 def newest_clean(rec: pd.DataFrame, problem: Problem, *, as_of: object = None) -> pd.DataFrame:
-    """The recorded rows of ``problem`` in a records frame: for each device, sizes and ladder
-    variant, its newest clean measurement (:func:`clean_rows`) in a run that timed eager at the
-    same sizes, with ``speedup`` (that run's eager time over the variant's), ``eager_ms`` (that
-    eager time, ms), ``step`` and ``title``. Equal timestamps: the later row of the file.
-
-    ``as_of`` (a time; UTC when it names no zone) keeps only measurements taken at or before
-    it: the records as they stood then (to pair a time with counters profiled at that time).
-    Components and device ceilings are left out (see :func:`components`). Sorted by device,
-    sizes, then ladder order; empty with the same columns when nothing qualifies.
-    """
+    """Each device's, sizes' and ladder variant's newest clean row in a run that timed eager at
+    those sizes, with ``speedup``, ``eager_ms``, ``step`` and ``title``; ``as_of`` keeps rows taken
+    by then."""
     rows = clean_rows(rec[rec["problem"] == problem.key])
     if as_of is not None:
         rows = rows[rows["timestamp"] <= _as_utc(as_of)]
@@ -136,20 +103,9 @@ def _at(rec: pd.DataFrame, problem: Problem, sizes: Sizes | None, device: str) -
 
 def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
              path: str | Path | None = None, as_of: object = None) -> pd.DataFrame:
-    """The recorded result of every ladder variant of ``problem``: one row per variant (and
-    per device, when ``device`` matches several), its newest clean measurement at ``sizes``
-    (default: the problem's) on a device whose name contains ``device``, read from the records
-    file (``path``, default ``data/records.csv`` or ``$FUSEDKIT_RECORDS``).
-
-    The one definition of a recorded result (module docstring, :func:`newest_clean`): the
-    rows may come from several runs; each row's ``speedup`` is against eager *in its own run*
-    (``eager_ms``), and ``run_id``, ``commit``, ``timestamp`` and ``device`` say where it comes
-    from (:func:`caption` for a table, :func:`run_short_label` for a row). ``as_of``: the
-    records as they stood at that time. ``pct_of_measured`` is the row's time against the floor
-    of the ceilings measured in the row's own run, NaN where that run measured none
-    (:func:`fusedkit.ceilings.add_pct_of_measured`; ``ceilings_run`` names it), beside
-    ``pct_of_floor``, the datasheet's. Empty (same columns) when nothing is recorded.
-    """
+    """The result of every ladder variant of ``problem`` at ``sizes`` (default its own) on a device
+    whose name contains ``device``, one row each, with ``pct_of_measured`` against the ceilings of
+    the row's own run (NaN where it measured none); ``as_of``: the records as they stood then."""
     from fusedkit.ceilings import add_pct_of_measured  # noqa: PLC0415 - ceilings reads records too
 
     rows = newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
@@ -158,11 +114,8 @@ def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H20
 
 def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), sizes: Sizes | None = None, *,
                           device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
-    """:func:`recorded` with each variant's arithmetic beside it: ``precision`` (the registry's:
-    fp32, tf32x3, fp16x3, tf32, fp16, bf16) and ``problem`` (the key). ``precisions`` keeps only
-    the variants of those precisions (default: every variant; a precision the problem has no
-    variant of gives no rows), e.g. ``("tf32", "fp16",
-    "bf16")`` for the variants that compute one rounded product per term. Ladder order kept."""
+    """:func:`recorded` with each variant's ``precision`` and ``problem``; ``precisions`` keeps
+    those arithmetics only."""
     unknown = [p for p in precisions if p not in PRECISIONS]
     if isinstance(precisions, str) or unknown:
         raise ValueError(f"precisions={precisions!r}: pass a list of precisions, e.g. ['fp16']; "
@@ -175,22 +128,24 @@ def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), size
     return rows.reset_index(drop=True)
 
 
+def ours(problem: Problem, slug: str) -> bool:
+    """True for a step whose GEMM we wrote: not PyTorch's (a baseline) and not cuBLAS's
+    (a ``cublas_`` step, ours only in its epilogue). Only these count as "the best" of a tier."""
+    return not problem.variant(slug).baseline and not slug.startswith("cublas")
+
+
 def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
-    """The one definition of "the best" in fusedkit: of ``rows`` (a :func:`recorded` frame, or
-    one run's rows, with ``speedup``), for each tier a kernel of ours reaches
-    (:data:`fusedkit.precision.KERNEL_TIERS`), the one with the highest same-run speed-up among
-    our variants (PyTorch's baselines never count) that meet at least that tier: a stricter
-    tier meets the looser ones. Tiers no variant reaches are left out. ``rows`` must be of one
-    device and one sizes: speed-ups of different sizes or devices do not compare.
-    """
+    """The one definition of "the best": for each tier of :data:`KERNEL_TIERS`, the step of ours
+    (:func:`ours`) meeting at least that tier with the highest same-run speed-up in ``rows`` (one
+    device and sizes)."""
     if rows.empty:
         return {}
     for col in ("device", "sizes"):
         if col in rows.columns and rows[col].nunique() > 1:
             raise ValueError(f"rows hold {rows[col].nunique()} values of {col} "
                              f"({', '.join(sorted(set(rows[col])))}); pass rows of one {col}")
-    ours = {v.slug for v in problem.variants.values() if not v.baseline}
-    rows = rows[rows["variant"].isin(ours) & rows["speedup"].notna()]
+    mine = pd.Series([s in problem.variants and ours(problem, s) for s in rows["variant"]], index=rows.index)
+    rows = rows[mine & rows["speedup"].notna()]
     best = {}
     for rank, tier in enumerate(KERNEL_TIERS):
         meets = rows[rows["tier"].isin(KERNEL_TIERS[:rank + 1])]
@@ -199,10 +154,64 @@ def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
     return best
 
 
+def level(a: pd.Series | Mapping, b: pd.Series | Mapping) -> bool:
+    """The one noise rule: two timings differ only beyond their measured spread. True when the
+    p10-p90 ranges of ``a`` and ``b`` (rows with ``p10_ms`` and ``p90_ms``, else their
+    ``median_ms`` alone) overlap: then neither is faster, whatever their medians say."""
+    lo = lambda r: r["p10_ms"] if pd.notna(r.get("p10_ms")) else r["median_ms"]   # noqa: E731
+    hi = lambda r: r["p90_ms"] if pd.notna(r.get("p90_ms")) else r["median_ms"]   # noqa: E731
+    return not (hi(a) < lo(b) or hi(b) < lo(a))
+
+
+def page_device(problem: Problem, path: str | Path | None = None) -> str:
+    """The device whose records a page of ``problem`` shows on a machine without a GPU: the
+    newest device with Nsight counters of the problem (a step's evidence is its time and its
+    counters, from one device), else the device of the newest clean record; "" when none."""
+    from fusedkit.counters import read_counters  # noqa: PLC0415
+
+    rows = clean_rows(_read(path))
+    rows = rows[rows["problem"] == problem.key].sort_values("timestamp", kind="stable")
+    counted = set(read_counters().query("problem == @problem.key")["device"])
+    with_counters = rows[rows["device"].isin(counted)]
+    pick = with_counters if not with_counters.empty else rows
+    return str(pick["device"].iloc[-1]) if not pick.empty else ""
+
+
+_TIER_ORDER = ("reference", *KERNEL_TIERS)
+
+
+def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None = None) -> pd.DataFrame:
+    """Per device and sizes, eager (the reference) and the best of ours per tier among the newest
+    clean rows of ``rec`` (:func:`best_by_tier`); ``variant_tier`` is the kernel's own tier."""
+    from fusedkit import problems  # noqa: PLC0415
+
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    df = rec[rec["problem"] == p.key]
+    if sizes is not None:
+        df = df[df["sizes"] == fmt_sizes(sizes)]
+    cols = ["device", "sizes", "tier", "variant", "median_ms", "speedup", "rel_error", "tflops",
+            "pct_of_floor", "run_id", "commit", "timestamp", "variant_tier"]
+    out = []
+    for _, group in newest_clean(df, p).groupby(["device", "sizes"]):
+        eager = group[group["variant"] == "eager"]
+        if eager.empty:
+            continue
+        ref = eager.iloc[0].copy()
+        ref["variant_tier"] = ref["tier"] = "reference"
+        out.append(ref)
+        for tier, r in best_by_tier(group, p).items():
+            r = r.copy()
+            r["variant_tier"], r["tier"] = r["tier"], tier   # a stricter kernel can fill a slot
+            out.append(r)
+    if not out:
+        return pd.DataFrame({c: pd.Series(dtype=rec[c].dtype if c in rec else float) for c in cols})
+    best = pd.DataFrame(out)
+    best = best.assign(tier_rank=best["tier"].map(_TIER_ORDER.index))
+    return best.sort_values(["device", "sizes", "tier_rank"])[cols].reset_index(drop=True)
+
+
 def caption(rows: pd.DataFrame | pd.Series) -> str:
-    """"NVIDIA H200, 2026-11-29 to 2026-11-30": the devices and the dates (or date range) of
-    the measurements in a table or figure, the one short caption of where its numbers come
-    from; "no recorded run" when there are none."""
+    """"NVIDIA H200, 2026-11-29 to 2026-11-30": the devices and dates of a table's rows."""
     if isinstance(rows, pd.Series):
         rows = rows.to_frame().T
     if rows.empty:
@@ -215,15 +224,8 @@ def caption(rows: pd.DataFrame | pd.Series) -> str:
 
 def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
              device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
-    """Every row of the newest clean run (:func:`clean_rows`) that timed each of ``slugs``
-    (ladder variants or components) at ``sizes`` (default: the problem's) on a device whose
-    name contains ``device``, with ``speedup`` (NaN if that run did not time eager), ``step``
-    and ``title``.
-
-    For a comparison of two variants on the same GPU state (a ratio of two times is only
-    honest within one run): ``same_run(p12, ["wgmma_fp16x3", "triton_fp16x3"])``. A result on
-    its own is read with :func:`recorded`. Empty (same columns) when no run timed them all.
-    """
+    """Every row of the newest clean run that timed each of ``slugs`` at ``sizes`` (a comparison on
+    one GPU state), with ``speedup``, ``step`` and ``title``; empty when none did."""
     if isinstance(slugs, str):
         raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
     rows = clean_rows(_at(_read(path), problem, sizes, device))
@@ -238,22 +240,9 @@ def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None,
     return _ladder_order(run, problem).reset_index(drop=True)
 
 
-def time_ratio(problem: Problem, a: str, b: str, sizes: Sizes | None = None, *,
-               device: str = "H200", path: str | Path | None = None) -> float:
-    """``a``'s median time over ``b``'s in the newest clean run that timed both
-    (:func:`same_run`): how two variants compare on the same GPU state (below 1: ``a`` is
-    faster). NaN when no run timed both. Against eager, a row's own ``speedup`` says it."""
-    run = same_run(problem, [a, b], sizes, device=device, path=path).set_index("variant")
-    if run.empty:
-        return float("nan")
-    return float(run.loc[a, "median_ms"] / run.loc[b, "median_ms"])
-
-
 def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
-    """Of the runs in ``df`` (one problem, sizes and device) that timed eager, the most complete
-    one (most of the ladder's variants), the newest among equals. None when no run timed eager.
-
-    For a view of one whole run (:func:`latest_run`); a result is read with :func:`recorded`."""
+    """Of the runs in ``df`` that timed eager, the one that timed the most ladder variants, newest
+    among equals."""
     runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
     if runs.empty:
         return None
@@ -265,17 +254,8 @@ def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
                path: str | Path | None = None, having: Sequence[str] = (),
                newest: bool = False) -> pd.DataFrame:
-    """Rows of the most complete clean recorded run of ``problem`` that timed its eager
-    baseline (:func:`main_run_id`): a view of one whole run, e.g. to compare it with another.
-    A variant's result is read with :func:`recorded` instead: the most complete run is old
-    and lacks every step timed since.
-
-    ``sizes`` defaults to the problem's defaults; ``device`` filters on a substring of the
-    device name ("H200"); ``having`` keeps only runs that recorded every variant named there;
-    ``newest`` takes the newest of those runs instead of the most complete (that is
-    :func:`same_run`, which it calls). Adds ``speedup`` (eager's time over each variant's, same
-    run), ``eager_ms``, and the ladder's ``step`` and ``title``. Empty when nothing matches.
-    """
+    """The rows of the most complete clean run that timed eager (``newest``: the newest that timed
+    ``having``), with speed-ups; a view of one whole run, not a result."""
     if newest:
         return same_run(problem, ["eager", *having], sizes, device=device, path=path)
     df = clean_rows(_at(_read(path), problem, sizes, device))
@@ -289,47 +269,17 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
 
 
 def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:
-    """No rows, with a records frame's columns and those a recorded frame adds."""
+    """No rows, with a records frame's columns and a recorded frame's."""
     out = like.iloc[0:0].copy()
     for col, kind in _ADDED.items():
         out[col] = pd.Series(dtype=kind)
     return out
 
 
-def per_run(problem: Problem, variants: Sequence[str], sizes: Sizes | None = None, *,
-            device: str = "H200", path: str | Path | None = None, value: str = "median_ms",
-            every: bool = True) -> pd.DataFrame:
-    """A run-to-run comparison: one row per clean run (:func:`clean_rows`) that timed every one
-    of ``variants`` (``every=False``: any of them) at ``sizes`` (default: the problem's) on a
-    device whose name contains ``device``, oldest first; columns ``run_id``, ``timestamp``,
-    ``commit``, ``device``, then one per variant holding its ``value`` (a records column, ms by
-    default; NaN where a run skipped it). Ratios of two columns are same-run ratios."""
-    if isinstance(variants, str):
-        raise TypeError(f"variants={variants!r}: pass a list of names, e.g. [{variants!r}]")
-    rows = clean_rows(_at(_read(path), problem, sizes, device))
-    if value not in rows.columns:
-        raise ValueError(f"value={value!r} is not a records column; valid: {', '.join(rows.columns)}")
-    rows = rows[rows["variant"].isin(list(variants))]
-    table = rows.pivot_table(index=["timestamp", "run_id", "commit", "device"], columns="variant",
-                             values=value, aggfunc="last").reindex(columns=list(variants))
-    if every:
-        table = table.dropna(how="any")
-    table.columns.name = None
-    return table.reset_index()[["run_id", "timestamp", "commit", "device", *variants]]
-
-
 def run_spread(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
                path: str | Path | None = None, min_runs: int = 3) -> pd.DataFrame:
-    """Run to run: every clean measurement (:func:`clean_rows`) of each ladder variant of
-    ``problem`` at ``sizes`` (default: the problem's) timed in at least ``min_runs`` runs on a
-    device whose name contains ``device``, each against the variant's own median over those
-    runs, so that variants of any speed share one scale.
-
-    Columns: problem, device, variant, run_id, timestamp, commit, median_ms, runs (how many
-    runs timed the variant), median_of_runs (ms), vs_median_pct (100 x (median_ms /
-    median_of_runs - 1): above 0 slower than usual), recorded (True for the measurement that is
-    the variant's recorded result, :func:`recorded`). Ladder order, then time. Times only: a
-    ratio of two runs mixes two GPU states, which is why a result's speed-up is never one."""
+    """Every clean measurement of each variant timed in at least ``min_runs`` runs, against the
+    variant's median over them (``vs_median_pct``), ``recorded`` marking its result."""
     if min_runs < 2:
         raise ValueError(f"min_runs={min_runs}: a spread needs at least 2 runs")
     rows = clean_rows(_at(_read(path), problem, sizes, device))
@@ -354,15 +304,8 @@ def run_spread(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
 
 def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
                path: str | Path | None = None, every_run: bool = False) -> pd.DataFrame:
-    """The components of ``problem`` (an epilogue or a reduction timed alone, not a ladder
-    variant), each with its same-size copy timed in the same run: its newest clean measurement
-    (``every_run``: every clean run's, oldest first) at ``sizes`` (default: the problem's).
-
-    Columns: variant, median_ms, gbps (GB/s), copy_ms and copy_gbps (the copy of the same bytes,
-    ``d2d_copy_for_<variant>``, same run), pct_of_copy (the component's rate as % of that copy's),
-    device_copy_gbps (the large device copy, ``d2d_copy``, of the same run: the memory
-    ceiling), notes, sizes, run_id, commit, timestamp, device.
-    """
+    """The components of ``problem`` (a kernel timed alone), each with its same-size copy of the
+    same run (``copy_ms``, ``copy_gbps``, ``pct_of_copy``): the newest, or every run's."""
     rec = _read(path)
     rows = clean_rows(_at(rec, problem, sizes, device))
     copies = rows[rows["variant"].str.startswith(COPY_FOR)]
@@ -386,10 +329,8 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
 
 def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
                         device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
-    """Components (``slugs``, e.g. three versions of one kernel) side by side on the same GPU
-    state: the rows of :func:`components` (each beside its same-size copy) from the newest clean
-    run that timed every one of them, in the order of ``slugs``; empty (same columns) when no
-    run timed them all."""
+    """Components side by side: those of the newest run that timed every one of ``slugs``, in that
+    order."""
     if isinstance(slugs, str):
         raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
     every = components(problem, sizes, device=device, path=path, every_run=True)
@@ -404,47 +345,24 @@ def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | N
     return run.sort_values("variant", key=lambda v: v.map(order)).reset_index(drop=True)
 
 
-def of_steps(rows: pd.DataFrame, steps: Iterable[int] = (), *, also: Sequence[str] = (),
-             leave_out: Sequence[str] = ()) -> pd.DataFrame:
-    """The part of a ladder one notebook teaches: the rows of ``rows`` (a :func:`recorded` frame,
-    or one run's rows) whose step number is in ``steps`` (baselines are step 0), plus the
-    variants named in ``also`` (a baseline held against them, such as the cuBLAS fp16 bar, or
-    named rows alone with no ``steps``), less those in ``leave_out`` (one so slow it would
-    flatten a chart). Names with no row are simply absent; components (no step) are left out
-    unless named; the order and columns of ``rows`` are kept."""
-    for name, value in (("also", also), ("leave_out", leave_out)):
-        if isinstance(value, str):
-            raise TypeError(f"{name}={value!r}: pass a list of names, e.g. [{value!r}]")
-    if rows.empty:
-        return rows.reset_index(drop=True)
-    wanted = {float(s) for s in steps}
-    keep = (rows["step"].isin(wanted) | rows["variant"].isin(list(also))) & ~rows["variant"].isin(list(leave_out))
-    return rows[keep].reset_index(drop=True)
-
-
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The ladder's rows (a :func:`recorded` frame or one run's rows) as the notebooks show them,
-    in step order, components left out; ``recorded`` says when each row was measured, as the
-    rows may come from several runs: the day, and the device too (:func:`run_short_label`) where
-    the rows come from more than one (one device is named once, by the table's caption,
-    :func:`caption`). "% of floor" is against the datasheet's floor, "% of measured" against the
-    ceilings measured in the row's own run (a dash where that run measured none). The median alone, no p10 and p90 (a chart's error bars show
-    the spread): the table fits a page about 820 px wide."""
+    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order:
+    the median with its p10 and p90 (the one noise rule reads them), the tier, the shares of the
+    datasheet floor and of the floor measured in the row's own run, the error, the speed-up over
+    eager in its own run, and when it was recorded (with the device where the rows hold several)."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
-    one_device = rows["device"].nunique() <= 1 if "device" in rows.columns else True
-    rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one_device else run_short_label(r)
-                                 for _, r in rows.iterrows()] if not rows.empty else pd.Series(dtype=str))
-    if "pct_of_measured" not in rows.columns:
-        rows = rows.assign(pct_of_measured=float("nan"))
-    return rows.rename(columns={"median_ms": "ms", "tflops": "TFLOP/s", "pct_of_floor": "% of floor",
-                                "pct_of_measured": "% of measured", "rel_error": "rel. error",
-                                "peak_mem_mb": "call memory MB"})[
-        ["step", "variant", "tier", "ms", "TFLOP/s", "% of floor", "% of measured", "rel. error",
-         "speedup", "call memory MB", "recorded"]].reset_index(drop=True)
+    one = rows["device"].nunique() <= 1
+    rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one else run_short_label(r) for _, r in rows.iterrows()],
+                       pct_of_measured=rows.get("pct_of_measured", float("nan")))
+    return rows.rename(columns={"median_ms": "ms", "pct_of_floor": "% of floor", "pct_of_measured": "% of measured",
+                                "rel_error": "rel. error"})[
+        ["step", "variant", "tier", "ms", "p10_ms", "p90_ms", "% of floor", "% of measured", "rel. error",
+         "speedup", "recorded"]].reset_index(drop=True)
 
 
 def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:
-    """The row that labels ``run``: the row itself, or the first row of a frame of ONE run."""
+    """The row that labels ``run``: the row itself, or the first of the rows of one run (ValueError
+    for several runs)."""
     if isinstance(run, pd.Series):
         return run
     if run.empty:
@@ -456,9 +374,7 @@ def _one_row(run: pd.DataFrame | pd.Series) -> pd.Series | None:
 
 
 def run_label(run: pd.DataFrame | pd.Series) -> str:
-    """"NVIDIA H200, 2026-11-29 09:21 UTC, commit 814a63c": where one run's numbers come from,
-    from its rows or from one row. The one label of a run in fusedkit; a frame of rows from
-    several runs is refused (ValueError): caption it with :func:`caption`."""
+    """"NVIDIA H200, 2026-11-29 09:21 UTC, commit 814a63c": where one run's numbers come from."""
     row = _one_row(run)
     if row is None:
         return "no recorded run"
@@ -466,9 +382,7 @@ def run_label(run: pd.DataFrame | pd.Series) -> str:
 
 
 def run_short_label(run: pd.DataFrame | pd.Series) -> str:
-    """"H200, 2026-11-30": :func:`run_label` for a table cell, the device and the day (the
-    vendor's name, the time of day and the commit left out: a commit id is for the records and
-    the report index, not for a reader's table); one row, or the rows of one run."""
+    """"H200, 2026-11-30": a run's device and day, for a table cell."""
     row = _one_row(run)
     if row is None:
         return "no recorded run"
@@ -477,11 +391,8 @@ def run_short_label(run: pd.DataFrame | pd.Series) -> str:
 
 
 def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:
-    """The device ceilings measured beside ``rows``: ``copy_gbps`` (a large device-to-device
-    copy, GB/s) and ``bf16_tflops`` (a bf16 matmul, TFLOP/s), each from the newest of the
-    rows' runs that measured it (for the rows of one run: that run's). Read through
-    :func:`fusedkit.ceilings.ceilings_frame`, which knows both the ``ceiling_*`` rows and the
-    older ``d2d_copy`` / ``bf16_matmul`` ones. ``{}`` for no rows."""
+    """``copy_gbps`` and ``bf16_tflops`` measured beside ``rows`` (the newest of their runs'); {}
+    for none."""
     from fusedkit.ceilings import ceilings_frame  # noqa: PLC0415 - ceilings reads records too
 
     if rows.empty:
@@ -500,25 +411,9 @@ def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str
 def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
                  *, fixed: Mapping[str, int] | None = None, having: Sequence[str] = (),
                  newest: bool = False) -> pd.DataFrame:
-    """The most complete recorded size sweep of ``problem`` over ``dim``, one row per
-    (variant, point), of clean measurements (:func:`clean_rows`).
-
-    A sweep is a run (one ``run_id``) that recorded the problem at more than one ``sizes``;
-    of the runs in which ``dim`` takes several values while every other dimension keeps one
-    value, the one that timed the most variants is read, the newest among equals (as
-    :func:`main_run_id` does: a short sweep of two new steps must not hide the full one).
-    ``having`` keeps only runs that timed every variant named there (to read the sweep that
-    measured a given step); ``fixed`` first narrows the rows to given values of the other
-    dimensions, which picks a slice out of a cross-product sweep. ``device`` filters on a
-    substring of the device name. ``newest`` reads the newest matching sweep instead of the
-    most complete (a step whose kernel changed after the full sweep: its newest sweep).
-
-    Columns: variant, ``dim``, median_ms, pct_of_floor (%), tflops (TFLOP/s), gbps (GB/s),
-    speedup (eager's time at the same point over the variant's; NaN where eager was not
-    timed), then step, tier, p10_ms, p90_ms, sizes and the run's run_id, device, timestamp
-    and commit (so :func:`run_label` works on it). Sorted in ladder order, then by ``dim``.
-    Empty (same columns) when no sweep matches.
-    """
+    """The most complete (``newest``: the newest) recorded sweep of ``problem`` over ``dim`` that
+    timed every slug of ``having``, one row per variant and point, with speed-ups at each point;
+    ``fixed`` narrows the other sizes."""
     df, runs = _sweep_runs(problem, dim, device, path, fixed, having)
     if runs.empty:
         return _empty_series(_series_columns(dim), dim)
@@ -534,11 +429,8 @@ def _series_columns(dim: str) -> list[str]:
 
 def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None,
                 fixed: Mapping[str, int] | None, having: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rows, runs) of the sweeps of ``problem`` over ``dim``: the clean rows of its ladder
-    variants on a device whose name contains ``device``, with one column per size, narrowed to
-    ``fixed``; and one row per run (index ``run_id``) in which ``dim`` takes several values
-    while every other size keeps one and that timed every slug of ``having``, with its
-    ``points``, newest timestamp (``stamp``) and number of ``variants``."""
+    """(rows, runs) of the sweeps of ``problem`` over ``dim``: the clean rows with a column per
+    size, and one row per sweep run (``points``, ``stamp``, ``variants``)."""
     names = [d.name for d in problem.dims]
     if dim not in names:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
@@ -578,15 +470,11 @@ def _one_sweep(df: pd.DataFrame, run_id: str, problem: Problem, dim: str) -> pd.
 
 def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
                path: str | Path | None = None) -> pd.DataFrame:
-    """One step across ``dim``: the points of ``slug`` in the newest sweep that timed it
-    (:func:`sweep_series` with ``newest=True``: the step as its code is now, not the fullest
-    sweep, which may predate a change), each with its speed-up over eager at that point in that
-    run; where no sweep timed it, its one recorded point at the default sizes (:func:`recorded`).
-
-    Columns as :func:`sweep_series`, plus ``sweep`` (True for points of a sweep). Sorted by
-    ``dim``; empty (same columns) when nothing is recorded.
-    """
-    series = sweep_series(problem, dim, device, path, having=[slug], newest=True)
+    """``slug`` in the newest sweep that timed it (a by-batch step: with eager and every step it
+    routes to), or its one recorded point; ``sweep`` says which."""
+    routed = _route_slugs(problem, slug) if problem.variant(slug).routes else []
+    series = sweep_series(problem, dim, device, path, having=["eager", slug, *routed] if routed else [slug],
+                          newest=True)
     points = series[series["variant"] == slug].assign(sweep=True)
     if not points.empty:
         return points.sort_values(dim).reset_index(drop=True)
@@ -594,36 +482,6 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     one = one[one["variant"] == slug].assign(**{dim: problem.defaults[dim]}, sweep=False)
     return one.reindex(columns=[*series.columns, "sweep"]).reset_index(drop=True)
 
-
-def sweep_summary(series: pd.DataFrame, dim: str, flat: float = 1.25) -> pd.DataFrame:
-    """One row per variant of a sweep series (:func:`sweep_series`): its time at the smallest
-    and the largest ``dim``, ``flat_up_to`` (the largest ``dim`` whose time is within ``flat``
-    times the variant's fastest point: up to there more work is nearly free, the kernel pays a
-    fixed cost, a launch or the weights' bytes; a maximum rather than the first rise, so one
-    noisy small point does not end it), its best % of floor with the ``dim`` where it was
-    reached, and its speed-up over eager at the largest point. Ladder order kept.
-    """
-    if series.empty:
-        raise ValueError("series is empty: no recorded sweep to summarise (see sweep_series)")
-    if flat <= 1:
-        raise ValueError(f"flat={flat}: a time ratio above 1 (1.25 = 25% above the fastest point)")
-    lo, hi = int(series[dim].min()), int(series[dim].max())   # the series' ends (NaN if skipped)
-    rows = []
-    for variant, g in series.groupby("variant", sort=False):
-        at = g.set_index(dim)
-        cheap = g.loc[g["median_ms"] <= flat * g["median_ms"].min(), dim]
-        best = g.loc[g["pct_of_floor"].idxmax()] if g["pct_of_floor"].notna().any() else None
-        rows.append({"variant": variant,
-                     f"ms_at_{lo}": at["median_ms"].get(lo, float("nan")),
-                     f"ms_at_{hi}": at["median_ms"].get(hi, float("nan")),
-                     "flat_up_to": int(cheap.max()),
-                     "best_pct_of_floor": None if best is None else best["pct_of_floor"],
-                     f"best_at_{dim}": None if best is None else int(best[dim]),
-                     "speedup_at_largest": at["speedup"].get(hi, float("nan"))})
-    return pd.DataFrame(rows).set_index("variant")
-
-
-# -- every sweep, its spread, and the steps that route by batch size ------------------------------
 
 WIDE_SPREAD = 0.25
 """A measurement whose spread, (p90 - p10) / median, exceeds this is not one GPU time: a kernel
@@ -633,11 +491,7 @@ as its GPU work lands in two modes (the GPU waiting for the host, or not) and sp
 
 def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[str] = (),
                 device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
-    """Every recorded sweep of ``problem`` over ``dim`` that timed each slug of ``having``
-    (the runs :func:`sweep_series` chooses from), one after the other, oldest first: one row per
-    sweep, variant and point with its median, p10 and p90 (ms) and its speed-up over eager at
-    that point in that sweep. Columns as :func:`sweep_series`; empty (same columns) when no
-    sweep matches. A step whose kernel changed between sweeps appears as it was in each."""
+    """Every recorded sweep over ``dim`` that timed each slug of ``having``, oldest first."""
     df, runs = _sweep_runs(problem, dim, device, path, None, having)
     if runs.empty:
         return _empty_series(_series_columns(dim), dim)
@@ -647,14 +501,9 @@ def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[s
 
 def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
                  among: Sequence[str] | None = None) -> pd.DataFrame:
-    """Each variant at each point across the sweeps of ``sweeps`` (:func:`every_sweep`): in
-    how many ``sweeps`` it was timed, its ``best_p10_ms`` (the lowest p10 of any sweep: the
-    closest to its GPU time alone), ``median_ms`` (the median of the sweeps' medians),
-    ``lowest_ms`` and ``highest_ms`` (of the sweeps' medians), ``worst_p90_ms`` (the highest
-    p90: its slow calls), ``wins``, the sweeps whose fastest median among ``among``
-    (default: every variant but eager) at that point was this variant's, and ``wide``, the
-    sweeps in which its spread exceeded :data:`WIDE_SPREAD`. Sorted by ``dim``, then in the
-    frame's variant order."""
+    """Each variant at each point across ``sweeps``: sweeps, best p10, median of medians, lowest and
+    highest median, worst p90, ``wins`` (fastest median among ``among``) and ``wide`` (spread above
+    :data:`WIDE_SPREAD`)."""
     if sweeps.empty:
         raise ValueError("sweeps is empty: no recorded sweep to read a spread from (see every_sweep)")
     among = list(among) if among is not None else [v for v in dict.fromkeys(sweeps["variant"])
@@ -676,35 +525,9 @@ def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
     return out.drop(columns="_place").reset_index(drop=True)
 
 
-def spread_overview(spread: pd.DataFrame, dim: str = "batch_size",
-                    variants: Sequence[str] | None = None) -> pd.DataFrame:
-    """A :func:`sweep_spread` frame as a reader compares it: one row per point (``dim`` and
-    the number of sweeps), one column per variant (``variants``, default all, in that order)
-    reading "median (best p10 to worst p90)" in ms across the sweeps, with ", k wide" where
-    k sweeps spread wider than :data:`WIDE_SPREAD` there; "–" where a variant was not timed."""
-    from fusedkit import present  # noqa: PLC0415
-
-    if spread.empty:
-        raise ValueError("spread is empty: nothing to show (see sweep_spread)")
-    variants = list(variants) if variants is not None else list(dict.fromkeys(spread["variant"]))
-    at = spread.set_index(["variant", dim])
-    rows = []
-    for point in sorted(spread[dim].unique()):
-        row = {dim: int(point), "sweeps": int(spread.loc[spread[dim] == point, "sweeps"].max())}
-        for v in variants:
-            hit = at.loc[(v, point)] if (v, point) in at.index else None
-            row[v] = (present.MISSING if hit is None else
-                      f"{present.ms(hit['median_ms'])} ({present.ms(hit['best_p10_ms'])} to "
-                      f"{present.ms(hit['worst_p90_ms'])})"
-                      + (f", {int(hit['wide'])} wide" if hit["wide"] else ""))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def route_for(problem: Problem, slug: str, rows: int, timed: Sequence[str]) -> str | None:
-    """The step the by-batch step ``slug`` sends a batch of ``rows`` rows to (its routes as
-    registered now), on a device that could run the steps in ``timed``: the first slug of the
-    band that holds ``rows`` found among ``timed``. None when none of that band's is there."""
+    """The step the by-batch step ``slug`` sends a batch of ``rows`` to: the first of its band's
+    slugs among ``timed``."""
     v = problem.variant(slug)
     if not v.routes:
         raise ValueError(f"slug={slug!r} routes nothing; the by-batch step of {problem.key} is "
@@ -720,21 +543,8 @@ def _route_slugs(problem: Problem, slug: str) -> list[str]:
 
 def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
                 path: str | Path | None = None) -> pd.DataFrame:
-    """The by-batch step ``slug`` against the step each point routes to (:func:`route_for`),
-    in the newest sweep that timed it, eager and every step its routes name, point by point.
-
-    Columns: ``dim``; ``routed`` (slug) and ``routed_step`` (its number); the by-batch step's
-    ``ms``, ``p10_ms``, ``p90_ms`` and ``speedup`` (over eager, same sweep); the routed step's
-    ``routed_ms``, ``routed_p10_ms``, ``routed_p90_ms``, ``routed_speedup``; ``eager_ms``;
-    ``ratio`` (the by-batch median over the routed one); ``verdict``: "as fast" where each
-    step's median lies within the other's p10-p90 (no difference the timings can tell; a wide,
-    bimodal spread of one step does not swallow the other's median), else
-    "1.68x slower" / "2.46x faster";
-    ``wide``: True where either spread exceeds :data:`WIDE_SPREAD`; and the sweep's run_id,
-    device, timestamp and commit (for :func:`caption`). The routes are read as registered now:
-    in the newest sweep they are the code that ran unless they changed after it. Empty when no
-    sweep timed them all.
-    """
+    """The by-batch step against the step each point routes to, in the newest sweep that timed them
+    all, point by point: both timings, ``ratio``, ``verdict`` and ``wide``."""
     candidates = _route_slugs(problem, slug)
     series = sweep_series(problem, dim, device, path, having=["eager", slug, *candidates], newest=True)
     cols = [dim, "routed", "routed_step", "ms", "p10_ms", "p90_ms", "speedup", "routed_ms",
@@ -766,36 +576,36 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
     return pd.DataFrame(rows, columns=cols)
 
 
-def route_evidence(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
-                   path: str | Path | None = None) -> pd.DataFrame:
-    """What the bands of the by-batch step ``slug`` rest on: at each point of the sweeps that
-    timed eager and every step its routes name (:func:`every_sweep`), the step the point
-    routes to now (``routed``) beside the winner among those steps by three readings of their
-    spread (:func:`sweep_spread`): ``by_gpu_time`` (the lowest best p10: the fastest GPU work),
-    ``by_median`` (the most sweeps won by median; ties to the lower median of medians) and
-    ``by_p90`` (the lowest worst p90: the steadiest), with ``sweeps`` (how many timed the point),
-    ``agree`` (True where the three readings name one step) and ``eager_ms`` (eager's median of
-    medians). Empty when no sweep timed them all."""
+def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+               path: str | Path | None = None) -> pd.DataFrame:
+    """The one routing rule, read from the records: at each point of the newest sweep that timed
+    eager and every candidate, the step with the lowest p90 (``chosen``), beside the one routed to
+    now."""
     candidates = _route_slugs(problem, slug)
-    sweeps = every_sweep(problem, dim, having=["eager", *candidates], device=device, path=path)
-    cols = [dim, "sweeps", "routed", "by_gpu_time", "by_median", "by_p90", "agree", "eager_ms"]
-    if sweeps.empty:
-        return pd.DataFrame(columns=cols)
-    spread = sweep_spread(sweeps, dim, among=candidates)
+    series = sweep_series(problem, dim, device, path, having=["eager", *candidates], newest=True)
     rows = []
-    for point, g in spread.groupby(dim):
-        mine = g[g["variant"].isin(candidates)]
-        timed = list(mine["variant"])
-        winners = (mine.loc[mine["best_p10_ms"].idxmin(), "variant"],
-                   mine.sort_values(["wins", "median_ms"], ascending=[False, True])["variant"].iloc[0],
-                   mine.loc[mine["worst_p90_ms"].idxmin(), "variant"])
-        eager = g.loc[g["variant"] == "eager", "median_ms"]
-        rows.append({dim: int(point), "sweeps": int(mine["sweeps"].max()),
-                     "routed": route_for(problem, slug, int(point), timed),
-                     "by_gpu_time": winners[0], "by_median": winners[1], "by_p90": winners[2],
-                     "agree": len(set(winners)) == 1,
-                     "eager_ms": float(eager.iloc[0]) if not eager.empty else float("nan")})
-    return pd.DataFrame(rows, columns=cols)
+    for point, g in series[series["variant"].isin(candidates)].groupby(dim):
+        rows.append({dim: int(point), "routed": route_for(problem, slug, int(point), list(g["variant"])),
+                     "chosen": g.loc[g["p90_ms"].idxmin(), "variant"],
+                     **{f"{v} p90 ms": p90 for v, p90 in zip(g["variant"], g["p90_ms"])}})
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out.attrs["caption"] = caption(series)
+    return out
+
+
+def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device: str = "H200",
+                   path: str | Path | None = None) -> dict[str, float] | None:
+    """The one statement of a by-batch step's speed-up over eager across batch sizes
+    (:func:`step_sweep`): ``lo``, ``hi``, ``points``, ``at_lo`` and ``caption``; None without a
+    sweep."""
+    points = step_sweep(problem, slug, device=device, path=path)
+    points = points[points["sweep"]]
+    if points.empty:
+        return None
+    return {"lo": float(points["speedup"].min()), "hi": float(points["speedup"].max()),
+            "points": len(points), "at_lo": int(points.loc[points["speedup"].idxmin(), "batch_size"]),
+            "caption": caption(points)}
 
 
 def _empty_series(cols: list[str], dim: str) -> pd.DataFrame:

@@ -68,10 +68,7 @@ def stage_floor(stage: Stage, gpu: GpuSpec, precision: str = "fp32") -> Floor:
 
 def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
                 element_bytes: int = 4) -> Floor:
-    """Floors of a perfectly fused kernel: all FLOPs, only the fewest bytes.
-
-    The compute floor adds each stage's FLOPs at the rate of the unit that does them.
-    """
+    """Floors of a perfectly fused kernel: all FLOPs, only the fewest bytes."""
     _check_precision(precision)
     return fused_floor_at(problem, sizes, lambda s: stage_floor(s, gpu, precision).peak_tflops,
                           gpu.mem_gbps, element_bytes)
@@ -100,10 +97,7 @@ def unfused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str =
 
 def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
           element_bytes: int = 4) -> pd.DataFrame:
-    """Per-stage roofline table with an unfused total and a fused row.
-
-    Columns: stage, kind, GFLOP, MB, FLOP/B, compute ms, memory ms, floor ms, bound.
-    """
+    """Per-stage roofline table with an unfused total and a fused row."""
     rows = []
 
     def row(name: str, kind: str, f: Floor, floor_ms: float | None = None) -> dict:

@@ -1,18 +1,8 @@
-"""Static HTML for the ipywidgets a notebook displayed, from the widget state it stored.
-
-A report that must open with no network cannot load the Jupyter widget manager, so each
-widget output would stay a "Loading widget..." placeholder. nbclient stores every widget's
-state in the notebook's metadata (``store_widget_state=True``); this module turns that
-state into plain HTML that shows what the reader would have seen: containers lay out
-their children, input widgets show ``description: value``, HTML and Label widgets show
-their text, and buttons appear greyed out (nothing can be clicked in a static page).
-Each widget's stored layout (widths, wrapping, overflow) is kept, and everything is held
-to the width of the page: rows wrap, and a wide table in an Output widget scrolls
-sideways instead of running off the page.
-
-:class:`StaticWidgetsPreprocessor` does it for a whole notebook inside nbconvert, and
-captions every widget it draws as a snapshot (:data:`SNAPSHOT_NOTE`), so no reader takes
-it for a control that is broken.
+"""Static HTML for the ipywidgets a notebook displayed, drawn from the widget state nbclient stored, so
+that a report opens with no network and no widget manager: containers lay out their children, inputs
+show ``description: value``, buttons appear greyed out, layouts are kept and held to the page's
+width. ``StaticWidgetsPreprocessor`` does it for a whole notebook inside nbconvert and captions each
+widget as a snapshot (:data:`SNAPSHOT_NOTE`).
 """
 
 from __future__ import annotations
@@ -21,7 +11,6 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from nbconvert.preprocessors import Preprocessor
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -62,20 +51,13 @@ _SELECTIONS = {"DropdownModel", "RadioButtonsModel", "SelectModel", "ToggleButto
 
 
 def widget_models(nb: Mapping[str, Any]) -> dict[str, dict]:
-    """Model id -> stored model (``model_name`` and ``state``) from a notebook's metadata.
-
-    Empty when the notebook was executed without ``store_widget_state``.
-    """
+    """Model id -> stored model (``model_name`` and ``state``) from a notebook's metadata."""
     stored = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {})
     return dict(stored.get("state", {}))
 
 
 def render_widget(model_id: str, models: Mapping[str, Mapping[str, Any]]) -> str:
-    """Static HTML for the widget ``model_id`` and its children, from ``models``.
-
-    A model missing from ``models`` (a widget closed before its state was stored)
-    renders as a short note, never as an error.
-    """
+    """Static HTML for the widget ``model_id`` and its children, from ``models``."""
     return _render(model_id, models, 0)
 
 
@@ -195,27 +177,30 @@ def snapshot(widget_html: str) -> str:
             f"{widget_html}</div>")
 
 
-class StaticWidgetsPreprocessor(Preprocessor):
-    """Replace every widget output by static HTML rendered from the stored widget state.
-
-    Each output carrying a widget view gets a ``text/html`` rendering in place of the
-    view, under a caption saying it is a snapshot (:data:`SNAPSHOT_NOTE`); the stored
-    state is then dropped from the exported copy, so the HTML exporter emits neither the
-    state nor the script that would fetch a widget manager to read it. A widget's own picture
-    (:data:`PICTURE_KEY`, for JupyterLab once the kernel is gone) is dropped: it would draw the
-    widget twice.
-    """
-
-    def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
-        models = widget_models(nb)
-        for cell in nb.cells:
-            if "outputs" in cell:
-                cell.outputs = [o for o in cell.outputs if not is_picture(o)]
-            for out in cell.get("outputs", []):
-                view = out.get("data", {}).get(WIDGET_VIEW)
-                if view is None:
-                    continue
+def _preprocess(nb: Any, resources: dict) -> tuple[Any, dict]:
+    """Replace every widget output of ``nb`` by static HTML rendered from its stored state
+    (under :data:`SNAPSHOT_NOTE`), drop the state from the exported copy, and drop each widget's
+    own picture (:data:`PICTURE_KEY`), which would draw the widget twice."""
+    models = widget_models(nb)
+    for cell in nb.cells:
+        if "outputs" in cell:
+            cell.outputs = [o for o in cell.outputs if not is_picture(o)]
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view is not None:
                 out.data["text/html"] = snapshot(render_widget(str(view.get("model_id", "")), models))
                 del out.data[WIDGET_VIEW]
-        nb.metadata.pop("widgets", None)
-        return nb, resources
+    nb.metadata.pop("widgets", None)
+    return nb, resources
+
+
+def __getattr__(name: str) -> Any:
+    """``StaticWidgetsPreprocessor``, nbconvert's preprocessor of :func:`_preprocess`, made on
+    first use: nbconvert takes a second to import, and a notebook's widgets never need it."""
+    if name != "StaticWidgetsPreprocessor":
+        raise AttributeError(name)
+    from nbconvert.preprocessors import Preprocessor  # noqa: PLC0415 - heavy, the report's alone
+
+    cls = type("StaticWidgetsPreprocessor", (Preprocessor,), {"preprocess": lambda self, nb, res: _preprocess(nb, res)})
+    globals()[name] = cls
+    return cls

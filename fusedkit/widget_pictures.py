@@ -1,26 +1,12 @@
-"""A widget shown in a notebook beside a static drawing of itself, which the notebook file keeps.
+"""A widget shown beside a static drawing of itself, which the notebook file keeps.
 
-JupyterLab draws an ipywidgets widget from its model, which lives in the kernel. Once that kernel
-has ended, a reopened notebook has no model to draw: ipywidgets writes "Error displaying widget:
-model not found" where the widget was. JupyterLab can save the models into the notebook (the
-widget manager's ``saveState`` setting), but then every notebook that holds them, or that is
-opened while its kernel's widgets live, opens marked unsaved: the manager marks the notebook
-changed for each model it loads, untouched. So the workbook leaves ``saveState`` off (``make
-env`` says so in JupyterLab's overrides) and each of its widgets keeps its own picture:
-
-- :func:`show` displays the widget, then, as the next output of the same cell, its static drawing
-  (:func:`fusedkit.static_widgets.render_widget`, as the HTML reports draw widgets) under a line
-  saying that it is a picture and how to get the widget back: run the cell;
-- the drawing is redrawn after each change of the widget (:data:`REDRAW_DELAY_S` after the first
-  change of a burst, so a running explorer's progress costs a few redraws a second, not one per
-  tick), from whatever thread changed it, as an update of that output, so the notebook file holds
-  the widget as it last looked;
-- while the live widget is on the page, a style it carries hides its picture; when no widget
-  could be drawn (its kernel is gone), the picture shows, and a style the picture carries hides
-  ipywidgets' error line above it.
-
-A widget still on the page when its kernel stops (a restart) stays drawn, its boxes and buttons
-dead: its first line then says so (:data:`STALE_NOTE`).
+Once the kernel that drew a widget has ended, a reopened notebook has no model to draw it from; and
+saving the models into the notebook marks it unsaved on every open. So the workbook leaves
+JupyterLab's ``saveState`` off and :func:`show` displays each widget, then its picture as the next
+output of the same cell (:func:`fusedkit.static_widgets.render_widget`), redrawn a moment after each
+change from whatever thread made it. While the live widget is on the page a style hides the picture;
+when no widget could be drawn the picture shows. A widget whose kernel stopped says so on its first
+line (:data:`STALE_NOTE`) and takes no input.
 """
 
 from __future__ import annotations
@@ -48,12 +34,15 @@ STALE_CLASS = "fusedkit-stale-note"
 STALE_NOTE = (
     f"<style>.{STALE_CLASS} {{display: none}} "
     f".jupyter-widgets-disconnected .{STALE_CLASS} {{display: block; color: #a60; "
-    "font-weight: bold}</style>"
+    "font-weight: bold} .jupyter-widgets-disconnected input, .jupyter-widgets-disconnected "
+    "button, .jupyter-widgets-disconnected select {pointer-events: none; opacity: 0.5} "
+    ".jupyter-widgets-disconnected .fusedkit-status {display: none}</style>"
     f"<div class='{STALE_CLASS}'>⚠ The kernel that ran this cell has stopped, so these boxes and "
     "buttons do nothing. Run this cell (or Run All) to use them.</div>")
 """The live widget's first line: empty while the widget is live, a warning once the kernel behind
 it has stopped while the page stays open (CSS on ipywidgets' own ``jupyter-widgets-disconnected``
-class, which a widget's element carries while no kernel holds its model)."""
+class, which a widget's element carries while no kernel holds its model); its boxes and buttons
+then take no input, and its status lines (``fusedkit-status``) are hidden."""
 
 # The line above a picture: a widget that could not be drawn (ipywidgets marks the failed output
 # itself with its class) directly followed by a picture of it. Nothing else is hidden.
@@ -94,12 +83,7 @@ def _widgets_in(widget: w.Widget) -> list[w.Widget]:
 
 
 class Picture:
-    """``widget`` shown live, and its picture as the next output, redrawn as the widget changes.
-
-    ``what`` names the widget in the picture's first line ("the p45 explorer"). :attr:`live` is
-    the widget as displayed: ``widget`` under a line of its own (the style that hides the
-    picture, and :data:`STALE_NOTE`).
-    """
+    """``widget`` shown live, and its picture as the next output, redrawn as the widget changes."""
 
     def __init__(self, widget: w.Widget, what: str) -> None:
         self.widget, self.what = widget, what

@@ -14,6 +14,11 @@ widget drawn from its stored state without its "snapshot" caption; and on an abs
 path of the machine that built the reports in a page's text. Screenshots
 of each page go to ``.browser-shots/`` (gitignored) for a human to look at.
 
+The six pages together hold at most :data:`MAX_WORDS` words a reader sees (a folded
+``<details>`` counts its summary only: tests/visible_words.py), and the README's picture is a
+step of notebook 01's page as Chromium draws it (``FUSEDKIT_UPDATE_PICTURE=1`` writes it to
+``docs/report-page.png``).
+
 ``REPORTS_DIR=reports pytest tests/test_browser.py`` checks reports already built there
 (``python -m fusedkit report --out reports``) instead of building them again.
 
@@ -24,7 +29,6 @@ The browser tests skip when no Chromium is installed (``apt-get install chromium
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import re
@@ -39,6 +43,7 @@ import pytest
 import websocket
 
 from fusedkit import report
+from visible_words import visible_words
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -46,9 +51,9 @@ SHOTS = ROOT / ".browser-shots"
 WIDTH, HEIGHT = 1280, 900        # the window every page must fit
 SLACK = 2                        # pixels of rounding allowed at the right edge
 PREBUILT = os.environ.get("REPORTS_DIR", "")
-# Notebooks 01 and 02 show their kernels' code once fusedkit.source_view exists.
-SHOWS_CODE = ("01_", "02_")
-HAS_SOURCE_VIEW = importlib.util.find_spec("fusedkit.source_view") is not None
+SHOWS_CODE = ("01_", "02_", "03_")   # the notebooks that show their kernels' code
+MAX_WORDS = 40_000
+PICTURE = ROOT / "docs" / "report-page.png"
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))
                  if p), None)
 
@@ -418,7 +423,7 @@ def test_report_opens_offline_with_plots_and_widget_values(reports, browser, ind
     _assert_fits(found, r.html.name)
     _assert_no_local_paths(found["text"], r.html.name)
     assert found["images"] >= 1, f"{r.html.name}: no figure at all"
-    if HAS_SOURCE_VIEW and r.notebook.name.startswith(SHOWS_CODE):
+    if r.notebook.name.startswith(SHOWS_CODE):
         assert found["code"], f"{r.html.name}: no code block (div.fk-code) at all"
     # Every widget drawn from its stored state says, visibly, that it is a snapshot.
     for snap in found["snapshots"]:
@@ -430,3 +435,40 @@ def test_report_opens_offline_with_plots_and_widget_values(reports, browser, ind
     shown = found["widgets"]
     assert re.search(r"batch_size:\s*\d+", shown) and "KernelBench sizes" in shown, shown
     assert "sizes accepted" in shown, shown
+
+
+def test_the_six_reports_hold_at_most_40000_visible_words(reports):
+    """The course is one short path: what a reader sees, folded details counting their summary."""
+    out, results = reports
+    words = {r.html.name: visible_words(r.html.read_text()) for r in results}
+    assert sum(words.values()) <= MAX_WORDS, words
+
+
+def test_a_failing_notebook_still_gets_a_report(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Broken"),
+                                         nbformat.v4.new_code_cell("print('before')"),
+                                         nbformat.v4.new_code_cell("1 / 0")])
+    src = tmp_path / "09_broken.ipynb"
+    nbformat.write(nb, src)
+    (res,) = report.build_reports(tmp_path / "out", [src], timeout=60)
+    assert not res.ok and "ZeroDivisionError" in res.error and "before" in res.html.read_text()
+    assert "FAILED" in (tmp_path / "out" / "index.html").read_text()
+
+
+@needs_chromium
+def test_the_readme_picture_is_a_step_of_a_report_page(reports, browser):
+    """The README shows a learner one step as the report draws it: this test draws it."""
+    out, results = reports
+    visit(browser, next(r.html for r in results if r.html.name.startswith("01_")))
+    top = browser.send("Runtime.evaluate", returnByValue=True, expression=(
+        "[...document.querySelectorAll('h3')].find(h => h.innerText.startsWith('Step 2:'))"
+        ".getBoundingClientRect().top + scrollY - 10"))["result"]["value"]
+    shot = base64.b64decode(browser.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                                         clip={"x": 0, "y": top, "width": 1000, "height": 900, "scale": 1})["data"])
+    if os.environ.get("FUSEDKIT_UPDATE_PICTURE"):
+        PICTURE.write_bytes(shot)
+    committed = PICTURE.read_bytes()
+    assert committed[:8] == b"\x89PNG\r\n\x1a\n" and committed[16:24] == shot[16:24]   # a PNG, 1000 x 900
+    assert "docs/report-page.png" in (ROOT / "README.md").read_text()

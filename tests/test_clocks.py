@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from fusedkit import clocks, hardware, plots, records  # noqa: E402
+from fusedkit import clocks, records  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 LOG = DATA / "logs" / "smi_p45_bench_h200_96996dc.csv"
@@ -118,73 +118,6 @@ def test_summary_counts_busy_and_capped_readings():
     assert clocks.summarize(r.iloc[0:0]) is None
 
 
-def test_problem_runs_are_the_runs_with_readings_that_measured_it(tmp_path):
-    from fusedkit import problems
-
-    p45 = problems.get("p45")
-    path = tmp_path / "records.csv"
-
-    def ctx(run_id, stamp):
-        return records.RunContext(run_id=run_id, timestamp=stamp, commit="abc1234", device="NVIDIA H200",
-                                  driver="580.1", cuda="12.8", torch="2.11.0", triton="3.5.0")
-
-    ladder, gemms, other, silent = (ctx("20261202T090000Z-aaaaaa", "2026-12-02T09:00:00Z"),
-                                    ctx("20261203T090000Z-bbbbbb", "2026-12-03T09:00:00Z"),
-                                    ctx("20261204T090000Z-cccccc", "2026-12-04T09:00:00Z"),
-                                    ctx("20261205T090000Z-dddddd", "2026-12-05T09:00:00Z"))
-    rows = [records.make_row(ladder, problem="p45", sizes="batch_size=16384", variant="eager",
-                             timer="cuda-events", median_ms=8.4),
-            records.make_row(gemms, problem="device", sizes="m=16384,n=4096,k=2048",
-                             variant="ceiling_gemm_fp16", timer="cuda-events", median_ms=0.5, tflops=590.0),
-            records.make_row(other, problem="device", sizes="m=1024,n=8192,k=8192",      # p12's shape
-                             variant="ceiling_gemm_fp16", timer="cuda-events", median_ms=0.2, tflops=690.0),
-            records.make_row(silent, problem="p45", sizes="batch_size=16384", variant="eager",
-                             timer="cuda-events", median_ms=8.4)]                       # no readings
-    records.append_rows(path, rows)
-    for c, n in ((ladder, 4), (gemms, 3), (other, 2)):
-        clocks.record(c.run_id, readings(n), clocks.path_for(path))
-    runs = clocks.problem_runs(p45, path)
-    assert list(runs["run_id"]) == [ladder.run_id, gemms.run_id]
-    assert list(runs["what"]) == ["ladder", "ceilings"] and list(runs["readings"]) == [4, 3]
-    assert list(runs["date"]) == ["2026-12-02", "2026-12-03"] and runs["capped_share"].notna().all()
-    bench = clocks.readings_of(p45, "ladder", path)
-    assert len(bench) == 4 and set(bench["run_id"]) == {ladder.run_id}
-    assert bench.attrs["caption"] == "NVIDIA H200, 2026-12-02, 4 readings every 50 ms"
-    assert len(clocks.readings_of(p45, "ceilings", path)) == 3
-    none = clocks.readings_of(problems.get("p12"), "ladder", path)   # p12: only its ceilings
-    assert none.empty and "no readings" in none.attrs["caption"]
-    with pytest.raises(ValueError, match="what='bench'"):
-        clocks.readings_of(p45, "bench", path)
-
-
-def test_the_p45_bench_and_its_ceilings_run_have_readings():
-    from fusedkit import problems
-
-    runs = clocks.problem_runs(problems.get("p45"), DATA / "records.csv")
-    assert {"ladder", "ceilings"} <= set(runs["what"])
-    assert LOG_RUN in set(runs["run_id"])
-
-
-# --- the figure ------------------------------------------------------------------------------
-
-def test_clock_chart_draws_the_recorded_run():
-    kept = clocks.read_clocks(DATA / "clocks.csv")
-    fig = plots.clock_chart(kept[kept["run_id"] == LOG_RUN], gpu=hardware.spec("H200 SXM"))
-    top, low = fig.axes
-    (key,) = fig.legends                # one key for both panels, under them (over no reading)
-    labels = [t.get_text() for t in key.get_texts()]
-    assert any("1830 MHz" in t for t in labels) and any("1983 MHz" in t for t in labels)
-    assert any("cap active" in t for t in labels) and any("700 W" in t for t in labels)
-    assert top.get_legend() is None and low.get_legend() is None
-    assert fig.get_size_inches()[0] * fig.dpi <= 830   # readable at 824 px: drawn at that width
-    assert not matplotlib.pyplot.fignum_exists(fig.number)   # closed: shown once, where displayed
-
-
-def test_clock_chart_without_readings_says_so():
-    fig = plots.clock_chart(clocks.read_clocks(Path("/nonexistent/clocks.csv")))
-    assert any("no clock readings" in t.get_text() for t in fig.axes[0].texts)
-
-
 def test_readme_documents_every_clocks_column_in_order():
     import re
     text = (DATA / "README.md").read_text()
@@ -203,22 +136,19 @@ def test_of_run_keeps_one_runs_readings_in_time_order(tmp_path):
     assert clocks.of_run("20261202T120000Z-cccccc", kept).empty
 
 
-def test_readings_beside_a_load_are_those_of_the_newest_run_that_timed_it():
-    # The p45 bench with fp16x3 on wgmma had nvidia-smi read beside it; the ceilings were timed
-    # alone once (2026-12-01) and again beside p12's SIMT ladder a minute later.
-    fp16x3 = clocks.readings_beside(["wgmma_fp16x3_lse", "wgmma_fp16x3"])
-    recs = records.read_records(DATA / "records.csv")
-    read = set(pd.read_csv(DATA / "clocks.csv", usecols=["run_id"])["run_id"])
-    timed = recs[recs["variant"].isin(["wgmma_fp16x3_lse", "wgmma_fp16x3"]) & recs["run_id"].isin(read)]
-    assert set(fp16x3["run_id"]) == {timed.sort_values("timestamp")["run_id"].iloc[-1]}
-    both = clocks.readings_beside(["ceiling_gemm_fp16"], problem="device")
-    alone = clocks.readings_beside(["ceiling_gemm_fp16"], problem="device", alone=True)
-    assert len(set(both["run_id"])) == len(set(alone["run_id"])) == 1
-    assert set(both["run_id"]) != set(alone["run_id"])
-    assert both["timestamp"].min() > alone["timestamp"].max()          # the newer of the two
-    assert clocks.summarize(alone).capped_share > clocks.summarize(both).capped_share
-    assert clocks.readings_beside(["no_such_step"]).empty
-    with pytest.raises(TypeError, match="pass a list"):
-        clocks.readings_beside("wgmma_fp16x3")
-    with pytest.raises(ValueError, match="alone=True needs problem"):
-        clocks.readings_beside(["ceiling_gemm_fp16"], alone=True)
+
+def test_the_clock_of_a_measurement_is_read_over_its_timed_window_alone():
+    """Audit H1, M1, M2: never another run's readings nor the whole run's; no window, no clock."""
+    r = readings(4)
+    r["run_id"] = "run-a"
+    other = r.assign(run_id="run-b", sm_mhz=1000.0)
+    kept = pd.concat([r, other], ignore_index=True)
+    t = r["timestamp"]
+    row = {"run_id": "run-a", "timed_from": t.iloc[1], "timed_to": t.iloc[2]}
+    w = clocks.over_window(row, kept)
+    assert w.readings == 2 and w.sm_median_mhz == r["sm_mhz"].iloc[1:3].median()
+    assert w.capped_share == clocks.capped(r.iloc[1:3]).mean()
+    assert clocks.over_window({**row, "timed_from": None}, kept) is None
+    assert clocks.over_window({**row, "timed_to": pd.NaT}, kept) is None
+    later = t.iloc[-1] + pd.Timedelta(seconds=10)
+    assert clocks.over_window({**row, "timed_from": later, "timed_to": later}, kept) is None

@@ -214,15 +214,3 @@ def test_the_fences_of_cluster_scope_release_show_on_the_page():
         counters.instructions(pages_first := counters.source_pages("p12", "wgmma_fp16x3")[0], "(")
     assert pages_first["samples"].sum() > 0
 
-
-def test_wait_shares_are_shares_of_the_whole_page():
-    tiles, k_tiles = 8 * 64, 128                    # p12's fp16x3 steps: 128 x 128 tiles, BK = 64
-    regions = {"k-loop": tiles * k_tiles * 8, "stage release": tiles * (k_tiles - 1) * 8,
-               "epilogue": tiles * 8, "producer": tiles * k_tiles}
-    (page,) = counters.source_pages("p12", "wgmma_fp16x3")
-    w = counters.wait_shares(counters.source_regions(page, regions))
-    assert 0.5 < w["samples"] <= 1
-    assert sum(w[r] for r in ("selected", "short_sb", "long_sb", "barrier")) <= w["samples"]
-    assert all(0 <= v <= 1 for v in w.values())
-    with pytest.raises(ValueError, match="region='main loop' is not among"):
-        counters.wait_shares(counters.source_regions(page, regions), "main loop")

@@ -236,7 +236,7 @@ def test_best_per_tier_is_the_fastest_kernel_that_meets_each_tier(tmp_path, monk
                                                 timer="cuda-events", median_ms=ms) for v, t, ms in timed])
     monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
     assert export.best_per_tier("p45") == {"fp32-faithful": "triton_fused_lse_fp16x3",
-                                           "kb-pass": "cublas_tf32_epilogues_vec4",
+                                           "kb-pass": "triton_fused_lse_fp16x3",   # cuBLAS's GEMM: a reference (audit L9)
                                            "fast": "triton_fused_lse_tf32"}
     head = export.render("p45", "triton_fused_lse_fp16x3").split('"""', 1)[0]
     assert "Tier fp32-faithful; last recorded 3 ms, 2.67x" in head and "commit 1a2b3c4" in head

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -175,15 +174,6 @@ def test_the_gpu_probe_compiles_for_sm90a():
     text = build.ptx(PROBE, arch="sm_90a")
     assert build.ptx_instructions(text, r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16")
     assert build.ptx_instructions(text, r"fence\.proxy\.async")
-
-
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_the_probe_binding_passes_the_cpp_front_end():
-    import test_binding_syntax as syntax   # the ladder's bindings are checked the same way
-
-    if syntax._cuda_include() is None:
-        pytest.skip("needs the CUDA toolkit's headers (nvcc)")
-    syntax.test_binding_compiles_syntax_only(HERE / "hopper_layout_probe_binding.cpp")
 
 
 @gpu_test

@@ -291,20 +291,13 @@ def test_overrun_is_reported_with_sizes():
 
 # -- what wrong calls compute -------------------------------------------------------------
 
-def test_candidates_cover_the_grid_and_the_notes():
+def test_candidates_cover_the_grid_and_the_unwritten_output():
     calls = candidate_calls(4, 3, 4)
-    labels = [label for label, _ in calls]
-    notes = [label for label in labels if label.startswith("common attempt")]
-    assert len(notes) == 4 and len(calls) == len(set(c for _, c in calls)) == 9
+    assert len(calls) == len(set(c for _, c in calls)) == 9
     grid = {(c.a, c.transa, c.transb) for _, c in calls if c.beta == 0}
     assert grid == {(a, ta, tb) for a in "Wx" for ta in "NT" for tb in "NT"}
-    by_label = dict(calls)
-    attempt1 = by_label[notes[0]]
-    assert (attempt1.transa, attempt1.transb, attempt1.a, attempt1.b) == ("N", "T", "x", "W")
-    attempt2 = by_label[notes[1]]
-    assert (attempt2.transa, attempt2.transb, attempt2.a, attempt2.b) == ("N", "N", "W", "x")
-    assert by_label[notes[2]] == dataclasses.replace(derive_linear_gemm(4, 3, 4), beta=1.0)
-    assert by_label[notes[3]] == derive_linear_gemm(4, 3, 4)
+    assert calls[0][1] == dataclasses.replace(derive_linear_gemm(4, 3, 4), beta=1.0)
+    assert derive_linear_gemm(4, 3, 4) in [c for _, c in calls]
 
 
 @pytest.mark.parametrize("shape", [(4, 3, 4), (3, 5, 5), (4, 4, 4), (5, 4, 3), (16, 128, 128), (7, 2, 9)])
@@ -341,13 +334,12 @@ def test_transpose_is_identified():
     assert verdict.computes.startswith("y's transpose: the buffer holds y.T = W @ x.T"), verdict
 
 
-def test_no_transpose_and_beta_one_from_the_notes_are_identified():
+def test_no_transpose_and_beta_one_are_identified():
     calls = dict(candidate_calls(3, 5, 5))                       # K == N, as at KernelBench sizes
-    attempt2 = verify_linear_gemm(calls[[lb for lb in calls if lb.startswith("common attempt 2")][0]], 3, 5, 5)
-    assert attempt2.computes.startswith("x @ W (W not transposed)"), attempt2
-    attempt3 = verify_linear_gemm(calls[[lb for lb in calls if lb.startswith("common attempt 3")][0]], 3, 5, 5)
-    assert not attempt3.ok
-    assert attempt3.computes.startswith("y = x @ W.T, plus beta = 1 times whatever y's buffer held")
+    no_t = verify_linear_gemm(calls["A = W, B = x, transa = N, transb = N"], 3, 5, 5)
+    assert no_t.computes.startswith("x @ W (W not transposed)"), no_t
+    beta = verify_linear_gemm(calls["beta = 1 on an output never written (torch.empty)"], 3, 5, 5)
+    assert not beta.ok and beta.computes.startswith("y = x @ W.T, plus beta = 1 times whatever y's buffer held")
 
 
 def test_swapped_roles_and_unrelated_products_are_named():
@@ -377,17 +369,13 @@ def test_a_broken_call_cannot_pass():
         assert not verdict.ok, (call, verdict)
 
 
-def test_p45_note_attempts_only_the_final_one_is_right():
+def test_the_wrong_calls_table_runs_each_call_on_blas():
     from fusedkit import layout
 
-    calls = layout.candidate_calls(5, 7, 3, notes="p45")
-    noted = [(label, c) for label, c in calls if label.startswith("common attempt")]
-    assert len(noted) == 6
-    verdicts = [layout.verify_linear_gemm(c, 5, 7, 3) for _, c in noted]
-    assert [v.ok for v in verdicts] == [False] * 5 + [True]
-    assert any("transpose" in v.computes for v in verdicts)
-    with pytest.raises(ValueError, match="valid: p12, p45"):
-        layout.candidate_calls(5, 7, 3, notes="p99")
+    table = layout.wrong_calls_table(5, 7, 3)
+    assert table["correct"].sum() == 1 and len(table) == 10   # the grid, beta = 1, x first with ldc = M
+    assert (table.loc[table["correct"], "against the derived call"] == "the derived call").all()
+    assert table["what it computes"].str.contains("transpose").any()
 
 
 def test_describe_call_in_words():

@@ -25,7 +25,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from fusedkit import clocks, counters, hardware, plots, problems, records, results  # noqa: E402
+from fusedkit import counters, hardware, plots, problems, records, results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = hardware.spec("H200 SXM")
@@ -58,17 +58,6 @@ def _stall():
     return plots.stall_chart(pages, title="GEMM1 of step 7")
 
 
-def _bars_against():
-    shown = results.of_steps(results.recorded(P12), range(11, 17), also=["cublas_fp16_epilogue"])
-    shown = shown.assign(label=[f"{s:.0f} {v}" if s else v for s, v in zip(shown["step"], shown["variant"])])
-    one, three = "cuBLAS fp16", "3 cuBLAS fp16 GEMMs"
-    against = {lab: one if P12.variant(v).precision == "fp16" else three
-               for lab, v in zip(shown["label"], shown["variant"]) if v != "cublas_fp16_epilogue"}
-    base = float(shown.loc[shown["variant"] == "cublas_fp16_epilogue", "median_ms"].iloc[0])
-    return plots.bars_against(shown, {one: base, three: 3 * base}, against=against, label_col="label",
-                              title="the Hopper steps")
-
-
 def _sweeps(p):
     candidates = list(dict.fromkeys(s for r in p.variant("faithful_by_batch").routes for s in r.slugs))
     return results.every_sweep(p, having=["eager", *candidates]), ["eager", *candidates]
@@ -84,16 +73,9 @@ def _route():
                               for p in (P12, P45)])
 
 
-def _tier():
-    rows = []
-    for p in (P12, P45):
-        for tier, r in results.best_by_tier(results.recorded(p), p).items():
-            rows.append({"problem": p.key, "tier": tier, "variant": r["variant"], "speedup": r["speedup"]})
-    return plots.tier_chart(pd.DataFrame(rows), title="the best of each tier")
-
-
 def _variant_bars():
-    fig = plots.variant_bars(results.of_steps(results.recorded(P45), range(8), leave_out=["naive"]),
+    rec = results.recorded(P45)
+    fig = plots.variant_bars(rec[rec["step"].between(0, 7) & (rec["variant"] != "naive")],
                              title="Problem 45 on the H200")
     fig.set_size_inches(8.0, fig.get_size_inches()[1])   # as notebook 03 does, then lays it out again
     fig.tight_layout()
@@ -116,30 +98,22 @@ FIGURES = {
     "roofline_points": None,                    # the points of roofline_chart
     "ridge_crossing": None,                     # a number for floor_chart's dashed lines
     "roofline_chart": _roofline,
-    "clock_chart": lambda: plots.clock_chart(clocks.readings_of(P45, "ladder"), gpu=H200, title="clocks"),
-    "ceiling_bars": lambda: plots.ceiling_bars(results.of_steps(results.recorded(P12), range(11)),
-                                               title="steps 0 to 10"),
     "swizzle_atom_figure": lambda: plots.swizzle_atom_figure(highlight=2),
     "accumulator_fragment_figure": plots.accumulator_fragment_figure,
     "stall_chart": _stall,
-    "bars_against": _bars_against,
-    "variant_bars": _variant_bars,
+    "variant_bars": _variant_bars,              # the explorer's, on a GPU
     "floor_chart": lambda: plots.floor_chart(P12, H200, precisions=("fp32", "fp16x3")),
     "spread_chart": _spread,
     "route_chart": _route,
     "label_points": _label_points,
-    "tier_chart": _tier,
     "run_spread_chart": lambda: plots.run_spread_chart(
         pd.concat([results.run_spread(p) for p in (P12, P45)], ignore_index=True), title="run to run"),
-    "sweep_panels": lambda: plots.sweep_panels(
-        {p.key: results.sweep_series(p, "batch_size", device="", newest=True) for p in (P12, P45)},
-        "batch_size", title="sweeps"),
 }
 
 # Figures whose key sits inside their axes by design, and why that covers nothing.
 KEY_INSIDE = {
     "roofline_chart": "the roofs leave the upper left empty, and each point's number is placed clear "
-                      "of the key (tests/test_plots_widgets.py::test_roofline_labels_never_collide)",
+                      "of the key (plots._place_numbers)",
 }
 
 

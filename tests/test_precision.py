@@ -55,7 +55,6 @@ def test_every_recorded_gpu_error_is_within_its_declared_precisions_bound():
     precision) against the bound its declared precision (the row's ``precision=`` note) gives
     at its sizes, on a fresh draw of the model and of up to 64 rows of inputs: every recorded
     rel. error is within it, so the check that now fails beyond it would have passed them all."""
-    import re
     from pathlib import Path
 
     import pandas as pd

@@ -1,11 +1,12 @@
-"""Reading runs back from records, and the notebook step helper."""
+"""Reading runs back from records (one definition of a result, of the best, of the noise, of a
+route and of the by-batch range), and a notebook step as a reader sees it (fusedkit.lesson and
+fusedkit.source_view)."""
 
 import math
 import re
 
 import pandas as pd
 import pytest
-import torch
 
 from fusedkit import lesson, records, results
 from fusedkit.mode import detect_mode
@@ -221,32 +222,6 @@ def test_same_run_components_reads_the_newest_run_that_timed_them_all(tmp_path):
         results.same_run_components(P12, "epilogue_vec4", path=path)
 
 
-def test_of_steps_keeps_the_steps_a_notebook_teaches(full_then_partial):
-    path, *_ = full_then_partial
-    rec = results.recorded(P12, path=path)
-    steps = {v.slug: v.number for v in P12.variants.values()}
-    kept = results.of_steps(rec, range(0, 8), leave_out=["naive"])
-    assert "naive" in set(rec["variant"]) and "naive" not in set(kept["variant"])
-    assert all(steps[v] < 8 for v in kept["variant"]) and "eager" in set(kept["variant"])
-    assert {v for v in rec["variant"] if steps[v] >= 8} and \
-        not {v for v in kept["variant"] if steps[v] >= 8}          # later steps are left out
-    assert list(kept["variant"]) == [v for v in rec["variant"] if steps[v] < 8 and v != "naive"]
-    with pytest.raises(TypeError, match="a list of names"):
-        results.of_steps(rec, [0], leave_out="naive")
-
-
-def test_per_run_is_one_row_per_run_that_timed_them(full_then_partial):
-    path, full, partial, t_full, t_part = full_then_partial
-    both = results.per_run(P12, ["eager", "triton_fp16x3"], path=path)
-    assert list(both["run_id"]) == [full.run_id, partial.run_id]
-    assert list(both["triton_fp16x3"]) == [t_full["triton_fp16x3"], t_part["triton_fp16x3"]]
-    assert list(results.per_run(P12, ["eager", "tiled"], path=path)["run_id"]) == [full.run_id]
-    # any of them: the full run, the partial one and the eager-less one (times need no eager)
-    assert len(results.per_run(P12, ["tiled", "wgmma_fp16x3"], path=path, every=False)) == 3
-    with pytest.raises(ValueError, match="value='ms'"):
-        results.per_run(P12, ["eager"], path=path, value="ms")
-
-
 def test_run_ceilings_of_a_frame_of_several_runs_are_the_newest(full_then_partial):
     path, full, partial, _, _ = full_then_partial
     rec = results.recorded(P12, path=path)
@@ -265,16 +240,17 @@ def test_step_sweep_reads_the_newest_sweep_or_the_one_point(tmp_path):
             at = fmt_sizes(P12.sizes({"batch_size": b, **fix}))
             rows += [_row(ctx, "eager", 1.0 + b / 100, "reference", sizes=at),
                      _row(ctx, "faithful_by_batch", (1.0 + b / 100) / (k * (1 + b / 1024)), sizes=at)]
+            rows += [_row(ctx, s, 9.0, sizes=at) for s in ("small_batch_stream", "wgmma_fp16x3", "triton_fp16x3")]
     rows += [_row(old, "tiled", 2.0, sizes=fmt_sizes(P12.sizes({"batch_size": 64, **fix})))]
     records.append_rows(path, rows)
     s = results.step_sweep(P12, "faithful_by_batch", path=path)
     assert set(s["run_id"]) == {new.run_id} and list(s["batch_size"]) == [1, 64, 1024]
     assert s["sweep"].all() and s["speedup"].tolist() == pytest.approx([2 * (1 + b / 1024) for b in (1, 64, 1024)])
-    one = results.step_sweep(P12, "triton_fp16x3", path=path)
+    one = results.step_sweep(P12, "triton_tf32", path=path)
     assert one.empty and "sweep" in one.columns                  # never recorded at all
     alone = _ctx(day=3)                                           # one point, at the defaults
-    records.append_rows(path, [_row(alone, "eager", 3.0, "reference"), _row(alone, "triton_fp16x3", 1.0)])
-    one = results.step_sweep(P12, "triton_fp16x3", path=path)
+    records.append_rows(path, [_row(alone, "eager", 3.0, "reference"), _row(alone, "triton_tf32", 1.0)])
+    one = results.step_sweep(P12, "triton_tf32", path=path)
     assert len(one) == 1 and not one["sweep"].iloc[0] and one["batch_size"].iloc[0] == 1024
     assert one["speedup"].iloc[0] == pytest.approx(3.0) and one["run_id"].iloc[0] == alone.run_id
 
@@ -299,234 +275,6 @@ def test_latest_run_empty_when_nothing_matches(tmp_path):
     assert {"speedup", "step", "title", "eager_ms"} <= set(results.recorded(P12, path=tmp_path / "n.csv").columns)
 
 
-def test_step_header_is_three_lines():
-    for v in P12.ladder():
-        if v.source:
-            assert len(lesson.header(v.source).splitlines()) == 3
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-mode behaviour")
-def test_run_step_on_cpu_checks_triton_in_interpreter_and_labels_sources():
-    rec = pd.DataFrame()
-    out = lesson.run_step(P12, "triton_tf32x3", P12.defaults, detect_mode(), rec)
-    src = out.index[0]
-    assert "interpreter" in src and out.loc[src, "tier"] == "logic right"   # tf32x3 not judged there
-    assert re.fullmatch(r"\d\.\de-\d\d", out.loc[src, "rel. error"])       # 1.2e-07, not 0.0
-    cuda = lesson.run_step(P12, "tiled", P12.defaults, detect_mode(), rec)
-    assert "no GPU here" in cuda.index[0]
-
-
-def test_run_step_shows_the_recorded_row_formatted(tmp_path):
-    path = tmp_path / "r.csv"
-    _write_run(path, _ctx(day=3), 2.724032, 0.871936)
-    rec = results.recorded(P12, path=path)
-    out = lesson.run_step(P12, "eager", P12.defaults, detect_mode(), rec)
-    label = [i for i in out.index if i.startswith("recorded")][0]
-    row = out.loc[label]
-    assert row["ms"] == "2.724" and row["speedup"] == "1.00x" and row["TFLOP/s"] == "50.0"
-    assert row["sizes"] == "1024 × 8192 × 8192"
-    assert label == "recorded: H200, 2026-01-03"          # the commit stays in the records
-
-
-def test_each_recorded_row_of_a_step_names_its_own_run(full_then_partial):
-    path, full, partial, _, _ = full_then_partial
-    rec = results.recorded(P12, path=path)
-    for slug, run in (("naive", full), ("wgmma_fp16x3", partial)):
-        (row,) = [r for r in lesson.step_rows(P12, slug, P12.defaults, detect_mode(), rec)
-                  if r["source"].startswith("recorded")]
-        assert row["source"] == f"recorded: H200, {run.timestamp[:10]}"
-
-
-def test_every_ladder_step_with_a_clean_record_shows_its_recorded_ms(monkeypatch):
-    """The notebooks' steps (lesson.step -> step_rows) on the committed records: every ladder
-    variant that has a clean record shows it, its newest, with its same-run speed-up; one
-    without shows none."""
-    from types import SimpleNamespace
-
-    from fusedkit import problems
-
-    # What runs here is not under test (and the interpreter is slow): every live check fails fast.
-    monkeypatch.setattr(lesson, "measure", lambda *a, **k: SimpleNamespace(
-        ok=False, skipped=False, failure="not run in this test", tier="",
-        check=SimpleNamespace(rel_error=math.nan)))
-    every = records.read_records(records.default_path())
-    for key in problems.names():
-        p = problems.get(key)
-        rec = results.recorded(p)
-        newest = results.newest_clean(every, p)
-        newest = newest[(newest["sizes"] == fmt_sizes(p.defaults)) & newest["device"].str.contains("H200")]
-        for v in p.ladder():
-            rows = lesson.step_rows(p, v.slug, p.defaults, detect_mode(), rec)
-            shown = [r for r in rows if r["source"].startswith("recorded")]
-            mine = newest[newest["variant"] == v.slug]
-            if mine.empty:
-                assert not shown, (key, v.slug)
-                continue
-            assert len(shown) == 1, (key, v.slug, rows)
-            assert shown[0]["ms"] == mine["median_ms"].iloc[0], (key, v.slug)
-            assert shown[0]["speedup"] == pytest.approx(mine["speedup"].iloc[0])
-            assert shown[0]["source"] == "recorded: " + results.run_short_label(mine.iloc[0])
-
-
-def test_say_prints_numbers_from_the_records(tmp_path):
-    path = tmp_path / "r.csv"
-    _write_run(path, _ctx(day=7), 2.724032, 0.871936)
-    run = results.recorded(P12, path=path)
-    text = str(lesson.say("fp16x3 takes {triton_fp16x3.ms}, {triton_fp16x3.speedup} eager's "
-                          "{eager.ms}, on {eager.date} ({eager.commit}); {note}", run, note="done"))
-    assert text == "fp16x3 takes 0.872 ms, 3.12x eager's 2.724 ms, on 2026-01-07 (abc1234); done"
-    empty = str(lesson.say("naive takes {naive.ms}", run))
-    assert empty.startswith("naive takes –\n") and "No recorded numbers for naive" in empty
-    assert lesson.value(run, "eager") == pytest.approx(2.724032)
-    assert lesson.value(run, "naive") != lesson.value(run, "naive")   # NaN
-
-
-def test_counters_are_shown_or_one_line_says_there_are_none(tmp_path, monkeypatch):
-    from fusedkit import counters
-
-    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
-    none = lesson.show_counters(P12, "tiled")
-    assert "none recorded" in none._repr_markdown_()
-    ctx = records.RunContext.collect()
-    row = dict(vars(ctx), problem="p12", sizes=fmt_sizes(P12.defaults), variant="tiled", launch=0,
-               kernel="p12_tiled_kernel(float const*, float const*)", duration_us=3500.5,
-               sm_pct=80.2, tensor_pct=0.0, fma_pct=61.4, dram_pct=5.0, dram_gb=0.3,
-               occupancy_pct=24.9, registers=128, local_bytes=0, l2_hit_pct=90.1, grid=512,
-               block=256, smem_kb=16.0)
-    pd.DataFrame([row], columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
-    shown = lesson.show_counters(P12, "tiled")
-    html = shown._repr_html_().replace("<wbr>", "")      # a name may break after its underscores
-    assert "p12_tiled_kernel" in html and "61%" in html and "3500.5" in html and "Nsight" in html
-    assert "float const" not in html
-
-
-def test_counters_pair_with_the_time_of_the_code_that_was_profiled(tmp_path, monkeypatch):
-    """The idle time is the time measured with the profiled code minus its kernels' time; a
-    step re-timed after a change keeps its newest time in the table, beside the paired one."""
-    from fusedkit import counters
-
-    path = tmp_path / "r.csv"
-    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
-    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
-    before, after = _ctx(day=1), _ctx(day=3)
-    records.append_rows(path, [_row(before, "eager", 3.0, "reference"), _row(before, "triton_fp16x3", 0.9),
-                               _row(after, "eager", 3.0, "reference"), _row(after, "triton_fp16x3", 0.75)])
-    profile = _ctx(day=2)
-    rows = [dict(vars(profile), problem="p12", sizes=SIZES, variant="triton_fp16x3", launch=i,
-                 kernel=k, duration_us=us, sm_pct=60.0, tensor_pct=60.0, fma_pct=10.0, dram_pct=10.0,
-                 dram_gb=0.1, occupancy_pct=12.0, registers=243, local_bytes=0, l2_hit_pct=70.0,
-                 grid=132, block=256, smem_kb=200.0)
-            for i, (k, us) in enumerate((("split_kernel", 50.0), ("fp16x3_gemm_kernel", 650.0)))]
-    pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
-    then = lesson.timed_with_counters(P12, "triton_fp16x3")
-    assert then["run_id"] == before.run_id and then["median_ms"] == 0.9
-    assert lesson.idle_ms(P12, "triton_fp16x3") == pytest.approx(0.9 - 0.7)
-    assert lesson.idle_ms(P12, "tiled") != lesson.idle_ms(P12, "tiled")          # no counters: NaN
-    shown = lesson.counter_overview(P12, results.recorded(P12)).body.data.set_index("variant")
-    assert shown.loc["triton_fp16x3", "ms"] == "0.750"                           # the newest
-    assert shown.loc["triton_fp16x3", "ms when profiled"] == "0.900"
-    assert shown.loc["triton_fp16x3", "recorded − profiled ms"] == "+0.200"
-    step = P12.variant("triton_fp16x3").number
-    only = lesson.counter_overview(P12, results.recorded(P12), steps=[step]).body.data
-    assert list(only["variant"]) == ["triton_fp16x3"]
-    none = lesson.counter_overview(P12, results.recorded(P12), steps=[step + 1])
-    assert "none recorded" in none._repr_markdown_()
-
-
-def test_live_row_checks_then_times():
-    s = P12.sizes(batch_size=5, in_features=33, out_features=7)
-    row = lesson.live_row(P12, "addmm_alpha_beta", s, "cpu", label="live here", seeds=2)
-    assert row["tier"] == "fp32-faithful" and row["ms"] > 0 and row["timer"] == "cpu-wall"
-    assert row["TFLOP/s"] > 0 and row["source"] == "live here"
-    assert row["sizes"] == "5 × 33 × 7"
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-mode behaviour")
-def test_step_shows_code_then_counters_then_check_and_time(capsys, tmp_path, monkeypatch):
-    from fusedkit import counters
-
-    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
-    path = tmp_path / "r.csv"
-    _write_run(path, _ctx(), 2.724032, 0.871936)
-    lesson.step(P12, "tiled", P12.defaults, detect_mode(), results.recorded(P12, path=path),
-                previous="naive")
-    out = capsys.readouterr().out
-    order = [out.index(s) for s in ("The code", "p12/07_tiled.cu", "What the hardware did",
-                                    "none recorded", "Check and time", "no GPU here")]
-    assert order == sorted(order)
-    assert "+ " in out                        # lines changed against step 1 are marked
-
-
-def test_short_kernel_names_keep_the_operation():
-    assert lesson.short_kernel("void at::vectorized_elementwise_kernel<4, at::AbsFunctor<float>, "
-                               "std::array<char *, 2>>(int, T2, T3)") == "vectorized_elementwise_kernel: Abs"
-    assert lesson.short_kernel("p12_tiled_kernel") == "p12_tiled_kernel"
-    assert lesson.short_kernel("x" * 200) == "x" * 200          # whole: a table wraps it, never cuts it
-
-
-def test_step_holds_its_prediction_against_the_measurement(capsys, tmp_path, monkeypatch):
-    from fusedkit import counters
-
-    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
-    path = tmp_path / "r.csv"
-    _write_run(path, _ctx(), 2.724032, 0.871936)
-    rec = results.recorded(P12, path=path)
-    lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=0.5,
-                basis="three products at the fp16 rate")
-    out = capsys.readouterr().out
-    order = [out.index(s) for s in ("The code", "Prediction:", "What the hardware did",
-                                    "Check and time", "Predicted 0.500 ms, measured 0.872 ms")]
-    assert order == sorted(order)
-    assert "1.74x slower than predicted" in out and "three products at the fp16 rate" in out
-    lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=0.8, code=False)
-    assert "right to within 10% (109% of it)" in capsys.readouterr().out
-    for bad in (0.0, -1.0, float("nan"), {"eager": 1.0}):
-        with pytest.raises(ValueError, match="predict"):
-            lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=bad)
-
-
-def test_prediction_verdict_names_the_direction_of_a_miss():
-    assert "right to within 10%" in lesson.prediction_verdict(1.0, 1.05)
-    # A time 19% off its prediction is a miss, not "held" (the old 1.25x band passed it).
-    assert "1.19x slower than predicted" in lesson.prediction_verdict(1.0, 1.19)
-    assert "held" not in lesson.prediction_verdict(1.0, 1.2)
-    assert "2.00x faster than predicted" in lesson.prediction_verdict(1.0, 0.5)
-    assert "nothing measured" in lesson.prediction_verdict(1.0, float("nan"))
-    with pytest.raises(ValueError, match="predicted_ms"):
-        lesson.prediction_verdict(0.0, 1.0)
-
-
-def test_a_predicted_effect_is_judged_by_its_sign_and_its_size():
-    # The audit's two cases: a predicted -4.0 us that measured -0.4 us, and a step predicted
-    # faster than its baseline that came out slower. The 1.25x band called both "held".
-    small = lesson.prediction_verdict(0.2465, 0.2501, baseline_ms=0.2505, baseline="step 12")
-    assert "the sign was right, **the size was not**: 10% of the predicted change" in small
-    assert "4.0 µs faster" in small and "0.4 µs faster" in small
-    wrong = lesson.prediction_verdict(0.617, 0.663, baseline_ms=0.640, baseline="step 14")
-    assert "**the sign was wrong**" in wrong and "held" not in wrong
-    right = lesson.prediction_verdict(0.600, 0.610, baseline_ms=0.640, baseline="step 14")
-    assert "the sign and the size were right (75% of the predicted change)" in right
-    # A change inside the timings' spread shows no sign at all.
-    noisy = lesson.prediction_verdict(0.2465, 0.2501, baseline_ms=0.2505, baseline="step 12",
-                                      noise_ms=0.002)
-    assert "**no measurable effect**" in noisy
-
-
-def test_step_judges_an_effect_against_the_step_it_changes(capsys, tmp_path, monkeypatch):
-    from fusedkit import counters
-
-    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
-    path = tmp_path / "r.csv"
-    _write_run(path, _ctx(), 2.724032, 0.871936)
-    rec = results.recorded(P12, path=path)
-    # Predicted 0.1 ms faster than eager, measured 1.85 ms faster: the sign right, the size not.
-    lesson.step(P12, "triton_fp16x3", P12.defaults, detect_mode(), rec, predict=2.624, code=False,
-                against="eager")
-    out = capsys.readouterr().out
-    assert "against `eager`'s 2.724 ms it predicted 0.100 ms faster" in out
-    assert "the sign was right, **the size was not**" in out
-
-
 def test_recorded_rows_carry_the_share_of_the_measured_ceiling(tmp_path):
     from fusedkit import ceilings
 
@@ -545,91 +293,6 @@ def test_recorded_rows_carry_the_share_of_the_measured_ceiling(tmp_path):
     assert rec.loc["triton_fp16x3", "pct_of_measured"] == pytest.approx(100 * floor.floor_ms / 0.871936)
     assert math.isnan(rec.loc["eager", "pct_of_measured"])   # fp32: no cuBLAS fp32 rate recorded
     assert "% of measured" in results.ladder_table(rec.reset_index()).columns
-
-
-def test_of_steps_keeps_named_rows_alone_in_order(full_then_partial):
-    path = full_then_partial[0]
-    rec = results.recorded(P12, path=path)
-    part = results.of_steps(rec, also=["tiled", "eager", "not_a_step"])
-    assert list(part["variant"]) == [v for v in rec["variant"] if v in ("tiled", "eager")]
-    assert list(part.columns) == list(rec.columns)
-    with pytest.raises(TypeError, match="pass a list"):
-        results.of_steps(rec, also="tiled")
-
-
-def test_counter_overview_shows_the_steps_of_the_frame_it_is_given(tmp_path, monkeypatch):
-    """A part of the ladder (results.of_steps) gets the rows of its own steps only; the
-    difference column says what it is: recorded minus profiled, signed."""
-    from fusedkit import counters
-
-    path = tmp_path / "r.csv"
-    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
-    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
-    run, profile = _ctx(day=1), _ctx(day=2)
-    records.append_rows(path, [_row(run, "eager", 3.0, "reference"), _row(run, "tiled", 3.4),
-                               _row(run, "naive", 270.0)])
-    rows = [dict(vars(profile), problem="p12", sizes=SIZES, variant=v, launch=0, kernel=f"{v}_kernel",
-                 duration_us=us, sm_pct=60.0, tensor_pct=0.0, fma_pct=60.0, dram_pct=3.0,
-                 dram_gb=0.6, occupancy_pct=25.0, registers=127, local_bytes=0, l2_hit_pct=83.0,
-                 grid=512, block=256, smem_kb=8.0)
-            for v, us in (("tiled", 3500.0), ("naive", 270100.0))]
-    pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
-    rec = results.recorded(P12)
-    shown = lesson.counter_overview(P12, results.of_steps(rec, also=["eager", "tiled"]))
-    table = shown.body.data.set_index("variant")
-    assert list(table.index) == ["tiled"]                        # naive is not in this part
-    assert table.loc["tiled", "recorded − profiled ms"] == "-0.100"   # 3.4 ms timed, 3.5 profiled
-    assert "clock difference" in shown.caption
-    everything = lesson.counter_overview(P12, rec).body.data
-    assert set(everything["variant"]) == {"tiled", "naive"}
-
-
-def test_a_step_at_its_own_sizes_shows_their_counters_and_holds_their_record(capsys, tmp_path, monkeypatch):
-    """A step predicted at 1 row (not KernelBench's 1024) is held against its record at 1 row,
-    beside the counters collected at 1 row; a record at other sizes holds no prediction."""
-    from fusedkit import counters
-
-    monkeypatch.setattr(counters, "default_path", lambda: tmp_path / "counters.csv")
-    one = P12.sizes(batch_size=1)
-    path = tmp_path / "r.csv"
-    ctx = _ctx()
-    records.append_rows(path, [_row(ctx, "eager", 0.106, "reference", sizes=fmt_sizes(one)),
-                               _row(ctx, "small_batch_stream", 0.0774, sizes=fmt_sizes(one))])
-    profile = records.RunContext.collect()
-    rows = [dict(vars(profile), problem="p12", sizes=fmt_sizes(s), variant="small_batch_stream",
-                 launch=0, kernel=k, duration_us=us, sm_pct=12.0, tensor_pct=0.0, fma_pct=7.0,
-                 dram_pct=81.0, dram_gb=0.27, occupancy_pct=23.0, registers=80, local_bytes=0,
-                 l2_hit_pct=1.0, grid=256, block=256, smem_kb=0.0)
-            for s, k, us in ((one, "rows4_kernel_at_one_row", 69.3), (P12.defaults, "at_1024_rows", 17683.9))]
-    pd.DataFrame(rows, columns=list(counters.COLUMNS)).to_csv(tmp_path / "counters.csv", index=False)
-    mode = detect_mode()
-    if mode.gpu:
-        pytest.skip("on a GPU the step runs live")
-    lesson.step(P12, "small_batch_stream", one, mode, results.recorded(P12, one, path=path),
-                predict=0.0628, code=False)
-    out = capsys.readouterr().out
-    assert "Nsight Compute, at 1 × 8192 × 8192" in out and "rows4_kernel_at_one_row" in out
-    assert "at_1024_rows" not in out
-    assert "Predicted 0.063 ms, measured 0.077 ms" in out and "held" in out
-    # the frame holds the step at 1024 rows only: nothing at 1 row to hold the prediction against
-    records.append_rows(path, [_row(ctx, "eager", 2.72, "reference"), _row(ctx, "small_batch_stream", 17.7)])
-    lesson.step(P12, "small_batch_stream", one, mode, results.recorded(P12, path=path), predict=0.0628,
-                code=False)
-    assert "nothing measured yet" in capsys.readouterr().out
-
-
-def test_of_steps_keeps_one_part_of_the_ladder_and_the_baselines_named(full_then_partial):
-    path, *_ = full_then_partial
-    rec = results.recorded(P12, path=path)
-    part = results.of_steps(rec, range(2, 10), also=["eager"])
-    steps = {v: P12.variant(v).number for v in part["variant"]}
-    assert set(part["variant"]) == {"eager", "tiled", "triton_tf32", "triton_fp16x3"}  # 1, 14 out
-    assert all(2 <= n <= 9 for v, n in steps.items() if v != "eager")
-    assert list(part["variant"]) == [v for v in rec["variant"] if v in set(part["variant"])]  # order kept
-    assert results.of_steps(rec, [14])["variant"].tolist() == ["wgmma_fp16x3"]
-    assert results.of_steps(rec, range(30, 41), also=["nothing recorded"]).empty
-    with pytest.raises(TypeError, match="pass a list"):
-        results.of_steps(rec, range(2, 10), also="eager")
 
 
 def test_recorded_by_precision_names_each_variants_arithmetic(full_then_partial):
@@ -673,32 +336,6 @@ def test_run_spread_is_each_run_against_the_variants_median(tmp_path):
         results.run_spread(P12, path=path, min_runs=1)
 
 
-@pytest.mark.parametrize("sizes,side,bound", [
-    ({}, "right of every ridge point (bf16's, the highest", "the arithmetic, not the bytes, sets the floor in every"),
-    ({"batch_size": 17, "in_features": 33, "out_features": 65}, "left of every ridge point (fp32's, the lowest",
-     "the bytes, not the arithmetic, set the floor in every"),
-    ({"batch_size": 64, "in_features": 128, "out_features": 256}, "right of fp32's ridge point (14 FLOP/B) and left "
-     "of tf32's and bf16's", "the arithmetic sets the floor in fp32, the bytes in tf32 and bf16"),
-])
-def test_ridge_side_is_computed_from_the_sizes(sizes, side, bound):
-    """Notebook 01 once said "right of every ridge point" at 64 x 128 x 256 under tables saying memory."""
-    from fusedkit import hardware, roofline
-
-    p12, h200 = get("p12"), hardware.spec("H200 SXM")
-    s = p12.sizes(sizes)
-    intensity = p12.flops(s) / p12.min_bytes(s)
-    got_side, got_bound = lesson.ridge_side(intensity, h200)
-    assert got_side.startswith(side) and got_bound.startswith(bound), (got_side, got_bound)
-    # The same verdict as the roofline table's fused row (its last), precision by precision.
-    every = {"fp32", "tf32", "bf16"}
-    compute = {prec for prec in every if roofline.table(p12, s, h200, prec).iloc[-1]["bound"] == "compute"}
-    if "every" in got_bound:
-        assert compute == (every if "arithmetic, not" in got_bound else set())
-    else:
-        arith, data = got_bound.removeprefix("the arithmetic sets the floor in ").split(", the bytes in ")
-        assert set(arith.split(" and ")) == compute and set(data.split(" and ")) == every - compute
-
-
 def test_lab_sizes_cut_the_batch_and_fall_back_to_kernelbench_where_nothing_fits():
     p45 = get("p45")
     assert lesson.lab_sizes(p45, p45.sizes(batch_size=17), 128) == (p45.sizes(batch_size=17), "")
@@ -710,20 +347,172 @@ def test_lab_sizes_cut_the_batch_and_fall_back_to_kernelbench_where_nothing_fits
     p45.check_runnable(got, "cpu")                                    # what it gives does run
 
 
-def test_every_kernel_and_step_name_is_shown_whole():
-    # The recorded counters of p45's Triton steps and of cuBLAS's long-named kernels: each name
-    # appears whole in the step's tables and in the overview, none cut to a fixed width.
-    from fusedkit.counters import step_counters
 
-    p45 = get("p45")
-    slugs = [v.slug for v in p45.ladder() if v.triton] + ["eager", "cublas_tf32_epilogues_vec4"]
-    html = lesson.show_counters(p45, slugs)._repr_html_().replace("<wbr>", "")   # break points, not text
-    names = {lesson.short_kernel(str(k)) for s in slugs for k in step_counters(p45, s)["kernel"]}
-    assert names and max(map(len, names)) > 60            # long names are there to be cut
-    overview = lesson.counter_overview(p45, results.recorded(p45))._repr_html_().replace("<wbr>", "")
-    for shown in (html, overview):
-        assert "…" not in shown
-    for name in names:
-        assert f">{name}<" in html
-    for slug in slugs:
-        assert f">{slug}<" in html and f">{slug}<" in overview
+# -- one noise rule, the steps that count, one routing rule, one by-batch range -------------------
+
+def test_two_times_differ_only_beyond_their_spread():
+    a = {"median_ms": 1.00, "p10_ms": 0.98, "p90_ms": 1.05}
+    assert results.level(a, {"median_ms": 1.04, "p10_ms": 1.03, "p90_ms": 1.06})       # ranges overlap
+    assert not results.level(a, {"median_ms": 1.10, "p10_ms": 1.07, "p90_ms": 1.12})   # they do not
+    assert not results.level({"median_ms": 1.0, "p10_ms": None, "p90_ms": None}, {"median_ms": 1.01})
+
+
+def test_only_steps_whose_gemm_we_wrote_count_as_the_best(tmp_path):
+    """Audit L9: the cuBLAS steps (3, 4, the fp16 bar) are references, like PyTorch's."""
+    path = tmp_path / "r.csv"
+    ctx = _ctx(day=1)
+    records.append_rows(path, [_row(ctx, "eager", 4.0, "reference"), _row(ctx, "triton_fp16x3", 1.0),
+                               _row(ctx, "cublas_tf32_epilogue_vec4", 0.5, "fast"), _row(ctx, "triton_tf32", 0.8, "fast")])
+    best = results.best_by_tier(results.recorded(P12, path=path), P12)
+    assert best["fast"]["variant"] == "triton_tf32" and not results.ours(P12, "cublas_fp16_epilogue")
+
+
+def test_the_registered_routes_are_what_the_one_rule_reads_from_the_records():
+    """Audit M5: both problems' bands are the lowest p90 at each point of the newest sweep."""
+    for key in ("p12", "p45"):
+        rule = results.route_rule(get(key), "faithful_by_batch")
+        assert len(rule) >= 6 and (rule["routed"] == rule["chosen"]).all(), rule
+
+
+def test_the_by_batch_range_is_one_statement_for_every_page():
+    """Audit M6: the README's line and the notebooks' are results.by_batch_range's numbers."""
+    from fusedkit import present, readme
+
+    block = readme.measured_state()
+    for key in ("p12", "p45"):
+        r = results.by_batch_range(get(key))
+        assert f"at least {present.speedup(r['lo'])} eager fp32 (at {r['at_lo']} rows)" in block
+        assert f"at most {present.speedup(r['hi'])}" in block and f"({r['points']} points" in block
+
+
+def test_the_index_rounds_a_speedup_once():
+    """Audit L10: index.json keeps the speed-up whole; the page rounds it when it shows it."""
+    from fusedkit import report
+
+    row = results.recorded(P12).set_index("variant", drop=False).loc["wgmma_persistent"]
+    assert report._pick(row)["speedup"] == row["speedup"]
+
+
+def test_a_page_takes_one_device_the_one_with_counters():
+    assert results.page_device(P12) == "NVIDIA H200"            # the H100 ladder has no counters
+
+
+# -- one step on the page ----------------------------------------------------------------------------
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    """A page of p12 over two runs of records (a CPU here), the second with its ceilings."""
+    path = tmp_path / "r.csv"
+    first, second = _ctx(day=1), _ctx(day=2)
+    rows = [_row(first, "eager", 3.0, "reference", p10_ms=2.9, p90_ms=3.1),
+            _row(first, "tiled", 3.5, p10_ms=3.4, p90_ms=3.6),
+            _row(second, "eager", 2.8, "reference", p10_ms=2.75, p90_ms=2.85),
+            _row(second, "naive", 280.0, p10_ms=279.0, p90_ms=281.0),
+            _row(second, "coalesced", 279.5, p10_ms=278.0, p90_ms=282.0),
+            _row(second, "ceiling_copy", 1.0, "", problem="device", sizes="bytes=2147483648", gbps=4000.0),
+            _row(second, "ceiling_gemm_fp32", 2.6, "", problem="device", sizes="m=1024,n=8192,k=8192", tflops=52.9)]
+    records.append_rows(path, rows)
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(path))
+    mode = detect_mode()
+    return lesson.Page(P12, P12.defaults, mode)
+
+
+def _shown(capsys) -> str:
+    return capsys.readouterr().out
+
+
+def test_a_page_labels_its_device_and_reads_the_ceilings_of_a_steps_own_run(page):
+    assert page.device == "NVIDIA H200" and "the records of H200, 2026-01-01 to 2026-01-02" in page.label
+    r = page.rates("naive")
+    assert r.rate("copy") == 4000.0 and r.gemm_ms("fp32") == pytest.approx(2 * 1024 * 8192 * 8192 / 52.9e9)
+    assert r.copy_ms(8e9) == pytest.approx(2.0)
+    assert math.isnan(page.rates("tiled").gemm_ms("fp32"))     # its run measured none: none borrowed
+
+
+def test_a_step_shows_the_prediction_the_measurement_and_a_verdict(page, capsys):
+    page.step("naive", code=False, predict=lambda r: 1.05 * 280.0, basis="a test")
+    out = _shown(capsys)
+    assert out.index("**Prediction:** 294.000 ms (a test)") < out.index("**Measured:** 280.000 ms (p10 279.000, p90 281.000)")
+    assert "measured 0.95x the prediction: **held** (within ±10%)." in out
+    page.step("naive", code=False, predict=100.0)
+    assert "**missed**." in _shown(capsys)          # never "a miss the next cell explains" (audit L5)
+    page.step("tiled", code=False, predict=lambda r: r.gemm_ms("fp32"))
+    out = _shown(capsys)
+    assert "Prediction" not in out and "**Measured:** 3.500 ms" in out   # no ceilings in its run
+
+
+def test_a_predicted_change_inside_the_spread_is_no_change(page, capsys):
+    """Audit L14: the change counts only where the two p10-p90 ranges do not overlap."""
+    page.step("coalesced", code=False, predict=200.0, against="naive")
+    assert "**no measurable change**, the two p10–p90 ranges overlap." in _shown(capsys)
+    page.step("naive", code=False, predict=400.0, against="coalesced")
+    assert "no measurable change" in _shown(capsys)
+    with pytest.raises(ValueError, match="not variants of p12"):
+        page.step("nothing", predict=1.0)
+
+
+def test_say_fills_numbers_from_the_records_and_names_what_is_missing(page):
+    text = page.say("naive {naive.ms} (p10 {naive.p10}); {x}; wgmma {wgmma_fp16x3.ms}", x="given").text
+    assert text.startswith("naive 280.000 ms (p10 279.000 ms); given; wgmma –")
+    assert "Not recorded on H200: wgmma_fp16x3" in text
+
+
+def test_the_counters_line_quotes_both_numbers_of_timed_minus_profiled(tmp_path, monkeypatch):
+    """Audit M4: the gap is named for what it subtracts, the same build timed and profiled."""
+    line = lesson.counter_line(P12, "coalesced", ["sectors", "l1"])
+    assert re.search(r"timed − profiled, same build: (\d+\.\d{3}) − (\d+\.\d{3}) = [+-]\d+\.\d{3} ms", line)
+    assert "sectors per request" in line and "Nsight Compute, H200" in line
+    monkeypatch.setenv("FUSEDKIT_RECORDS", str(tmp_path / "r.csv"))      # no counters beside it
+    assert "none recorded" in lesson.counter_line(P12, "naive", ["sm"])
+    with pytest.raises(ValueError, match="counters=\\['speed'\\]"):
+        lesson.counter_line(P12, "naive", ["speed"])
+
+
+def test_a_share_nsight_reports_above_100_percent_is_left_out():
+    """A learner's surprise: L2 hit rates of 153% in step 9's table."""
+    from fusedkit import counters
+
+    raw = counters.step_counters(P12, "triton_fp16x3")
+    assert (raw["l2_hit_pct"] > 100).any()
+    assert all(v <= 100 for v in [lesson.counter_summary(P12, "triton_fp16x3")["l2_hit_pct"]] if v == v)
+    assert ">15" not in lesson.counter_tables(P12, ["triton_fp16x3"]).split("L2")[-1][:0] and \
+        "left out" in lesson.counter_tables(P12, ["triton_fp16x3"])
+
+
+def test_the_clock_of_a_row_without_a_window_is_a_dash_and_no_conclusion():
+    """Audit H1: the clocks are read over each timed loop only; these records have no window."""
+    p = lesson.Page(P12, P12.defaults, detect_mode())
+    table = lesson.clock_table(p, ["eager", "tiled"])
+    assert list(table["what"]) == ["cuBLAS fp16 (ceiling)", "eager", "tiled"]
+    assert table["MHz over its loop"].isna().all()
+    assert "draws no conclusion from clocks" in lesson.clock_verdict(table)
+    known = table.assign(**{"MHz over its loop": 1980.0, "% of floor at that clock": 70.0})
+    assert "ran its loop at 1980 MHz" in lesson.clock_verdict(known)
+
+
+# -- the code of a step ---------------------------------------------------------------------------------
+
+def test_a_step_shows_at_most_40_changed_lines_and_its_file_folded():
+    from fusedkit import source_view
+
+    for key in ("p12", "p45"):
+        for v in get(key).ladder():
+            if v.source:
+                view = source_view.show_step(key, v.slug)
+                shown = view.html.split("<details")[0]
+                assert shown.count("display:block") <= source_view.MAX_DIFF, v.slug
+                assert f"the whole of {v.source}" in view.html
+    two = source_view.diff_lines("p12/02_coalesced.cu", "p12/01_naive.cu")
+    assert two[0] == ("@", "p12_coalesced_kernel (against p12_naive_kernel)")
+    assert ("+", "    const float* w_col = wt + n;") in two and all("//" not in t for _, t in two)
+
+
+def test_a_function_of_a_file_is_found_by_name_or_the_file_says_what_it_has():
+    from fusedkit import source_view
+
+    assert "sgemm_x_wT" in source_view.listing("common/torch_cuda.h", ["sgemm_x_wT"]).text
+    assert [f.kind for f in source_view.parse(source_view.source_path("p12/08_triton_fused.py"))
+            if f.name == "_linear_leakyrelu_kernel"] == ["kernel"]
+    with pytest.raises(KeyError, match="it has"):
+        source_view.listing("p12/01_naive.cu", ["nothing"])
+    assert source_view.previous_source("p12", "tiled") == "p12/06_register_tiles.cu"

@@ -234,9 +234,9 @@ class Problem:
         need = harness_bytes(self, sizes, device)
         if need > budget:
             fits = self._largest_fitting(sizes, lambda s: harness_bytes(self, s, device) <= budget)
-            digits = 1 if f"{need / 2**30:.1f}" != f"{budget / 2**30:.1f}" else 3
-            raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.{digits}f} GiB while "
-                            f"checked and timed; allowed: at most {budget / 2**30:.{digits}f} GiB {where}, e.g. "
+            digits = next(d for d in range(1, 9) if f"{need / 2**30:.{d}f}" != f"{budget / 2**30:.{d}f}")
+            raise SizeError(f"sizes {fmt_sizes(sizes)} need {need / 2**30:.{digits}f} GiB while checked and "
+                            f"timed; allowed: at most {budget / 2**30:.{digits}f} GiB {where}, e.g. "
                             f"{' or '.join(f'{k}<={v}' for k, v in fits.items()) or 'smaller sizes'}")
 
     def _largest_fitting(self, sizes: Sizes, fits: Callable[[Sizes], bool]) -> dict[str, int]:

@@ -179,28 +179,20 @@ for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
 
 # The fp32-faithful tier at every batch: no one kernel wins everywhere, so this step hands each
-# call to the step that won at its size in the recorded H200 batch sweeps. fusedkit.results.
-# route_evidence reads them: at each point, the winner among the steps named here by its GPU
-# time (lowest p10), by its median and by its slow calls (lowest p90). Below about 64 rows a
-# call's host work (Python, several launches) is about as long as its GPU work, so the timings
-# there are bimodal and a band rests on the spread, not on one median. Each edge is the last
-# measured point of its band (4 and 64 rows); between measured points the choice is untested.
+# call to the step that won at its size. One rule for both problems (fusedkit.results.route_rule):
+# at each point of the newest recorded sweep that timed eager and every step named here, the step
+# whose slowest tenth of calls is fastest (the lowest p90). Each edge is the last measured point
+# of its band; between measured points the choice is untested.
 FAITHFUL_ROUTES = (
-    Route(4, ("small_batch_stream",), "1 to 4 rows: the weight stream, bound by W's bytes, its host "
-          "time a small part of its call; in the newest sweep its p90 lay below every other "
-          "faithful step's p10 and below eager's at each of these points"),
-    Route(64, ("triton_fp16x3",), "8 to 64 rows: step 9 has the lowest GPU time (p10), but its host "
-          "time per call is about as long, so its median jumps between sweeps; step 14 is steadier "
-          "(the lower p90 at every point) and by median won as many sweeps at 8 rows and more at "
-          "16: a contested band, kept on GPU time"),
-    Route(None, ("wgmma_fp16x3", "triton_fp16x3"),
-          "from 256 rows step 14, the fastest by GPU time, median and p90 at every point; off "
-          "Hopper, step 9"),
+    Route(4, ("small_batch_stream",), "1 to 4 rows: the weight stream, the lowest p90 at each point "
+          "of the newest sweep"),
+    Route(None, ("wgmma_fp16x3", "triton_fp16x3"), "from 8 rows: step 14, the lowest p90 at each "
+          "point of the newest sweep; off Hopper, step 9"),
 )
 PROBLEM.add_variant(Variant(
-    18, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17, 9 and 14 by size",
+    18, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17 and 14 (9) by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
-    "stream up to 4 rows, the Triton fp16x3 tiles up to 64, the wgmma fp16x3 kernel above",
+    "stream up to 4 rows, the wgmma fp16x3 kernel above (the Triton fp16x3 tiles off Hopper)",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,
     routes=FAITHFUL_ROUTES))
 

@@ -173,16 +173,15 @@ for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
 
 
-# The fp32-faithful tier at every batch (see p12's FAITHFUL_ROUTES): the bands rest on the
-# recorded H200 batch sweeps that timed steps 3, 5 and 7 at every point (fusedkit.results.
-# route_evidence). The edge at 512 rows lies between the measured points 256 and 1024.
+# The fp32-faithful tier at every batch, by p12's one rule (fusedkit.results.route_rule): the
+# lowest p90 at each point of the newest sweep that timed eager and steps 3, 5 and 7. The edge at
+# 512 rows lies between the measured points 256 and 1024.
 FAITHFUL_ROUTES = (
     Route(512, ("cublas_epilogues_vec4",), "16 to 256 rows: step 3 (cuBLAS fp32 and our float4 "
-          "epilogues, launched from C++) had the lowest median and p90 at every point; step 7's "
-          "best calls were faster at 256 rows, but its spread is wide there (host-bound)"),
-    Route(None, ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3"), "from 1024 rows step 7, the "
-          "fastest by GPU time, median and p90 at every point; off Hopper, step 5, which beat "
-          "step 3 from 1024 rows"),
+          "epilogues, launched from C++), the lowest p90 at each point of the newest sweep"),
+    Route(None, ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3"), "from 1024 rows: step 7, the "
+          "lowest p90 at each point of the newest sweep; off Hopper, step 5, which beat step 3 "
+          "there from 1024 rows"),
 )
 PROBLEM.add_variant(Variant(
     8, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 3, 7 and 5 by size",

@@ -132,10 +132,10 @@ __device__ __forceinline__ void fp16x3_gemm(const CUtensorMap* ah_map, const CUt
                 for (int i = 0; i < kAcc; ++i) sum[i] = __fadd_rn(sum[i], chunk[i]);
             }
             // The epilogue's loads go out now, with chunk's registers free and the last cross
-            // group still on the tensor cores: their latency hides behind it. (Issued slab by
-            // slab inside the epilogue, they drew 44% of its stall samples, nearly all waits for
-            // these loads: Nsight Compute's source page of GEMM1, 315f0f2.) The wait below is a
-            // memory clobber, so the compiler keeps the loads above it.
+            // group still on the tensor cores: their latency hides behind it (issued slab by slab
+            // inside the epilogue, they kept its warps waiting: notebook 03 shows GEMM1's source
+            // pages before and after). The wait below is a memory clobber, so the compiler keeps
+            // the loads above it.
             const auto params = epilogue.load(mt * BM + 64 * c, nt * BN);
             sm90::wgmma_wait<0>();  // the last k-tile's cross
             sm90::fence_accumulators(cross);
