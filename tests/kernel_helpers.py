@@ -149,7 +149,7 @@ def compile_one(i):
             "c7515": "C7515" in text}
 
 
-with multiprocessing.get_context("fork").Pool(min(2, os.cpu_count() or 1)) as pool:  # CI has 2 cores
+with multiprocessing.get_context("fork").Pool(min(8, os.cpu_count() or 1)) as pool:   # a process a core
     rows = pool.map(compile_one, range(len(unique)), chunksize=1)
 for job, s in zip(jobs, same):
     print(json.dumps({**job[0], **rows[unique.index(s)]}))

@@ -421,11 +421,11 @@ DEFAULT = (16384, 2048, 4096, 1024)  # (M, K, H, N): KernelBench's sizes
 @gpu_test
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_gpu_error_vs_float64(variant):
-    # The odd shapes above, tails everywhere at scale (K and H not multiples of 4 or 64, N not
-    # a multiple of BLOCK_N), a short M with a long hidden size, then KernelBench's sizes; NaN
+    # One element, tails everywhere at scale (K and H not multiples of 4 or 64, N not a
+    # multiple of BLOCK_N), a short M with a long hidden size, then KernelBench's sizes; NaN
     # blocks of out's size left in the caching allocator, so an output element (or partial) a
     # kernel forgets to write reads back as NaN; at KernelBench's sizes, its tier.
-    for shape in [*SHAPES, (1000, 2047, 4095, 1023), (17, 33, 8191, 257), DEFAULT]:
+    for shape in [(1, 1, 1, 1), (1000, 2047, 4095, 1023), (17, 33, 8191, 257), DEFAULT]:
         seed = SEED + 100
         args = make_inputs(*shape, seed=seed)
         poison_allocator(*[(shape[0],)] * 4)
