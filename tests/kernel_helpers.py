@@ -75,13 +75,13 @@ def guarded_view(M: int, N: int, offset: int, fill: torch.Tensor) -> tuple[torch
     return buf, t
 
 
-# What Triton makes of the GPU configs of steps p12/10 and p45/06 for sm_90a, compiled on this
-# machine (no GPU needed) in a process of its own, where Triton compiles instead of interpreting.
-# One JSON line per config: its step and key, Triton's shared memory and warps, whether it is
-# warp-specialised and issues wgmma, and from the very ptxas run that made its cubin the
-# registers, spilled bytes and whether ptxas serialised the wgmmas (warning C7515).
+# What Triton makes of the GPU configs of step p12/10 or p45/06 (the argument) for sm_90a,
+# compiled on this machine (no GPU needed) in a process of its own, where Triton compiles instead
+# of interpreting. One JSON line per config: its step and key, Triton's shared memory and warps,
+# whether it is warp-specialised and issues wgmma, and from the very ptxas run that made its
+# cubin the registers, spilled bytes and whether ptxas serialised the wgmmas (warning C7515).
 _COMPILE_SM90 = r"""
-import contextlib, io, json, multiprocessing, os, re
+import contextlib, io, json, multiprocessing, os, re, sys
 os.environ["TRITON_INTERPRET"] = "0"
 import triton
 import triton.language as tl
@@ -92,40 +92,42 @@ from fusedkit.kernels import load_step
 
 knobs.nvidia.dump_ptxas_log = True       # Triton prints its ptxas -v log: no second ptxas run,
 knobs.compilation.always_compile = True  # and runs ptxas even where its cache holds the kernel
-k10 = load_step("p12", "10_triton_persistent_tma.py")
-k06 = load_step("p45", "06_triton_fp16_lse.py")
 jobs = []   # (what the row says of the config, the jit function, signature, constants, aligned args, config)
 
-# p12 step 10: KernelBench's sizes (all multiples of 16); the tile walk's stride is one program
-# per SM, or per 2-CTA cluster, as the wrapper launches it.
-ints = ["M", "N", "K", "stride_xm", "stride_wn"]
-sig = {"x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "y_ptr": "*fp32",
-       **{a: "i32" for a in ints}, "multiplier": "fp32", "negative_slope": "fp32"}
-todo = [("gpu", p, cfg) for p, cfgs in k10.GPU_CONFIGS.items() for cfg in cfgs]
-todo += [("probe", p, k10.make_config(*key)) for p, keys in k10.PROBE_SPACE.items() for key in keys]
-for which, prec, cfg in todo:
-    consts = {"stride_b": 1, "INPUT_PRECISION": prec, "NUM_SMS": 132 // cfg.num_ctas, **cfg.kwargs}
-    jobs.append(({"step": "p12/10", "set": which, "prec": prec, "key": list(k10.config_key(cfg))},
-                 k10._persistent_kernel.fn, sig, consts, ["x_ptr", "w_ptr", "b_ptr", "y_ptr", *ints], cfg))
+if sys.argv[1] == "p12/10":
+    # KernelBench's sizes (all multiples of 16); the tile walk's stride is one program per SM, or
+    # per 2-CTA cluster, as the wrapper launches it.
+    k10 = load_step("p12", "10_triton_persistent_tma.py")
+    ints = ["M", "N", "K", "stride_xm", "stride_wn"]
+    sig = {"x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "y_ptr": "*fp32",
+           **{a: "i32" for a in ints}, "multiplier": "fp32", "negative_slope": "fp32"}
+    todo = [("gpu", p, cfg) for p, cfgs in k10.GPU_CONFIGS.items() for cfg in cfgs]
+    todo += [("probe", p, k10.make_config(*key)) for p, keys in k10.PROBE_SPACE.items() for key in keys]
+    jobs += [({"step": "p12/10", "set": which, "prec": prec, "key": list(k10.config_key(cfg))},
+              k10._persistent_kernel.fn, sig,
+              {"stride_b": 1, "INPUT_PRECISION": prec, "NUM_SMS": 132 // cfg.num_ctas, **cfg.kwargs},
+              ["x_ptr", "w_ptr", "b_ptr", "y_ptr", *ints], cfg) for which, prec, cfg in todo]
 
-# p45 step 06, both GEMMs in fp16 and bf16: contiguous operands (unit strides along K), every
-# size a multiple of 16.
-unit = {"stride_xk", "stride_wk", "stride_b", "stride_hn", "stride_hk", "stride_pt", "stride_st"}
-kernels = {"gemm1": (k06._linear_sigmoid_lowp_kernel, {"x_ptr": "*fp32", "w_ptr": "*DT", "b_ptr": "*fp32",
-                                                        "h_ptr": "*DT"}),
-           "gemm2": (k06._linear_partial_lse_lowp_kernel, {"h_ptr": "*DT", "w_ptr": "*DT", "b_ptr": "*fp32",
-                                                            "pmax_ptr": "*fp32", "psum_ptr": "*fp32"})}
-for gemm, (kernel, ptrs) in kernels.items():
-    jit = kernel.fn.fn  # autotune -> heuristics -> jit
-    for dt, tl_dt in [("fp16", tl.float16), ("bf16", tl.bfloat16)]:
-        for cfg in k06.GPU_CONFIGS[gemm]:
-            kw = cfg.kwargs
-            consts = {"DTYPE": tl_dt, "EMULATE": False, "EVEN_K": True, **kw,
-                      **{a: 1 for a in jit.arg_names if a in unit}}
-            sig = {**{a: "i32" for a in jit.arg_names}, **{a: t.replace("DT", dt) for a, t in ptrs.items()}}
-            key = [kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_stages, cfg.num_warps]
-            jobs.append(({"step": "p45/06", "gemm": gemm, "dtype": dt, "key": key}, jit, sig, consts,
-                         [a for a in jit.arg_names if a not in consts], cfg))
+if sys.argv[1] == "p45/06":
+    # Both GEMMs in fp16 and bf16: contiguous operands (unit strides along K), every size a
+    # multiple of 16.
+    k06 = load_step("p45", "06_triton_fp16_lse.py")
+    unit = {"stride_xk", "stride_wk", "stride_b", "stride_hn", "stride_hk", "stride_pt", "stride_st"}
+    kernels = {"gemm1": (k06._linear_sigmoid_lowp_kernel, {"x_ptr": "*fp32", "w_ptr": "*DT", "b_ptr": "*fp32",
+                                                            "h_ptr": "*DT"}),
+               "gemm2": (k06._linear_partial_lse_lowp_kernel, {"h_ptr": "*DT", "w_ptr": "*DT", "b_ptr": "*fp32",
+                                                                "pmax_ptr": "*fp32", "psum_ptr": "*fp32"})}
+    for gemm, (kernel, ptrs) in kernels.items():
+        jit = kernel.fn.fn  # autotune -> heuristics -> jit
+        for dt, tl_dt in [("fp16", tl.float16), ("bf16", tl.bfloat16)]:
+            for cfg in k06.GPU_CONFIGS[gemm]:
+                kw = cfg.kwargs
+                consts = {"DTYPE": tl_dt, "EMULATE": False, "EVEN_K": True, **kw,
+                          **{a: 1 for a in jit.arg_names if a in unit}}
+                sig = {**{a: "i32" for a in jit.arg_names}, **{a: t.replace("DT", dt) for a, t in ptrs.items()}}
+                key = [kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], cfg.num_stages, cfg.num_warps]
+                jobs.append(({"step": "p45/06", "gemm": gemm, "dtype": dt, "key": key}, jit, sig, consts,
+                             [a for a in jit.arg_names if a not in consts], cfg))
 
 # A config listed twice (the probe's first entry is a GPU config) is compiled once.
 same = [(j[0]["step"], str(j[0]["key"]), str(sorted(j[3].items()))) for j in jobs]
@@ -157,15 +159,15 @@ for job, s in zip(jobs, same):
 
 
 @functools.cache
-def triton_sm90() -> tuple[dict, ...]:
-    """Every GPU config of p12 step 10 (and its PROBE_SPACE) and of p45 step 06, compiled for
+def triton_sm90(step: str) -> tuple[dict, ...]:
+    """Every GPU config of ``step``, "p12/10" (and its PROBE_SPACE) or "p45/06", compiled for
     sm_90a with Triton's own ptxas: one dict per config (see _COMPILE_SM90)."""
     nvidia = pytest.importorskip("triton.backends.nvidia.compiler")
     if not os.path.isfile(nvidia.get_ptxas(90).path):
         pytest.skip("Triton's ptxas is not installed")
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-c", _COMPILE_SM90], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_SM90, step], capture_output=True, text=True,
                           cwd=root, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return tuple(json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{"))

@@ -322,7 +322,7 @@ def _check_compiled(r: dict) -> None:
 def test_gpu_configs_compile_for_sm90_as_documented():
     # Each GPU config: the checks above, and warp-specialized exactly when its config says
     # so (12 warps: producer + 2 consumers).
-    rows = [r for r in triton_sm90() if r["step"] == "p12/10" and r["set"] == "gpu"]
+    rows = [r for r in triton_sm90("p12/10") if r["set"] == "gpu"]
     assert len(rows) == sum(len(c) for c in k10.GPU_CONFIGS.values())
     for r in rows:
         _check_compiled(r)
@@ -334,7 +334,7 @@ def test_gpu_configs_compile_for_sm90_as_documented():
 def test_probe_space_compiles_for_sm90():
     # Every PROBE_SPACE config (what the GPU probe will time): the same checks, none
     # warp-specialized, and a 2-CTA cluster kernel exactly when num_ctas says so.
-    rows = [r for r in triton_sm90() if r["step"] == "p12/10" and r["set"] == "probe"]
+    rows = [r for r in triton_sm90("p12/10") if r["set"] == "probe"]
     assert [tuple(r["key"]) for r in rows] == k10.PROBE_SPACE["tf32"]
     for r in rows:
         _check_compiled(r)

@@ -348,7 +348,7 @@ def test_fp16_step_gpu_configs_compile_for_sm90():
     # Every GPU config of both GEMMs, in fp16 and bf16, compiled for sm_90a on this machine (no
     # GPU needed): fits the H200's 227 KB of shared memory, spills no registers, issues wgmma and
     # keeps it pipelined (no C7515).
-    rows = [r for r in triton_sm90() if r["step"] == "p45/06"]
+    rows = triton_sm90("p45/06")
     assert len(rows) == 2 * sum(len(c) for c in k06.GPU_CONFIGS.values())
     for r in rows:
         assert r["smem"] <= 227 * 1024, f"{r}: over the 227 KB of shared memory"
