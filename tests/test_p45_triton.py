@@ -46,9 +46,9 @@ LOGIC_TOL = {v: (1e-3 if (v == "tf32" and not INTERPRET) else 1e-5) for v in VAR
 # (2**-11 fp16, 2**-8 bf16) per row still catch any indexing or masking slip, which is O(1).
 LOGIC_TOL.update({"fp16": 2e-4, "bf16": 2e-3})
 ROW_TOL_16 = {"fp16": 8 * 2.0**-11, "bf16": 8 * 2.0**-8}
-# (M, K, H, N): single elements; K and H past one BLOCK_K with tails, N past several BLOCK_N
-# (32 in the interpreter) with a tail: several partial tiles.
-SHAPES = [(1, 1, 1, 1), (17, 33, 65, 130)]
+# (M, K, H, N): single elements; K two whole BLOCK_Ks (32 in the interpreter: GEMM1's unmasked
+# loop), H past two with a tail (GEMM2's masked loop), N past several BLOCK_N with a tail.
+SHAPES = [(1, 1, 1, 1), (17, 64, 65, 130)]
 
 
 def make_inputs(m: int, k: int, h: int, n: int, seed: int):
