@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from fusedkit import problems
-from fusedkit.measure import measure
+from fusedkit.harness import measure
 from fusedkit.problems.base import Route, Variant, by_batch
 
 P12 = problems.get("p12")

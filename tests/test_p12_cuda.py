@@ -5,15 +5,15 @@ really issues 16-byte accesses, the SIMT steps' loads per FMA fall as the ladder
 (step 02 is step 01's loop with another address, 05 reads two shared floats per FMA, 06 nine
 per eight FMAs, 07 one 16-byte read per 16), ptxas reports no spills and no stack, compiler
 errors are readable.
-GPU part (marked ``gpu``, skipped without a CUDA GPU): every step against a float64 reference
-on fresh random inputs, irregular sizes, misaligned and strided tensors, bad arguments; steps
-02, 05 and 06 against step 01 bit for bit (the same sequential sum); the new SIMT steps through
-fusedkit.measure at odd sizes and at KernelBench's.
+GPU part (marked ``gpu``, skipped without a CUDA GPU; one test per step or per kind of check,
+looping over the sizes where it differs): every step against the float64 model on fresh
+random inputs at tails of every tile and at KernelBench's size (fp32-faithful there), poisoned
+outputs, misaligned and strided tensors, bad arguments; steps 02, 05 and 06 against step 01
+bit for bit (the same sequential sum).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import secrets
@@ -24,7 +24,9 @@ import pytest
 import torch
 
 from fusedkit import build
-from kernel_helpers import (LD_V4, ST_V4, gpu_test, guarded_view, needs_nvcc, poison_allocator, rel_error)
+from fusedkit.harness import rel_error
+from kernel_helpers import LD_V4, ST_V4, SENTINEL, gpu_test, guarded_view, needs_nvcc, poison_allocator
+from reference import MULT, SLOPE, operands, reference64, tier
 
 P12_SOURCES = build.kernel_sources("p12")
 STEP = {p.stem.split("_", 1)[1]: p for p in P12_SOURCES}  # "naive" -> .../01_naive.cu
@@ -246,17 +248,15 @@ def test_load_extension_without_gpu_says_what_to_do():
 # ----------------------------------------------------------------------------- GPU part
 
 
-MULT, SLOPE = 2.0, 0.1
-# (M, K, N): batch, in_features, out_features. Irregular on every axis, then the defaults.
-# Step 17 launches a 4-row kernel up to 4 rows (its W ring's tail at K / 4 = 4, 250, 2048) and a
-# 16-row one above.
-# Steps 05-07 tile 32, 64 and 128 rows and columns and 32 or 8 k: 17x33x65 and 257x129x67 leave a
-# ragged tile on every axis of each.
-SIZES = [(1, 1, 1), (3, 17, 5), (2, 16, 7), (4, 1000, 33), (4, 8192, 8192), (17, 1000, 33),
-         (17, 33, 65), (257, 129, 67), (1000, 8191, 17), (33, 129, 8191), (1024, 8192, 8192)]
+# (M, K, N): batch, in_features, out_features. One element; step 17's 4-row kernel with its W
+# ring's tail at K / 4 = 4 and 250; a ragged tile on every axis of steps 05-07's 32, 64 and 128
+# rows and columns and 32 or 8 k (and step 17's 16-row kernel); KernelBench's size.
+SIZES = [(1, 1, 1), (2, 16, 7), (4, 1000, 33), (257, 67, 129), (1024, 8192, 8192)]
+DEFAULT = SIZES[-1]
 STEPS = ["naive", "coalesced", "cublas_epilogue", "cublas_epilogue_vec4", "smem_tiles",
          "register_tiles", "tiled", "small_batch"]
 W_TRANSPOSED = {"coalesced"}  # the steps that take W as wt (K, N), made once per weight version
+SEED = secrets.randbits(31)   # fresh inputs every run; quoted in messages
 
 
 @pytest.fixture(scope="module")
@@ -264,20 +264,8 @@ def ext():
     return build.load_extension("p12")
 
 
-def fresh_inputs(M: int, K: int, N: int, seed: int | None = None):
-    """x ~ U[0, 1) as KernelBench's torch.rand; W, b ~ U(-1/sqrt(K), 1/sqrt(K)) as nn.Linear."""
-    seed = secrets.randbits(31) if seed is None else seed
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    bound = 1.0 / math.sqrt(K)
-    x = torch.rand(M, K, device="cuda", generator=g)
-    w = (torch.rand(N, K, device="cuda", generator=g) * 2 - 1) * bound
-    b = (torch.rand(N, device="cuda", generator=g) * 2 - 1) * bound
-    return x, w, b, seed
-
-
-def reference64(x, w, b, mult=MULT, slope=SLOPE):
-    y = (x.double() @ w.double().T + b.double()) * mult
-    return torch.nn.functional.leaky_relu(y, slope)
+def inputs(m: int, k: int, n: int, seed: int = SEED):
+    return operands("p12", m, k, n, seed=seed, device="cuda")
 
 
 def call(ext, step, x, w, b, mult=MULT, slope=SLOPE):
@@ -288,54 +276,33 @@ def call(ext, step, x, w, b, mult=MULT, slope=SLOPE):
 
 @gpu_test
 @pytest.mark.parametrize("step", STEPS)
-@pytest.mark.parametrize("M,K,N", SIZES, ids=lambda v: str(v))
-def test_step_matches_float64_reference(ext, step, M, K, N):
-    x, w, b, seed = fresh_inputs(M, K, N)
-    ref = reference64(x, w, b)
-    poison_allocator((M, N))
-    out = call(ext, step, x, w, b)
-    torch.cuda.synchronize()
-    assert out.shape == (M, N) and out.dtype == torch.float32
-    assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={seed}"
-    err = rel_error(out, ref)
-    assert err < 1e-5, f"{step} {M}x{K}x{N}: rel. error {err:.2e}; seed={seed}"
+def test_step_matches_float64_reference(ext, step):
+    for M, K, N in SIZES:
+        x, w, b = inputs(M, K, N)
+        ref = reference64("p12", x, w, b)
+        poison_allocator((M, N))
+        out = call(ext, step, x, w, b)
+        assert out.shape == (M, N) and out.dtype == torch.float32
+        assert not out.isnan().any(), f"{step} {M}x{K}x{N} left NaN (unwritten) outputs; seed={SEED}"
+        err = rel_error(out, ref)
+        assert err < 1e-5, f"{step} {M}x{K}x{N}: rel. error {err:.2e}; seed={SEED}"
+    assert tier("p12", out, x, w, b) == "fp32-faithful", f"{step} at KernelBench's size; seed={SEED}"
 
 
 @gpu_test
 @pytest.mark.parametrize("step", ["coalesced", "smem_tiles", "register_tiles"])
-@pytest.mark.parametrize("M,K,N", [(1, 1, 1), (17, 33, 65), (257, 129, 67), (64, 8192, 512)],
-                         ids=lambda v: str(v))
-def test_simt_steps_equal_step_01_bit_for_bit(ext, step, M, K, N):
+def test_simt_steps_equal_step_01_bit_for_bit(ext, step):
     """Steps 02, 05 and 06 change where the operands come from (W's layout, shared memory, a
     register), not the arithmetic: every output is the same fmaf chain over k = 0, 1, ... as
     step 01's (the zeros past K in a ragged tile add nothing), so y is step 01's to the bit."""
-    x, w, b, seed = fresh_inputs(M, K, N)
-    naive = ext.naive(x, w, b, MULT, SLOPE)
-    poison_allocator((M, N))
-    out = call(ext, step, x, w, b)
-    torch.cuda.synchronize()
-    assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={seed}"
-    assert torch.equal(out, naive), (f"{step} {M}x{K}x{N}: max diff {(out - naive).abs().max():.2e} "
-                                     f"from step 01; seed={seed}")
-
-
-@gpu_test
-@pytest.mark.parametrize("slug", ["coalesced", "smem_tiles", "register_tiles"])
-@pytest.mark.parametrize("sizes", [(17, 33, 65), (257, 129, 67), None], ids=str)
-def test_new_simt_steps_pass_the_measuring_harness(slug, sizes):
-    """Through fusedkit.measure, as the ladder runs them (step 02 with its transposed W made at
-    build): fresh inputs per check, poisoned outputs, then timed; fp32-faithful at odd sizes and
-    at KernelBench's."""
-    from fusedkit import problems
-    from fusedkit.measure import measure
-
-    p12 = problems.get("p12")
-    s = p12.defaults if sizes is None else p12.sizes(batch_size=sizes[0], in_features=sizes[1],
-                                                     out_features=sizes[2])
-    m = measure(p12, slug, s, device="cuda", seeds=2, warmup_ms=5, rep_ms=20)
-    print(m.summary())
-    assert m.timed, m.summary()
-    assert m.tier == "fp32-faithful", m.summary()
+    for M, K, N in [(1, 1, 1), (17, 65, 33), (257, 67, 129), (64, 8192, 512)]:
+        x, w, b = inputs(M, K, N)
+        naive = ext.naive(x, w, b, MULT, SLOPE)
+        poison_allocator((M, N))
+        out = call(ext, step, x, w, b)
+        assert not out.isnan().any(), f"{step} left NaN (unwritten) outputs; seed={SEED}"
+        assert torch.equal(out, naive), (f"{step} {M}x{K}x{N}: max diff {(out - naive).abs().max():.2e} "
+                                         f"from step 01; seed={SEED}")
 
 
 @gpu_test
@@ -359,35 +326,33 @@ def test_coalesced_step_transposes_w_once_per_weight_version():
     with torch.no_grad():
         model.gemm.weight.mul_(-1.0)
     y2 = fn(x)
-    ref = reference64(x, model.gemm.weight, model.gemm.bias)
+    ref = reference64("p12", x, model.gemm.weight, model.gemm.bias)
     assert rel_error(y2, ref) < 1e-5 and not torch.equal(y1, y2), "a changed weight must be re-transposed"
     assert cache.size() == 1, "the stale transpose is freed"
 
 
 @gpu_test
-@pytest.mark.parametrize("M,K,N", SIZES, ids=lambda v: str(v))
-def test_cublas_tf32_step_within_tf32_error(ext, M, K, N):
+def test_cublas_tf32_step_within_tf32_error(ext):
     """TF32 rounds inputs to 10-bit mantissas: error ~1e-4..1e-3, far above fp32, below 3e-3;
     and the same call must leave PyTorch's handle in the math mode it found."""
-    x, w, b, seed = fresh_inputs(M, K, N)
-    ref = reference64(x, w, b)
-    poison_allocator((M, N))
-    before = torch.backends.cuda.matmul.allow_tf32
-    out = ext.cublas_tf32_epilogue_vec4(x, w, b, MULT, SLOPE)
-    torch.cuda.synchronize()
-    assert not out.isnan().any(), f"unwritten outputs; seed={seed}"
-    err = rel_error(out, ref)
-    assert err < 3e-3, f"{M}x{K}x{N}: rel. error {err:.2e}; seed={seed}"
-    if K >= 1000:  # long reductions: TF32 rounding must show, or the mode was not applied
-        assert err > 1e-5, f"{M}x{K}x{N}: rel. error {err:.2e} looks like fp32, not TF32"
-    assert torch.backends.cuda.matmul.allow_tf32 == before
-    fp32 = ext.cublas_epilogue_vec4(x, w, b, MULT, SLOPE)  # the handle is back in fp32 math
-    assert rel_error(fp32, ref) < 1e-5
+    for M, K, N in [(1, 1, 1), (257, 67, 129), (1000, 8191, 17), DEFAULT]:
+        x, w, b = inputs(M, K, N)
+        ref = reference64("p12", x, w, b)
+        poison_allocator((M, N))
+        before = torch.backends.cuda.matmul.allow_tf32
+        out = ext.cublas_tf32_epilogue_vec4(x, w, b, MULT, SLOPE)
+        assert not out.isnan().any(), f"unwritten outputs; seed={SEED}"
+        err = rel_error(out, ref)
+        assert err < 3e-3, f"{M}x{K}x{N}: rel. error {err:.2e}; seed={SEED}"
+        if K >= 1000:  # long reductions: TF32 rounding must show, or the mode was not applied
+            assert err > 1e-5, f"{M}x{K}x{N}: rel. error {err:.2e} looks like fp32, not TF32"
+        assert torch.backends.cuda.matmul.allow_tf32 == before
+        fp32 = ext.cublas_epilogue_vec4(x, w, b, MULT, SLOPE)  # the handle is back in fp32 math
+        assert rel_error(fp32, ref) < 1e-5
 
 
-@gpu_test
-@pytest.mark.parametrize("vec4", [False, True])
-@pytest.mark.parametrize("M,N,offset,fast", [
+# (M, N, offset of y in its buffer, expected float4 fast path)
+EPILOGUE_CASES = [
     (64, 1024, 0, True),     # aligned, N % 4 == 0: the float4 path
     (64, 1023, 0, False),    # N % 4 != 0: scalar fallback
     (64, 1024, 1, False),    # y starts 4 bytes past a 16-byte boundary: scalar fallback
@@ -396,99 +361,89 @@ def test_cublas_tf32_step_within_tf32_error(ext, M, K, N):
     (7, 1028, 0, True),      # float4 path, M % 4 == 3 (a partial 4-row tile), N / 4 = 257 (a
                              # second column block with one active thread)
     (1, 4, 0, True),         # float4 path, a single float4
-])
-def test_epilogue_only_in_place(ext, vec4, M, N, offset, fast):
-    seed = secrets.randbits(31)
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    y0 = torch.randn(M, N, device="cuda", generator=g)  # stands in for x @ W.T: both signs
-    b = torch.randn(N, device="cuda", generator=g)
-    buf, y = guarded_view(M, N, offset, y0)
-    assert ext.vec4_fast_path(y, b) == fast
-    out = ext.epilogue_only(y, b, MULT, SLOPE, vec4)
-    torch.cuda.synchronize()
-    assert out.data_ptr() == y.data_ptr(), "epilogue_only works in place and returns y"
-    ref = torch.nn.functional.leaky_relu((y0.double() + b.double()) * MULT, SLOPE)
-    err = rel_error(y, ref)
-    assert err < 1e-6, f"vec4={vec4} {M}x{N}+{offset}: rel. error {err:.2e}; seed={seed}"
-    guard = torch.cat([buf[:offset], buf[offset + M * N:]])
-    assert (guard == -12345.0).all(), "epilogue wrote outside y"
+]
 
 
 @gpu_test
 @pytest.mark.parametrize("vec4", [False, True])
-def test_epilogue_only_with_misaligned_bias(ext, vec4):
-    """b starting 4 bytes past a 16-byte boundary (y aligned, N % 4 == 0): the scalar fallback."""
-    M, N = 9, 64
-    y0 = torch.randn(M, N, device="cuda")
-    b_buf = torch.randn(N + 1, device="cuda")
-    b = b_buf[1:]
+def test_epilogue_only_in_place(ext, vec4):
+    """In place, nothing written outside y (sentinels around it), the float4 path exactly where
+    alignment allows it; a bias 4 bytes past a 16-byte boundary takes the scalar fallback; a NaN
+    in y comes out NaN (no max or clamp that hides it)."""
+    g = torch.Generator(device="cuda").manual_seed(SEED)
+    for M, N, offset, fast in EPILOGUE_CASES:
+        y0 = torch.randn(M, N, device="cuda", generator=g)  # stands in for x @ W.T: both signs
+        b = torch.randn(N, device="cuda", generator=g)
+        buf, y = guarded_view(M, N, offset, y0)
+        assert ext.vec4_fast_path(y, b) == fast
+        out = ext.epilogue_only(y, b, MULT, SLOPE, vec4)
+        assert out.data_ptr() == y.data_ptr(), "epilogue_only works in place and returns y"
+        ref = torch.nn.functional.leaky_relu((y0.double() + b.double()) * MULT, SLOPE)
+        err = rel_error(y, ref)
+        assert err < 1e-6, f"vec4={vec4} {M}x{N}+{offset}: rel. error {err:.2e}; seed={SEED}"
+        guard = torch.cat([buf[:offset], buf[offset + M * N:]])
+        assert (guard == SENTINEL).all(), "epilogue wrote outside y"
+    y0 = torch.randn(9, 64, device="cuda")
+    b = torch.randn(65, device="cuda")[1:]
     assert b.data_ptr() % 16 != 0 and b.is_contiguous()
     y = y0.clone()
     assert not ext.vec4_fast_path(y, b)
     ext.epilogue_only(y, b, MULT, SLOPE, vec4)
-    ref = torch.nn.functional.leaky_relu((y0.double() + b.double()) * MULT, SLOPE)
-    assert rel_error(y, ref) < 1e-6
-
-
-@gpu_test
-def test_epilogue_only_sees_nan_inputs_through(ext):
-    """Poisoned input: a NaN in y must come out NaN (no max/clamp that hides it)."""
+    assert rel_error(y, torch.nn.functional.leaky_relu((y0.double() + b.double()) * MULT, SLOPE)) < 1e-6
     y = torch.randn(8, 16, device="cuda")
     y[3, 5] = float("nan")
-    b = torch.randn(16, device="cuda")
-    for vec4 in (False, True):
-        out = ext.epilogue_only(y.clone(), b, MULT, SLOPE, vec4)
-        assert out.isnan().sum().item() == 1 and out[3, 5].isnan()
+    out = ext.epilogue_only(y, torch.randn(16, device="cuda"), MULT, SLOPE, vec4)
+    assert out.isnan().sum().item() == 1 and out[3, 5].isnan()
 
 
 @gpu_test
-@pytest.mark.parametrize("step", ["naive", "coalesced", "smem_tiles", "register_tiles", "tiled"])
-def test_misaligned_and_strided_inputs(ext, step):
+def test_misaligned_and_strided_inputs(ext):
     """x starting 4 bytes past a 16-byte boundary (K % 4 == 0, so only the pointer forbids
     float4 loads), and a transposed (non-contiguous) w that the binding copies (for step 02,
     whose wt is (K, N), the view w.T: strides (1, K))."""
     M, K, N = 130, 260, 132
-    x, w, b, seed = fresh_inputs(M, K, N)
+    x, w, b = inputs(M, K, N)
     buf = torch.empty(M * K + 1, device="cuda")
     x_mis = buf[1:].view(M, K)
     x_mis.copy_(x)
     assert x_mis.data_ptr() % 16 != 0 and x_mis.is_contiguous()
-    w_t = w.T if step in W_TRANSPOSED else w.T.contiguous().T  # same values, strided
-    assert not w_t.is_contiguous()
-    out = getattr(ext, step)(x_mis, w_t, b, MULT, SLOPE)
-    err = rel_error(out, reference64(x, w, b))
-    assert err < 1e-5, f"{step}: rel. error {err:.2e}; seed={seed}"
+    ref = reference64("p12", x, w, b)
+    for step in ["naive", "coalesced", "smem_tiles", "register_tiles", "tiled"]:
+        w_t = w.T if step in W_TRANSPOSED else w.T.contiguous().T  # same values, strided
+        assert not w_t.is_contiguous()
+        err = rel_error(getattr(ext, step)(x_mis, w_t, b, MULT, SLOPE), ref)
+        assert err < 1e-5, f"{step}: rel. error {err:.2e}; seed={SEED}"
 
 
 @gpu_test
-@pytest.mark.parametrize("M,K,N", [(3, 5, 7), (17, 1000, 33), (256, 4096, 512)])
-def test_sgemm_rowmajor_mapping(ext, M, K, N):
-    x, w, _, seed = fresh_inputs(M, K, N)
-    out = ext.sgemm_rowmajor(x, w)
-    assert out.shape == (M, N)
-    err = rel_error(out, x.double() @ w.double().T)
-    assert err < 1e-5, f"rel. error {err:.2e}; seed={seed}"
+def test_sgemm_rowmajor_mapping(ext):
+    for M, K, N in [(3, 5, 7), (17, 1000, 33), (256, 4096, 512)]:
+        x, w, _ = inputs(M, K, N)
+        out = ext.sgemm_rowmajor(x, w)
+        assert out.shape == (M, N)
+        err = rel_error(out, x.double() @ w.double().T)
+        assert err < 1e-5, f"{M}x{K}x{N}: rel. error {err:.2e}; seed={SEED}"
 
 
 @gpu_test
 def test_cublas_steps_stay_fp32_when_torch_allows_tf32(ext):
     """TF32 would give ~3e-4 at K = 4096; our calls force CUBLAS_DEFAULT_MATH."""
-    x, w, b, seed = fresh_inputs(256, 4096, 512)
+    x, w, b = inputs(256, 4096, 512)
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = True
     try:
         tf32_err = rel_error(x @ w.T, x.double() @ w.double().T)
         err = rel_error(ext.sgemm_rowmajor(x, w), x.double() @ w.double().T)
-        err_step = rel_error(ext.cublas_epilogue_vec4(x, w, b, MULT, SLOPE), reference64(x, w, b))
+        err_step = rel_error(ext.cublas_epilogue_vec4(x, w, b, MULT, SLOPE), reference64("p12", x, w, b))
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
-    assert err < 1e-5 and err_step < 1e-5, f"{err:.2e} {err_step:.2e} (TF32: {tf32_err:.2e}); seed={seed}"
+    assert err < 1e-5 and err_step < 1e-5, f"{err:.2e} {err_step:.2e} (TF32: {tf32_err:.2e}); seed={SEED}"
 
 
 @gpu_test
 def test_steps_run_on_the_current_stream(ext):
-    x, w, b, seed = fresh_inputs(512, 2048, 1024)
-    ref = reference64(x, w, b)
+    x, w, b = inputs(512, 2048, 1024)
+    ref = reference64("p12", x, w, b)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     wt = w.t().contiguous()  # made before: the side stream must not read it half written
@@ -496,19 +451,19 @@ def test_steps_run_on_the_current_stream(ext):
         outs = {s: getattr(ext, s)(x, wt if s in W_TRANSPOSED else w, b, MULT, SLOPE) for s in STEPS}
     side.synchronize()  # only the side stream: work left on another stream would be unfinished
     for s, out in outs.items():
-        assert rel_error(out, ref) < 1e-5, f"{s} on a side stream; seed={seed}"
+        assert rel_error(out, ref) < 1e-5, f"{s} on a side stream; seed={SEED}"
 
 
 @gpu_test
 def test_empty_batch_returns_empty(ext):
-    x, w, b, _ = fresh_inputs(1, 8, 4)
+    x, w, b = inputs(1, 8, 4)
     for s in STEPS:
         assert call(ext, s, x[:0], w, b).shape == (0, 4)
 
 
 @gpu_test
 def test_bad_inputs_name_the_parameter(ext):
-    x, w, b, _ = fresh_inputs(4, 8, 6)
+    x, w, b = inputs(4, 8, 6)
     for s in (s for s in STEPS if s not in W_TRANSPOSED):
         fn = getattr(ext, s)
         with pytest.raises(TypeError, match=r"x must be torch\.float32.*Double"):
@@ -527,11 +482,7 @@ def test_bad_inputs_name_the_parameter(ext):
         ext.epilogue_only(torch.randn(6, 4, device="cuda").T, b[:6], MULT, SLOPE, True)
     with pytest.raises(ValueError, match=r"b must have y\.size\(1\) = 6"):
         ext.epilogue_only(torch.randn(4, 6, device="cuda"), b[:5], MULT, SLOPE, False)
-
-
-@gpu_test
-def test_coalesced_step_names_its_transposed_weight_in_errors(ext):
-    x, w, b, _ = fresh_inputs(4, 8, 6)
+    # Step 02 takes W transposed, (K, N), and names it so.
     wt = w.t().contiguous()   # (K, N) = (8, 6)
     with pytest.raises(ValueError, match=r"wt\.size\(0\) must equal x\.size\(1\) \(K = 8\).*transposed, \(K, N\)"):
         ext.coalesced(x, w, b, MULT, SLOPE)            # w (N, K) given where wt (K, N) is taken
@@ -542,11 +493,10 @@ def test_coalesced_step_names_its_transposed_weight_in_errors(ext):
 
 
 @gpu_test
-@pytest.mark.parametrize("step,rows", [("smem_tiles", 32), ("register_tiles", 64), ("tiled", 128)])
-def test_row_tiles_past_the_grid_limit_are_refused_in_one_line(ext, step, rows):
+def test_row_tiles_past_the_grid_limit_are_refused_in_one_line(ext):
     """gridDim.y holds at most 65535 row tiles; one more row is refused before any launch."""
-    M = 65535 * rows + 1
-    x = torch.empty(M, 1, device="cuda")
     w, b = torch.rand(1, 1, device="cuda"), torch.rand(1, device="cuda")
-    with pytest.raises(ValueError, match=rf"x\.size\(0\) \(M\) = {M} is too large for the {step} kernel"):
-        getattr(ext, step)(x, w, b, MULT, SLOPE)
+    for step, rows in [("smem_tiles", 32), ("register_tiles", 64), ("tiled", 128)]:
+        M = 65535 * rows + 1
+        with pytest.raises(ValueError, match=rf"x\.size\(0\) \(M\) = {M} is too large for the {step} kernel"):
+            getattr(ext, step)(torch.empty(M, 1, device="cuda"), w, b, MULT, SLOPE)

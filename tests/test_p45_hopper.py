@@ -8,22 +8,23 @@ reports no spills, no stack and no warning; the binding passes the C++ front end
 the C++ and Python sides share agree; a torch model of the kernels' dataflow (fixed scale of h,
 zero padding, 128-column partial logsumexp, the combine) is fp32-faithful.
 GPU part (marked ``gpu``): each GEMM alone against float64, the whole step against float64 at
-odd sizes and KernelBench's, bad inputs, a NaN row, and fusedkit.measure's tier fp32-faithful.
+odd sizes and KernelBench's (fp32-faithful there), bad inputs, a NaN row.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-import tempfile
-from pathlib import Path
 
 import pytest
 import torch
 
 from fusedkit import build, export
+from fusedkit.harness import rel_error
+from fusedkit.kernels import load_step
 from fusedkit.problems import p45_linear_sigmoid_linear_logsumexp as p45mod
-from kernel_helpers import gpu_test, needs_nvcc, p45_inputs as _inputs, poison_allocator, rel_error
+from kernel_helpers import entry_body, gpu_test, needs_nvcc, poison_allocator, ptxas_report
+from reference import model, operands, reference64, tier
 
 P45 = p45mod.PROBLEM
 HOPPER = build.hopper_sources("p45")
@@ -36,19 +37,13 @@ GEMM2 = "p45_wgmma_fp16x3_partial_lse_kernel"
 H_SCALE = 2.0**14
 LSE_TILE = 128
 TOL_FP32 = 1e-6  # vs float64: fp32-faithful (step 05 measured ~1e-7 on the H200)
+SEED = secrets.randbits(31)   # fresh inputs every run; quoted in messages
 
 
 def err_vs(out: torch.Tensor, ref: torch.Tensor) -> float:
     """rel_error with values below 1 counted as 1 in the norm of ref: a logit or logsumexp that
     cancels to near zero (H = 1 or N = 1) is not fp32's yardstick, its inputs' size is."""
     return ((out.double() - ref).norm() / ref.double().abs().clamp_min(1.0).norm()).item()
-
-
-def entry_body(ptx_text: str, kernel: str) -> str:
-    """The PTX of one kernel: from its .entry line to the next .entry (or the end)."""
-    start = ptx_text.index(f".entry {kernel}(")
-    nxt = ptx_text.find(".entry ", start + 1)
-    return ptx_text[start:nxt if nxt != -1 else len(ptx_text)]
 
 
 # ----------------------------------------------------------------------------- CPU part
@@ -115,27 +110,15 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue():
     assert not build.ptx_instructions(g2, r"cvt\.rn\.f16\.f32")
 
 
-def _ptxas_log(src: Path) -> str:
-    nvcc = build._nvcc_path()
-    flags = [*build._target_flags("sm_90a", "cubin"), "-cubin", "-Xptxas", "-v",
-             *build.NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = build._run_nvcc(nvcc, [*flags, "-o", str(Path(tmp) / "out.cubin"), str(src)],
-                               f"ptxas {src.name}")
-    return proc.stdout + proc.stderr
-
-
 @needs_nvcc
 def test_ptxas_no_spills_no_stack_no_warnings():
-    usage = build.resource_usage(SOURCE)
+    usage, warnings = ptxas_report(SOURCE)
     assert set(usage) == {GEMM1, GEMM2}
     for kernel, stats in usage.items():
-        print(kernel, stats)
         assert stats["spill_stores"] == stats["spill_loads"] == stats["stack_bytes"] == 0, (kernel, stats)
         # __launch_bounds__(384, 1): 168 a thread at entry; setmaxnreg moves them to the consumers.
         assert 0 < stats["registers"] <= 168, (kernel, stats)
     # A wgmma the compiler could not keep asynchronous, or a setmaxnreg it dropped, is a warning.
-    warnings = [ln for ln in _ptxas_log(SOURCE).splitlines() if "warning" in ln.lower()]
     assert not warnings, "\n".join(warnings)
 
 
@@ -159,8 +142,6 @@ def test_variant_is_well_formed_and_registered_before_the_by_batch_step():
 
 def test_shared_constants_agree():
     """The C++ side's h scale, padding and logsumexp tile are the Python side's."""
-    from fusedkit.kernels import load_step
-
     split = load_step("common", "fp16x3_split.py")
     text = LAUNCHERS.read_text()
     const = dict(re.findall(r"constexpr \w+ (kHopper\w+) = ([0-9.]+)f?;", text))
@@ -211,8 +192,6 @@ def model_of_step07(x, w1, b1, w2, b2):
     """What step 07 computes: its host side (common/fp16x3_lse.py, the variant's very build but
     for the extension) with the two kernels written as their epilogues do it. Returns out and
     GEMM1's (hh, hl)."""
-    from fusedkit.kernels import load_step
-
     h_split = []
 
     def gemm1(*args):
@@ -223,22 +202,16 @@ def model_of_step07(x, w1, b1, w2, b2):
     return out, *h_split
 
 
-def reference64(x, w1, b1, w2, b2):
-    hid = torch.sigmoid(x.double() @ w1.double().T + b1.double())
-    return torch.logsumexp(hid @ w2.double().T + b2.double(), dim=1)
-
-
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU tests run the kernels themselves")
 @pytest.mark.parametrize("m,k,h,n", [(1, 1, 1, 1), (5, 70, 65, 129), (3, 33, 130, 300)])
 def test_torch_model_of_the_dataflow_is_fp32_faithful(m, k, h, n):
     """The kernels' design (one scale 2**14 for h, zero columns H.. Hp, -inf past N, pairs per
     128-column tile, the combine) loses nothing beyond fp32's error."""
-    seed = secrets.randbits(31)
-    x, w1, b1, w2, b2 = _inputs(m, k, h, n, seed)
+    x, w1, b1, w2, b2 = operands("p45", m, k, h, n, seed=SEED)
     out, hh, hl = model_of_step07(x, w1, b1, w2, b2)
     assert (hh[:, h:] == 0).all() and (hl[:, h:] == 0).all()
-    err = err_vs(out, reference64(x, w1, b1, w2, b2))
-    assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={seed}"
+    err = err_vs(out, reference64("p45", x, w1, b1, w2, b2))
+    assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
 
 
 # ----------------------------------------------------------------------------- GPU part
@@ -247,7 +220,7 @@ def test_torch_model_of_the_dataflow_is_fp32_faithful(m, k, h, n):
 # one 128-column tile of GEMM1 by a little (Hp = 192 < 256: padding written by a partial tile);
 # N below, at and past one 128-column logsumexp tile; M past one and several 128-row tiles.
 SIZES = [(1, 1, 1, 1), (3, 5, 7, 33), (67, 1000, 333, 129), (129, 64, 130, 128),
-         (300, 520, 257, 1025), (1, 2048, 4096, 1024), (1000, 2048, 4096, 1024)]
+         (300, 520, 257, 1025)]
 DEFAULT = (16384, 2048, 4096, 1024)
 
 
@@ -258,87 +231,78 @@ def ext():
 
 @pytest.fixture(scope="module")
 def split():
-    from fusedkit.kernels import load_step
-
     return load_step("common", "fp16x3_split.py")
 
 
-def _model(m, k, h, n, w1, b1, w2, b2):
-    return P45.model_with(P45.sizes(batch_size=m, input_size=k, hidden_size=h, output_size=n),
-                          w1, b1, w2, b2, device="cuda")
+def inputs(m, k, h, n):
+    return operands("p45", m, k, h, n, seed=SEED, device="cuda")
 
 
 @gpu_test
-@pytest.mark.parametrize("m,k,h,n", SIZES[:5], ids=str)
-def test_gemm1_writes_h_split_and_zero_padding(ext, split, m, k, h, n):
+def test_gemm1_writes_h_split_and_zero_padding(ext, split):
     """(hh + hl / 2048) / 2**14 is sigmoid(x @ W1.T + b1) to fp32's error; columns H.. are zero,
     and every element is written (poisoned memory would show NaN)."""
-    seed = secrets.randbits(31)
-    x, w1, b1, _, _ = _inputs(m, k, h, n, seed, device="cuda")
-    xs, ws = split.split_fp16x3(x, pad_cols_to=64), split.split_fp16x3(w1, pad_cols_to=64)
-    hp = -(-h // 64) * 64
-    junk = [torch.full((m, hp), float("nan"), device="cuda", dtype=torch.float16) for _ in range(2)]
-    del junk  # the caching allocator hands these NaN blocks to hh and hl
-    hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b1)
-    torch.cuda.synchronize()
-    assert hh.shape == hl.shape == (m, hp) and hh.dtype == hl.dtype == torch.float16
-    assert not hh.isnan().any() and not hl.isnan().any(), f"unwritten elements; seed={seed}"
-    assert (hh[:, h:] == 0).all() and (hl[:, h:] == 0).all(), f"padding not zero; seed={seed}"
-    got = (hh.double() + hl.double() / 2048) / ext.H_SCALE
-    ref = torch.sigmoid(x.double() @ w1.double().T + b1.double())
-    err = rel_error(got[:, :h], ref)
-    assert err < TOL_FP32, f"{m}x{k}x{h}: h {err:.2e} vs float64; seed={seed}"
+    for m, k, h, n in SIZES:
+        x, w1, b1, _, _ = inputs(m, k, h, n)
+        xs, ws = split.split_fp16x3(x, pad_cols_to=64), split.split_fp16x3(w1, pad_cols_to=64)
+        hp = -(-h // 64) * 64
+        junk = [torch.full((m, hp), float("nan"), device="cuda", dtype=torch.float16) for _ in range(2)]
+        del junk  # the caching allocator hands these NaN blocks to hh and hl
+        hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b1)
+        assert hh.shape == hl.shape == (m, hp) and hh.dtype == hl.dtype == torch.float16
+        assert not hh.isnan().any() and not hl.isnan().any(), f"{m}x{k}x{h}: unwritten elements; seed={SEED}"
+        assert (hh[:, h:] == 0).all() and (hl[:, h:] == 0).all(), f"{m}x{k}x{h}: padding not zero; seed={SEED}"
+        got = (hh.double() + hl.double() / 2048) / ext.H_SCALE
+        ref = torch.sigmoid(x.double() @ w1.double().T + b1.double())
+        err = rel_error(got[:, :h], ref)
+        assert err < TOL_FP32, f"{m}x{k}x{h}: h {err:.2e} vs float64; seed={SEED}"
 
 
 @gpu_test
-@pytest.mark.parametrize("m,k,h,n", SIZES[:5], ids=str)
-def test_gemm2_pairs_match_float64(ext, split, m, k, h, n):
+def test_gemm2_pairs_match_float64(ext, split):
     """pmax and psum per 128-column tile of z = h @ W2.T + b2 (h given split with the fixed scale)
     against float64 of the same split h; their combine is the row's logsumexp."""
-    from fusedkit.kernels import load_step
-
-    seed = secrets.randbits(31)
-    _, _, _, w2, b2 = _inputs(m, k, h, n, seed, device="cuda")
-    hid = torch.rand(m, h, device="cuda")
-    hs = torch.zeros(m, -(-h // 64) * 64, device="cuda")
-    hs[:, :h] = hid * H_SCALE
-    hh = hs.half()
-    hl = ((hs - hh.float()) * 2048).half()
-    ws = split.split_fp16x3(w2, pad_cols_to=64)
-    t = -(-n // LSE_TILE)
-    poison_allocator((m, t), (m, t))
-    pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, ws.hi, ws.lo, ws.inv_scale, b2)
-    torch.cuda.synchronize()
-    assert pmax.shape == psum.shape == (m, t) and pmax.dtype == torch.float32
-    h64 = ((hh.double() + hl.double() / 2048) / H_SCALE)[:, :h]
-    z = h64 @ w2.double().T + b2.double()
-    zp = torch.full((m, t * LSE_TILE), float("-inf"), device="cuda", dtype=torch.float64)
-    zp[:, :n] = z
-    tiles = zp.view(m, t, LSE_TILE)
-    ref_max = tiles.max(dim=2).values
-    ref_sum = torch.exp(tiles - ref_max[:, :, None]).sum(dim=2)
-    assert err_vs(pmax, ref_max) < TOL_FP32, f"pmax; seed={seed}"
-    assert rel_error(psum, ref_sum) < 1e-5, f"psum; seed={seed}"  # exp(z - max): z's abs. error
-    out = load_step("common", "lse.py").combine_lse(pmax, psum)
-    err = err_vs(out, torch.logsumexp(z, dim=1))
-    assert err < TOL_FP32, f"{m}x{h}x{n}: {err:.2e} vs float64; seed={seed}"
+    for m, k, h, n in SIZES:
+        _, _, _, w2, b2 = inputs(m, k, h, n)
+        hid = torch.rand(m, h, device="cuda")
+        hs = torch.zeros(m, -(-h // 64) * 64, device="cuda")
+        hs[:, :h] = hid * H_SCALE
+        hh = hs.half()
+        hl = ((hs - hh.float()) * 2048).half()
+        ws = split.split_fp16x3(w2, pad_cols_to=64)
+        t = -(-n // LSE_TILE)
+        poison_allocator((m, t), (m, t))
+        pmax, psum = ext.wgmma_fp16x3_partial_lse(hh, hl, ws.hi, ws.lo, ws.inv_scale, b2)
+        assert pmax.shape == psum.shape == (m, t) and pmax.dtype == torch.float32
+        h64 = ((hh.double() + hl.double() / 2048) / H_SCALE)[:, :h]
+        z = h64 @ w2.double().T + b2.double()
+        zp = torch.full((m, t * LSE_TILE), float("-inf"), device="cuda", dtype=torch.float64)
+        zp[:, :n] = z
+        tiles = zp.view(m, t, LSE_TILE)
+        ref_max = tiles.max(dim=2).values
+        ref_sum = torch.exp(tiles - ref_max[:, :, None]).sum(dim=2)
+        assert err_vs(pmax, ref_max) < TOL_FP32, f"{m}x{h}x{n}: pmax; seed={SEED}"
+        assert rel_error(psum, ref_sum) < 1e-5, f"{m}x{h}x{n}: psum; seed={SEED}"  # exp(z - max): z's abs. error
+        out = load_step("common", "lse.py").combine_lse(pmax, psum)
+        err = err_vs(out, torch.logsumexp(z, dim=1))
+        assert err < TOL_FP32, f"{m}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
 
 
 @gpu_test
-@pytest.mark.parametrize("m,k,h,n", [*SIZES, DEFAULT], ids=str)
-def test_step_is_fp32_faithful(m, k, h, n):
-    """The whole step through the variant's build against the float64 model."""
-    seed = secrets.randbits(31)
-    x, w1, b1, w2, b2 = _inputs(m, k, h, n, seed, device="cuda")
-    fn = STEP07.build(_model(m, k, h, n, w1, b1, w2, b2))
-    poison_allocator((m,), (m, -(-n // LSE_TILE)))
-    out = fn(x)
-    torch.cuda.synchronize()
-    assert out.shape == (m,) and out.dtype == torch.float32
-    assert not out.isnan().any(), f"NaN in out; seed={seed}"
-    err = err_vs(out, reference64(x, w1, b1, w2, b2))
-    print(f"wgmma_fp16x3_lse {m}x{k}x{h}x{n}: rel. error {err:.2e} vs float64")
-    assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={seed}"
+def test_step_is_fp32_faithful():
+    """The whole step through the variant's build against the float64 model; at a single row
+    with KernelBench's other sizes, a partial row tile; fp32-faithful at KernelBench's sizes."""
+    for m, k, h, n in [*SIZES, (1, 2048, 4096, 1024), (1000, 2048, 4096, 1024), DEFAULT]:
+        x, w1, b1, w2, b2 = inputs(m, k, h, n)
+        fn = STEP07.build(model("p45", x, w1, b1, w2, b2))
+        poison_allocator((m,), (m, -(-n // LSE_TILE)))
+        out = fn(x)
+        assert out.shape == (m,) and out.dtype == torch.float32
+        assert not out.isnan().any(), f"{m}x{k}x{h}x{n}: NaN in out; seed={SEED}"
+        err = err_vs(out, reference64("p45", x, w1, b1, w2, b2))
+        print(f"wgmma_fp16x3_lse {m}x{k}x{h}x{n}: rel. error {err:.2e} vs float64")
+        assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
+    assert tier("p45", out, x, w1, b1, w2, b2) == "fp32-faithful", f"seed={SEED}"
 
 
 @gpu_test
@@ -346,14 +310,13 @@ def test_large_logits_and_a_nan_row(split):
     """Logits of size ~100 (weights scaled up) keep every exp in range (out ~ 100, fp32-accurate);
     a row of x holding NaN gives NaN in that row of out only."""
     m, k, h, n = 130, 200, 300, 257
-    seed = secrets.randbits(31)
-    x, w1, b1, w2, b2 = _inputs(m, k, h, n, seed, device="cuda")
+    x, w1, b1, w2, b2 = inputs(m, k, h, n)
     w2 = w2 * 400.0
-    fn = STEP07.build(_model(m, k, h, n, w1, b1, w2, b2))
+    fn = STEP07.build(model("p45", x, w1, b1, w2, b2))
     out = fn(x)
-    ref = reference64(x, w1, b1, w2, b2)
+    ref = reference64("p45", x, w1, b1, w2, b2)
     assert ref.abs().max() > 20, "the logits are meant to be large"
-    assert rel_error(out, ref) < TOL_FP32, f"seed={seed}"
+    assert rel_error(out, ref) < TOL_FP32, f"seed={SEED}"
     x_nan = x.clone()
     x_nan[7, 3] = float("nan")
     out_nan = fn(x_nan)
@@ -366,7 +329,7 @@ def test_large_logits_and_a_nan_row(split):
 @gpu_test
 def test_binding_checks_inputs_and_copies_misaligned_ones(ext, split):
     m, k, h, n = 70, 200, 136, 300
-    x, w1, b1, w2, b2 = _inputs(m, k, h, n, 5, device="cuda")
+    x, w1, b1, w2, b2 = operands("p45", m, k, h, n, seed=5, device="cuda")
     xs, w1s, w2s = (split.split_fp16x3(t, pad_cols_to=64) for t in (x, w1, w2))
     hh, hl = ext.wgmma_fp16x3_sigmoid_split(xs.hi, xs.lo, xs.inv_scale, w1s.hi, w1s.lo,
                                             w1s.inv_scale, b1)
@@ -392,15 +355,3 @@ def test_binding_checks_inputs_and_copies_misaligned_ones(ext, split):
     assert torch.equal(pmax_mis, pmax) and torch.equal(psum_mis, psum)
 
 
-@gpu_test
-@pytest.mark.parametrize("sizes", [None, (67, 1000, 333, 129), (1, 2048, 4096, 1024)], ids=str)
-def test_passes_the_measuring_harness(sizes):
-    """fusedkit.measure's check and timing: the tier must be fp32-faithful."""
-    from fusedkit.measure import measure
-
-    s = P45.defaults if sizes is None else P45.sizes(
-        batch_size=sizes[0], input_size=sizes[1], hidden_size=sizes[2], output_size=sizes[3])
-    m = measure(P45, STEP07, s, device="cuda", seeds=2, warmup_ms=5, rep_ms=20)
-    print(m.summary())
-    assert m.timed, m.summary()
-    assert m.tier == "fp32-faithful", m.summary()

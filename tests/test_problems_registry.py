@@ -4,14 +4,13 @@ what each variant then holds agrees with its source, so nothing on the run path 
 file again."""
 
 import inspect
-import subprocess
 import sys
 
 import pytest
 import torch
 
 import fusedkit.kernels
-from fusedkit import build, check, problems
+from fusedkit import build, problems
 from fusedkit.kernels import KERNELS
 from fusedkit.problems.base import StepCall, Variant, Weights, discover_steps
 
@@ -26,7 +25,6 @@ def test_declared_arch_agrees_with_the_source(p, v):
     build puts a file there when it includes common/hopper.cuh)."""
     from_source = v.source.endswith(".cu") and KERNELS / v.source in build.hopper_sources(p.key)
     assert v.hopper == from_source, f"{v.slug}: declared arch={v.arch!r}, source {v.source!r}"
-    assert check.needs_hopper(v) == from_source
 
 
 def test_every_hopper_source_has_a_declared_step():
@@ -47,15 +45,6 @@ def test_refusal_reads_the_declaration_only():
     assert p12.variant("wgmma_tma").refusal(cpu).startswith("needs a Hopper (sm_90) GPU")
     assert p12.variant("naive").refusal(cpu).startswith("needs a CUDA GPU")
     assert p12.variant("eager").refusal(cpu) == "" and p12.variant("triton_ieee").refusal(cpu) == ""
-
-
-def test_the_registry_does_not_import_the_check():
-    """problems.base -> check -> problems was a circle (by_batch's deferred import): the registry
-    now refuses a device from its own declarations."""
-    code = ("import sys; from fusedkit import problems; [problems.get(k) for k in problems.names()]; "
-            "print(sorted(m for m in sys.modules if m in ('fusedkit.check', 'fusedkit.interpreter_cost')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
 
 
 def test_a_kernel_step_is_data_that_agrees_with_its_variant():
