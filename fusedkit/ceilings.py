@@ -2,7 +2,7 @@
 
 A datasheet rate is a lead, not a ceiling (see :mod:`fusedkit.hardware`): the H200's 989.4
 TFLOP/s of fp16 holds at 1.83 GHz, and under a long tensor-core load the GPU may run slower.
-So each run also measures, on the device at hand and through :mod:`fusedkit.bench`'s one
+So each run also measures, on the device at hand and through :mod:`fusedkit.harness.timing`'s one
 timing method (randomised warm-up, CUDA events, the median of many calls):
 
 - ``ceiling_copy``: a 2 GiB device-to-device copy (``Tensor.copy_``); bytes read plus written

@@ -11,10 +11,9 @@ can say what it kept (the rows a bench measured, the reports a report built) bef
 The first such signal makes the others ignored: a second Ctrl-C while the command says what it
 kept would otherwise end it with a traceback (exit status 130), the line unsaid.
 
-A Ctrl-C at a terminal reaches the whole process group, the measuring worker's fork server too
-(:mod:`fusedkit.isolation`), which imports fusedkit and torch before it protects itself from
-SIGINT: it is started with SIGINT blocked (:func:`sigint_blocked`), or a Ctrl-C while it starts
-would print a traceback from inside an import beside the command's one line, or end it.
+The measuring workers lead sessions of their own (:mod:`fusedkit.harness.pool`), so a Ctrl-C at a
+terminal reaches the command alone, which ends them. A run in a thread of its own (the
+explorer's) stops at :func:`checkpoint`, between two orders to its worker.
 
 Standard library only: this module is imported before torch.
 """
@@ -88,34 +87,6 @@ def exit_while_starting() -> None:
 
     for s in SIGNALS:
         signal.signal(s, stop)
-
-
-def preloading_in_forkserver() -> bool:
-    """True while this process is a multiprocessing fork server importing its preload modules
-    (``multiprocessing.forkserver.main`` is on the stack)."""
-    forkserver = sys.modules.get("multiprocessing.forkserver")
-    if forkserver is None:
-        return False
-    frame = sys._getframe()
-    while frame is not None:
-        if frame.f_code is forkserver.main.__code__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-@contextlib.contextmanager
-def sigint_blocked() -> Iterator[None]:
-    """Within, this thread takes no SIGINT; a process started meanwhile inherits the blocked
-    signal through its exec, from its first instant, before its Python has a handler (before
-    which a SIGINT ends it) or a module is imported (during which it prints a traceback).
-    multiprocessing starts its resource tracker the same way. A SIGINT that arrives meanwhile is
-    not lost: another thread takes it, or this one once it is unblocked."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager

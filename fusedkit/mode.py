@@ -25,7 +25,7 @@ def ensure_triton_mode() -> None:
     """
     if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
-    # Each candidate runs in a fresh worker process (fusedkit.isolation): without its results
+    # Each candidate runs in a fresh worker process (fusedkit.harness): without its results
     # on disk, an autotuned kernel would benchmark every config again in every one of them.
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
 

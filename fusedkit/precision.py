@@ -41,7 +41,7 @@ PRECISIONS: dict[str, str] = {
 PASSES: dict[str, int] = {"tf32x3": 3, "fp16x3": 3}
 
 TIERS: tuple[str, ...] = ("reference", "fp32-faithful", "kb-pass", "fast")
-"""Precision tiers from the most to the least accurate (rules in :mod:`fusedkit.check`)."""
+"""Precision tiers from the most to the least accurate (rules in :mod:`fusedkit.harness.judge`)."""
 KERNEL_TIERS: tuple[str, ...] = TIERS[1:]
 """The tiers a kernel of ours can reach ("reference" is eager fp32 itself); a variant of one
 tier also meets every later one."""
@@ -74,7 +74,7 @@ def tf32_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> to
     return to_tf32(x).double() @ to_tf32(weight).double().T + bias.double()
 
 
-# -- what each declared precision can do to a result: the error bound of fusedkit.check ---------
+# -- what each declared precision can do to a result: the bound of the judge (fusedkit.harness) ---
 
 EPS32 = 2.0**-24
 """fp32's unit roundoff: half the spacing of float32 numbers near 1."""
@@ -110,7 +110,7 @@ ROUNDING: Mapping[str, Rounding] = MappingProxyType({
     "fp16x3": Rounding(2.0**-21),
     "fp16": Rounding(2.0**-11),                # 11 significant bits, rounded to nearest
     "bf16": Rounding(2.0**-8),                 # 8 significant bits, rounded to nearest
-})   # read-only: fusedkit.guard sees a replaced table, and nothing can edit this one in place
+})   # read-only: nothing can edit this table in place
 assert set(ROUNDING) == set(PRECISIONS)
 
 BOUND_MARGIN = 2.0

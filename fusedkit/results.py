@@ -20,7 +20,7 @@ from fusedkit.precision import KERNEL_TIERS, PRECISIONS
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 CLEAN_TIMER = "cuda-events"
-"""The timer of a clean measurement: CUDA events on a GPU (:mod:`fusedkit.bench`)."""
+"""The timer of a clean measurement: CUDA events on a GPU (:mod:`fusedkit.harness.timing`)."""
 DIRTY = "+dirty"
 """The suffix of a commit measured with uncommitted changes (:func:`fusedkit.records.current_commit`)."""
 EXPORT = "export:"

@@ -1,4 +1,4 @@
-"""The GPU devtools: every probe checks and times through fusedkit.measure and records its rows;
+"""The GPU devtools: every probe checks and times through fusedkit.harness and records its rows;
 on the CPU their builders run in Triton's interpreter, their CLIs refuse bad input in one line."""
 
 import re

@@ -166,7 +166,7 @@ def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
 
 
 # The Hopper steps, built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the
-# runner skips them with one line (fusedkit.check.device_refusal). The cuBLAS fp16 bar runs on any
+# runner skips them with one line (Variant.refusal, in the plan). The cuBLAS fp16 bar runs on any
 # GPU. Also named as a group for python -m devtools.hopper_probe and their tests.
 HOPPER_VARIANTS = (
     Variant(0, "cublas_fp16_epilogue", "cuBLAS fp16 GEMM (fp32 accumulate) + float4 epilogue",

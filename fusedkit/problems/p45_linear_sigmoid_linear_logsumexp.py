@@ -164,7 +164,7 @@ for _v in _STEPS:
 # -- fp32-faithful on Hopper: step 07, the fp16x3 pipeline on the hand-written wgmma kernel --------
 
 # Built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the runner skips it with
-# one line (fusedkit.check.device_refusal). Also named as a group for
+# one line (Variant.refusal, in the plan). Also named as a group for
 # python -m devtools.hopper_probe_p45 and its tests. Its build hands the extension's two
 # GEMMs to common/fp16x3_lse.py (x split per call, the weights once per weight version, GEMM1,
 # GEMM2, the combine): the module the exported KernelBench file runs too (fusedkit.export).
