@@ -248,6 +248,13 @@ def resource_usage(source_path: str | os.PathLike[str], arch: str | None = None)
     """What ptxas assigns each kernel (``nvcc -cubin -Xptxas -v``): ``{kernel: {"registers": per
     thread, "shared_bytes": static shared memory per block, "spill_stores", "spill_loads" and
     "stack_bytes": bytes per thread}}``. Spills mean it ran out of registers."""
+    return ptxas(source_path, arch)[0]
+
+
+def ptxas(source_path: str | os.PathLike[str], arch: str | None = None
+          ) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """:func:`resource_usage`'s table and ptxas's warning lines (a wgmma it serialises, a
+    setmaxnreg it drops), from one ``nvcc -cubin -Xptxas -v``."""
     nvcc, src, arch = _nvcc_for("resource_usage()", source_path, arch)
     with tempfile.TemporaryDirectory() as tmp:
         proc = _run_nvcc(nvcc, [*_target_flags(arch, "cubin"), "-cubin", "-Xptxas", "-v",
@@ -272,8 +279,10 @@ def resource_usage(source_path: str | os.PathLike[str], arch: str | None = None)
                 kernels[entry]["shared_bytes"] = int(s.group(1))
             entry = None
     cxxfilt = shutil.which("c++filt")   # template kernels arrive mangled, extern "C" ones not
-    return {(subprocess.run([cxxfilt, n], capture_output=True, text=True, timeout=60).stdout.strip() or n
-             if n.startswith("_Z") and cxxfilt else n): stats for n, stats in kernels.items()}
+    log = proc.stdout + proc.stderr
+    return ({(subprocess.run([cxxfilt, n], capture_output=True, text=True, timeout=60).stdout.strip() or n
+              if n.startswith("_Z") and cxxfilt else n): stats for n, stats in kernels.items()},
+            [ln for ln in log.splitlines() if "warning" in ln.lower()])
 
 
 def ptx_instructions(ptx_text: str, pattern: str | re.Pattern[str]) -> list[str]:

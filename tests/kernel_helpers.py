@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -45,17 +44,9 @@ def entry_body(ptx_text: str, kernel: str) -> str:
 
 @functools.cache
 def ptxas_report(src: Path) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """(build.resource_usage's per-kernel table, ptxas's warning lines) of one ``.cu`` file, from
-    one ``nvcc -cubin -Xptxas -v`` at its required arch. A wgmma that ptxas serialises or a
-    setmaxnreg it drops is only a warning, which resource_usage does not return."""
-    arch = build.required_arch(src)
-    flags = [*build._target_flags(arch, "cubin"), "-cubin", "-Xptxas", "-v",
-             *build.NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = build._run_nvcc(build._nvcc_path(), [*flags, "-o", str(Path(tmp) / "out.cubin"), str(src)],
-                               f"ptxas {src.name}")
-    log = proc.stdout + proc.stderr
-    return build._parse_ptxas(log), [ln for ln in log.splitlines() if "warning" in ln.lower()]
+    """(build.resource_usage's per-kernel table, ptxas's warning lines) of one ``.cu`` file at its
+    required arch: a wgmma that ptxas serialises or a setmaxnreg it drops is only a warning."""
+    return build.ptxas(src, build.required_arch(src))
 
 
 def poison_allocator(*shapes: tuple[int, ...]) -> None:

@@ -64,8 +64,8 @@ def test_its_notebook_holds_the_skeleton_the_check_and_the_solution(name):
     ex = exercises.get(name)
     (path,) = sorted((ROOT / "notebooks").glob(f"{ex.notebook}_*.ipynb"))
     cells = json.loads(path.read_text())["cells"]
-    start = max(i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## ")
-                and "Your turn" in "".join(c["source"]))
+    start = max(i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and any(
+        line.startswith("## ") and "Your turn" in line for line in "".join(c["source"]).splitlines()))
     code = ["".join(c["source"]).rstrip("\n") for c in cells[start:] if c["cell_type"] == "code"]
     assert ex.skeleton.rstrip("\n") in code, f"{path.name}: no cell holds the skeleton of {name} exactly"
     assert any(re.search(rf'exercises\.check\(problem, "{name}", {ex.answer}\)', s) for s in code)

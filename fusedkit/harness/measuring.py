@@ -481,7 +481,8 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> Non
                                            m.check.eager_rel_error, calls)
     if verdict:
         raise _Refused(verdict)
-    if TIERS.index(tier) > TIERS.index(m.check.tier):   # one budget per tier, every call alike
+    if TIERS.index(tier) > max(TIERS.index(m.check.tier), 1):   # one budget per tier, every call
+        # alike (eager, the reference, is held to fp32-faithful)
         m.notes.append(f"tiered {tier} by its timed calls ({m.check.tier} on its checked calls)")
         m.check.tier, m.check.rel_error = tier, max(m.check.rel_error, rel)
     if gpu:
