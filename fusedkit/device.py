@@ -240,8 +240,6 @@ def _supported(smi: str) -> list[str]:
 def _gpu_selector(smi: str) -> str:
     """nvidia-smi's ``-i`` for the GPU torch uses: its UUID (CUDA_VISIBLE_DEVICES may renumber
     GPUs), or index 0 where this nvidia-smi does not take that UUID."""
-    import torch  # noqa: PLC0415 - heavy
-
     if not torch.cuda.is_available():
         return "0"
     uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from fusedkit.harness.terms import CALLS_PER_BUILD
+from fusedkit.kernels import load_step
 from fusedkit.problems import Problem, Sizes, Variant
 from fusedkit.problems.base import nearby_odd
 
@@ -87,8 +88,6 @@ def _rounding(g: Launch, weight: float) -> Launch:
 
 @functools.cache
 def _step(problem: str, filename: str):
-    from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton, in its CPU mode
-
     return load_step(problem, filename)
 
 

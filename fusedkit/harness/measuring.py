@@ -427,11 +427,10 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> Non
         if kind == "fault":
             raise _Refused(f"{TIMED_DIFFER}: {label}: {str(body)[:500]}; a kernel must return the "
                            "same kind of output when timed")
-        r = wire.fields(body, {"ms": float, "digest": torch.Tensor})
-        digest = r["digest"]
-        if not (math.isfinite(r["ms"]) and 0 < r["ms"] <= wall) or digest.dtype != torch.int64 \
-                or tuple(digest.shape) != (rows_n,):
-            raise wire.Malformed(f"{label}: a time of {r['ms']!r} ms against the {wall:.4g} ms seen "
+        ms, digest = (body.get("ms"), body.get("digest")) if isinstance(body, dict) else (None, None)
+        if type(ms) not in (int, float) or not 0 < ms <= wall or type(digest) is not torch.Tensor \
+                or digest.dtype != torch.int64 or tuple(digest.shape) != (rows_n,):
+            raise wire.Malformed(f"{label}: a time of {ms!r} ms against the {wall:.4g} ms seen "
                                  "here, or a digest that is not one int64 per row")
         rows = sorted(rng.sample(range(rows_n), k))
         kind, got = w.ask({"op": "rows", "rows": rows}, p.call_timeout_s, label)
@@ -440,7 +439,7 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> Non
             raise wire.Malformed(f"{label}: rows that are not {k} float32 rows of the output")
         if not torch.equal(row_digest(got), digest[rows]):
             raise wire.Malformed(f"{label}: rows that are not those of the output it committed to")
-        return judge.TimedCall(s, rows, got), r["ms"], wall
+        return judge.TimedCall(s, rows, got), float(ms), wall
 
     def cost(ms: float, wall: float) -> float:
         return ms if gpu else max(ms, wall - overhead)

@@ -20,9 +20,8 @@ import torch
 from fusedkit import problems
 from fusedkit.hardware import GpuSpec
 from fusedkit.harness import budget
-from fusedkit.harness.terms import (BUILD_TIMEOUT_S, CALL_TIMEOUT_S, CANNOT_RUN, MAX_SEEDS, REP_MS,
-                                    SEEDS, WARMUP_MS, Build)
-from fusedkit.harness.timing import check_budgets
+from fusedkit.harness.terms import (BUILD_TIMEOUT_S, CALL_TIMEOUT_S, CANNOT_RUN, MAX_BUDGET_MS, MAX_SEEDS,
+                                    REP_MS, SEEDS, WARMUP_MS, Build)
 from fusedkit.precision import PRECISIONS
 from fusedkit.problems import Problem, Sizes, Variant
 
@@ -85,9 +84,16 @@ def plan(problem: Problem | str, what: Variant | str | Build, sizes: Mapping | N
         raise TypeError(f"problem={problem!r} is not a problem; allowed: a Problem or one of "
                         f"{', '.join(problems.names())}")
     seeds = _seeds(seeds)
-    check_budgets(warmup_ms, rep_ms)
-    call_timeout_s = _seconds("call_timeout_s", call_timeout_s, CALL_TIMEOUT_S)
-    build_timeout_s = _seconds("build_timeout_s", build_timeout_s, BUILD_TIMEOUT_S)
+    for key, value, default in (("call_timeout_s", call_timeout_s, CALL_TIMEOUT_S),
+                                ("build_timeout_s", build_timeout_s, BUILD_TIMEOUT_S)):
+        if value is None and isinstance(default, str):   # a bad value of its environment variable
+            raise ValueError(default)
+    warmup_ms, rep_ms = _number("warmup_ms", warmup_ms, 0.0, MAX_BUDGET_MS), _number("rep_ms", rep_ms)
+    call_timeout_s = _number("call_timeout_s", CALL_TIMEOUT_S if call_timeout_s is None else call_timeout_s,
+                             high=1e6)
+    build_timeout_s = _number("build_timeout_s",
+                              BUILD_TIMEOUT_S if build_timeout_s is None else build_timeout_s, high=1e6)
+    budget_s = _number("budget_s", budget_s, high=math.inf)
     if sizes is not None and not isinstance(sizes, Mapping):
         raise TypeError(f"sizes={sizes!r} is not a mapping of sizes, e.g. {{'batch_size': 8}}; "
                         "allowed: a dict or None (the problem's defaults)")
@@ -101,8 +107,6 @@ def plan(problem: Problem | str, what: Variant | str | Build, sizes: Mapping | N
         raise TypeError(f"name={name!r} is not a string")
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not a precision; allowed: {', '.join(PRECISIONS)}")
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
-        raise ValueError(f"budget_s={budget_s!r}; allowed: a number of seconds > 0 (math.inf: any)")
     v = candidate(problem, what, name=name, precision=precision, triton=triton)
     sizes = problem.sizes(sizes if sizes is not None else problem.defaults)
     device = harness_device(device if device is not None else
@@ -117,8 +121,8 @@ def plan(problem: Problem | str, what: Variant | str | Build, sizes: Mapping | N
     if not refusal and device.type == "cpu" and seconds > budget_s:
         halved = {d: estimate({**sizes, d: n // 2}) for d, n in sizes.items() if n > 1}
         refusal = budget.too_slow(seconds, budget_s, v.triton, time_it, halved)
-    return Plan(problem, v, sizes, device, seeds, float(warmup_ms), float(rep_ms), time_it, gpu,
-                call_timeout_s, build_timeout_s,
+    return Plan(problem, v, sizes, device, seeds, warmup_ms, rep_ms, time_it, gpu, call_timeout_s,
+                build_timeout_s,
                 f"{CANNOT_RUN}: variant={v.slug!r} on {device} {refusal}" if refusal else "", seconds)
 
 
@@ -138,15 +142,15 @@ def _seeds(seeds: object) -> int | tuple[int, ...]:
     return tuple(int(x) for x in seeds)
 
 
-def _seconds(name: str, value: object, default: float | str) -> float:
-    if value is None:
-        if isinstance(default, str):   # a bad value of the environment variable that sets it
-            raise ValueError(default)
-        return float(default)
-    allowed = "a finite number of seconds > 0"
+def _number(name: str, value: object, low: float | None = None, high: float = MAX_BUDGET_MS) -> float:
+    """``value`` as a float above 0 (at least ``low`` when given) and at most ``high``, else one
+    TypeError or ValueError naming it."""
+    allowed = f"a number {'>= %g' % low if low is not None else '> 0'}" + \
+        (f", at most {high:g}" if high < math.inf else " (math.inf: any)")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name}={value!r} is not a number; allowed: {allowed}")
-    if not math.isfinite(value) or value <= 0:
+    if value != value or value > high or (value < low if low is not None else value <= 0) or \
+            (value == math.inf and high < math.inf):
         raise ValueError(f"{name}={value!r} is out of range; allowed: {allowed}")
     return float(value)
 

@@ -139,8 +139,7 @@ class Worker:
         if self.ready:
             return
         try:
-            kind, body = wire.reply(wire.receive(self.sock, time.monotonic() + START_TIMEOUT_S,
-                                                 checkpoint))
+            kind, body = wire.receive(self.sock, time.monotonic() + START_TIMEOUT_S, checkpoint, True)
         except (EOFError, OSError, TimeoutError, wire.Malformed) as e:
             self.stop()
             raise ChildProcessError(f"a worker process for {self.device} did not start "
@@ -158,7 +157,7 @@ class Worker:
         self.wait_ready()
         try:
             wire.send(self.sock, order)
-            kind, body = wire.reply(wire.receive(self.sock, time.monotonic() + limit_s, checkpoint))
+            kind, body = wire.receive(self.sock, time.monotonic() + limit_s, checkpoint, True)
             if kind == "crashed" and isinstance(body, str) and body.startswith(CRASHED + ": "):
                 self.stop()
                 raise WorkerDied(f"{body}, during {what}")

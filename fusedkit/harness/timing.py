@@ -10,7 +10,6 @@ a read kernel): an L2 flush and CUDA events around every call on a GPU, the host
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from dataclasses import dataclass
@@ -128,14 +127,3 @@ def time_copy(nbytes_moved: float, device: torch.device | str = "cuda", *,
     src = torch.rand(int(nbytes_moved // 8), device=device)
     dst = torch.empty_like(src)
     return time_fn(lambda: dst.copy_(src), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)[0]
-
-
-def check_budgets(warmup_ms: object, rep_ms: object, limit: float = 60_000.0) -> None:
-    """Refuse budgets that are not finite numbers of ms in range (one line naming the budget)."""
-    for name, value, low in (("warmup_ms", warmup_ms, 0.0), ("rep_ms", rep_ms, None)):
-        allowed = ("a finite number >= 0" if low is not None else "a finite number > 0") + \
-            f", at most {limit:g}"
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name}={value!r} is not a number; allowed: {allowed}")
-        if not math.isfinite(value) or value > limit or (value < low if low is not None else value <= 0):
-            raise ValueError(f"{name}={value!r} is out of range; allowed: {allowed}")

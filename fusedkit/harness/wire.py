@@ -63,10 +63,12 @@ def _encode(value: object, tensors: list) -> object:
     raise TypeError(f"a {type(value).__name__} cannot cross the process line; send plain data")
 
 
-def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lambda: None) -> object:
+def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lambda: None,
+            pair: bool = False) -> object:
     """The next message, read by ``deadline`` (a ``time.monotonic()`` value): TimeoutError after it,
-    EOFError when the other side has gone, :class:`Malformed` for anything but data. ``tick`` runs
-    every 50 ms of waiting (a run asked to stop raises there)."""
+    EOFError when the other side has gone, :class:`Malformed` for anything but data (or, with
+    ``pair``, anything but a ``[kind, body]`` pair, returned as a tuple). ``tick`` runs every
+    50 ms of waiting (a run asked to stop raises there)."""
     size = _LENGTH.unpack(read_exact(sock, _LENGTH.size, deadline, tick))[0]
     if size > MAX_HEADER_BYTES:
         raise Malformed(f"a header of {size} bytes; at most {MAX_HEADER_BYTES}")
@@ -87,7 +89,10 @@ def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lam
         if nbytes:
             read_exact(sock, nbytes, deadline, tick, into=memoryview(flat.numpy()))
         tensors.append(flat.view(dtype).reshape(shape))
-    return _decode(tree, tensors)
+    message = _decode(tree, tensors)
+    if pair and not (isinstance(message, list) and len(message) == 2 and isinstance(message[0], str)):
+        raise Malformed("a reply that is not a [kind, body] pair")
+    return tuple(message) if pair else message
 
 
 def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], None],
@@ -139,27 +144,3 @@ def _decode(value: object, tensors: list[torch.Tensor]) -> object:
             return tensors[value[_TENSOR]]
         return {k: _decode(v, tensors) for k, v in value.items()}
     return value
-
-
-def reply(message: object) -> tuple[str, object]:
-    """``message`` as the (kind, body) pair a worker's reply must be, else :class:`Malformed`."""
-    if not (isinstance(message, list) and len(message) == 2 and isinstance(message[0], str)):
-        raise Malformed("a reply that is not a [kind, body] pair")
-    return message[0], message[1]
-
-
-def fields(value: object, kinds: dict[str, type | tuple[type, ...]]) -> dict:
-    """``value`` as a dict of exactly these keys, each of its type (an int stands for a float),
-    else :class:`Malformed` naming the first that is not."""
-    if not isinstance(value, dict) or set(value) != set(kinds):
-        got = sorted(value) if isinstance(value, dict) else type(value).__name__
-        raise Malformed(f"a report with {got}, not the fields {sorted(kinds)}")
-    out = {}
-    for key, kind in kinds.items():
-        want, v = kind if isinstance(kind, tuple) else (kind,), value[key]
-        if float in want and type(v) is int:
-            v = float(v)
-        if type(v) not in want:
-            raise Malformed(f"{key} is a {type(v).__name__}, not a {' or '.join(k.__name__ for k in want)}")
-        out[key] = v
-    return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import linecache
 import os
 import pickle
 import platform
@@ -169,8 +170,6 @@ def _resolve_builder(spec: list) -> Callable:
     pickle of a builder (the caller is trusted; the worker never sends one back)."""
     if spec[0] == "registered":
         return problems.get(spec[1]).variant(spec[2]).build
-    import linecache  # noqa: PLC0415 - only for a learner's own builder
-
     path, sources = pickle.loads(spec[2].numpy().tobytes())
     sys.path[:0] = [p for p in path if p not in sys.path]
     linecache.cache.update(sources)

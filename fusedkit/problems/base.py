@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fusedkit.build import HOPPER_ARCH, needs_hopper
-from fusedkit.kernels import StepFile, step_files
+from fusedkit.build import HOPPER_ARCH, load_extension, needs_hopper
+from fusedkit.kernels import StepFile, load_step, step_files
 from fusedkit.mode import triton_interprets
 from fusedkit.precision import PRECISIONS, ErrorModel
 
@@ -434,15 +434,11 @@ class StepCall:
     def __call__(self, model: nn.Module) -> Callable[..., torch.Tensor]:
         """The step bound to ``model``'s weights: the extension is built on first use (cached by
         source hash) or the Triton step file loaded, once per build, not per call."""
-        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton
-
         bound = self.weights(model)
         if self.kind == "triton":
             fn = getattr(load_step(self.problem, self.filename), self.function)
             options = dict(self.options)
             return lambda x: fn(x, *bound, **options)
-        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-
         ext = load_extension(self.problem, hopper=self.kind == "hopper")
         if self.kind == "cuda":
             fn = getattr(ext, self.function)

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.linalg import vector_norm
 
+from fusedkit.build import load_extension
 from fusedkit.precision import ErrorModel, Rounding, row_chunks
 from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, Weights,
                                      by_batch, discover_steps)
@@ -152,8 +153,6 @@ def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
     ``torch.mm(..., out_dtype=torch.float32)``) then step 04's float4 epilogue in place: the bar
     the wgmma steps are measured against. W is cast once at build, x per call. GPU only (the
     CPU build of torch has no fp16 x fp16 -> fp32 mm)."""
-    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-
     ext = load_extension("p12")
     w, b, c, slope = _weights(model)
     w16 = w.half().contiguous()
@@ -200,8 +199,6 @@ PROBLEM.add_variant(Variant(
 def _epilogue_alone(vec4: bool) -> Callable[[Sizes, torch.device], tuple[Callable[[], object], float]]:
     """The epilogue kernel on its own, in place on a random GEMM-sized output."""
     def make(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:
-        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-
         ext = load_extension("p12")
         m, n = sizes["batch_size"], sizes["out_features"]
         y = torch.randn(m, n, device=device)

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.linalg import vector_norm
 
+from fusedkit.build import load_extension
 from fusedkit.precision import ErrorModel, Rounding, row_chunks
 from fusedkit.problems.base import (Component, Dim, Problem, Route, Sizes, Stage, Variant, Weights,
                                      by_batch, discover_steps)
@@ -197,8 +198,6 @@ def _lse_alone(vec4: bool, version: int = 3
     """The bias + logsumexp row reduction on its own, on random GEMM2-sized logits (``version``
     of the float4 kernel: 1, 2 or 3, the current one)."""
     def make(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:
-        from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-
         ext = load_extension("p45")
         m, n = sizes["batch_size"], sizes["output_size"]
         z = torch.randn(m, n, device=device) * 4
@@ -210,8 +209,6 @@ def _lse_alone(vec4: bool, version: int = 3
 
 def _sigmoid_alone(sizes: Sizes, device: torch.device) -> tuple[Callable[[], object], float]:
     """The bias + sigmoid epilogue (float4) on its own, in place on a random GEMM1 output."""
-    from fusedkit.build import load_extension  # noqa: PLC0415 - GPU mode only
-
     ext = load_extension("p45")
     m, h = sizes["batch_size"], sizes["hidden_size"]
     y = torch.randn(m, h, device=device)
