@@ -4,6 +4,7 @@ way of cheating the measurement closed, honest kernels measured as before."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -280,6 +281,18 @@ def test_a_time_below_the_datasheets_floor_is_refused(monkeypatch):
     line = caught(run("eager", sizes=P12.sizes(batch_size=64, in_features=64, out_features=64)),
                   terms.IMPOSSIBLE)
     assert "fp32 floor" in line and "datasheet" in line
+
+
+def test_the_row_digest_is_a_cryptographic_hash_of_each_row():
+    """The commitment a timed call sends: BLAKE2b of each row's bytes, so no row near the right
+    one can be found for a digest sent before the rows were chosen (a keyed sum could)."""
+    out = torch.randn(5, 7)
+    want = [int.from_bytes(hashlib.blake2b(r.numpy().tobytes(), digest_size=8).digest(), "little",
+                           signed=True) for r in out]
+    assert terms.row_digest(out).tolist() == want
+    nudged = out.clone()
+    nudged.view(torch.int32)[2, 3] ^= 1                                 # one ulp of one element
+    assert (terms.row_digest(nudged) != terms.row_digest(out)).tolist() == [False, False, True, False, False]
 
 
 def test_every_call_gets_a_fresh_draw_of_kernelbenchs_inputs(tmp_path):
