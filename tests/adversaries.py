@@ -8,6 +8,7 @@ A kernel runs in a worker process of its own, so what it saw there comes back th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -385,6 +386,36 @@ def reports_a_microsecond(model):
     return run
 
 
+def inflates_the_harness_cost(model):
+    """Cause 1 again: 10 ms of work a call, a microsecond reported, and from its build on a thread
+    that keeps pausing every younger worker (the one that measures the harness's own cost, were it
+    measured while this kernel lives), so that cost would seem as long as the work."""
+    from fusedkit.harness import worker
+    send = worker.wire.send
+
+    def forge(sock, message):
+        if message[0] == "timed":
+            message[1]["ms"] = 1e-3
+        send(sock, message)
+    worker.wire.send = forge
+
+    def pause_the_younger():
+        while True:
+            with open(f"/proc/{os.getppid()}/task/{os.getppid()}/children") as f:
+                younger = [int(p) for p in f.read().split() if int(p) > os.getpid()]
+            for sig, pause in ((signal.SIGSTOP, 0.003), (signal.SIGCONT, 0.00005)):
+                for pid in younger:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, sig)
+                time.sleep(pause)
+    threading.Thread(target=pause_the_younger, daemon=True).start()
+
+    def run(x):
+        time.sleep(0.01)
+        return model(x)
+    return run
+
+
 def works_after_the_call(model):
     """Cause 2, work moved out of the call: returns at once, and the 30 ms of work happen in
     the harness's own step after it (the row digest, replaced), inside the round trip."""
@@ -447,15 +478,31 @@ def fp32_when_checked_bf16_when_timed(model):
     return _timed_from_call_3(model, model, bf16)
 
 
-def opens_its_callers_memory(tally):
-    """Cause 7: tries to open the judging process's memory for writing (what it saw goes to
-    ``tally``), and computes honestly."""
+def opens_others_memory(tally):
+    """Cause 7: tries to open for writing the memory of the judging process, of the process that
+    starts workers, and of the next candidate's worker, already waiting (what it saw goes to
+    ``tally``); computes honestly."""
     def build(model):
-        try:
-            open(f"/proc/{_caller()}/mem", "r+b").close()
-            tally.add("opened")
-        except OSError as e:
-            tally.add(type(e).__name__)
+        with open(f"/proc/{os.getppid()}/task/{os.getppid()}/children") as f:
+            spares = [int(p) for p in f.read().split() if int(p) != os.getpid()]
+        for who, pid in [("caller", _caller()), ("zygote", os.getppid())] + [("spare", p) for p in spares]:
+            try:
+                open(f"/proc/{pid}/mem", "r+b").close()
+                tally.add(f"{who} opened")
+            except OSError as e:
+                tally.add(f"{who} {type(e).__name__}")
+        return model
+    return build
+
+
+def signals_the_next_worker(sig):
+    """Sends ``sig`` at build to the next candidate's worker, already waiting (a younger process,
+    which its seccomp filter lets it signal); computes honestly."""
+    def build(model):
+        with open(f"/proc/{os.getppid()}/task/{os.getppid()}/children") as f:
+            for pid in f.read().split():
+                if int(pid) != os.getpid():
+                    os.kill(int(pid), sig)
         return model
     return build
 

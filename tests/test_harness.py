@@ -8,6 +8,7 @@ import hashlib
 import math
 import os
 import re
+import signal
 import threading
 import time
 from pathlib import Path
@@ -193,10 +194,18 @@ def test_a_terminals_ctrl_c_reaches_the_caller_alone():
     assert os.getsid(0) not in sessions and os.getpgid(0) not in groups and len(sessions) == 2
 
 
-def test_the_callers_memory_cannot_be_opened(tmp_path):
+def test_no_other_processs_memory_can_be_opened(tmp_path):
+    """Not the judge's, not the zygote's (every later worker is its fork), not the next worker's."""
     tally = bad.Tally(tmp_path / "seen")
-    assert run(bad.opens_its_callers_memory(tally)).timed
-    assert set(tally.lines()) == {"PermissionError"}   # every build, each of its attempts
+    assert run(bad.opens_others_memory(tally)).timed
+    assert set(tally.lines()) == {"caller PermissionError", "zygote PermissionError",
+                                  "spare PermissionError"}   # every build, each of its attempts
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP, signal.SIGINT])
+def test_a_signal_to_the_next_worker_harms_no_later_candidate(sig):
+    assert run(bad.signals_the_next_worker(sig)).timed
+    assert run("eager").timed
 
 
 def test_fusedkits_own_files_changed_while_a_kernel_ran_are_named_and_put_back():
@@ -212,6 +221,15 @@ def test_a_time_the_worker_reports_is_bounded_by_the_callers_clock():
     """Cause 1: a kernel that does 30 ms of work a call and reports a microsecond."""
     m = run(bad.reports_a_microsecond, rep_ms=200)
     assert m.timed and m.timing.median_ms >= 28, m.timing
+
+
+def test_the_harness_cost_is_measured_before_the_kernel_runs(monkeypatch):
+    """Cause 1 through the harness's own cost: a kernel whose thread pauses every younger worker
+    cannot lengthen the cost subtracted from its round trips."""
+    from fusedkit.harness import measuring
+    monkeypatch.setattr(measuring, "_overheads", {})
+    m = run(bad.inflates_the_harness_cost, rep_ms=100)
+    assert m.timed and m.timing.median_ms >= 9, m.timing
 
 
 def test_work_moved_out_of_the_call_is_timed_or_refused():
@@ -275,7 +293,7 @@ def test_a_time_below_the_datasheets_floor_is_refused(monkeypatch):
     (shown here with the timing replaced by an impossible one)."""
     from fusedkit.harness import measuring, timing
 
-    def instant(w, p, m, spec, seed):
+    def instant(w, p, m, spec, seed, overhead):
         m.timing = timing.Timing(1e-6, 1e-6, 1e-6, 10, "cuda-events")
     monkeypatch.setattr(measuring, "_time", instant)
     line = caught(run("eager", sizes=P12.sizes(batch_size=64, in_features=64, out_features=64)),

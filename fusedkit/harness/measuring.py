@@ -231,6 +231,7 @@ def _measure(p: Plan) -> Measurement:
         m.notes.append("measured in Triton's CPU interpreter, which computes every dot in fp32 "
                        "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
     spec = pool.builder_spec(p.problem, p.variant.build)
+    overhead = _overhead_ms(p) if p.time_it else math.nan   # before any of the candidate's code runs
     with pool.worker(p.device) as w:
         sources = pool.Sources()
         m.check = _check(w, p, spec)
@@ -242,7 +243,7 @@ def _measure(p: Plan) -> Measurement:
             return m
         m.floor_ms = fused_floor(p.problem, p.sizes, m.gpu, p.variant.precision).floor_ms
         try:
-            _time(w, p, m, spec, m.check.seeds[0] + 7919)
+            _time(w, p, m, spec, m.check.seeds[0] + 7919, overhead)
         except _Refused as e:
             m.refused, m.timing = str(e), None
         except pool.WorkerDied as e:
@@ -405,10 +406,9 @@ def _overhead_ms(p: Plan) -> float:
     return _overheads[key]
 
 
-def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int) -> None:
+def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhead: float) -> None:
     """Time the candidate on fresh weights, every call ordered and bounded from here; fill ``m``."""
     problem, device, gpu = p.problem, p.device, p.device.type == "cuda"
-    overhead = _overhead_ms(p)
     rows_n = problem.input_shapes(p.sizes)[0][0]
     row_shape = tuple(problem.output_shape(p.sizes))[1:]
     kind, body = w.ask({"op": "build", "problem": problem.key, "sizes": p.sizes, "seed": seed,

@@ -218,12 +218,28 @@ class Worker:
                 total += t.user + t.system + t.children_user + t.children_system
         return total
 
+    def fit(self) -> bool:
+        """Alive and not stopped: a candidate may have signalled the spare while it ran."""
+        with contextlib.suppress(psutil.Error):
+            return not self.ended and psutil.Process(self.pid).status() not in (
+                psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE)
+        return False
+
     def stop(self) -> int:
-        """End the worker, its process group and every process it started; its exit code."""
+        """End the worker, its process group and every process it started; its exit code. All
+        are stopped first, until no new one appears, so none forks its way out."""
         if self.ended:
             return 0
         self.ended = True
-        for kid in self.descendants():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGSTOP)    # orphans come back to it while it waits
+        frozen: dict[int, psutil.Process] = {}
+        while kids := [k for k in self.descendants() if k.pid not in frozen]:
+            for kid in kids:
+                frozen[kid.pid] = kid
+                with contextlib.suppress(psutil.Error):
+                    kid.suspend()
+        for kid in frozen.values():
             with contextlib.suppress(psutil.Error):
                 kid.kill()
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -243,7 +259,11 @@ def worker(device: torch.device) -> Iterator[Worker]:
     """A worker that has run nothing else, for one candidate; it is ended after, and the next
     one is already starting (its CUDA context made while this one works)."""
     with _lock:
-        w = _spares.pop(str(device), None) or Worker(device)
+        w = _spares.pop(str(device), None)
+        if w is None or not w.fit():
+            if w is not None:
+                w.stop()
+            w = Worker(device)
         _spares[str(device)] = Worker(device)
         _live.add(w)
     try:

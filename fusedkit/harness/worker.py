@@ -117,6 +117,8 @@ def zygote(ctl: socket.socket) -> None:
     """Fork a worker for each socket the caller sends (with the device it is for: -1 a CPU, N
     the GPU cuda:N); tell the caller each worker's pid, and the exit status of a worker it asks
     about, once that worker has ended."""
+    # PR_SET_DUMPABLE 0, kept by every fork: no worker opens another's memory, or this one's.
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
     ctl.sendall(struct.pack("<q", os.getpid()))
     while True:
         try:
