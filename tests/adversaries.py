@@ -218,10 +218,10 @@ def reports_its_process(tally):
 
 
 def signals_its_process_group(model):
-    """An honest answer, then SIGTERM to every process of its own process group."""
+    """An honest answer, then SIGKILL to every process of its own process group."""
     def run(x):
         y = model(x)
-        os.killpg(0, signal.SIGTERM)
+        os.killpg(0, signal.SIGKILL)
         return y
     return run
 
@@ -229,6 +229,26 @@ def signals_its_process_group(model):
 def kills_its_parent(model):
     def run(x):
         os.kill(os.getppid(), signal.SIGKILL)
+        return model(x)
+    return run
+
+
+def opens_a_network_socket(model):
+    """A socket to a port on this machine (where a Jupyter kernel listens for code to run)."""
+    def run(x):
+        import socket
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+        return model(x)
+    return run
+
+
+def pushes_input_into_a_terminal(model):
+    """TIOCSTI: typing into a terminal, as if its user had."""
+    def run(x):
+        import fcntl
+        import termios
+        with contextlib.suppress(OSError):
+            fcntl.ioctl(0, termios.TIOCSTI, b"x")
         return model(x)
     return run
 

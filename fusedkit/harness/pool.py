@@ -174,7 +174,8 @@ class Worker:
             code = self.stop()
             if code == -signal.SIGSYS:
                 raise WorkerDied(f"{FORBIDDEN}: during {what} it signalled or traced a process it "
-                                 "did not start (its caller, say); the worker was ended") from None
+                                 "did not start (its caller, say), opened a network socket or "
+                                 "typed into a terminal; the worker was ended") from None
             raise WorkerDied(f"{CRASHED}: the process ended with {_signal_name(code)}, "
                              f"during {what}") from None
         except wire.Malformed as e:

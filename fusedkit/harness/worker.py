@@ -13,12 +13,14 @@ tiers, times and verdicts are the caller's.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import linecache
 import os
 import pickle
 import platform
+import signal
 import socket
 import struct
 import sys
@@ -42,9 +44,10 @@ class KernelRaised(Exception):
 # -- locking the worker in ---------------------------------------------------------------------
 
 _SYSCALLS = {   # architecture (AUDIT_ARCH_*): kill, tkill, tgkill, rt_sigqueueinfo,
-    # rt_tgsigqueueinfo, ptrace, process_vm_readv, process_vm_writev, pidfd_open
-    "x86_64": (0xC000003E, (62, 200, 234, 129, 297, 101, 310, 311, 434)),
-    "aarch64": (0xC00000B7, (129, 130, 131, 138, 240, 117, 270, 271, 434)),
+    # rt_tgsigqueueinfo, ptrace, process_vm_readv, process_vm_writev, pidfd_open, io_uring_setup,
+    # socket, ioctl
+    "x86_64": (0xC000003E, (62, 200, 234, 129, 297, 101, 310, 311, 434, 425, 41, 16)),
+    "aarch64": (0xC00000B7, (129, 130, 131, 138, 240, 117, 270, 271, 434, 425, 198, 29)),
 }
 
 
@@ -72,11 +75,13 @@ def lock_in() -> str:
 
 
 def _filter(audit_arch: int, calls: tuple[int, ...], me: int) -> bytes:
-    """A classic BPF program: on this architecture, a signal sent (or a pidfd opened) to a pid
-    below ``me`` (a process or thread older than this worker: its caller, the zygote, the
-    caller's threads), to every process (-1) or to another process group, and any trace of
-    another process, end this process with SIGSYS; everything else is allowed."""
-    kill, tkill, tgkill, sigq, tgsigq, ptrace, vm_read, vm_write, pidfd_open = calls
+    """A classic BPF program: on this architecture, end this process with SIGSYS when it sends a
+    signal (or opens a pidfd) to a pid below ``me`` (a process or thread older than this worker:
+    its caller, the zygote, the caller's threads), to every process (-1) or to another process
+    group; traces another process; opens a network socket (a Jupyter kernel listens on one);
+    pushes input into a terminal (TIOCSTI); or sets up io_uring (which would do all of these
+    unseen). Everything else is allowed."""
+    kill, tkill, tgkill, sigq, tgsigq, ptrace, vm_read, vm_write, pidfd_open, uring, sock, ioctl = calls
     LD, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
     ALLOW, DIE = 0x7FFF0000, 0x80000000              # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
     code: list[tuple[int, int, str | None, str | None]] = [   # (op, k, jump if true, if false)
@@ -85,10 +90,19 @@ def _filter(audit_arch: int, calls: tuple[int, ...], me: int) -> bytes:
         ("nr", 0, None, None),
         (LD, 0, None, None),                         # seccomp_data.nr
         (JGE, 0x40000000, "die", None),              # x32 numbering: not this filter's
-        *[(JEQ, nr, "die", None) for nr in (tkill, ptrace, vm_read, vm_write)],
+        *[(JEQ, nr, "die", None) for nr in (tkill, ptrace, vm_read, vm_write, uring)],
         *[(JEQ, nr, "pid", None) for nr in (kill, tgkill, sigq, tgsigq, pidfd_open)],
+        (JEQ, sock, "socket", None),
+        (JEQ, ioctl, "ioctl", None),
         ("allow", 0, None, None),
         (RET, ALLOW, None, None),
+        ("socket", 0, None, None),
+        (LD, 16, None, None),                        # args[0]: the address family
+        (JEQ, 2, "die", None),                       # AF_INET
+        (JEQ, 10, "die", "ok"),                      # AF_INET6
+        ("ioctl", 0, None, None),
+        (LD, 24, None, None),                        # args[1], low 32 bits: the request
+        (JEQ, 0x5412, "die", "ok"),                  # TIOCSTI
         ("pid", 0, None, None),
         (LD, 16, None, None),                        # args[0], low 32 bits: a pid_t
         (JEQ, 0, "ok", None),                        # its own process group
@@ -146,6 +160,12 @@ def zygote(ctl: socket.socket) -> None:
 
 def _worker(sock: socket.socket, device: str) -> None:
     os.setsid()   # a session and process group of its own; a terminal's Ctrl-C is the caller's
+    # The previous candidate's worker may signal this one while it waits as a spare: what can be
+    # ignored is (the caller ends a worker with SIGKILL, and replaces a spare found stopped).
+    for sig in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD,
+                                         signal.SIGCONT, signal.SIGWINCH, signal.SIGURG}:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(sig, signal.SIG_IGN)
     keep = sock.fileno()
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
