@@ -20,14 +20,6 @@ from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import nearby_odd
 
-CHECK_OPTIONS = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})
-"""The options of :func:`fusedkit.exercises.check` besides ``device``."""
-# The fault classes of fusedkit.harness.FAULT_CLASSES that a verdict tells apart.
-CRASHED, HUNG, RAISED, UNWRITTEN = "the kernel crashed", "the kernel hung", "raised an error", "unwritten output"
-ALIASING, MUTATION, WRONG = "output aliasing", "input or weight mutation", "wrong result"
-REUSE, SPECIALISED = "result reuse", "shape specialisation"
-FAULT_NAMES = (CRASHED, HUNG, RAISED, UNWRITTEN, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED)
-
 
 @dataclass
 class Verdict:
@@ -49,8 +41,7 @@ def dims(sizes: Sizes) -> str:
 
 
 def checked_at(problem: Problem, cpu_sizes: Sizes, cpu: str) -> str:
-    """"Checked (...) at 17x33x65 and the nearby odd shape 15x29x57 <cpu>; on a GPU at ...":
-    both shapes the harness checks, here and on a GPU, computed, never typed."""
+    """'Checked (...) at 17x33x65 and the nearby odd shape 15x29x57 <cpu>; on a GPU at ...'."""
     small, big = problem.sizes(cpu_sizes), problem.defaults
     return (f"Checked ({' x '.join(d.name for d in problem.dims)}) at {dims(small)} and the nearby odd "
             f"shape {dims(nearby_odd(problem, small))} {cpu}; on a GPU at {dims(big)} and "
@@ -81,15 +72,14 @@ def exec_source(source: str, label: str) -> dict:
 
 
 class Exercise:
-    """One exercise. A module sets the class attributes and defines ``about() -> str`` (what the
-    check runs, at which sizes) and ``judge(problem, answer, *, device, **options) -> Verdict``
-    (never raising for a fault of the answer). ``answer`` is the name the learner's cell defines,
-    ``options`` the options of check that apply, ``imports`` what the cell opens with."""
+    """A module sets the class attributes and defines ``about() -> str`` and ``judge(problem, answer,
+    *, device, **options) -> Verdict``, which never raises for a fault of the answer. ``answer`` is
+    the name the learner's cell defines, ``imports`` what the cell opens with."""
 
     name = problem_key = notebook = title = answer = ""
     solution: Any = None
     imports = "import triton\nimport triton.language as tl"
-    options = CHECK_OPTIONS
+    options = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})   # of check, besides device
 
     @property
     def problem(self) -> Problem:
@@ -123,6 +113,5 @@ class Exercise:
         return exec_source(self.skeleton, self.name).get(self.answer)
 
     def show_solution(self) -> None:
-        """Print the worked solution's source."""
         print(f"# fusedkit/exercises/{self.name}.py: the worked solution of {self.name}\n")
         print(source_of(self.solution))

@@ -19,10 +19,10 @@ import torch
 import triton
 from triton.runtime.jit import KernelInterface
 
-from fusedkit.exercises._protocol import (ALIASING, CRASHED, HUNG, MUTATION, RAISED, REUSE,
-                                          SPECIALISED, UNWRITTEN, WRONG, Exercise, Verdict, checked_at,
-                                          dims, first_line)
+from fusedkit.exercises._protocol import Exercise, Verdict, checked_at, dims, first_line
 from fusedkit.harness import WorkerDied, measure, pack, plan, rel_error, run_job, unpack
+from fusedkit.harness.terms import (ALIASING, CRASHED, HUNG, MUTATION, RAISED, REUSE, SPECIALISED,
+                                    UNWRITTEN, WRONG)
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import nearby_odd

@@ -19,8 +19,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from fusedkit.exercises._protocol import RAISED, UNWRITTEN, Exercise, Verdict, checked_at, dims, first_line
+from fusedkit.exercises._protocol import Exercise, Verdict, checked_at, dims, first_line
 from fusedkit.harness import measure
+from fusedkit.harness.terms import RAISED, UNWRITTEN
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems.base import nearby_odd
 from fusedkit.problems.baselines import tf32_matmul
