@@ -219,6 +219,7 @@ def test_the_hopper_verdicts_say_what_the_gpu_showed(slip, outcome, words, monke
     monkeypatch.setattr(ex.build, "nvcc_available", lambda: False)       # no PTX needed here
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake H200")
     r = run(ex.sw128_desc if slip is None else slipped(slip), capsys, device=torch.device("cuda"))
     assert r.ok == (slip is None)
