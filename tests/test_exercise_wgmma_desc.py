@@ -83,7 +83,7 @@ def test_the_solution_passes_and_its_kernel_compiles_for_sm90a(capsys):
     n, ptx = r.values["addresses"], r.values["ptx"]
     assert r.ok and n == len(ex.ADDRESSES) > 16384
     assert r.message.startswith(f"✓ right: your descriptor is hopper.cuh's on all {n:,} addresses, "
-                                f"and {ex.step_label()} built with it compiles for sm_90a (8 wgmma.mma_async")
+                                f"and {ex.STEP_LABEL} built with it compiles for sm_90a (8 wgmma.mma_async")
     assert ".target sm_90a" in ptx
     consts = {(int(m), int(s), int(c)) for *_, m, _, s, _, c in _DESC_PTX.findall(ptx)}
     assert consts == {(0x3FFF0, 4, hl.sw128_desc(0))}     # as in the ladder's own step
@@ -151,7 +151,7 @@ def test_uint64_semantics_that_python_does_not_share_are_refused(capsys):
 def test_a_compile_error_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(ex, "cpp_function", lambda expr: "this is not C++;\n")
     r = run(ex.sw128_desc, capsys, device="cpu")
-    assert not r.ok and r.message.startswith(f"✗ {ex.step_label()} with your descriptor does not compile for sm_90a: ")
+    assert not r.ok and r.message.startswith(f"✗ {ex.STEP_LABEL} with your descriptor does not compile for sm_90a: ")
     assert "error" in r.message and "\n" not in r.message
 
 

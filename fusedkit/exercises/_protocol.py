@@ -76,7 +76,7 @@ class Exercise:
     *, device, **options) -> Verdict``, which never raises for a fault of the answer. ``answer`` is
     the name the learner's cell defines, ``imports`` what the cell opens with."""
 
-    name = problem_key = notebook = title = answer = ""
+    name = problem_key = notebook = answer = ""
     solution: Any = None
     imports = "import triton\nimport triton.language as tl"
     options = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})   # of check, besides device

@@ -26,13 +26,12 @@ from fusedkit.harness.terms import (ALIASING, CRASHED, HUNG, MUTATION, RAISED, R
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import nearby_odd
+from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights as p12_weights   # W, b, multiplier, slope
 
 CPU_CHECK = dict(seeds=1, warmup_ms=0.0, rep_ms=1.0)
 GPU_CHECK = dict(seeds=3, warmup_ms=25.0, rep_ms=200.0)
 PROBE_SEED = 4242
 MATCH_REL = 1e-4   # a kernel output this close (relative) to a mistake's output shows that mistake
-P12_CPU_SIZES = dict(batch_size=17, in_features=33, out_features=65)
-P45_CPU_SIZES = dict(batch_size=17, input_size=33, hidden_size=65, output_size=19)
 HINTS = dict(
     raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines",
     nothing_stored="keep the skeleton's tl.store at the end of the kernel",
@@ -269,13 +268,12 @@ class TritonExercise(Exercise):
         return f"✗ {first_line(m.failure)}. Hint: {self.hint('raised')}"   # a crash, a hang, a refusal
 
 
+class P45Exercise(TritonExercise):
+    problem_key, notebook = "p45", "03"
+    cpu_sizes = dict(batch_size=17, input_size=33, hidden_size=65, output_size=19)
+
+
 # -- problem 12's pieces in float64: the right output and the slips of a tile kernel ----------
-
-def p12_weights(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor, float, float]:
-    """W (N, K), b (N,), the multiplier and the slope."""
-    return (model.gemm.weight.detach(), model.gemm.bias.detach(), float(model.multiplier),
-            float(model.leaky_relu.negative_slope))
-
 
 def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
     """LeakyReLU((acc + b) * multiplier) in float64."""
@@ -286,7 +284,7 @@ def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
 class P12Exercise(TritonExercise):
     """A kernel of p12 (notebook 01); its parts: x, W, b, the multiplier, the slope, acc = x @ W.T, BLOCK_K."""
 
-    problem_key, notebook, cpu_sizes = "p12", "01", P12_CPU_SIZES
+    problem_key, notebook, cpu_sizes = "p12", "01", dict(batch_size=17, in_features=33, out_features=65)
 
     def parts(self, model: torch.nn.Module, x: torch.Tensor) -> dict:
         w, b, c, s = p12_weights(model)

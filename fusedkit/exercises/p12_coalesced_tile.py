@@ -60,7 +60,6 @@ def _no_k_mask(p: dict) -> torch.Tensor | None:
 
 class CoalescedTile(P12Exercise):
     name, answer, solution = "p12_coalesced_tile", "coalesced_tile_kernel", coalesced_tile_kernel
-    title = "coalesced loads: a tile of W read along k, its unit-stride axis, and summed over k"
     # GPU: 32 W rows x 128 k per step, 4 floats per lane along k at 4 warps. Interpreter:
     # 128 x 16, so 17 x 33 x 65 has one ragged block of N per row and a ragged last chunk of K.
     gpu_blocks, cpu_blocks = dict(BLOCK_N=32, BLOCK_K=128), dict(BLOCK_N=128, BLOCK_K=16)

@@ -217,7 +217,6 @@ def _linear_phrase(m: Any, sizes: Sizes) -> str:
 
 class FP16Split(Exercise):
     name, problem_key, notebook, answer = "p12_fp16_split", "p12", "05", "split"
-    title = "the fp16x3 split: fp16 hi and lo with a power-of-two scale per row"
     solution = staticmethod(split)
     imports = "import torch\n\nLO_SCALE = 2048.0   # lo holds the residual times 2**11"
     options = frozenset({"sizes", "seeds"})

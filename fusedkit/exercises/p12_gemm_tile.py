@@ -49,7 +49,6 @@ def _w_read_as_k_by_n(p: dict) -> torch.Tensor | None:
 
 class GemmTile(P12Exercise):
     name, answer, solution = "p12_gemm_tile", "gemm_tile_kernel", gemm_tile_kernel
-    title = "one tile of the fused GEMM: the K loop with tl.dot, the epilogue after it"
     # GPU: 64 x 64 tiles, K in chunks of 32 (tl.dot needs every side >= 16). Interpreter:
     # 16 x 32 x 16, so 17 x 33 x 65 has ragged tiles on all three edges.
     gpu_blocks = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)

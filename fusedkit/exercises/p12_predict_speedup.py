@@ -52,7 +52,6 @@ def predict(facts: dict[str, Fact]) -> float:
 class PredictSpeedup(PredictionExercise):
     name, problem_key, notebook, answer = "p12_predict_speedup", "p12", "06", "predicted_speedup"
     solution = staticmethod(predict)
-    title = f"predict first: the speed-up of fp32-faithful step {STEP} ({SLUG}) over eager fp32"
     prompt = (f"Predict first: how many times faster than eager fp32 is step {STEP}, {SLUG}",
               "(fp32-faithful: three fp16 products on split operands) at KernelBench's sizes?",
               "The cell above printed what you may use (exercises.given): FLOPs, measured times, rates.")

@@ -60,7 +60,6 @@ def predict(facts: dict[str, Fact]) -> float:
 class PredictStream(PredictionExercise):
     name, problem_key, notebook, answer = "p12_predict_stream", "p12", "04", "predicted_ms"
     solution = staticmethod(predict)
-    title = f"predict first: step {STEP} ({SLUG}) at {ROWS} row, then measure it"
     prompt = (f"Predict first: how long does step {STEP}, {SLUG}, take at {ROWS} row of p12?",
               "The cell above printed what you may use (exercises.given): W's bytes, the FLOPs, the rates.")
     todo = "your prediction in milliseconds, a number"

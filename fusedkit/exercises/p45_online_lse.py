@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._triton import P45_CPU_SIZES, Mistake, Run, TritonExercise, guarded, launch
+from fusedkit.exercises._triton import Mistake, P45Exercise, Run, guarded, launch
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -58,11 +58,9 @@ def _top(p: dict) -> torch.Tensor:
     return p["z"].max(dim=1).values
 
 
-class OnlineLse(TritonExercise):
-    name, problem_key, notebook, output = "p45_online_lse", "p45", "03", "out"
+class OnlineLse(P45Exercise):
+    name, output = "p45_online_lse", "out"
     answer, solution = "online_lse_kernel", online_lse_kernel
-    title = "the online logsumexp merge: one pass over each row with a running (max, sum)"
-    cpu_sizes = P45_CPU_SIZES
     # GPU: 32 rows x 128 columns per step (N = 1024: 8 merges per row). Interpreter: 8 columns,
     # so N = 19 takes three chunks (8, 8, 3) and every merge is exercised.
     gpu_blocks, cpu_blocks = dict(BLOCK_M=32, BLOCK_N=128), dict(BLOCK_M=16, BLOCK_N=8)

@@ -8,8 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._triton import (P45_CPU_SIZES, Mistake, Run, TritonExercise, guarded,
-                                        launch, margin_2d, padded_copy)
+from fusedkit.exercises._triton import Mistake, P45Exercise, Run, guarded, launch, margin_2d, padded_copy
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -43,11 +42,9 @@ def _last_chunk(p: dict) -> torch.Tensor | None:
     return torch.sigmoid(p["x"][:, last:] @ p["w"][:, last:].t() + p["b"]) if last else None
 
 
-class SigmoidGemm(TritonExercise):
-    name, problem_key, notebook, output = "p45_sigmoid_gemm", "p45", "03", "h"
+class SigmoidGemm(P45Exercise):
+    name, output = "p45_sigmoid_gemm", "h"
     answer, solution = "sigmoid_gemm_kernel", sigmoid_gemm_kernel
-    title = "the sigmoid-fused GEMM tile: GEMM1 with its bias and sigmoid before the only store"
-    cpu_sizes = P45_CPU_SIZES
     # GPU: 64 x 64 tiles, K in chunks of 32. Interpreter: 16 x 32 x 16, so 17 x 33 x 65 has
     # ragged tiles on every edge.
     gpu_blocks = dict(BLOCK_M=64, BLOCK_H=64, BLOCK_K=32)
