@@ -282,9 +282,28 @@ def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
 
 
 class P12Exercise(TritonExercise):
-    """A kernel of p12 (notebook 01); its parts: x, W, b, the multiplier, the slope, acc = x @ W.T, BLOCK_K."""
+    """A kernel of p12 (notebook 01); its parts: x, W, b, the multiplier, the slope, acc = x @ W.T, BLOCK_K.
+    Its launcher is the tile kernels': (x, W, b, y, M, N, K, the row strides of x, W and y, the multiplier,
+    the slope), a grid of (BLOCK_M or 1, BLOCK_N) blocks of y."""
 
     problem_key, notebook, cpu_sizes = "p12", "01", dict(batch_size=17, in_features=33, out_features=65)
+    w_fill = 0.0   # what an unmasked load past W's end reads (zeros: a slip that is harmless, not a fault)
+
+    def launcher(self, kernel: Any, model: torch.nn.Module) -> Callable[[torch.Tensor], Run]:
+        w, b, c, s = p12_weights(model)
+        (n, k), bl = w.shape, self.blocks(w.device)
+        bm, bn, bk = bl.get("BLOCK_M", 1), bl["BLOCK_N"], bl["BLOCK_K"]
+        # One-off copy with a margin that unmasked tile loads reach, with the strides either way.
+        w = padded_copy(w, max(margin_2d(n, k, bn, bk), margin_2d(k, n, bk, bn)), fill=self.w_fill)
+
+        def call(x: torch.Tensor) -> Run:
+            x = x.contiguous()
+            m = x.shape[0]
+            y, outside = guarded((m, n), margin_2d(m, n, bm, bn), x.device)
+            launch(kernel, (triton.cdiv(m, bm), triton.cdiv(n, bn)), x, w, b, y, m, n, k, x.stride(0),
+                   w.stride(0), y.stride(0), c, s, **bl)
+            return Run(y, y, outside)
+        return call
 
     def parts(self, model: torch.nn.Module, x: torch.Tensor) -> dict:
         w, b, c, s = p12_weights(model)

@@ -8,9 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._triton import (Mistake, P12Exercise, Run, guarded, launch, margin_2d,
-                                        p12_epilogue64, p12_last_chunk, p12_weights, p12_zero_acc,
-                                        padded_copy)
+from fusedkit.exercises._triton import Mistake, P12Exercise, p12_epilogue64, p12_last_chunk, p12_zero_acc
 
 
 @triton.jit
@@ -75,21 +73,6 @@ class GemmTile(P12Exercise):
         wrong="check the W tile (w[i, j] = W[cols[j], ks[i]]), its mask (cols < N, ks < K, other=0.0) "
               "and that tl.dot adds into acc",
     )
-
-    def launcher(self, kernel, model):
-        w, b, c, s = p12_weights(model)
-        bl = self.blocks(w.device)
-        # One-off copy with a zero margin: an unmasked load past W's end reads zeros, not a fault.
-        w = padded_copy(w, margin_2d(*w.shape, bl["BLOCK_N"], bl["BLOCK_K"]))
-
-        def call(x: torch.Tensor) -> Run:
-            x = x.contiguous()
-            (m, k), n = x.shape, w.shape[0]
-            y, outside = guarded((m, n), margin_2d(m, n, bl["BLOCK_M"], bl["BLOCK_N"]), x.device)
-            launch(kernel, (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(n, bl["BLOCK_N"])), x, w, b, y,
-                   m, n, k, x.stride(0), w.stride(0), y.stride(0), c, s, **bl)
-            return Run(y, y, outside)
-        return call
 
 
 EXERCISE = GemmTile()
