@@ -6,9 +6,8 @@ measuring path (:mod:`fusedkit.harness`), each ``✗`` with a hint that names th
     result = exercises.check(problem, "p12_epilogue", epilogue_kernel)   # prints one line
     exercises.show_solution("p12_epilogue")                              # the worked solution
 
-A prediction exercise first prints what a prediction may use (``exercises.given(name)``). Every
-exercise follows one protocol (:mod:`fusedkit.exercises._protocol`); the check returns a
-``Verdict`` whose ``ok`` is False on every ``✗``.
+A prediction exercise first prints what a prediction may use (``exercises.given(name)``). The check
+returns a ``Verdict`` (:mod:`fusedkit.exercises._protocol`) whose ``ok`` is False on every ``✗``.
 """
 
 from __future__ import annotations

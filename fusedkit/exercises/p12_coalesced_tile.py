@@ -1,7 +1,6 @@
 """Exercise p12_coalesced_tile: read W along K, the axis it is laid out in. Neighbouring lanes take
 neighbouring k of one W row (whole 128-byte lines per warp), and a reduction over k finishes each
-output: a (BLOCK_N, BLOCK_K) tile of W whose fast axis is k, summed into BLOCK_N outputs of a row of y.
-W's buffer has a NaN margin: a load that forgets its K mask reads it, and the NaN shows in y."""
+output: a (BLOCK_N, BLOCK_K) tile of W whose fast axis is k, summed into BLOCK_N outputs of a row of y."""
 
 from __future__ import annotations
 

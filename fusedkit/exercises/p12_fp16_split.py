@@ -5,10 +5,9 @@
             lies in [2**14, 2**15), far from fp16's 65504 and its subnormals, and is exact
     hi = fp16(t * scale);  lo = fp16((t * scale - hi) * 2048);  t * scale = hi + lo / 2048 to ~2**-22
 
-The check measures p12's linear built from it as step ``triton_fp16x3`` computes it (three products
-in fp32, exact for fp16 operands) through :func:`fusedkit.harness.measure`: its tier is the verdict on
-KernelBench's inputs, which lie well inside fp16's range. So it then splits a probe matrix row by row
-(rows of max 2**20 down to 2**-20, one just below a power of two, zeros) and names the fault it shows.
+The check measures p12's linear built from it as step ``triton_fp16x3`` computes it (three fp32 products,
+exact for fp16 operands), on KernelBench's inputs, well inside fp16's range; so it then splits a probe matrix
+row by row (:func:`probe_matrix`) and names the fault it shows.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Exercise p12_predict_speedup: predict first, then read the results: how much faster than eager
-fp32 can an fp32-faithful p12 be on fp16 tensor cores?
-
-fp32-faithful on fp16 tensor cores takes the fp16x3 split: x and W each as fp16 hi + lo, three
-products per tile (hi·hi + hi·lo + lo·hi; lo·lo, near fp32's own rounding, is dropped). p12 is
-compute-bound at KernelBench's sizes, so the three cost about three times one fp16 GEMM. The
-learner predicts step ``wgmma_fp16x3``'s speed-up over eager from the facts ``exercises.given``
-prints (the FLOPs, eager's and cuBLAS's one-product fp16 GEMM's times of one run, the datasheet).
-"""
+"""Exercise p12_predict_speedup: predict first, then read the results: how much faster than eager fp32
+is step ``wgmma_fp16x3``, fp32-faithful on fp16 tensor cores (the fp16x3 split: three fp16 products), from
+the facts ``exercises.given`` prints (the FLOPs, eager's and cuBLAS's fp16 GEMM's times of one run, the
+datasheet)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Exercise p45_online_lse: p45's row logsumexp in one pass over the logits z (PyTorch computes them),
-a running pair per row, m the largest value seen and s the sum of exp(z - m) so far, merged chunk by
-chunk: m_new = max(m, max(chunk)); s = s * exp(m - m_new) + sum(exp(chunk - m_new)); m = m_new; the
-result m + log(s). Every exponent is <= 0, and z is read once: step 04's merge, along one row."""
+"""Exercise p45_online_lse: p45's row logsumexp in one pass over the logits z (PyTorch computes them), a
+running (max, sum of exp(z - max)) per row merged chunk by chunk: step 04's merge, along one row."""
 
 from __future__ import annotations
 
