@@ -167,6 +167,8 @@ class TritonExercise(Exercise):
     x)`` (float64 pieces) and ``expected(parts)``, its ``mistakes`` and ``hints`` (beside :data:`HINTS`)."""
 
     output = "y"                     # the kernel's output, as the lines name it
+    n_block = "BLOCK_N"              # a tile kernel's block of W's rows
+    w_fill = 0.0                     # what an unmasked load past W's end reads (zeros: harmless, not a fault)
     hints: dict[str, str] = {}
     cpu_sizes: dict[str, int] = {}
     gpu_blocks: dict[str, int] = {}
@@ -181,6 +183,24 @@ class TritonExercise(Exercise):
 
     def about(self) -> str:
         return checked_at(self.problem, self.cpu_sizes, "in Triton's CPU interpreter")
+
+    def tile_launcher(self, kernel: Any, w: torch.Tensor, b: torch.Tensor, *numbers: float,
+                      finish: Callable[[torch.Tensor], torch.Tensor] = lambda y: y) -> Callable[..., Run]:
+        """The tile kernels' launch: (x, W, b, y, M, N, K, the row strides of x, W and y, *numbers) on a grid
+        of (BLOCK_M or 1, :attr:`n_block`) blocks of y; ``finish(y)`` is the problem's output."""
+        (n, k), bl = w.shape, self.blocks(w.device)
+        bm, bn, bk = bl.get("BLOCK_M", 1), bl[self.n_block], bl["BLOCK_K"]
+        # One-off copy with a margin that unmasked tile loads reach, with the strides either way.
+        w = padded_copy(w, max(margin_2d(n, k, bn, bk), margin_2d(k, n, bk, bn)), fill=self.w_fill)
+
+        def call(x: torch.Tensor) -> Run:
+            x = x.contiguous()
+            m = x.shape[0]
+            y, outside = guarded((m, n), margin_2d(m, n, bm, bn), x.device)
+            launch(kernel, (triton.cdiv(m, bm), triton.cdiv(n, bn)), x, w, b, y, m, n, k, x.stride(0),
+                   w.stride(0), y.stride(0), *numbers, **bl)
+            return Run(y, finish(y), outside)
+        return call
 
     def judge(self, problem: Problem, kernel: Any, *, device: torch.device, sizes: Sizes | None = None,
               time_it: bool = True, **budget: Any) -> Verdict:
@@ -279,28 +299,12 @@ def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
 
 
 class P12Exercise(TritonExercise):
-    """A kernel of p12 (notebook 01); its parts: x, W, b, the multiplier, the slope, acc = x @ W.T, BLOCK_K.
-    Its launcher is the tile kernels': (x, W, b, y, M, N, K, the row strides of x, W and y, the multiplier,
-    the slope), a grid of (BLOCK_M or 1, BLOCK_N) blocks of y."""
+    """A kernel of p12 (notebook 01); its parts: x, W, b, the multiplier, the slope, acc = x @ W.T, BLOCK_K."""
 
     problem_key, notebook, cpu_sizes = "p12", "01", dict(batch_size=17, in_features=33, out_features=65)
-    w_fill = 0.0   # what an unmasked load past W's end reads (zeros: a slip that is harmless, not a fault)
 
     def launcher(self, kernel: Any, model: torch.nn.Module) -> Callable[[torch.Tensor], Run]:
-        w, b, c, s = p12_weights(model)
-        (n, k), bl = w.shape, self.blocks(w.device)
-        bm, bn, bk = bl.get("BLOCK_M", 1), bl["BLOCK_N"], bl["BLOCK_K"]
-        # One-off copy with a margin that unmasked tile loads reach, with the strides either way.
-        w = padded_copy(w, max(margin_2d(n, k, bn, bk), margin_2d(k, n, bk, bn)), fill=self.w_fill)
-
-        def call(x: torch.Tensor) -> Run:
-            x = x.contiguous()
-            m = x.shape[0]
-            y, outside = guarded((m, n), margin_2d(m, n, bm, bn), x.device)
-            launch(kernel, (triton.cdiv(m, bm), triton.cdiv(n, bn)), x, w, b, y, m, n, k, x.stride(0),
-                   w.stride(0), y.stride(0), c, s, **bl)
-            return Run(y, y, outside)
-        return call
+        return self.tile_launcher(kernel, *p12_weights(model))
 
     def parts(self, model: torch.nn.Module, x: torch.Tensor) -> dict:
         w, b, c, s = p12_weights(model)

@@ -24,6 +24,7 @@ from fusedkit.harness.terms import RAISED, UNWRITTEN
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems.base import nearby_odd
 from fusedkit.problems.baselines import tf32_matmul
+from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights as p12_weights
 
 LO_SCALE = 2048.0                         # lo holds the residual lifted by 2**11: the check reads hi + lo / 2048
 PROBE_EXPONENTS = (0, 20, -20, 9, -9)     # the probe's rows: randn * 2**k, one just below 2**NEAR_POWER, zeros
@@ -83,16 +84,14 @@ def call_split(fn: Callable, t: torch.Tensor, name: str) -> tuple[torch.Tensor, 
 
 def _linear(fn: Callable, model: torch.nn.Module) -> Callable[..., torch.Tensor]:
     """p12 from the split ``fn``: W split once, x each call, three fp32 products, the scales undone."""
-    w, b = model.gemm.weight.detach(), model.gemm.bias.detach()
-    c, slope = float(model.multiplier), float(model.leaky_relu.negative_slope)
+    w, b, c, slope = p12_weights(model)
     wh, wl, ws = (p.float() for p in call_split(fn, w, "W"))   # fp16 values, held in fp32
 
     def linear(x: torch.Tensor) -> torch.Tensor:
         xh, xl, xs = (p.float() for p in call_split(fn, x, "x"))
         with tf32_matmul(False):
             acc = xh @ wh.T + (xh @ wl.T + xl @ wh.T) / LO_SCALE
-        v = (acc / (xs * ws.T) + b) * c
-        return torch.where(v > 0, v, v * slope)
+        return torch.nn.functional.leaky_relu((acc / (xs * ws.T) + b) * c, slope)
     return linear
 
 
