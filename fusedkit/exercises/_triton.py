@@ -111,11 +111,6 @@ def guarded(shape: tuple[int, ...], margin: int, device: torch.device,
     return buf[:numel].view(shape), buf[numel:]
 
 
-def padded_copy(t: torch.Tensor, margin: int, fill: float = 0.0) -> torch.Tensor:
-    """A contiguous copy of ``t`` followed by ``margin`` elements of ``fill`` (once per build)."""
-    return guarded(tuple(t.shape), margin, t.device, fill=fill)[0].copy_(t.detach())
-
-
 def margin_2d(rows: int, cols: int, block_rows: int, block_cols: int) -> int:
     """Elements past a row-major (rows, cols) tensor that unmasked block accesses can reach."""
     padded_rows = triton.cdiv(rows, block_rows) * block_rows
@@ -191,7 +186,8 @@ class TritonExercise(Exercise):
         (n, k), bl = w.shape, self.blocks(w.device)
         bm, bn, bk = bl.get("BLOCK_M", 1), bl[self.n_block], bl["BLOCK_K"]
         # One-off copy with a margin that unmasked tile loads reach, with the strides either way.
-        w = padded_copy(w, max(margin_2d(n, k, bn, bk), margin_2d(k, n, bk, bn)), fill=self.w_fill)
+        reach = max(margin_2d(n, k, bn, bk), margin_2d(k, n, bk, bn))
+        w = guarded((n, k), reach, w.device, fill=self.w_fill)[0].copy_(w)
 
         def call(x: torch.Tensor) -> Run:
             x = x.contiguous()
