@@ -23,7 +23,7 @@ import torch
 
 from fusedkit import exercises, hopper_layout as hl, problems
 from fusedkit.exercises import p12_wgmma_desc as ex
-from fusedkit.exercises._protocol import exec_source, source_of
+from fusedkit.exercises._protocol import source_of
 from kernel_helpers import gpu_test, needs_nvcc
 
 SOLUTION = source_of(ex.sw128_desc)
@@ -55,12 +55,19 @@ SLIPS = {
 }
 
 
+def cell(src: str):
+    """The ``sw128_desc`` a notebook cell of ``src`` defines."""
+    namespace: dict = {}
+    exec(src, namespace)  # noqa: S102 - our own solution's text
+    return namespace["sw128_desc"]
+
+
 def slipped(name: str):
     src = SOLUTION
     for old, new in SLIPS[name][0]:
         assert src.count(old) == 1, (name, old)
         src = src.replace(old, new)
-    return exec_source(src, "wgmma_desc_slip")["sw128_desc"]
+    return cell(src)
 
 
 def run(fn, capsys, **kw):
@@ -90,7 +97,7 @@ def test_the_solution_passes_and_its_kernel_compiles_for_sm90a(capsys):
 
 
 def test_the_blank_skeleton_names_what_is_missing(capsys):
-    r = run(exercises.get("p12_wgmma_desc").load_skeleton(), capsys, device="cpu")
+    r = run(cell(exercises.get("p12_wgmma_desc").skeleton), capsys, device="cpu")
     assert not r.ok and r.message.startswith("✗ your function raised NameError: name 'start' is not defined")
     assert "Hint: complete TODO 1-4" in r.message
 

@@ -9,8 +9,6 @@ the learner's answer into a :class:`Verdict`: one line, ``✓ ...`` or ``✗ <wh
 from __future__ import annotations
 
 import inspect
-import itertools
-import linecache
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,19 +56,6 @@ def source_of(solution: Any) -> str:
     return inspect.getsource(getattr(solution, "fn", solution))
 
 
-_cells = itertools.count(1)
-
-
-def exec_source(source: str, label: str) -> dict:
-    """Execute ``source`` as a notebook cell would, in a fresh namespace, under a file name
-    registered with :mod:`linecache` (Triton reads a kernel's source through :mod:`inspect`)."""
-    filename = f"<fusedkit exercise {label} #{next(_cells)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {"__name__": f"fusedkit_exercise_{label}"}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own skeleton text
-    return namespace
-
-
 class Exercise:
     """A module sets the class attributes and defines ``about() -> str`` and ``judge(problem, answer,
     *, device, **options) -> Verdict``, which never raises for a fault of the answer. ``answer`` is
@@ -107,10 +92,6 @@ class Exercise:
                 dropping = False
             out.append(line)
         return (f"{self.imports}\n\n\n" if self.imports else "") + "\n".join(out) + "\n"
-
-    def load_skeleton(self) -> Any:
-        """What the shipped cell defines, executed from :attr:`skeleton` as the notebook runs it."""
-        return exec_source(self.skeleton, self.name).get(self.answer)
 
     def show_solution(self) -> None:
         print(f"# fusedkit/exercises/{self.name}.py: the worked solution of {self.name}\n")
