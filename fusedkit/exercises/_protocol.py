@@ -75,22 +75,19 @@ class Exercise:
         """The cell a learner completes, made from the worked solution: each numbered comment
         ``# n: ...`` becomes ``# TODO n: ...`` and the code lines under it (the answer) are left
         out; everything else is kept as it is, after :attr:`imports`."""
-        out, dropping, indent, answered = [], False, 0, False
+        out, indent, answered = [], None, False   # indent: the open TODO's, None outside one
         for line in source_of(self.solution).splitlines():
-            stripped = line.lstrip()
+            code = line.lstrip()
             if m := re.match(r"^(\s*)# (\d+): ", line):
                 out.append(line.replace(f"# {m[2]}: ", f"# TODO {m[2]}: ", 1))
-                dropping, indent, answered = True, len(m[1]), False
-                continue
-            if dropping:
-                if stripped.startswith("#") and not answered:    # the TODO's own continuation
-                    out.append(line)
-                    continue
-                if stripped and not stripped.startswith("#") and len(line) - len(stripped) >= indent:
-                    answered = True                              # a line of the answer
-                    continue
-                dropping = False
-            out.append(line)
+                indent, answered = len(m[1]), False
+            elif indent is not None and code.startswith("#") and not answered:   # the TODO's continuation
+                out.append(line)
+            elif indent is not None and code and not code.startswith("#") and len(line) - len(code) >= indent:
+                answered = True                                                    # a line of the answer
+            else:
+                indent = None
+                out.append(line)
         return (f"{self.imports}\n\n\n" if self.imports else "") + "\n".join(out) + "\n"
 
     def show_solution(self) -> None:
