@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -211,8 +212,6 @@ def test_wrong_arguments():
 ])
 def test_the_hopper_verdicts_say_what_the_gpu_showed(slip, outcome, words, monkeypatch, capsys):
     """The GPU branch of the check with the GPU faked (the run itself is the -m gpu tests')."""
-    from types import SimpleNamespace
-
     calls = []
 
     def fake_measure(problem, build_, sizes, **kw):
