@@ -282,6 +282,8 @@ class TritonExercise(Exercise):
 
 
 class P45Exercise(TritonExercise):
+    """A kernel of p45 (notebook 03)."""
+
     problem_key, notebook = "p45", "03"
     cpu_sizes = dict(batch_size=17, input_size=33, hidden_size=65, output_size=19)
 
