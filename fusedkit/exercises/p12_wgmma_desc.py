@@ -138,7 +138,7 @@ def cpp_function(expr: Traced) -> str:
 def exercise_folder(expr: Traced) -> Path:
     """The step's copy calling the learner's descriptor, beside copies of its headers and the binding, in a
     folder per source hash under ``build/exercises/`` (the includes resolve unchanged)."""
-    src, anchor = STEP_SOURCE, '#include "launchers_hopper.h"\n'   # tests/ hold that the step calls sw128_desc
+    src, anchor = STEP_SOURCE, '#include "launchers_hopper.h"\n'   # the step's test holds both to the step
     text = (src.read_text().replace("sm90::sw128_desc(", "exercise_sw128_desc(")
             .replace(anchor, anchor + "\n" + cpp_function(expr), 1)
             + f'\n#include "{ENTRY.name}"   // the entry point the binding calls\n')
