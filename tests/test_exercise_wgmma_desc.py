@@ -17,13 +17,14 @@ import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from fusedkit import exercises, hopper_layout as hl, problems
 from fusedkit.exercises import p12_wgmma_desc as ex
-from fusedkit.exercises._protocol import exec_source, source_of
+from fusedkit.exercises._protocol import source_of
 from kernel_helpers import gpu_test, needs_nvcc
 
 SOLUTION = source_of(ex.sw128_desc)
@@ -55,12 +56,19 @@ SLIPS = {
 }
 
 
+def cell(src: str):
+    """The ``sw128_desc`` a notebook cell of ``src`` defines."""
+    namespace: dict = {}
+    exec(src, namespace)  # noqa: S102 - our own solution's text
+    return namespace["sw128_desc"]
+
+
 def slipped(name: str):
     src = SOLUTION
     for old, new in SLIPS[name][0]:
         assert src.count(old) == 1, (name, old)
         src = src.replace(old, new)
-    return exec_source(src, "wgmma_desc_slip")["sw128_desc"]
+    return cell(src)
 
 
 def run(fn, capsys, **kw):
@@ -83,14 +91,14 @@ def test_the_solution_passes_and_its_kernel_compiles_for_sm90a(capsys):
     n, ptx = r.values["addresses"], r.values["ptx"]
     assert r.ok and n == len(ex.ADDRESSES) > 16384
     assert r.message.startswith(f"✓ right: your descriptor is hopper.cuh's on all {n:,} addresses, "
-                                f"and {ex.step_label()} built with it compiles for sm_90a (8 wgmma.mma_async")
+                                f"and {ex.STEP_LABEL} built with it compiles for sm_90a (8 wgmma.mma_async")
     assert ".target sm_90a" in ptx
     consts = {(int(m), int(s), int(c)) for *_, m, _, s, _, c in _DESC_PTX.findall(ptx)}
     assert consts == {(0x3FFF0, 4, hl.sw128_desc(0))}     # as in the ladder's own step
 
 
 def test_the_blank_skeleton_names_what_is_missing(capsys):
-    r = run(exercises.get("p12_wgmma_desc").load_skeleton(), capsys, device="cpu")
+    r = run(cell(exercises.get("p12_wgmma_desc").skeleton), capsys, device="cpu")
     assert not r.ok and r.message.startswith("✗ your function raised NameError: name 'start' is not defined")
     assert "Hint: complete TODO 1-4" in r.message
 
@@ -151,7 +159,7 @@ def test_uint64_semantics_that_python_does_not_share_are_refused(capsys):
 def test_a_compile_error_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(ex, "cpp_function", lambda expr: "this is not C++;\n")
     r = run(ex.sw128_desc, capsys, device="cpu")
-    assert not r.ok and r.message.startswith(f"✗ {ex.step_label()} with your descriptor does not compile for sm_90a: ")
+    assert not r.ok and r.message.startswith(f"✗ {ex.STEP_LABEL} with your descriptor does not compile for sm_90a: ")
     assert "error" in r.message and "\n" not in r.message
 
 
@@ -204,8 +212,6 @@ def test_wrong_arguments():
 ])
 def test_the_hopper_verdicts_say_what_the_gpu_showed(slip, outcome, words, monkeypatch, capsys):
     """The GPU branch of the check with the GPU faked (the run itself is the -m gpu tests')."""
-    from types import SimpleNamespace
-
     calls = []
 
     def fake_measure(problem, build_, sizes, **kw):
@@ -219,6 +225,7 @@ def test_the_hopper_verdicts_say_what_the_gpu_showed(slip, outcome, words, monke
     monkeypatch.setattr(ex.build, "nvcc_available", lambda: False)       # no PTX needed here
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Fake H200")
     r = run(ex.sw128_desc if slip is None else slipped(slip), capsys, device=torch.device("cuda"))
     assert r.ok == (slip is None)

@@ -6,9 +6,8 @@ measuring path (:mod:`fusedkit.harness`), each ``✗`` with a hint that names th
     result = exercises.check(problem, "p12_epilogue", epilogue_kernel)   # prints one line
     exercises.show_solution("p12_epilogue")                              # the worked solution
 
-A prediction exercise first prints what a prediction may use (``exercises.given(name)``). Every
-exercise follows one protocol (:mod:`fusedkit.exercises._protocol`); the check returns a
-``Verdict`` whose ``ok`` is False on every ``✗``.
+A prediction exercise first prints what a prediction may use (``exercises.given(name)``). The check
+returns a ``Verdict`` (:mod:`fusedkit.exercises._protocol`) whose ``ok`` is False on every ``✗``.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from fusedkit.exercises import (p12_coalesced_tile, p12_epilogue, p12_fp16_split
                                 p45_online_lse, p45_sigmoid_gemm)
 from fusedkit.exercises._predict import PredictionExercise
 from fusedkit.exercises._protocol import Exercise, Verdict
+from fusedkit.harness.plans import harness_device
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 
@@ -29,8 +29,7 @@ EXERCISES: dict[str, Exercise] = {m.EXERCISE.name: m.EXERCISE for m in (
     p12_epilogue, p12_gemm_tile, p12_coalesced_tile, p12_wgmma_desc, p45_online_lse, p45_sigmoid_gemm,
     p12_predict_stream, p12_fp16_split, p12_predict_speedup)}
 NAMES = tuple(EXERCISES)
-COURSE = ("01", "02", "03", "04", "05", "06")
-"""The notebooks of the course, by number."""
+COURSE = ("01", "02", "03", "04", "05", "06")   # the notebooks of the course, by number
 
 
 def get(name: str) -> Exercise:
@@ -51,14 +50,7 @@ def show_solution(name: str) -> None:
 
 
 def _device(device: str | torch.device | None) -> torch.device:
-    gpu = torch.cuda.is_available()
-    try:
-        out = torch.device(device or ("cuda" if gpu else "cpu"))
-    except (RuntimeError, TypeError):
-        out = None
-    if out is None or out.type not in ("cpu", "cuda") or (out.type == "cuda" and not gpu):
-        raise ValueError(f"device={device!r}: allowed here 'cpu'{' or a cuda device' if gpu else ''}")
-    return out
+    return harness_device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
 def given(name: str, device: str | torch.device | None = None) -> None:
@@ -73,15 +65,9 @@ def check(problem: Problem | str, name: str, answer: Any, *, sizes: Sizes | None
           device: str | torch.device | None = None, seeds: int | None = None, time_it: bool = True,
           warmup_ms: float | None = None, rep_ms: float | None = None, show: bool = True) -> Verdict:
     """Check ``answer`` (a kernel, a function or a prediction) as exercise ``name`` of ``problem``
-    on ``device`` (default: the GPU if torch sees one); print its one line unless ``show=False``.
-
-    A kernel is measured as a step of the ladder (fp32), then called once more at the nearby
-    odd shape to find stores past the output's end and, when its numbers are wrong, a known
-    mistake: on a GPU at the problem's sizes, 3 builds and a short timing; on the CPU (Triton's
-    interpreter) at small odd sizes, 1 build and a few timed calls. The split: its fp16x3
-    linear measured, then the split probed row by row. A prediction: compared with the measured
-    (GPU) or recorded (CPU) value. A fault of the answer is that line, never a traceback; a
-    wrong argument of this function is a ValueError."""
+    on ``device`` (default: the GPU if torch sees one); print its one line unless ``show=False``
+    (``about(name)`` says what the check runs). A fault of the answer is that line, never a
+    traceback; a wrong argument of this function is a ValueError."""
     ex = get(name)
     problem = get_problem(problem) if isinstance(problem, str) else problem
     if problem.key != ex.problem_key:

@@ -9,8 +9,6 @@ the learner's answer into a :class:`Verdict`: one line, ``✓ ...`` or ``✗ <wh
 from __future__ import annotations
 
 import inspect
-import itertools
-import linecache
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,14 +17,6 @@ from fusedkit.harness import Measurement
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import nearby_odd
-
-CHECK_OPTIONS = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})
-"""The options of :func:`fusedkit.exercises.check` besides ``device``."""
-# The fault classes of fusedkit.harness.FAULT_CLASSES that a verdict tells apart.
-CRASHED, HUNG, RAISED, UNWRITTEN = "the kernel crashed", "the kernel hung", "raised an error", "unwritten output"
-ALIASING, MUTATION, WRONG = "output aliasing", "input or weight mutation", "wrong result"
-REUSE, SPECIALISED = "result reuse", "shape specialisation"
-FAULT_NAMES = (CRASHED, HUNG, RAISED, UNWRITTEN, ALIASING, MUTATION, WRONG, REUSE, SPECIALISED)
 
 
 @dataclass
@@ -49,8 +39,7 @@ def dims(sizes: Sizes) -> str:
 
 
 def checked_at(problem: Problem, cpu_sizes: Sizes, cpu: str) -> str:
-    """"Checked (...) at 17x33x65 and the nearby odd shape 15x29x57 <cpu>; on a GPU at ...":
-    both shapes the harness checks, here and on a GPU, computed, never typed."""
+    """'Checked (...) at 17x33x65 and the nearby odd shape 15x29x57 <cpu>; on a GPU at ...'."""
     small, big = problem.sizes(cpu_sizes), problem.defaults
     return (f"Checked ({' x '.join(d.name for d in problem.dims)}) at {dims(small)} and the nearby odd "
             f"shape {dims(nearby_odd(problem, small))} {cpu}; on a GPU at {dims(big)} and "
@@ -67,29 +56,15 @@ def source_of(solution: Any) -> str:
     return inspect.getsource(getattr(solution, "fn", solution))
 
 
-_cells = itertools.count(1)
-
-
-def exec_source(source: str, label: str) -> dict:
-    """Execute ``source`` as a notebook cell would, in a fresh namespace, under a file name
-    registered with :mod:`linecache` (Triton reads a kernel's source through :mod:`inspect`)."""
-    filename = f"<fusedkit exercise {label} #{next(_cells)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {"__name__": f"fusedkit_exercise_{label}"}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own skeleton text
-    return namespace
-
-
 class Exercise:
-    """One exercise. A module sets the class attributes and defines ``about() -> str`` (what the
-    check runs, at which sizes) and ``judge(problem, answer, *, device, **options) -> Verdict``
-    (never raising for a fault of the answer). ``answer`` is the name the learner's cell defines,
-    ``options`` the options of check that apply, ``imports`` what the cell opens with."""
+    """A module sets the class attributes and defines ``about() -> str`` and ``judge(problem, answer,
+    *, device, **options) -> Verdict``, which never raises for a fault of the answer. ``answer`` is
+    the name the learner's cell defines, ``imports`` what the cell opens with."""
 
-    name = problem_key = notebook = title = answer = ""
+    name = problem_key = notebook = answer = ""
     solution: Any = None
     imports = "import triton\nimport triton.language as tl"
-    options = CHECK_OPTIONS
+    options = frozenset({"sizes", "seeds", "time_it", "warmup_ms", "rep_ms"})   # of check, besides device
 
     @property
     def problem(self) -> Problem:
@@ -100,29 +75,21 @@ class Exercise:
         """The cell a learner completes, made from the worked solution: each numbered comment
         ``# n: ...`` becomes ``# TODO n: ...`` and the code lines under it (the answer) are left
         out; everything else is kept as it is, after :attr:`imports`."""
-        out, dropping, indent, answered = [], False, 0, False
+        out, indent, answered = [], None, False   # indent: the open TODO's, None outside one
         for line in source_of(self.solution).splitlines():
-            stripped = line.lstrip()
+            code = line.lstrip()
             if m := re.match(r"^(\s*)# (\d+): ", line):
                 out.append(line.replace(f"# {m[2]}: ", f"# TODO {m[2]}: ", 1))
-                dropping, indent, answered = True, len(m[1]), False
-                continue
-            if dropping:
-                if stripped.startswith("#") and not answered:    # the TODO's own continuation
-                    out.append(line)
-                    continue
-                if stripped and not stripped.startswith("#") and len(line) - len(stripped) >= indent:
-                    answered = True                              # a line of the answer
-                    continue
-                dropping = False
-            out.append(line)
+                indent, answered = len(m[1]), False
+            elif indent is not None and code.startswith("#") and not answered:   # the TODO's continuation
+                out.append(line)
+            elif indent is not None and code and not code.startswith("#") and len(line) - len(code) >= indent:
+                answered = True                                                    # a line of the answer
+            else:
+                indent = None
+                out.append(line)
         return (f"{self.imports}\n\n\n" if self.imports else "") + "\n".join(out) + "\n"
 
-    def load_skeleton(self) -> Any:
-        """What the shipped cell defines, executed from :attr:`skeleton` as the notebook runs it."""
-        return exec_source(self.skeleton, self.name).get(self.answer)
-
     def show_solution(self) -> None:
-        """Print the worked solution's source."""
         print(f"# fusedkit/exercises/{self.name}.py: the worked solution of {self.name}\n")
         print(source_of(self.solution))

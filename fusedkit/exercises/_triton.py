@@ -19,20 +19,19 @@ import torch
 import triton
 from triton.runtime.jit import KernelInterface
 
-from fusedkit.exercises._protocol import (ALIASING, CRASHED, HUNG, MUTATION, RAISED, REUSE,
-                                          SPECIALISED, UNWRITTEN, WRONG, Exercise, Verdict, checked_at,
-                                          dims, first_line)
+from fusedkit.exercises._protocol import Exercise, Verdict, checked_at, dims, first_line
 from fusedkit.harness import WorkerDied, measure, pack, plan, rel_error, run_job, unpack
+from fusedkit.harness.terms import (ALIASING, CRASHED, HUNG, MUTATION, RAISED, REUSE, SPECIALISED,
+                                    UNWRITTEN, WRONG)
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import nearby_odd
+from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights as p12_weights   # W, b, multiplier, slope
 
 CPU_CHECK = dict(seeds=1, warmup_ms=0.0, rep_ms=1.0)
 GPU_CHECK = dict(seeds=3, warmup_ms=25.0, rep_ms=200.0)
 PROBE_SEED = 4242
 MATCH_REL = 1e-4   # a kernel output this close (relative) to a mistake's output shows that mistake
-P12_CPU_SIZES = dict(batch_size=17, in_features=33, out_features=65)
-P45_CPU_SIZES = dict(batch_size=17, input_size=33, hidden_size=65, output_size=19)
 HINTS = dict(
     raised="check the kernel's signature (keep the skeleton's parameters) and the TODO lines",
     nothing_stored="keep the skeleton's tl.store at the end of the kernel",
@@ -112,11 +111,6 @@ def guarded(shape: tuple[int, ...], margin: int, device: torch.device,
     return buf[:numel].view(shape), buf[numel:]
 
 
-def padded_copy(t: torch.Tensor, margin: int, fill: float = 0.0) -> torch.Tensor:
-    """A contiguous copy of ``t`` followed by ``margin`` elements of ``fill`` (once per build)."""
-    return guarded(tuple(t.shape), margin, t.device, fill=fill)[0].copy_(t.detach())
-
-
 def margin_2d(rows: int, cols: int, block_rows: int, block_cols: int) -> int:
     """Elements past a row-major (rows, cols) tensor that unmasked block accesses can reach."""
     padded_rows = triton.cdiv(rows, block_rows) * block_rows
@@ -168,6 +162,8 @@ class TritonExercise(Exercise):
     x)`` (float64 pieces) and ``expected(parts)``, its ``mistakes`` and ``hints`` (beside :data:`HINTS`)."""
 
     output = "y"                     # the kernel's output, as the lines name it
+    n_block = "BLOCK_N"              # a tile kernel's block of W's rows
+    w_fill = 0.0                     # what an unmasked load past W's end reads (zeros: harmless, not a fault)
     hints: dict[str, str] = {}
     cpu_sizes: dict[str, int] = {}
     gpu_blocks: dict[str, int] = {}
@@ -183,17 +179,33 @@ class TritonExercise(Exercise):
     def about(self) -> str:
         return checked_at(self.problem, self.cpu_sizes, "in Triton's CPU interpreter")
 
+    def tile_launcher(self, kernel: Any, w: torch.Tensor, b: torch.Tensor, *numbers: float,
+                      finish: Callable[[torch.Tensor], torch.Tensor] = lambda y: y) -> Callable[..., Run]:
+        """The tile kernels' launch: (x, W, b, y, M, N, K, the row strides of x, W and y, *numbers) on a grid
+        of (BLOCK_M or 1, :attr:`n_block`) blocks of y; ``finish(y)`` is the problem's output."""
+        (n, k), bl = w.shape, self.blocks(w.device)
+        bm, bn, bk = bl.get("BLOCK_M", 1), bl[self.n_block], bl["BLOCK_K"]
+        # One-off copy with a margin that unmasked tile loads reach, with the strides either way.
+        reach = max(margin_2d(n, k, bn, bk), margin_2d(k, n, bk, bn))
+        w = guarded((n, k), reach, w.device, fill=self.w_fill)[0].copy_(w)
+
+        def call(x: torch.Tensor) -> Run:
+            x = x.contiguous()
+            m = x.shape[0]
+            y, outside = guarded((m, n), margin_2d(m, n, bm, bn), x.device)
+            launch(kernel, (triton.cdiv(m, bm), triton.cdiv(n, bn)), x, w, b, y, m, n, k, x.stride(0),
+                   w.stride(0), y.stride(0), *numbers, **bl)
+            return Run(y, finish(y), outside)
+        return call
+
     def judge(self, problem: Problem, kernel: Any, *, device: torch.device, sizes: Sizes | None = None,
               time_it: bool = True, **budget: Any) -> Verdict:
         gpu = device.type == "cuda"
-        if not gpu and not triton.knobs.runtime.interpret:
-            raise ValueError("device=cpu: Triton kernels run on the CPU only in its interpreter; set "
-                             "TRITON_INTERPRET=1 before triton is imported (import fusedkit first)")
         sizes = problem.sizes(sizes or (problem.defaults if gpu else self.cpu_sizes))
         p = plan(problem, functools.partial(_final, self, kernel), sizes, device=device,
                  name=f"exercise_{self.name}", precision="fp32", triton=True, time_it=time_it,
                  **{**(GPU_CHECK if gpu else CPU_CHECK), **budget})
-        if p.refusal:
+        if p.refusal:   # a Triton kernel on a CPU outside Triton's interpreter, over the CPU budget
             raise ValueError(p.refusal)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
@@ -269,13 +281,14 @@ class TritonExercise(Exercise):
         return f"✗ {first_line(m.failure)}. Hint: {self.hint('raised')}"   # a crash, a hang, a refusal
 
 
+class P45Exercise(TritonExercise):
+    """A kernel of p45 (notebook 03)."""
+
+    problem_key, notebook = "p45", "03"
+    cpu_sizes = dict(batch_size=17, input_size=33, hidden_size=65, output_size=19)
+
+
 # -- problem 12's pieces in float64: the right output and the slips of a tile kernel ----------
-
-def p12_weights(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor, float, float]:
-    """W (N, K), b (N,), the multiplier and the slope."""
-    return (model.gemm.weight.detach(), model.gemm.bias.detach(), float(model.multiplier),
-            float(model.leaky_relu.negative_slope))
-
 
 def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
     """LeakyReLU((acc + b) * multiplier) in float64."""
@@ -286,7 +299,10 @@ def p12_epilogue64(p: dict, acc: torch.Tensor) -> torch.Tensor:
 class P12Exercise(TritonExercise):
     """A kernel of p12 (notebook 01); its parts: x, W, b, the multiplier, the slope, acc = x @ W.T, BLOCK_K."""
 
-    problem_key, notebook, cpu_sizes = "p12", "01", P12_CPU_SIZES
+    problem_key, notebook, cpu_sizes = "p12", "01", dict(batch_size=17, in_features=33, out_features=65)
+
+    def launcher(self, kernel: Any, model: torch.nn.Module) -> Callable[[torch.Tensor], Run]:
+        return self.tile_launcher(kernel, *p12_weights(model))
 
     def parts(self, model: torch.nn.Module, x: torch.Tensor) -> dict:
         w, b, c, s = p12_weights(model)

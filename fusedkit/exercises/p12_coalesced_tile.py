@@ -1,7 +1,6 @@
 """Exercise p12_coalesced_tile: read W along K, the axis it is laid out in. Neighbouring lanes take
 neighbouring k of one W row (whole 128-byte lines per warp), and a reduction over k finishes each
-output: a (BLOCK_N, BLOCK_K) tile of W whose fast axis is k, summed into BLOCK_N outputs of a row of y.
-W's buffer has a NaN margin: a load that forgets its K mask reads it, and the NaN shows in y."""
+output: a (BLOCK_N, BLOCK_K) tile of W whose fast axis is k, summed into BLOCK_N outputs of a row of y."""
 
 from __future__ import annotations
 
@@ -11,9 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._triton import (Mistake, P12Exercise, Run, guarded, launch, margin_2d,
-                                        p12_epilogue64, p12_last_chunk, p12_weights, p12_zero_acc,
-                                        padded_copy)
+from fusedkit.exercises._triton import Mistake, P12Exercise, p12_epilogue64, p12_last_chunk, p12_zero_acc
 
 
 @triton.jit
@@ -60,10 +57,10 @@ def _no_k_mask(p: dict) -> torch.Tensor | None:
 
 class CoalescedTile(P12Exercise):
     name, answer, solution = "p12_coalesced_tile", "coalesced_tile_kernel", coalesced_tile_kernel
-    title = "coalesced loads: a tile of W read along k, its unit-stride axis, and summed over k"
     # GPU: 32 W rows x 128 k per step, 4 floats per lane along k at 4 warps. Interpreter:
     # 128 x 16, so 17 x 33 x 65 has one ragged block of N per row and a ragged last chunk of K.
     gpu_blocks, cpu_blocks = dict(BLOCK_N=32, BLOCK_K=128), dict(BLOCK_N=128, BLOCK_K=16)
+    w_fill = math.nan   # an unmasked load past W's end reads NaN, which then shows in y
     mistakes = (
         Mistake("the accumulator was never updated: y is the epilogue of acc = 0, the same for every x",
                 "TODO 1-2: load the W tile, then acc += tl.sum(w * xk[None, :], axis=1)", p12_zero_acc),
@@ -89,23 +86,6 @@ class CoalescedTile(P12Exercise):
         wrong="check the W tile: w[j, i] = W[cols[j], ks[i]] at w_ptr + cols[:, None] * stride_wn + "
               "ks[None, :], its mask on both edges, and that acc adds each chunk's tl.sum(..., axis=1)",
     )
-
-    def launcher(self, kernel, model):
-        w, b, c, s = p12_weights(model)
-        (n, k), bl = w.shape, self.blocks(w.device)
-        # One-off copy with a NaN margin that unmasked tile loads reach with the strides either
-        # way: a load past W's end reads NaN, which then shows in y.
-        reach = max(margin_2d(n, k, bl["BLOCK_N"], bl["BLOCK_K"]), margin_2d(k, n, bl["BLOCK_K"], bl["BLOCK_N"]))
-        w = padded_copy(w, reach, fill=math.nan)
-
-        def call(x: torch.Tensor) -> Run:
-            x = x.contiguous()
-            m, blocks_n = x.shape[0], triton.cdiv(n, bl["BLOCK_N"])
-            y, outside = guarded((m, n), blocks_n * bl["BLOCK_N"], x.device)
-            launch(kernel, (m, blocks_n), x, w, b, y, m, n, k, x.stride(0), w.stride(0), y.stride(0),
-                   c, s, **bl)
-            return Run(y, y, outside)
-        return call
 
 
 EXERCISE = CoalescedTile()

@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 from fusedkit.exercises._triton import (Mistake, P12Exercise, Run, guarded, launch, margin_2d,
-                                        p12_weights)
+                                        p12_epilogue64, p12_weights)
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -32,46 +32,41 @@ def epilogue_kernel(acc_ptr, b_ptr, y_ptr, M, N, stride_am, stride_ym,
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], v, mask=mask)
 
 
-def _leaky(v: torch.Tensor, s: float) -> torch.Tensor:
-    return torch.where(v > 0, v, v * s)
-
-
-def _v(p: dict) -> torch.Tensor:
-    """(acc + b) * multiplier, before the LeakyReLU."""
-    return (p["acc"] + p["b"]) * p["c"]
+def _epilogue(p: dict, **changed: object) -> torch.Tensor:
+    """The epilogue on acc with b, c (the multiplier) or s (the slope) changed."""
+    return p12_epilogue64({**p, **changed}, p["acc"])
 
 
 def _bias_by_row(p: dict) -> torch.Tensor | None:
     m = p["acc"].shape[0]
-    return _leaky((p["acc"] + p["b"][:m, None]) * p["c"], p["s"]) if m <= p["b"].shape[0] else None
+    return _epilogue(p, b=p["b"][:m, None]) if m <= p["b"].shape[0] else None
 
 
 class Epilogue(P12Exercise):
     name, answer, solution = "p12_epilogue", "epilogue_kernel", epilogue_kernel
-    title = "the fused epilogue: bias, x2 and LeakyReLU in one pass over the GEMM's output"
     # GPU: 32 x 128 per program at 4 warps, 32 contiguous values per thread row.
     # Interpreter: small blocks, so 17 x 65 has ragged blocks in both directions.
     gpu_blocks, cpu_blocks = dict(BLOCK_M=32, BLOCK_N=128), dict(BLOCK_M=16, BLOCK_N=32)
     mistakes = (
         Mistake("y is LeakyReLU(acc * multiplier): the bias is missing",
                 "TODO 1-2: load b[cols] and add it to acc before the multiply",
-                lambda p: _leaky(p["acc"] * p["c"], p["s"])),
+                lambda p: _epilogue(p, b=0.0)),
         Mistake("the bias was added along the rows (b[row] instead of b[col])",
                 "the bias has one value per column: load it at b_ptr + cols and use bias[None, :]",
                 _bias_by_row),
         Mistake("y is LeakyReLU(acc + b): the multiplier is missing",
-                "TODO 2: multiply (acc + bias) by multiplier", lambda p: _leaky(p["acc"] + p["b"], p["s"])),
+                "TODO 2: multiply (acc + bias) by multiplier", lambda p: _epilogue(p, c=1.0)),
         Mistake("y is LeakyReLU(acc * multiplier + b): the multiply came before the bias",
                 "TODO 2: add the bias first, then multiply: (acc + bias) * multiplier",
-                lambda p: _leaky(p["acc"] * p["c"] + p["b"], p["s"])),
+                lambda p: p12_epilogue64({**p, "c": 1.0}, p["acc"] * p["c"])),
         Mistake("y is (acc + b) * multiplier with no LeakyReLU",
-                "TODO 3: v = tl.where(v > 0, v, v * negative_slope)", _v),
+                "TODO 3: v = tl.where(v > 0, v, v * negative_slope)", lambda p: _epilogue(p, s=1.0)),
         Mistake("negative values became 0: that is ReLU, not LeakyReLU",
                 "TODO 3: negative values keep v * negative_slope, not 0",
-                lambda p: torch.relu(_v(p))),
+                lambda p: _epilogue(p, s=0.0)),
         Mistake("the slope was applied to the positive values instead of the negative ones",
                 "TODO 3: tl.where(v > 0, v, v * negative_slope) keeps v where it is positive",
-                lambda p: torch.where(_v(p) > 0, _v(p) * p["s"], _v(p))),
+                lambda p: -_epilogue(p, c=-p["c"])),   # -LeakyReLU(-v): v where v <= 0, else v * slope
     )
     hints = dict(
         nothing_stored="the store is still a TODO: tl.store(y_ptr + rows[:, None] * stride_ym + "

@@ -5,10 +5,9 @@
             lies in [2**14, 2**15), far from fp16's 65504 and its subnormals, and is exact
     hi = fp16(t * scale);  lo = fp16((t * scale - hi) * 2048);  t * scale = hi + lo / 2048 to ~2**-22
 
-The check measures p12's linear built from it as step ``triton_fp16x3`` computes it (three products
-in fp32, exact for fp16 operands) through :func:`fusedkit.harness.measure`: its tier is the verdict on
-KernelBench's inputs, which lie well inside fp16's range. So it then splits a probe matrix row by row
-(rows of max 2**20 down to 2**-20, one just below a power of two, zeros) and names the fault it shows.
+The check measures p12's linear built from it as step ``triton_fp16x3`` computes it (three fp32 products,
+exact for fp16 operands), on KernelBench's inputs, well inside fp16's range; so it then splits a probe matrix
+row by row (:func:`probe_matrix`) and names the fault it shows.
 """
 
 from __future__ import annotations
@@ -19,11 +18,13 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from fusedkit.exercises._protocol import RAISED, UNWRITTEN, Exercise, Verdict, checked_at, dims, first_line
+from fusedkit.exercises._protocol import Exercise, Verdict, checked_at, dims, first_line
 from fusedkit.harness import measure
+from fusedkit.harness.terms import RAISED, UNWRITTEN
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems.base import nearby_odd
 from fusedkit.problems.baselines import tf32_matmul
+from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights as p12_weights
 
 LO_SCALE = 2048.0                         # lo holds the residual lifted by 2**11: the check reads hi + lo / 2048
 PROBE_EXPONENTS = (0, 20, -20, 9, -9)     # the probe's rows: randn * 2**k, one just below 2**NEAR_POWER, zeros
@@ -83,16 +84,14 @@ def call_split(fn: Callable, t: torch.Tensor, name: str) -> tuple[torch.Tensor, 
 
 def _linear(fn: Callable, model: torch.nn.Module) -> Callable[..., torch.Tensor]:
     """p12 from the split ``fn``: W split once, x each call, three fp32 products, the scales undone."""
-    w, b = model.gemm.weight.detach(), model.gemm.bias.detach()
-    c, slope = float(model.multiplier), float(model.leaky_relu.negative_slope)
+    w, b, c, slope = p12_weights(model)
     wh, wl, ws = (p.float() for p in call_split(fn, w, "W"))   # fp16 values, held in fp32
 
     def linear(x: torch.Tensor) -> torch.Tensor:
         xh, xl, xs = (p.float() for p in call_split(fn, x, "x"))
         with tf32_matmul(False):
             acc = xh @ wh.T + (xh @ wl.T + xl @ wh.T) / LO_SCALE
-        v = (acc / (xs * ws.T) + b) * c
-        return torch.where(v > 0, v, v * slope)
+        return torch.nn.functional.leaky_relu((acc / (xs * ws.T) + b) * c, slope)
     return linear
 
 
@@ -216,7 +215,6 @@ def _linear_phrase(m: Any, sizes: Sizes) -> str:
 
 class FP16Split(Exercise):
     name, problem_key, notebook, answer = "p12_fp16_split", "p12", "05", "split"
-    title = "the fp16x3 split: fp16 hi and lo with a power-of-two scale per row"
     solution = staticmethod(split)
     imports = "import torch\n\nLO_SCALE = 2048.0   # lo holds the residual times 2**11"
     options = frozenset({"sizes", "seeds"})

@@ -8,9 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._triton import (Mistake, P12Exercise, Run, guarded, launch, margin_2d,
-                                        p12_epilogue64, p12_last_chunk, p12_weights, p12_zero_acc,
-                                        padded_copy)
+from fusedkit.exercises._triton import Mistake, P12Exercise, p12_epilogue64, p12_last_chunk, p12_zero_acc
 
 
 @triton.jit
@@ -49,7 +47,6 @@ def _w_read_as_k_by_n(p: dict) -> torch.Tensor | None:
 
 class GemmTile(P12Exercise):
     name, answer, solution = "p12_gemm_tile", "gemm_tile_kernel", gemm_tile_kernel
-    title = "one tile of the fused GEMM: the K loop with tl.dot, the epilogue after it"
     # GPU: 64 x 64 tiles, K in chunks of 32 (tl.dot needs every side >= 16). Interpreter:
     # 16 x 32 x 16, so 17 x 33 x 65 has ragged tiles on all three edges.
     gpu_blocks = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
@@ -76,21 +73,6 @@ class GemmTile(P12Exercise):
         wrong="check the W tile (w[i, j] = W[cols[j], ks[i]]), its mask (cols < N, ks < K, other=0.0) "
               "and that tl.dot adds into acc",
     )
-
-    def launcher(self, kernel, model):
-        w, b, c, s = p12_weights(model)
-        bl = self.blocks(w.device)
-        # One-off copy with a zero margin: an unmasked load past W's end reads zeros, not a fault.
-        w = padded_copy(w, margin_2d(*w.shape, bl["BLOCK_N"], bl["BLOCK_K"]))
-
-        def call(x: torch.Tensor) -> Run:
-            x = x.contiguous()
-            (m, k), n = x.shape, w.shape[0]
-            y, outside = guarded((m, n), margin_2d(m, n, bl["BLOCK_M"], bl["BLOCK_N"]), x.device)
-            launch(kernel, (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(n, bl["BLOCK_N"])), x, w, b, y,
-                   m, n, k, x.stride(0), w.stride(0), y.stride(0), c, s, **bl)
-            return Run(y, y, outside)
-        return call
 
 
 EXERCISE = GemmTile()

@@ -1,12 +1,7 @@
-"""Exercise p12_predict_speedup: predict first, then read the results: how much faster than eager
-fp32 can an fp32-faithful p12 be on fp16 tensor cores?
-
-fp32-faithful on fp16 tensor cores takes the fp16x3 split: x and W each as fp16 hi + lo, three
-products per tile (hi·hi + hi·lo + lo·hi; lo·lo, near fp32's own rounding, is dropped). p12 is
-compute-bound at KernelBench's sizes, so the three cost about three times one fp16 GEMM. The
-learner predicts step ``wgmma_fp16x3``'s speed-up over eager from the facts ``exercises.given``
-prints (the FLOPs, eager's and cuBLAS's one-product fp16 GEMM's times of one run, the datasheet).
-"""
+"""Exercise p12_predict_speedup: predict first, then read the results: how much faster than eager fp32
+is step ``wgmma_fp16x3``, fp32-faithful on fp16 tensor cores (the fp16x3 split: three fp16 products), from
+the facts ``exercises.given`` prints (the FLOPs, eager's and cuBLAS's fp16 GEMM's times of one run, the
+datasheet)."""
 
 from __future__ import annotations
 
@@ -52,7 +47,6 @@ def predict(facts: dict[str, Fact]) -> float:
 class PredictSpeedup(PredictionExercise):
     name, problem_key, notebook, answer = "p12_predict_speedup", "p12", "06", "predicted_speedup"
     solution = staticmethod(predict)
-    title = f"predict first: the speed-up of fp32-faithful step {STEP} ({SLUG}) over eager fp32"
     prompt = (f"Predict first: how many times faster than eager fp32 is step {STEP}, {SLUG}",
               "(fp32-faithful: three fp16 products on split operands) at KernelBench's sizes?",
               "The cell above printed what you may use (exercises.given): FLOPs, measured times, rates.")
@@ -121,13 +115,13 @@ class PredictSpeedup(PredictionExercise):
             spec = match_device_name(str(run["device"].iloc[0])) or detect_gpu().spec
             timed = {SLUG: None}
         return Outcome(ms["eager"] / ms[SLUG], label, facts_for(ms["eager"], ms[ONE_PRODUCT], label, spec),
-                       timed[SLUG], error, {"eager_ms": ms["eager"], "step_ms": ms[SLUG],
-                                            "fp16_rel": rel[ONE_PRODUCT], "eager_rel": eager_rel})
+                       timed[SLUG], error, {"step_ms": ms[SLUG], "fp16_rel": rel[ONE_PRODUCT],
+                                            "eager_rel": eager_rel})
 
     def remark(self, out: Outcome) -> str:
         one = out.facts["eager_ms"].value / out.facts["fp16_ms"].value
         return (f"{SLUG} took {present.ms(out.detail['step_ms'])} ms against eager's "
-                f"{present.ms(out.detail['eager_ms'])} ms in that run: the faithful tier pays three "
+                f"{present.ms(out.facts['eager_ms'].value)} ms in that run: the faithful tier pays three "
                 f"products, where one (the fast tier) gives {present.speedup(one)}.")
 
 

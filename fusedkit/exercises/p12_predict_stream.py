@@ -1,11 +1,6 @@
-"""Exercise p12_predict_stream: predict first, then measure: p12's weight stream at one row.
-
-At 1 row, ``y = x @ W.T`` uses each weight of W once, 2 FLOPs per 4 bytes, far below any GPU's
-ridge point, so a kernel that does it well (step ``small_batch_stream``) takes about as long as
-reading W once at the rate memory gives a stream. The learner predicts the time in ms from the
-facts ``exercises.given`` prints (W's bytes, the FLOPs, the copy bandwidth of the same run, the
-datasheet rates).
-"""
+"""Exercise p12_predict_stream: predict first, then measure: the time of p12's weight stream (step
+``small_batch_stream``) at one row, in ms, from the facts ``exercises.given`` prints (W's bytes, the FLOPs,
+the copy bandwidth of the same run, the datasheet rates)."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ from fusedkit.harness import measure
 from fusedkit.harness.timing import time_copy
 from fusedkit.problems import fmt_sizes
 from fusedkit.problems import get as get_problem
-from fusedkit.roofline import ridge_point
 
 SLUG, ROWS, BAND = "small_batch_stream", 1, 1.5
 """✓ within BAND of the measured time: bytes over a rate is a floor, which a stream approaches."""
@@ -60,7 +54,6 @@ def predict(facts: dict[str, Fact]) -> float:
 class PredictStream(PredictionExercise):
     name, problem_key, notebook, answer = "p12_predict_stream", "p12", "04", "predicted_ms"
     solution = staticmethod(predict)
-    title = f"predict first: step {STEP} ({SLUG}) at {ROWS} row, then measure it"
     prompt = (f"Predict first: how long does step {STEP}, {SLUG}, take at {ROWS} row of p12?",
               "The cell above printed what you may use (exercises.given): W's bytes, the FLOPs, the rates.")
     todo = "your prediction in milliseconds, a number"
@@ -86,7 +79,7 @@ class PredictStream(PredictionExercise):
                   "once: W's bytes over that rate"),
             Model(f"the FLOPs of {ROWS} row at the FP32 rate", f["flops"].value * 1e9 / fp32 * 1e3, False,
                   f"at {ROWS} row each weight does 2 FLOPs for its {FP32_BYTES} bytes, {2 / FP32_BYTES:g} "
-                  f"FLOP per byte, far below the FP32 ridge point ({out.detail['ridge']:.0f} FLOP per "
+                  f"FLOP per byte, far below the FP32 ridge point ({fp32 / mem:.0f} FLOP per "
                   "byte): the time is W's bytes over memory's rate, not the FLOPs"),
             Model("the FLOP time of KernelBench's full batch at the FP32 rate",
                   f["default_flops"].value * 1e9 / fp32 * 1e3, False,
@@ -101,24 +94,20 @@ class PredictStream(PredictionExercise):
         """The step's time at 1 row and the copy rate: measured now on a GPU, else its newest
         record at 1 row and the copy rate of that same run."""
         if device.type == "cuda":
-            spec, label = detect_gpu().spec, f"measured now on {torch.cuda.get_device_name(device)}"
+            label = f"measured now on {torch.cuda.get_device_name(device)}"
             copy = 2 * COPY_BYTES / (time_copy(2 * COPY_BYTES, device).median_ms * 1e6)
-            m = measure(P12, SLUG, SIZES, device=device)
-            return Outcome(m.timing.median_ms if m.timed else math.nan, label, facts_for(copy, label, spec), m,
-                           "" if m.timed else f"the step itself failed on this GPU: {m.failure}",
-                           {"ridge": ridge_point(spec, "fp32")})
+            m, facts = measure(P12, SLUG, SIZES, device=device), facts_for(copy, label, detect_gpu().spec)
+            return Outcome(m.timing.median_ms if m.timed else math.nan, label, facts, m,
+                           "" if m.timed else f"the step itself failed on this GPU: {m.failure}")
         run = results.latest_run(P12, SIZES, having=(SLUG,), newest=True)
         if run.empty:
-            spec = detect_gpu().spec
-            return Outcome(math.nan, "", facts_for(math.nan, "no record", spec), None,
-                           f"no recorded run of {SLUG} at {fmt_sizes(SIZES)} in {records.default_path()}",
-                           {"ridge": ridge_point(spec, "fp32")})
+            return Outcome(math.nan, "", facts_for(math.nan, "no record", detect_gpu().spec),
+                           error=f"no recorded run of {SLUG} at {fmt_sizes(SIZES)} in {records.default_path()}")
         row = run[run["variant"] == SLUG].iloc[0]
         spec = match_device_name(str(row["device"])) or detect_gpu().spec
         label, copy = f"recorded: {results.run_label(row)}", results.run_ceilings(run).get("copy_gbps", math.nan)
         return Outcome(float(row["median_ms"]), label, facts_for(copy, f"{label}, the same run", spec), None,
-                       "" if math.isfinite(copy) else f"the run that recorded {SLUG} recorded no copy bandwidth",
-                       {"ridge": ridge_point(spec, "fp32")})
+                       "" if math.isfinite(copy) else f"the run that recorded {SLUG} recorded no copy bandwidth")
 
     def remark(self, out: Outcome) -> str:
         rate = out.facts["weight_bytes"].value * 1e6 / (out.value * 1e-3) / 1e9

@@ -3,10 +3,9 @@ tiles (PTX ISA, "Matrix Descriptor Format"; ``kernels/common/hopper.cuh`` explai
 :mod:`fusedkit.hopper_layout` mirrors it), written in Python: ``sw128_desc(smem_byte_addr)``.
 
 The check compares it with the reference on every aligned shared address, naming the usual slips field by
-field; calls it once on a symbolic address that records each operation as ``uint64_t`` C++, puts that in
-place of hopper.cuh's ``sw128_desc`` in a copy of the step and compiles it to PTX for sm_90a; on a Hopper
-GPU measures that kernel against float64 (right within twice the error of rounding x and W to fp16),
-unless the descriptor would send wgmma past the block's shared memory.
+field; traces it on a symbolic address into ``uint64_t`` C++, which replaces hopper.cuh's ``sw128_desc`` in a
+copy of the step, compiled to PTX for sm_90a; on a Hopper GPU measures that kernel against float64, unless
+the descriptor would send wgmma past the block's shared memory.
 """
 
 from __future__ import annotations
@@ -25,12 +24,15 @@ import torch
 from fusedkit import build
 from fusedkit import hopper_layout as hl
 from fusedkit.exercises._protocol import Exercise, Verdict
-from fusedkit.exercises._triton import GPU_CHECK
+from fusedkit.exercises._triton import GPU_CHECK, p12_weights
 from fusedkit.harness import measure, reference64, rel_error
+from fusedkit.kernels import load_step
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 
 NAME, STEP = "p12_wgmma_desc", "wgmma_tma"   # the ladder step whose descriptors the learner writes
+STEP_SOURCE = build.KERNELS_DIR / get_problem("p12").variant(STEP).source
+STEP_LABEL = f"step {get_problem('p12').variant(STEP).number}"
 BINDING, ENTRY = (Path(__file__).with_name(f"p12_wgmma_desc_{f}") for f in ("binding.cpp", "entry.cuh"))
 ADDRESSES = (*range(0, 1 << 18, 16), *((1 << 18) + 16 * k for k in (0, 1, 64, 1000)), (1 << 32) - 16)
 """Every aligned shared-memory byte address, and a few past the 18 bits the encoding keeps."""
@@ -68,9 +70,6 @@ class TraceError(Exception):
 
 class Traced:
     """A value computed from the address: its C++ text (``uint64_t`` on ``a``) and its value as C++ has it."""
-
-    __slots__ = ("cpp", "value")
-    __hash__ = None
 
     def __init__(self, cpp: str, value: Callable[[int], int]) -> None:
         self.cpp, self.value = cpp, value
@@ -136,25 +135,12 @@ def cpp_function(expr: Traced) -> str:
             f"    const uint64_t a = smem_byte_addr;\n    return {expr.cpp};\n}}\n")
 
 
-
-
-def step_source() -> Path:
-    return build.KERNELS_DIR / get_problem("p12").variant(STEP).source
-
-
-def step_label() -> str:
-    return f"step {get_problem('p12').variant(STEP).number}"
-
-
 def exercise_folder(expr: Traced) -> Path:
     """The step's copy calling the learner's descriptor, beside copies of its headers and the binding, in a
     folder per source hash under ``build/exercises/`` (the includes resolve unchanged)."""
-    src, call, anchor = step_source(), "sm90::sw128_desc(", '#include "launchers_hopper.h"\n'
-    text = src.read_text()
-    if text.count(call) < 2 or anchor not in text:
-        raise RuntimeError(f"{src.name} no longer calls {call} for both operands after {anchor.strip()}: "
-                           "the exercise must follow the step")
-    text = (text.replace(call, "exercise_sw128_desc(").replace(anchor, anchor + "\n" + cpp_function(expr), 1)
+    src, anchor = STEP_SOURCE, '#include "launchers_hopper.h"\n'   # the step's test holds both to the step
+    text = (src.read_text().replace("sm90::sw128_desc(", "exercise_sw128_desc(")
+            .replace(anchor, anchor + "\n" + cpp_function(expr), 1)
             + f'\n#include "{ENTRY.name}"   // the entry point the binding calls\n')
     headers = [p for d in (src.parent, build.KERNELS_DIR / "common")
                for p in sorted(d.iterdir()) if p.suffix in (".h", ".cuh")]
@@ -301,20 +287,15 @@ def _read_span(desc: int, rows: int) -> tuple[int, int]:
 def outside_reads(fn: Callable[[int], int]) -> str:
     """Where a read through a descriptor the step forms with ``fn`` would leave the stage tiles of the block's
     shared memory (its 1024-byte aligned base anywhere in the first 8 KB); "" when none would."""
-    c, text = {}, step_source().read_text()
-    for name in ("BM", "BN", "BK", "kStages"):
-        m = re.search(rf"constexpr int {name} = (\d+);", text)
-        if m is None:
-            raise RuntimeError(f"{step_source().name}: no `constexpr int {name} = ...;` to size the tiles by")
-        c[name] = int(m.group(1))
-    tile_a, stage = c["BM"] * c["BK"] * 2, (c["BM"] + c["BN"]) * c["BK"] * 2
+    text, names = STEP_SOURCE.read_text(), ("BM", "BN", "BK", "kStages")   # the step's tile sizes
+    bm, bn, bk, stages = (int(re.search(rf"constexpr int {n} = (\d+);", text)[1]) for n in names)
+    tile_a, stage = bm * bk * 2, (bm + bn) * bk * 2
     for base in range(1024, 8193, 1024):
-        end = base + c["kStages"] * stage
-        for s in range(c["kStages"]):
+        end = base + stages * stage
+        for s in range(stages):
             a0, b0 = base + s * stage, base + s * stage + tile_a
-            uses = [(b0 + 32 * k, c["BN"], "B") for k in range(c["BK"] // 16)]
-            uses += [(a0 + h * 64 * c["BK"] * 2 + 32 * k, 64, "A") for h in range(c["BM"] // 64)
-                     for k in range(c["BK"] // 16)]
+            uses = [(b0 + 32 * k, bn, "B") for k in range(bk // 16)]
+            uses += [(a0 + h * 64 * bk * 2 + 32 * k, 64, "A") for h in range(bm // 64) for k in range(bk // 16)]
             for addr, rows, what in uses:
                 lo, hi = _read_span(fn(addr), rows)
                 if lo < base or hi > end:
@@ -340,9 +321,6 @@ def builder(fn: Callable[[int], int]) -> Callable[[torch.nn.Module], Callable[..
     step = exercise_folder(trace(fn))
 
     def build_(model: torch.nn.Module) -> Callable[..., torch.Tensor]:
-        from fusedkit.kernels import load_step  # noqa: PLC0415 - imports Triton and the steps
-        from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights  # noqa: PLC0415
-
         ext = build.load_sources(f"fusedkit_exercise_{NAME}", [step, step.with_name(BINDING.name)],
                                  hopper=True)
 
@@ -352,14 +330,13 @@ def builder(fn: Callable[[int], int]) -> Callable[[torch.nn.Module], Callable[..
                 ext.wgmma_tma(x16.data_ptr(), w16.data_ptr(), b.data_ptr(), y.data_ptr(), *y.shape,
                               x16.shape[1], c, s, torch.cuda.current_stream().cuda_stream)
             return y
-        call_fp16, bound = load_step("common", "fp16_operands.py").call_fp16, _weights(model)
+        call_fp16, bound = load_step("common", "fp16_operands.py").call_fp16, p12_weights(model)
         return lambda x: call_fp16(wgmma_tma, x, *bound)
     return build_
 
 
 class WgmmaDescriptor(Exercise):
     name, problem_key, notebook, answer = NAME, "p12", "02", "sw128_desc"
-    title = "the wgmma shared-memory descriptor of the wgmma_tma step, in Python, built into it"
     solution = staticmethod(sw128_desc)
     imports = ""
 
@@ -386,10 +363,10 @@ class WgmmaDescriptor(Exercise):
             found["ptx"] = ptx = build.ptx(exercise_folder(expr), arch="sm_90a") if build.nvcc_available() else ""
         except build.BuildError as e:
             line = next((ln.strip() for ln in str(e).splitlines() if "error" in ln.lower()), str(e).splitlines()[0])
-            return Verdict(f"✗ {step_label()} with your descriptor does not compile for sm_90a: {line[:200]}. "
+            return Verdict(f"✗ {STEP_LABEL} with your descriptor does not compile for sm_90a: {line[:200]}. "
                            f"Hint: {HINT_ALL}", values=found)
         wgmmas = len(build.ptx_instructions(ptx, r"wgmma\.mma_async")) if ptx else 0
-        compiled = (f"{step_label()} built with it compiles for sm_90a ({wgmmas} wgmma.mma_async in its PTX)"
+        compiled = (f"{STEP_LABEL} built with it compiles for sm_90a ({wgmmas} wgmma.mma_async in its PTX)"
                     if ptx else "(nvcc not found: the kernel was not compiled)")
         if not hopper:
             where = ("on a Hopper GPU this check also runs it against float64" if device.type == "cpu" else
@@ -416,10 +393,10 @@ class WgmmaDescriptor(Exercise):
         right_numbers = m.ok and math.isfinite(rel) and rel <= allowed
         if bad is None and right_numbers:
             timing = f", {m.timing.median_ms:.3g} ms per call" if m.timing else ""
-            line = (f"✓ right: your descriptor is hopper.cuh's on all {n:,} addresses; {step_label()} built "
+            line = (f"✓ right: your descriptor is hopper.cuh's on all {n:,} addresses; {STEP_LABEL} built "
                     f"with it ran on {gpu}: {numbers}{timing}")
         elif bad is None:
-            line = (f"✗ {step_label()} failed on {gpu} although your descriptor is hopper.cuh's: {numbers}. "
+            line = (f"✗ {STEP_LABEL} failed on {gpu} although your descriptor is hopper.cuh's: {numbers}. "
                     "Hint: run the check again; if it stays, the step itself changed")
         elif right_numbers:
             line = (f"✗ {seen}; the kernel still computed the right numbers on {gpu} ({numbers}): the "

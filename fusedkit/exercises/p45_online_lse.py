@@ -1,7 +1,5 @@
-"""Exercise p45_online_lse: p45's row logsumexp in one pass over the logits z (PyTorch computes them),
-a running pair per row, m the largest value seen and s the sum of exp(z - m) so far, merged chunk by
-chunk: m_new = max(m, max(chunk)); s = s * exp(m - m_new) + sum(exp(chunk - m_new)); m = m_new; the
-result m + log(s). Every exponent is <= 0, and z is read once: step 04's merge, along one row."""
+"""Exercise p45_online_lse: p45's row logsumexp in one pass over the logits z (PyTorch computes them), a
+running (max, sum of exp(z - max)) per row merged chunk by chunk: step 04's merge, along one row."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._triton import P45_CPU_SIZES, Mistake, Run, TritonExercise, guarded, launch
+from fusedkit.exercises._triton import Mistake, P45Exercise, Run, guarded, launch
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -58,11 +56,9 @@ def _top(p: dict) -> torch.Tensor:
     return p["z"].max(dim=1).values
 
 
-class OnlineLse(TritonExercise):
-    name, problem_key, notebook, output = "p45_online_lse", "p45", "03", "out"
+class OnlineLse(P45Exercise):
+    name, output = "p45_online_lse", "out"
     answer, solution = "online_lse_kernel", online_lse_kernel
-    title = "the online logsumexp merge: one pass over each row with a running (max, sum)"
-    cpu_sizes = P45_CPU_SIZES
     # GPU: 32 rows x 128 columns per step (N = 1024: 8 merges per row). Interpreter: 8 columns,
     # so N = 19 takes three chunks (8, 8, 3) and every merge is exercised.
     gpu_blocks, cpu_blocks = dict(BLOCK_M=32, BLOCK_N=128), dict(BLOCK_M=16, BLOCK_N=8)

@@ -8,8 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from fusedkit.exercises._triton import (P45_CPU_SIZES, Mistake, Run, TritonExercise, guarded,
-                                        launch, margin_2d, padded_copy)
+from fusedkit.exercises._triton import Mistake, P45Exercise
 from fusedkit.problems.baselines import tf32_matmul
 
 
@@ -43,14 +42,12 @@ def _last_chunk(p: dict) -> torch.Tensor | None:
     return torch.sigmoid(p["x"][:, last:] @ p["w"][:, last:].t() + p["b"]) if last else None
 
 
-class SigmoidGemm(TritonExercise):
-    name, problem_key, notebook, output = "p45_sigmoid_gemm", "p45", "03", "h"
+class SigmoidGemm(P45Exercise):
+    name, output = "p45_sigmoid_gemm", "h"
     answer, solution = "sigmoid_gemm_kernel", sigmoid_gemm_kernel
-    title = "the sigmoid-fused GEMM tile: GEMM1 with its bias and sigmoid before the only store"
-    cpu_sizes = P45_CPU_SIZES
     # GPU: 64 x 64 tiles, K in chunks of 32. Interpreter: 16 x 32 x 16, so 17 x 33 x 65 has
     # ragged tiles on every edge.
-    gpu_blocks = dict(BLOCK_M=64, BLOCK_H=64, BLOCK_K=32)
+    n_block, gpu_blocks = "BLOCK_H", dict(BLOCK_M=64, BLOCK_H=64, BLOCK_K=32)
     cpu_blocks = dict(BLOCK_M=16, BLOCK_H=32, BLOCK_K=16)
     mistakes = (
         Mistake("h is sigmoid(b1) in every row: nothing was added to acc",
@@ -81,20 +78,11 @@ class SigmoidGemm(TritonExercise):
     )
 
     def launcher(self, kernel, model):
-        w1, b1, linear2 = model.linear1.weight.detach(), model.linear1.bias.detach(), model.linear2
-        bl = self.blocks(w1.device)
-        # One-off copy with a zero margin: an unmasked load past W1's end reads zeros, not a fault.
-        w1 = padded_copy(w1, margin_2d(*w1.shape, bl["BLOCK_H"], bl["BLOCK_K"]))
-
-        def call(x: torch.Tensor) -> Run:
-            x = x.contiguous()
-            (m, k), hdim = x.shape, w1.shape[0]
-            h, outside = guarded((m, hdim), margin_2d(m, hdim, bl["BLOCK_M"], bl["BLOCK_H"]), x.device)
-            launch(kernel, (triton.cdiv(m, bl["BLOCK_M"]), triton.cdiv(hdim, bl["BLOCK_H"])), x, w1, b1, h,
-                   m, hdim, k, x.stride(0), w1.stride(0), h.stride(0), **bl)
+        def finish(h: torch.Tensor) -> torch.Tensor:   # the rest, as eager does it
             with torch.no_grad(), tf32_matmul(False):
-                return Run(h, torch.logsumexp(linear2(h), dim=1), outside)   # the rest, as eager does it
-        return call
+                return torch.logsumexp(model.linear2(h), dim=1)
+        w1, b1 = model.linear1.weight.detach(), model.linear1.bias.detach()
+        return self.tile_launcher(kernel, w1, b1, finish=finish)
 
     def parts(self, model, x):
         w, b = model.linear1.weight.detach().double(), model.linear1.bias.detach().double()
