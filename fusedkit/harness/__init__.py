@@ -1,14 +1,5 @@
 """The measuring harness: check, then time, then one result, every verdict reached in this
-process, where the kernel never ran.
-
-Its files are its processes: :mod:`~fusedkit.harness.worker` is all that runs beside the
-kernel; :mod:`~fusedkit.harness.pool` is this process's side of the line (the workers, the
-frames of :mod:`~fusedkit.harness.wire`, the clock every answer is waited for on);
-:mod:`~fusedkit.harness.judge` holds every verdict; :mod:`~fusedkit.harness.plans` checks the
-arguments once, at the edge; :mod:`~fusedkit.harness.measuring` puts them together;
-:mod:`~fusedkit.harness.timing` is the one timing rule (and the timer of trusted code);
-:mod:`~fusedkit.harness.budget` says how long a measurement will take before it starts.
-"""
+process, where the kernel never ran. Its files are its processes (docs/measuring.md)."""
 
 from fusedkit.harness.budget import CPU_BUDGET_S
 from fusedkit.harness.judge import classify, eager32, reference64, rel_error

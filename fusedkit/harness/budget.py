@@ -1,14 +1,9 @@
-"""How long a measurement will take on this machine, before it starts: the one estimate that the
-command line announces, the explorer shows, and :func:`fusedkit.harness.plan` refuses over a
-budget (:data:`CPU_BUDGET_S` unless the caller allows more).
+"""How long a measurement will take here, before it starts: the one estimate the command line
+announces, the explorer shows and :func:`fusedkit.harness.plan` refuses over ``budget_s``.
 
-On a GPU a measurement is its timing budgets and a few builds. On a CPU, a PyTorch or CUDA-free
-step costs its FLOPs at this CPU's measured GEMM rates: every checked call beside its float64
-reference and eager, then the timed calls and the float64 check of their rows. A Triton step
-runs in Triton's CPU interpreter, whose cost is per program and per loop step, not per useful
-FLOP (problem 12 at one row with 8192 features computes 32-row tiles for that row): its estimate
-comes from the launches the step makes at these sizes, read from the step modules, and a model
-fitted to measured calls (``devtools/calibrate_interpreter.py`` re-fits :data:`COSTS`)::
+On a GPU: the timing budgets and a few builds. On a CPU, PyTorch steps cost their FLOPs at this
+CPU's GEMM rates; a Triton step runs in the interpreter, whose cost is per program and loop step
+(the launches read from the step modules) fitted by ``devtools/calibrate_interpreter.py``::
 
     cpu_seconds = a * steps + a_masked * masked_steps + b * padded_dot_flops + c * tiles
                   + e * elementwise_elements;   estimate = SAFETY * cpu_seconds
@@ -86,9 +81,7 @@ def _rounding(g: Launch, weight: float) -> Launch:
     return replace(g, elements=g.elements + weight * g.steps * (bm + bn) * bk)
 
 
-@functools.cache
-def _step(problem: str, filename: str):
-    return load_step(problem, filename)
+_step = functools.cache(load_step)
 
 
 def launches(problem: Problem, v: Variant, s: Sizes, first_call: bool = False) -> list[Launch]:

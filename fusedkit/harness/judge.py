@@ -1,18 +1,11 @@
-"""Every verdict, reached in the caller's process, where the kernel never ran.
+"""Every verdict, reached in the caller's process, where the kernel never ran: model and inputs
+regenerated from the seeds sent, the float64 reference and eager fp32 from copies the kernel never
+held, and one error budget per tier for checked and timed calls alike.
 
-The model and inputs of each call are regenerated here from the seeds that were sent, bit for
-bit what the worker drew; the float64 reference and eager fp32 are computed from copies the
-kernel never held. One error budget per tier (:func:`classify`) judges checked and timed calls
-alike: a kernel's tier is the one every call met, its timed calls' rows included.
-
-Error is ``rel = ||out - ref64|| / ||ref64||`` (Frobenius). Tiers (:data:`fusedkit.precision.TIERS`):
-
-- ``fp32-faithful``: rel no worse than 2x eager fp32's on the same inputs (with a floor of
-  2 * 2**-24), and ``allclose(out, eager, atol=1e-4, rtol=1e-4)``;
-- ``kb-pass``: the allclose alone (KernelBench's fp32 rule);
-- ``fast``: neither, but within what the declared arithmetic can explain on these very inputs
-  (:func:`fusedkit.precision.error_bound`). Beyond that it is no tier: a *wrong result*.
-"""
+Error is ``rel = ||out - ref64|| / ||ref64||``. ``fp32-faithful``: rel at most 2x eager fp32's on
+the same inputs (floor 2 * 2**-24) and ``allclose(out, eager, 1e-4, 1e-4)``; ``kb-pass``: the
+allclose alone (KernelBench's rule); ``fast``: within what the declared arithmetic explains on
+these inputs (:func:`fusedkit.precision.error_bound`). Beyond that: a *wrong result*."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""The one measuring path: check, then time, then one result.
+"""The one measuring path: check, then time, then one result (the design: docs/measuring.md).
 
-Each candidate gets a worker that has run nothing else (:mod:`fusedkit.harness.pool`). Checked:
-``seeds`` builds, each called on two inputs drawn from seeds sent just then, each output judged
-whole against float64 here (:mod:`fusedkit.harness.judge`), then one build at a nearby odd shape.
-Timed, if the check found nothing: every call ordered from here with a fresh input seed; the
-worker answers with the call's time and a digest of every row of its output, and only then does
-this process choose the rows it wants, which must match that digest and meet the checked tier.
-The times are bounded by this process's clock, call by call: on a CPU the time of a call is its
-round trip here less the harness's own cost (measured once with a kernel that does nothing, in a
-clean worker), and its process may use one core; on a GPU the events may not leave out more
-than a sliver of what this clock saw. Every verdict is reached here.
-"""
+Checked: ``seeds`` builds in a worker that has run nothing else, each called on two inputs and
+judged whole against float64 here, then a nearby odd shape. Timed: every call ordered from here on
+a fresh seed, its time bounded by this process's clock, its rows chosen after the worker committed
+to a digest of all of them."""
 
 from __future__ import annotations
 
@@ -138,13 +131,17 @@ class Measurement:
 
     @property
     def tflops(self) -> float:
-        return achieved(self.problem.flops(self.sizes), self.problem.min_bytes(self.sizes),
-                        self.timing.median_ms)[0] if self.timing else math.nan
+        return self._achieved()[0]
 
     @property
     def gbps(self) -> float:
+        return self._achieved()[1]
+
+    def _achieved(self) -> tuple[float, float]:
+        if not self.timing:
+            return math.nan, math.nan
         return achieved(self.problem.flops(self.sizes), self.problem.min_bytes(self.sizes),
-                        self.timing.median_ms)[1] if self.timing else math.nan
+                        self.timing.median_ms)
 
     @property
     def pct_of_floor(self) -> float:
@@ -173,8 +170,6 @@ class Measurement:
                     seconds=num(self.seconds), pct_of_floor=num(self.pct_of_floor),
                     timed_from=_iso(self.timed_from), timed_to=_iso(self.timed_to),
                     notes="; ".join(notes + self.notes))
-
-    record_fields = row
 
     def summary(self) -> str:
         """One line for logs and learners."""

@@ -1,12 +1,6 @@
-"""A measurement, every argument checked once, at the edge where it is given.
-
-:func:`plan` is the one place the harness validates: the problem, the candidate, the sizes
-(their range, and the memory every copy the measurement holds needs), the device, the seeds, the
-budgets, the time limits. A bad argument is one ValueError or TypeError naming it. A candidate
-that cannot run here (a GPU step on a CPU, a Hopper step elsewhere, more than ``budget_s``
-seconds of this machine) is no error: the plan carries its ``refusal`` and measuring it gives
-that verdict. Everything below takes a :class:`Plan` as it is.
-"""
+"""A measurement, every argument checked once, at the edge where it is given: :func:`plan`.
+A bad argument is one ValueError or TypeError naming it; a candidate that cannot run here is no
+error, its plan carries the ``refusal``. Everything below takes a :class:`Plan` as it is."""
 
 from __future__ import annotations
 
@@ -84,15 +78,9 @@ def plan(problem: Problem | str, what: Variant | str | Build, sizes: Mapping | N
         raise TypeError(f"problem={problem!r} is not a problem; allowed: a Problem or one of "
                         f"{', '.join(problems.names())}")
     seeds = _seeds(seeds)
-    for key, value, default in (("call_timeout_s", call_timeout_s, CALL_TIMEOUT_S),
-                                ("build_timeout_s", build_timeout_s, BUILD_TIMEOUT_S)):
-        if value is None and isinstance(default, str):   # a bad value of its environment variable
-            raise ValueError(default)
     warmup_ms, rep_ms = _number("warmup_ms", warmup_ms, 0.0, MAX_BUDGET_MS), _number("rep_ms", rep_ms)
-    call_timeout_s = _number("call_timeout_s", CALL_TIMEOUT_S if call_timeout_s is None else call_timeout_s,
-                             high=1e6)
-    build_timeout_s = _number("build_timeout_s",
-                              BUILD_TIMEOUT_S if build_timeout_s is None else build_timeout_s, high=1e6)
+    call_timeout_s = _number("call_timeout_s", call_timeout_s, high=1e6, default=CALL_TIMEOUT_S)
+    build_timeout_s = _number("build_timeout_s", build_timeout_s, high=1e6, default=BUILD_TIMEOUT_S)
     budget_s = _number("budget_s", budget_s, high=math.inf)
     if sizes is not None and not isinstance(sizes, Mapping):
         raise TypeError(f"sizes={sizes!r} is not a mapping of sizes, e.g. {{'batch_size': 8}}; "
@@ -142,9 +130,15 @@ def _seeds(seeds: object) -> int | tuple[int, ...]:
     return tuple(int(x) for x in seeds)
 
 
-def _number(name: str, value: object, low: float | None = None, high: float = MAX_BUDGET_MS) -> float:
-    """``value`` as a float above 0 (at least ``low`` when given) and at most ``high``, else one
-    TypeError or ValueError naming it."""
+def _number(name: str, value: object, low: float | None = None, high: float = MAX_BUDGET_MS,
+            default: float | str | None = None) -> float:
+    """``value`` (``default`` for None: a str there is the fault of its environment variable) as a
+    float above 0 (at least ``low`` when given) and at most ``high``, else one TypeError or
+    ValueError naming it."""
+    if value is None and default is not None:
+        if isinstance(default, str):
+            raise ValueError(default)
+        value = default
     allowed = f"a number {'>= %g' % low if low is not None else '> 0'}" + \
         (f", at most {high:g}" if high < math.inf else " (math.inf: any)")
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -1,15 +1,6 @@
-"""The caller's side of the process line: one worker per candidate, every order sent under this
-process's clock, and what the worker may not touch checked from here.
-
-Workers are forked by a zygote (:mod:`fusedkit.harness.worker`) that this process starts once,
-in a session of its own, with torch and the problems imported, so a worker starts in a few ms
-and a terminal's Ctrl-C reaches only this process, which ends its workers itself. Every order
-waits for its answer against a limit on this clock (a build :data:`BUILD_TIMEOUT_S`, a call
-:data:`CALL_TIMEOUT_S`): a worker that answers late, half, or with anything but data is a
-verdict in time. Before this process first starts one, it makes itself non-dumpable, so a worker,
-which has no capabilities, cannot open its memory; and :class:`Sources` finds (and undoes) any
-change to fusedkit's own files made while a candidate ran.
-"""
+"""The caller's side of the process line: a zygote started once forks a worker per candidate
+(:mod:`fusedkit.harness.worker`); every order waits for its answer against this process's clock,
+and what a worker may not touch (other processes, fusedkit's files) is checked from here."""
 
 from __future__ import annotations
 
@@ -110,13 +101,6 @@ def _exit_code(pid: int) -> int:
         return _read_int(_zygote[1], 30.0)
 
 
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"exit code {code}"
-
-
 # -- a worker -----------------------------------------------------------------------------------
 
 ANSWERS = {"build": {"built", "raised"}, "check": {"output", "raised", "fault"},
@@ -176,8 +160,8 @@ class Worker:
                 raise WorkerDied(f"{FORBIDDEN}: during {what} it signalled or traced a process it "
                                  "did not start (its caller, say), opened a network socket or "
                                  "typed into a terminal; the worker was ended") from None
-            raise WorkerDied(f"{CRASHED}: the process ended with {_signal_name(code)}, "
-                             f"during {what}") from None
+            how = signal.Signals(-code).name if -code in signal.valid_signals() else f"exit code {code}"
+            raise WorkerDied(f"{CRASHED}: the process ended with {how}, during {what}") from None
         except wire.Malformed as e:
             self.stop()
             raise WorkerDied(f"{MALFORMED} ({e}), during {what}") from None

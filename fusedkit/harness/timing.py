@@ -1,12 +1,6 @@
-"""One timing method, and one rule for how many calls it makes.
-
-:func:`count` is the rule every timed loop follows (a candidate's, in its worker, ordered from the
-caller; the ceilings' and components', timed here by :func:`time_fn`): warm-up calls to fill
-``warmup_ms``, timed calls to fill ``rep_ms``, each count drawn with some chance so that a kernel
-cannot know it, and bounded. :func:`time_fn` times trusted code in this process (cuBLAS, a copy,
-a read kernel): an L2 flush and CUDA events around every call on a GPU, the host clock on a CPU
-(labelled ``cpu-wall``, never mixed with GPU times), the median with p10 and p90.
-"""
+"""One timing rule, :func:`count` (warm-up and timed calls to fill the budgets, each count drawn
+so that a kernel cannot know it, and bounded), and :func:`time_fn`, the timer of trusted code in
+this process (an L2 flush and CUDA events on a GPU, the host clock on a CPU)."""
 
 from __future__ import annotations
 
@@ -38,11 +32,6 @@ class Timing:
     p90_ms: float
     repeats: int
     timer: str            # "cuda-events" or "cpu-wall"
-
-    @property
-    def spread(self) -> float:
-        """(p90 - p10) / median: differences smaller than this are noise."""
-        return (self.p90_ms - self.p10_ms) / self.median_ms
 
 
 def summarize(samples_ms: list[float], timer: str) -> Timing:

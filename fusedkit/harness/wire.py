@@ -1,13 +1,8 @@
 """The frames between the caller and its worker: plain data and raw tensor bytes, never a pickle.
 
-A message is a 4-byte length and a UTF-8 JSON header (null, booleans, numbers, strings, lists,
-objects with string keys), then one length-prefixed frame of raw bytes per tensor the header
-declares as ``{"$tensor": i, "dtype": ..., "shape": [...]}``. Both directions use it; the caller
-reads every frame against its own clock (a deadline), so a worker that sends half a frame, or
-bytes that are no frame at all, is a verdict in time, never a hang, and nothing it sends can run
-code here. What a message must hold is the reader's to check; this module checks only that
-nothing but data arrives.
-"""
+A message is a length-prefixed JSON header, then a length-prefixed frame per tensor it declares
+(``{"$tensor": i, "dtype", "shape"}``). The caller reads every frame against a deadline, so half
+a frame, or bytes that are no frame, is a verdict in time, never a hang."""
 
 from __future__ import annotations
 
@@ -69,34 +64,25 @@ def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lam
     EOFError when the other side has gone, :class:`Malformed` for anything but data (or, with
     ``pair``, anything but a ``[kind, body]`` pair, returned as a tuple). ``tick`` runs every
     50 ms of waiting (a run asked to stop raises there)."""
-    size = _LENGTH.unpack(read_exact(sock, _LENGTH.size, deadline, tick))[0]
+    def read(n: int, into: memoryview | None = None) -> memoryview:
+        return read_exact(sock, n, deadline, tick, into)
+    size = _LENGTH.unpack(read(_LENGTH.size))[0]
     if size > MAX_HEADER_BYTES:
         raise Malformed(f"a header of {size} bytes; at most {MAX_HEADER_BYTES}")
     try:
-        tree = json.loads(bytes(read_exact(sock, size, deadline, tick)).decode(),
+        tree = json.loads(bytes(read(size)).decode(),
                           parse_constant=lambda name: {"NaN": math.nan, "Infinity": math.inf,
                                                        "-Infinity": -math.inf}[name])
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise Malformed(f"a header that is not JSON ({type(e).__name__})") from None
-    declared: list[tuple[torch.dtype, list[int], int]] = []
-    _check(tree, 0, declared)
-    tensors = []
-    for i, (dtype, shape, nbytes) in enumerate(declared):
-        got = _LENGTH.unpack(read_exact(sock, _LENGTH.size, deadline, tick))[0]
-        if got != nbytes:
-            raise Malformed(f"tensor #{i}'s frame holds {got} bytes, not the {nbytes} declared")
-        flat = torch.empty(nbytes, dtype=torch.uint8)
-        if nbytes:
-            read_exact(sock, nbytes, deadline, tick, into=memoryview(flat.numpy()))
-        tensors.append(flat.view(dtype).reshape(shape))
-    message = _decode(tree, tensors)
+    message = _decode(tree, 0, read, [0])
     if pair and not (isinstance(message, list) and len(message) == 2 and isinstance(message[0], str)):
         raise Malformed("a reply that is not a [kind, body] pair")
     return tuple(message) if pair else message
 
 
 def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], None],
-          into: memoryview | None = None) -> memoryview:
+               into: memoryview | None = None) -> memoryview:
     buf = into if into is not None else memoryview(bytearray(n))
     got = 0
     while got < n:
@@ -114,33 +100,30 @@ def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], 
     return buf
 
 
-def _check(value: object, depth: int, declared: list) -> None:
+def _decode(value: object, depth: int, read: Callable, count: list[int]) -> object:
+    """``value`` with each tensor it declares read from its frame (frames follow the header in
+    the order the tensors appear in it)."""
     if depth > MAX_DEPTH:
         raise Malformed(f"nested deeper than {MAX_DEPTH}")
     if isinstance(value, list):
-        for v in value:
-            _check(v, depth + 1, declared)
-    elif isinstance(value, dict):
-        if _TENSOR not in value:
-            for v in value.values():
-                _check(v, depth + 1, declared)
-            return
-        dtype, shape = value.get("dtype"), value.get("shape")
-        if set(value) != {_TENSOR, "dtype", "shape"} or value[_TENSOR] != len(declared) \
-                or dtype not in DTYPES or not isinstance(shape, list) or len(shape) > 8 \
-                or not all(type(d) is int and 0 <= d < 2**40 for d in shape):
-            raise Malformed(f"tensor #{len(declared)} is declared as {str(value)[:80]}")
-        nbytes = math.prod(shape) * DTYPES[dtype].itemsize
-        if nbytes > MAX_TENSOR_BYTES:
-            raise Malformed(f"tensor #{len(declared)} declares {nbytes} bytes; at most {MAX_TENSOR_BYTES}")
-        declared.append((DTYPES[dtype], shape, nbytes))
-
-
-def _decode(value: object, tensors: list[torch.Tensor]) -> object:
-    if isinstance(value, list):
-        return [_decode(v, tensors) for v in value]
-    if isinstance(value, dict):
-        if _TENSOR in value:
-            return tensors[value[_TENSOR]]
-        return {k: _decode(v, tensors) for k, v in value.items()}
-    return value
+        return [_decode(v, depth + 1, read, count) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if _TENSOR not in value:
+        return {k: _decode(v, depth + 1, read, count) for k, v in value.items()}
+    i, dtype, shape = count[0], value.get("dtype"), value.get("shape")
+    if set(value) != {_TENSOR, "dtype", "shape"} or value[_TENSOR] != i or dtype not in DTYPES \
+            or not isinstance(shape, list) or len(shape) > 8 \
+            or not all(type(d) is int and 0 <= d < 2**40 for d in shape):
+        raise Malformed(f"tensor #{i} is declared as {str(value)[:80]}")
+    nbytes = math.prod(shape) * DTYPES[dtype].itemsize
+    if nbytes > MAX_TENSOR_BYTES:
+        raise Malformed(f"tensor #{i} declares {nbytes} bytes; at most {MAX_TENSOR_BYTES}")
+    got = _LENGTH.unpack(read(_LENGTH.size))[0]
+    if got != nbytes:
+        raise Malformed(f"tensor #{i}'s frame holds {got} bytes, not the {nbytes} declared")
+    flat = torch.empty(nbytes, dtype=torch.uint8)
+    if nbytes:
+        read(nbytes, memoryview(flat.numpy()))
+    count[0] += 1
+    return flat.view(DTYPES[dtype]).reshape(shape)

@@ -1,15 +1,7 @@
 """What runs on the far side of the process line: the kernel, and nothing that judges it.
 
-:func:`zygote` runs in a process the caller starts once: it imports torch and the problems,
-then forks one worker per candidate when the caller (:mod:`fusedkit.harness.pool`)
-hands it a socket. A worker first locks itself in (:func:`lock_in`: its own session, no file but
-its socket, no capabilities, no new privileges, and a seccomp filter that ends it if it signals or
-traces a process older than itself: its caller, the zygote, the caller's threads), then does what
-the caller orders, one step at a time: build the candidate from a seed, call it on inputs drawn from
-a seed sent just then, send its output (checked calls), or its time and a digest of every row of
-its output (timed calls), then the rows the caller chooses. It judges nothing: the references,
-tiers, times and verdicts are the caller's.
-"""
+A zygote forks a worker per candidate; the worker locks itself in (:func:`lock_in`), then builds,
+calls and times the candidate as the caller orders, one step at a time, and sends back data."""
 
 from __future__ import annotations
 
