@@ -2,9 +2,7 @@
 
 Bad input and faults get one line on stderr naming the option, the value and what is allowed,
 and exit status 2 (1 for a failed bench or report), never a traceback (``FUSEDKIT_DEBUG=1``
-shows one). Everything that can be refused is refused before anything is measured, a bench
-estimated at more than a few minutes included (``--allow-slow`` runs it), and a command
-stopped by a signal says what it kept (:mod:`fusedkit.interrupts`).
+shows one), before anything is measured; a signal says what was kept (docs/command-line.md).
 """
 
 from __future__ import annotations
@@ -13,34 +11,29 @@ import argparse
 import contextlib
 import math
 import os
+import platform
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NoReturn
+from typing import Callable, NoReturn
 
-from fusedkit import interrupts
-from fusedkit.problems import Problem, SizeError
+import pandas as pd
+import torch
 
-if TYPE_CHECKING:
-    import pandas as pd
+from fusedkit import build, ceilings, export, interrupts, problems, readme, records, report, runner, sweep
+from fusedkit.device import record_run
+from fusedkit.hardware import detect_gpu
+from fusedkit.harness import MAX_SEEDS, SEEDS
+from fusedkit.mode import detect_mode
+from fusedkit.problems import Problem, SizeError, presets
 
-SLOW_S = 120.0
-"""A bench estimated at more seconds than this is refused unless ``--allow-slow`` is given."""
-QUIET_S = 10.0
-"""A bench estimated at more seconds than this says its estimate first and shows progress."""
+SLOW_S = 120.0   # a bench estimated at more seconds is refused unless --allow-slow is given
+QUIET_S = 10.0   # one estimated at more says its estimate first and shows progress
 
 
 def _info(_: argparse.Namespace) -> int:
-    import platform  # noqa: PLC0415
-
-    import torch  # noqa: PLC0415
-
-    from fusedkit.hardware import detect_gpu  # noqa: PLC0415
-    from fusedkit.mode import detect_mode  # noqa: PLC0415
-    from fusedkit.records import RunContext  # noqa: PLC0415
-
-    mode, ctx, gpu = detect_mode(), RunContext.collect(), detect_gpu()
+    mode, ctx, gpu = detect_mode(), records.RunContext.collect(), detect_gpu()
     print(mode.describe())
     for name, value in (("mode", mode.name), ("device", ctx.device), ("driver", ctx.driver or "-"),
                         ("cuda", f"{ctx.cuda or '-'} (torch built with)"), ("torch", torch.__version__),
@@ -53,13 +46,11 @@ def _info(_: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from fusedkit.report import ParametersError, build_reports, notebook_paths, sizes_line  # noqa: PLC0415
-
     notebooks: list[Path] = []
     for p in map(Path, args.notebooks):
         if p.is_dir():   # a folder: its numbered notebooks, as the default is notebooks/'s
             try:
-                notebooks += notebook_paths(p)
+                notebooks += report.notebook_paths(p)
             except FileNotFoundError:
                 raise SizeError(f"notebook={str(p)!r} is a folder without numbered notebooks "
                                 "(NN_name.ipynb); allowed: notebook files, or a folder of them") from None
@@ -77,12 +68,12 @@ def _report(args: argparse.Namespace) -> int:
         sizes[key] = values
     with _option("--out", args.out):   # the reports and the index are written there
         try:
-            results = build_reports(args.out, notebooks or None, timeout=args.timeout, sizes=sizes)
-        except ParametersError as e:
-            raise ParametersError(f"--sizes: {e}") from None
+            results = report.build_reports(args.out, notebooks or None, timeout=args.timeout, sizes=sizes)
+        except report.ParametersError as e:
+            raise report.ParametersError(f"--sizes: {e}") from None
     for r in results:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        print(f"{r.html}  ({r.seconds:.0f} s)  {status}" + (f"  {sizes_line(r.sizes)}" if r.sizes else ""))
+        print(f"{r.html}  ({r.seconds:.0f} s)  {status}" + (f"  {report.sizes_line(r.sizes)}" if r.sizes else ""))
     print(f"index: {Path(args.out) / 'index.html'}")
     return 0 if all(r.ok for r in results) else 1
 
@@ -90,10 +81,6 @@ def _report(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     # Everything that can be refused is refused here, before the first (slow) measurement.
     with _before_measuring():
-        import torch  # noqa: PLC0415
-
-        from fusedkit import problems, records  # noqa: PLC0415
-
         problem = problems.get(args.problem)
         names = args.variants   # a list of distinct names, or None for all (see _variant_names)
         if names:
@@ -102,10 +89,8 @@ def _bench(args: argparse.Namespace) -> int:
         sizes = problem.sizes(base)
         points = [sizes]
         if args.sweep:
-            from fusedkit.sweep import parse_sweep, sweep_points  # noqa: PLC0415
-
-            axes = parse_sweep(problem, args.sweep)
-            points = sweep_points(problem, axes, base)
+            axes = sweep.parse_sweep(problem, args.sweep)
+            points = sweep.sweep_points(problem, axes, base)
         # A CPU run records to an ignored local file unless told otherwise (data/README.md).
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         path = records.path_for(device, args.records)
@@ -119,25 +104,19 @@ def _bench(args: argparse.Namespace) -> int:
         slow = _estimate(problem, names, points, device, args)
     try:
         if args.sweep:
-            from fusedkit.sweep import run_sweep  # noqa: PLC0415
-
-            res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
+            res = sweep.run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
                             records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
                             budget_s=math.inf)
             df, cols = res.rows, ["variant", *axes]
         else:
-            from fusedkit.runner import run_ladder  # noqa: PLC0415
-
-            df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                            records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
-                            clocks_beside=True, budget_s=math.inf)
+            df = runner.run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
+                                   records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
+                                   clocks_beside=True, budget_s=math.inf)
             cols = ["variant"]
     except KeyboardInterrupt as e:
         # Each row was appended as it was measured, so what finished is on disk: say so.
         how = interrupts.signal_name(e)
         raise interrupts.Interrupted(_kept(path, ctx.run_id, how), how) from None
-    import pandas as pd  # noqa: PLC0415
-
     cols += ["tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps", "pct_of_floor",
              "pct_of_measured", "pct_of_copy", "rel_error", "speedup"]
     timed = df[df["median_ms"].notna()] if "median_ms" in df else df.iloc[0:0]
@@ -151,18 +130,15 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, int]],
               device: object, args: argparse.Namespace) -> bool:
-    """The one estimate-before-run rule of a bench: refuse it when no asked-for variant can run
-    here, or when it would take more than :data:`SLOW_S` seconds (the harness's estimate of each
-    variant at each point) without ``--allow-slow``; say the estimate first when it exceeds
-    :data:`QUIET_S`. True when it does (a slow bench shows its progress, even in a pipe)."""
-    from fusedkit.runner import plans  # noqa: PLC0415
-
+    """Refuse a bench when no asked-for variant can run here, or when the harness estimates it at
+    more than :data:`SLOW_S` without ``--allow-slow``; say the estimate first when it exceeds
+    :data:`QUIET_S`, and then return True (a slow bench shows its progress, even in a pipe)."""
     chosen = problem.ladder(names)
     each: dict[str, float] = {}
     for sizes in points:
         try:   # every variant, at most once per point: the CLI's own limit below decides
-            ps = plans(problem, sizes, [v.slug for v in chosen], device=device, seeds=args.seeds,
-                       rep_ms=args.rep_ms, budget_s=math.inf)
+            ps = runner.plans(problem, sizes, [v.slug for v in chosen], device=device, seeds=args.seeds,
+                              rep_ms=args.rep_ms, budget_s=math.inf)
         except SizeError:
             continue   # a point too large here: the sweep skips it, a bench was refused before
         if not args.sweep and all(p.refusal for p in ps):
@@ -203,11 +179,6 @@ def _failures(df: pd.DataFrame) -> int:
 
 def _ceilings(args: argparse.Namespace) -> int:
     """``ceilings``: the device's own ceilings in a run of their own, recorded; a table after."""
-    import pandas as pd  # noqa: PLC0415
-    import torch  # noqa: PLC0415
-
-    from fusedkit import ceilings, device, problems, records  # noqa: PLC0415
-
     keys = problems.names()
     if args.problem != "all":
         try:
@@ -221,19 +192,16 @@ def _ceilings(args: argparse.Namespace) -> int:
     path = records.path_for(torch.device("cuda"), args.records)
     with _option(*_records_given(args)) as given:
         records.preflight(given or path)
-        got = device.record_run([problems.get(k) for k in keys], path)
+        got = record_run([problems.get(k) for k in keys], path)
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(ceilings.table(got).to_string(index=False))
     return 0
 
 
 def _build(args: argparse.Namespace) -> int:
-    """``build``: every CUDA extension of the kernel registry, built at once (a cold GPU machine,
-    before its first measurement); exit status 1 when one failed."""
-    from fusedkit import build  # noqa: PLC0415
-
+    """``build``: every CUDA extension at once, before a cold machine's first measurement."""
     try:
-        results = build.build_all(jobs=args.jobs)
+        results = build.build_all(problems.extensions(), jobs=args.jobs)
     except build.CudaUnavailableError as e:
         raise ValueError(f"{e}; allowed: a machine with a CUDA GPU and toolkit") from None
     for (problem, hopper), (seconds, error) in results.items():
@@ -244,8 +212,6 @@ def _build(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """``export``: one variant as a KernelBench solution file, or every variant of a problem."""
-    from fusedkit import export, problems  # noqa: PLC0415
-
     problem = problems.get(args.problem)
     if (args.variant is None) == (args.all is None):
         raise ValueError("export needs exactly one of --variant NAME (with -o FILE) or --all DIR")
@@ -266,8 +232,6 @@ def _export(args: argparse.Namespace) -> int:
 
 def _readme(args: argparse.Namespace) -> int:
     """``readme``: the README's measured state from the records (``--check``: exit 1 when stale)."""
-    from fusedkit import readme  # noqa: PLC0415
-
     with _option(*_records_given(args)) as given:
         state = readme.measured_state(given or None)   # refuses records that are missing or empty
     with _option("--readme", args.readme):
@@ -293,8 +257,6 @@ def _before_measuring() -> Iterator[None]:
 
 def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
     """What a stopped bench says: the rows of its own run (not another bench's) that are kept."""
-    from fusedkit import records  # noqa: PLC0415
-
     how = interrupts.stopped_by(signal_name)
     try:   # appends are atomic, so the file holds whole rows only
         n = int((records.read_records(path)["run_id"] == run_id).sum())
@@ -317,11 +279,9 @@ def _records_given(args: argparse.Namespace) -> tuple[str | None, str]:
 def _option(option: str | None, value: str | None) -> Iterator[str | None]:
     """An OSError or records fault inside raised again, its line starting ``--out: `` and naming
     the path ``value`` (``option`` None: the default path, named as it is)."""
-    from fusedkit.records import RecordsError  # noqa: PLC0415 - pandas
-
     try:
         yield value
-    except (OSError, RecordsError) as e:
+    except (OSError, records.RecordsError) as e:
         if option is None or value is None:
             raise
         text = (f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror
@@ -387,9 +347,6 @@ _size_items = _comma_list("--sizes", "size", "comma-separated name=value sizes, 
 def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
     """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC a preset, NAME=VALUE sizes,
     or both (the preset first); the problem's key and all its sizes, by its own rules."""
-    from fusedkit import problems  # noqa: PLC0415
-    from fusedkit.problems import presets  # noqa: PLC0415
-
     allowed = (f"PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: {', '.join(presets.names())}), "
                "e.g. p12:batch_size=64,in_features=128 or p45:small")
     option = f"--sizes={text!r}"
@@ -498,9 +455,6 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from fusedkit.harness import MAX_SEEDS, SEEDS  # noqa: PLC0415
-    from fusedkit.problems import presets  # noqa: PLC0415
-
     p = Parser(prog="fusedkit", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="device, versions and the mode the workbook runs in").set_defaults(fn=_info)

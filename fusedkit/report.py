@@ -1,21 +1,17 @@
 """Execute the notebooks headless and export each as a self-contained HTML report.
 
-nbclient runs every cell with widget state stored; nbconvert exports it with figures inlined,
-each widget drawn as static HTML from its stored state (:mod:`fusedkit.static_widgets`) and no
-script fetched from a CDN: a report opens offline as it was generated. Each report is written as
-soon as its notebook finishes; a notebook that fails still gets one, showing the failing cell,
-marked FAILED in ``index.html``. Ctrl-C or SIGTERM stops the run instead: the kernel is killed,
-the running notebook gets no report, and :class:`fusedkit.interrupts.Interrupted` says which were
-kept. The index lists every notebook of the folder (an earlier build's report and summary kept,
-from ``index.json``; one never built marked so), and the headline numbers of the records. No
-report names a path of the machine that built it (:func:`relative_paths`).
+nbclient runs every cell with widget state stored; nbconvert exports it with figures inlined and
+widgets drawn as static HTML (:mod:`fusedkit.static_widgets`), so a report opens offline. Each
+report is written as soon as its notebook finishes (one that fails still gets one, marked FAILED
+in ``index.html``); Ctrl-C or SIGTERM kills the kernel and says which were kept. The index lists
+every notebook of the folder (earlier builds' from ``index.json``) and the headline numbers of
+the records. No report names a path of the machine that built it (:func:`relative_paths`).
 
-Sizes are chosen in the papermill style: a run with sizes (``report --sizes p12:small``) gets,
-right after each notebook's *parameters cell* (tagged ``parameters``: ``SIZES = {}``), a cell
-tagged ``injected-parameters`` setting ``SIZES``, where the size pickers start
-(:func:`inject_sizes`); a notebook without a parameters cell is refused before anything runs.
-The sizes its pickers held are read back from the stored widget state (:func:`picked_sizes`) and
-named at the top of its report and in the index where they are not KernelBench's.
+Sizes are injected in the papermill style (:func:`inject_sizes`): after each notebook's cell
+tagged ``parameters`` (``SIZES = {}``) comes a cell tagged ``injected-parameters`` setting
+``SIZES``, where the size pickers start; the sizes they held (:func:`picked_sizes`) are named at
+the top of the report and in the index where they are not KernelBench's. nbformat, nbclient and
+nbconvert are imported where used: importing this module (the command line does) stays cheap.
 """
 
 from __future__ import annotations
@@ -34,24 +30,22 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import nbformat
 import pandas as pd
-from jinja2 import DictLoader
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-from nbconvert import HTMLExporter
-from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
-from traitlets.config import Config
 
-from fusedkit import interrupts, paths, problems
-from fusedkit.problems import Sizes, fmt_sizes
+from fusedkit import interrupts, paths, problems, static_widgets
 from fusedkit.precision import KERNEL_TIERS as TIERS
+from fusedkit.problems import Sizes, fmt_sizes, presets
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
-from fusedkit.static_widgets import WIDGET_VIEW, StaticWidgetsPreprocessor, widget_models
+from fusedkit.static_widgets import WIDGET_VIEW, widget_models
+
+if TYPE_CHECKING:
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+    from nbformat import NotebookNode
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -71,10 +65,13 @@ _OFFLINE = """{%- extends 'index.html.j2' -%}
 def offline_exporter() -> HTMLExporter:
     """An HTML exporter whose pages load nothing from the network: JupyterLab's look, images
     as data URIs, widgets drawn from the notebook's stored state."""
+    from jinja2 import DictLoader  # noqa: PLC0415 - nbconvert's, as heavy
+    from nbconvert import HTMLExporter  # noqa: PLC0415 - heavy (1 s)
+
     exporter = HTMLExporter(template_name="lab", template_file=_OFFLINE_TEMPLATE,
                             extra_loaders=[DictLoader({_OFFLINE_TEMPLATE: _OFFLINE})],
                             embed_images=True)
-    exporter.register_preprocessor(StaticWidgetsPreprocessor(), enabled=True)
+    exporter.register_preprocessor(static_widgets.StaticWidgetsPreprocessor(), enabled=True)  # nbconvert's
     return exporter
 
 
@@ -147,7 +144,13 @@ def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
     return paths
 
 
-def _title(nb: nbformat.NotebookNode, fallback: str) -> str:
+def _read(path: Path) -> NotebookNode:
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, a second or more)
+
+    return nbformat.read(path, as_version=4)
+
+
+def _title(nb: NotebookNode, fallback: str) -> str:
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
@@ -156,7 +159,7 @@ def _title(nb: nbformat.NotebookNode, fallback: str) -> str:
     return fallback
 
 
-def notebook_summary(nb: nbformat.NotebookNode) -> str:
+def notebook_summary(nb: NotebookNode) -> str:
     """One line of markdown on what a notebook is about: ``metadata.fusedkit.summary``, else the
     first paragraph of its first markdown cell that is not a heading."""
     given = nb.metadata.get("fusedkit", {}).get("summary", "")
@@ -181,7 +184,7 @@ class ParametersError(ValueError):
     """A notebook that cannot take injected sizes (it has no parameters cell)."""
 
 
-def _tags(cell: nbformat.NotebookNode) -> list[str]:
+def _tags(cell: NotebookNode) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
@@ -197,11 +200,13 @@ def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
     return out
 
 
-def inject_sizes(nb: nbformat.NotebookNode, sizes: Mapping[str, Sizes], *,
-                 name: str = "the notebook") -> nbformat.NotebookNode:
+def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
+                 name: str = "the notebook") -> NotebookNode:
     """``nb`` (changed in place) with ``SIZES = sizes`` in a cell tagged ``injected-parameters``
     right after its first parameters cell, replacing one injected before; ParametersError (one
     line) for a notebook without one, whose pickers would never read the sizes."""
+    from nbformat.v4 import new_code_cell  # noqa: PLC0415 - heavy, as in _read
+
     nb.cells = [c for c in nb.cells if INJECTED_TAG not in _tags(c)]
     at = next((i for i, c in enumerate(nb.cells)
                if c.cell_type == "code" and PARAMETERS_TAG in _tags(c)), None)
@@ -212,11 +217,11 @@ def inject_sizes(nb: nbformat.NotebookNode, sizes: Mapping[str, Sizes], *,
     lines = ",\n".join(f"    {key!r}: {dict(values)!r}" for key, values in sizes.items())
     source = ("# Injected by python -m fusedkit report --sizes: the sizes of this run\n"
               f"SIZES = {{\n{lines},\n}}" if sizes else "SIZES = {}")
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source, metadata={"tags": [INJECTED_TAG]}))
+    nb.cells.insert(at + 1, new_code_cell(source, metadata={"tags": [INJECTED_TAG]}))
     return nb
 
 
-def picked_sizes(nb: nbformat.NotebookNode) -> dict[str, Sizes]:
+def picked_sizes(nb: NotebookNode) -> dict[str, Sizes]:
     """Problem key -> the sizes its first size picker (in output order: an explorer's own picker
     further down does not count) held when ``nb`` ran, from the stored widget state."""
     from fusedkit.widgets import SizePicker  # noqa: PLC0415 - ipywidgets, torch
@@ -262,20 +267,9 @@ def not_kernelbench(picked: Mapping[str, Sizes]) -> dict[str, Sizes]:
 
 def sizes_line(sizes: Mapping[str, Sizes]) -> str:
     """``p12 at batch_size=17,in_features=33,out_features=65 (the small, odd preset); ...``."""
-    from fusedkit.problems import presets  # noqa: PLC0415
-
     return "; ".join(f"{key} at {fmt_sizes(values)}" + (f" (the {preset.label} preset)" if preset else "")
                      for key, values in sizes.items()
                      for preset in [presets.matching(problems.get(key), values)])
-
-
-def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
-    """The markdown cell a report opens with when it ran at sizes other than KernelBench's."""
-    return nbformat.v4.new_markdown_cell(
-        f"> **Run at sizes other than KernelBench's:** {sizes_line(sizes)} (`python -m fusedkit "
-        "report --sizes`). What this page computes uses these sizes; the GPU measurements it reads "
-        "from `data/` keep the sizes they were recorded at.",
-        metadata={"tags": ["fusedkit-sizes-note"]})
 
 
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
@@ -283,7 +277,12 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     """Run one notebook top to bottom in its own folder and write ``out_dir/<name>.html``;
     ``timeout`` is the limit per cell in seconds, ``sizes`` (from :func:`check_sizes`) are
     injected (:func:`inject_sizes`), none: the notebook as it is."""
-    nb = nbformat.read(path, as_version=4)
+    from nbclient import NotebookClient  # noqa: PLC0415 - heavy, as in _read
+    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+    from nbformat.v4 import new_markdown_cell  # noqa: PLC0415
+    from traitlets.config import Config  # noqa: PLC0415
+
+    nb = _read(path)
     if sizes:
         inject_sizes(nb, sizes, name=path.name)
     cells = [c for c in nb.cells if c.cell_type == "code"]
@@ -327,7 +326,10 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
     ran_at = not_kernelbench(picked_sizes(nb))
     if ran_at:   # said under the title, where no reader can miss it
         first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
-        nb.cells.insert(first + 1, _sizes_note(ran_at))
+        nb.cells.insert(first + 1, new_markdown_cell(
+            f"> **Run at sizes other than KernelBench's:** {sizes_line(ran_at)} (`python -m fusedkit "
+            "report --sizes`). What this page computes uses these sizes; the GPU measurements it reads "
+            "from `data/` keep the sizes they were recorded at.", metadata={"tags": ["fusedkit-sizes-note"]}))
     # Markdown images resolve against the notebook's folder, as they do in Jupyter.
     body, _ = offline_exporter().from_notebook_node(
         nb, resources={"metadata": {"path": str(path.parent), "name": path.stem}})
@@ -474,7 +476,7 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
 def _about(path: Path) -> tuple[str, str]:
     """A notebook's title and summary read from its source (nothing run)."""
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = _read(path)
     except Exception:  # noqa: BLE001 - an unreadable notebook still gets its line in the index
         return path.stem, ""
     return _title(nb, path.stem), notebook_summary(nb)
@@ -526,6 +528,8 @@ def write_index(results: list[ReportResult], out_dir: Path,
                 headlines: list[dict[str, Any]] | None = None) -> Path:
     """``index.html`` and ``index.json``: every notebook (:func:`index_entries`) with its summary
     and status, and the headline numbers (:func:`headline_numbers`, read now when not given)."""
+    from nbconvert.filters import markdown2html  # noqa: PLC0415 - heavy, as in _read
+
     headlines = headline_numbers() if headlines is None else headlines
     when = _now()
     out_dir = Path(out_dir)
@@ -611,7 +615,7 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     if chosen:
         for path in notebooks:
             try:
-                nb = nbformat.read(path, as_version=4)
+                nb = _read(path)
             except Exception as e:  # noqa: BLE001 - one line, whatever nbformat raised
                 raise ParametersError(f"{path.name} cannot be read as a notebook: "
                                       f"{type(e).__name__}") from None
