@@ -277,8 +277,8 @@ _LOADED_FAST: dict[tuple, ModuleType] = {}   # by _source_stamp
 
 
 def put_ninja_on_path() -> bool:
-    """Put ``ninja`` on PATH for cpp_extension (from beside python or the ``ninja`` package); False
-    when there is none. Copied into CUDA solution files."""
+    """Put ``ninja`` on PATH for cpp_extension (a venv not activated has it beside its python or
+    in the ``ninja`` package); False when there is none. Copied into CUDA solution files."""
     if shutil.which("ninja"):
         return True
     folders = [os.path.dirname(sys.executable)]
@@ -318,9 +318,10 @@ def links_libstdcxx_shared(cxx: str) -> "bool | None":
 
 
 def usable_cxx(links_shared=links_libstdcxx_shared) -> "str | None":
-    """``$CXX`` or ``c++``, as torch picks it, unless it links libstdc++ statically (a second copy
-    beside Python's crashed the extension when it formatted a number); then one from PATH that
-    does not; None when there is none. Copied into CUDA solution files."""
+    """The C++ compiler of an extension: ``$CXX`` or ``c++``, as torch picks it, unless it links
+    libstdc++ statically into shared objects (a second copy beside Python's, which crashed the
+    extension the first time it formatted a number); then one from PATH that does not; None when
+    there is none. Copied into CUDA solution files."""
     wanted = os.environ.get("CXX", "c++")
     if links_shared(wanted) is not False:
         return wanted

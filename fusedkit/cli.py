@@ -73,7 +73,8 @@ def _report(args: argparse.Namespace) -> int:
             raise report.ParametersError(f"--sizes: {e}") from None
     for r in results:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        print(f"{r.html}  ({r.seconds:.0f} s)  {status}" + (f"  {report.sizes_line(r.sizes)}" if r.sizes else ""))
+        sizes_note = f"  {report.sizes_line(r.sizes)}" if r.sizes else ""
+        print(f"{r.html}  ({r.seconds:.0f} s)  {status}{sizes_note}")
     print(f"index: {Path(args.out) / 'index.html'}")
     return 0 if all(r.ok for r in results) else 1
 
@@ -102,17 +103,14 @@ def _bench(args: argparse.Namespace) -> int:
         # rows of its own run (another bench may be appending to the same file).
         ctx = records.RunContext.collect()
         slow = _estimate(problem, names, points, device, args)
+    run = dict(variants=names, seeds=args.seeds, rep_ms=args.rep_ms, records_path=path,
+               progress=slow or sys.stderr.isatty(), ctx=ctx, budget_s=math.inf)
     try:
         if args.sweep:
-            res = sweep.run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                            records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
-                            budget_s=math.inf)
+            res = sweep.run_sweep(problem, axes, base, **run)
             df, cols = res.rows, ["variant", *axes]
         else:
-            df = runner.run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                                   records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
-                                   clocks_beside=True, budget_s=math.inf)
-            cols = ["variant"]
+            df, cols = runner.run_ladder(problem, sizes, clocks_beside=True, **run), ["variant"]
     except KeyboardInterrupt as e:
         # Each row was appended as it was measured, so what finished is on disk: say so.
         how = interrupts.signal_name(e)

@@ -1,20 +1,17 @@
 """Export a kernel of the ladder as one self-contained KernelBench solution file.
 
-KernelBench's evaluator builds ``ModelNew`` with the reference Model's constructor arguments and
-seed, runs it on its own inputs and times it. :func:`render` writes such a file for a variant:
-``__init__`` is the reference's constructor, verbatim (the same weights from the same seed, its
-``state_dict`` loads); ``forward`` calls the step's function as the variant does, with the weights
-and options of its registration (:class:`StepCall`). Triton steps, and the Python modules that
-make the operands of the Hopper and operands steps, are embedded as source (``load_step`` resolved
-inside the file); CUDA steps are the problem's extension, local includes inlined, built by
-``load_inline`` with :mod:`fusedkit.build`'s flags and compiler probe on the first ``forward``.
-The file imports torch, triton and the standard library only; what a kernel keeps between calls
-belongs to its ModelNew instance.
+:func:`render` writes ``ModelNew`` for a variant: its ``__init__`` is the reference Model's
+constructor, verbatim (the same weights from the same seed, its ``state_dict`` loads); ``forward``
+calls the step's function as the variant does (:class:`StepCall`). Triton steps, and the Python
+modules that make the Hopper steps' operands, are embedded as source; CUDA steps are the problem's
+extension, local includes inlined, built by ``load_inline`` with :mod:`fusedkit.build`'s flags on
+the first ``forward``. The file imports torch, triton and the standard library only.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 import textwrap
@@ -22,23 +19,16 @@ from pathlib import Path
 from string import Template
 from typing import Callable
 
-from fusedkit import build as fk_build
+from fusedkit import build as fk_build, paths, records, results
 from fusedkit.build import HOPPER_BINDING
-from fusedkit import paths
 from fusedkit.kernels import KERNELS, step_path
 from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import StepCall, Weights
 
-__all__ = ["EXPORT_TIERS", "StepCall", "best_per_tier", "cuda_sources", "exportable", "export_all",
-           "export_variant", "file_name", "init_inputs", "render", "step_call"]
-
-KERNELBENCH_LEVEL = 2
-"""Every fusedkit problem is a KernelBench level-2 problem (README)."""
-
-EXPORT_TIERS: tuple[str, ...] = KERNEL_TIERS
-"""Tiers of our kernels, strictest first: a variant of one tier also meets every later one."""
+KERNELBENCH_LEVEL = 2   # every fusedkit problem is a KernelBench level-2 problem
+EXPORT_TIERS: tuple[str, ...] = KERNEL_TIERS   # strictest first: one tier also meets every later one
 
 # A step file imports fusedkit for this line only; the exported file provides load_step itself.
 _LOAD_STEP_IMPORT = re.compile(r"^from fusedkit\.kernels import load_step[ \t]*$", re.M)
@@ -54,8 +44,7 @@ _FILE_SCOPE_NAME = re.compile(
 
 
 def step_call(problem: Problem | str, slug: str) -> StepCall:
-    """What the registered variant ``slug`` calls (its :class:`StepCall`: the function, the
-    weights and the options); ValueError for a baseline or any other kind of build."""
+    """What the registered variant ``slug`` calls: the function, the weights and the options."""
     problem, v = _variant(problem, slug)
     call = v.call
     if call is None:
@@ -68,8 +57,7 @@ def step_call(problem: Problem | str, slug: str) -> StepCall:
 
 
 def exportable(problem: Problem | str) -> list[str]:
-    """Slugs of the problem's own kernels (every variant but the baselines and the by-batch
-    choices among other steps, whose steps are exported each), in ladder order."""
+    """Slugs of the problem's own kernels (no baselines, no by-batch choices), in ladder order."""
     problem = _problem(problem)
     return [v.slug for v in problem.ladder() if not v.baseline and not v.routes]
 
@@ -96,14 +84,11 @@ def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> 
 
 def best_per_tier(problem: Problem | str) -> dict[str, str]:
     """Tier -> the fastest of our exportable kernels that meets it, by its recorded result
-    (:func:`fusedkit.results.best_by_tier`, as the index, notebook 06 and the README choose; a
-    stricter tier meets the looser ones); ``{}`` when nothing is recorded."""
-    from fusedkit.results import best_by_tier, recorded  # noqa: PLC0415 - reads the records
-
+    (:func:`fusedkit.results.best_by_tier`); ``{}`` when nothing is recorded."""
     problem = _problem(problem)
-    rows = recorded(problem)
+    rows = results.recorded(problem)
     rows = rows[rows["variant"].isin(exportable(problem))]   # no by-batch choices
-    return {tier: str(row["variant"]) for tier, row in best_by_tier(rows, problem).items()}
+    return {tier: str(row["variant"]) for tier, row in results.best_by_tier(rows, problem).items()}
 
 
 def render(problem: Problem | str, slug: str) -> str:
@@ -129,20 +114,16 @@ def render(problem: Problem | str, slug: str) -> str:
 
 def export_variant(problem: Problem | str, slug: str, path: str | os.PathLike[str], *,
                    force: bool = False) -> Path:
-    """Write :func:`render`'s file for ``slug`` to ``path`` (its folder made where missing);
-    returns the path written (a symbolic link's target). Raises ValueError (unknown problem or
-    variant, a baseline), FileExistsError (``path`` exists and ``force`` is False) or
-    :class:`fusedkit.paths.PathError` (``path`` may not be written), each in one line."""
+    """Write :func:`render`'s file for ``slug`` to ``path`` (its folder made where missing) and
+    return the path written (a link's target); an existing file only with ``force``."""
     problem, _ = _variant(problem, slug)
-    (target,) = _writable([path], force)
-    return _write([target], [render(problem, slug)])[0]
+    return _write(_writable([path], force), [render(problem, slug)])[0]
 
 
 def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
                force: bool = False) -> list[Path]:
-    """One file per exportable variant of ``problem`` in ``folder`` (created if missing), named
-    by :func:`file_name`. Every path is checked and every file rendered before the first write,
-    so a refusal writes nothing."""
+    """One file per exportable variant of ``problem`` in ``folder`` (created if missing), named by
+    :func:`file_name`; every path is checked and every file rendered before the first write."""
     problem = _problem(problem)
     folder = paths.check(folder, "a folder for the solution files (created if missing)", folder=True)
     slugs = exportable(problem)
@@ -151,8 +132,7 @@ def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
 
 
 def _writable(files: list, force: bool) -> list[Path]:
-    """The write target of each path (:func:`fusedkit.paths.check`); an existing file is refused
-    unless ``force`` (FileExistsError), and ``force`` never overwrites a read-only one."""
+    """The write target of each path; an existing file is refused unless ``force``."""
     out = []
     for path in files:
         target = paths.check(path, "a writable file (chmod u+w), existing or new, or another path")
@@ -190,10 +170,8 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
 
 
 def _recorded(problem: Problem) -> dict[str, dict]:
-    """Our kernels' recorded results (each one's newest clean measurement) by slug: tier,
-    median_ms, speedup (against eager in its own run) and label; read once per file version."""
-    from fusedkit import records  # noqa: PLC0415 - pandas; only the records need it
-
+    """Our kernels' newest clean results by slug (tier, median_ms, speedup, label), read once per
+    version of the records file."""
     path = records.default_path()
     stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.exists() else None
     return _recorded_at(problem.key, str(path), stamp)
@@ -201,8 +179,6 @@ def _recorded(problem: Problem) -> dict[str, dict]:
 
 @functools.lru_cache(maxsize=4)
 def _recorded_at(key: str, path: str, stamp: object) -> dict[str, dict]:
-    from fusedkit import results  # noqa: PLC0415
-
     problem = _problem(key)
     rows, mine = results.recorded(problem, path=path), set(exportable(problem))
     return {r["variant"]: {"tier": r["tier"] if isinstance(r["tier"], str) else "",
@@ -212,35 +188,14 @@ def _recorded_at(key: str, path: str, stamp: object) -> dict[str, dict]:
 
 
 def _model_class_of(problem: Problem) -> type:
-    """The reference Model class (the problem's factory builds it)."""
-    return type(problem.make_model(_probe_sizes(problem)))
-
-
-def _probe_sizes(problem: Problem) -> dict[str, int]:
-    """Tiny sizes: enough to build the reference model and read its structure."""
-    return {d.name: 3 for d in problem.dims}
+    """The reference Model class, of a model the problem's factory builds at tiny sizes."""
+    return type(problem.make_model({d.name: 3 for d in problem.dims}))
 
 
 def _arguments(method: Callable) -> list[str]:
     """A method's positional parameters after ``self``, in order."""
     code = method.__code__
     return list(code.co_varnames[1:code.co_argcount])
-
-
-def _source(fn: Callable) -> str:
-    """The text of a plain function as its file has it (its ``def`` line and the lines indented
-    under it), dedented: the exported copy is the repository's own text."""
-    code = fn.__code__
-    lines = Path(code.co_filename).read_text(encoding="utf-8").splitlines(True)
-    first = code.co_firstlineno - 1
-    indent = len(lines[first]) - len(lines[first].lstrip())
-    end = first + 1
-    while end < len(lines) and (not lines[end].strip()
-                                or len(lines[end]) - len(lines[end].lstrip()) > indent):
-        end += 1
-    while not lines[end - 1].strip():
-        end -= 1
-    return textwrap.dedent("".join(lines[first:end]))
 
 
 def _header(problem: Problem, v: Variant) -> str:
@@ -288,16 +243,14 @@ def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
 
 
 def _weights_args(weights: Weights) -> list[str]:
-    """The expressions of ``weights(model)``'s values on ``self``: the parameters themselves, not
-    a fresh detached tensor per call, so each weight is the same tensor object from call to call
-    (the fp16x3 weight cache keys on it), then the constants as floats."""
+    """The expressions of ``weights(model)``'s values on ``self``: the parameters themselves (the
+    fp16x3 weight cache keys on the tensor object), then the constants as floats."""
     return [*(f"self.{path}" for path in weights.tensors),
             *(f"float(self.{path})" for path in weights.numbers)]
 
 
 def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) -> str:
-    init = _source(model_cls.__init__)
-    init_lines = init.rstrip().splitlines()
+    init_lines = textwrap.dedent(inspect.getsource(model_cls.__init__)).rstrip().splitlines()
     body_indent = re.match(r"\s*", init_lines[1]).group(0)
     if call.kind == "triton":
         opts = "".join(f", {k}={val!r}" for k, val in call.options.items())
@@ -329,19 +282,14 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
 
 
 def _literal(text: str) -> str:
-    """``text`` as a readable Python literal: a raw triple-quoted string where that reads back
-    exactly, else its repr. A raw string keeps every character as written, but it ends at the
-    first ''' (so none may be inside, nor a quote at the end), a backslash at the end would
-    escape the closing quote, and a source file cannot hold a carriage return (read back as a
-    newline) or a NUL."""
+    """``text`` as a raw triple-quoted string where that reads back exactly, else its repr."""
     exact = not ("'''" in text or text.endswith(("'", "\\")) or "\r" in text or "\0" in text)
     return "r'''" + text + "'''" if exact else repr(text)
 
 
 def _triton_sources(problem: str, filename: str) -> dict[str, str]:
-    """The step's source and every step it loads (recursively), by "pNN/file.py", in name order;
-    each with its ``from fusedkit.kernels import load_step`` line turned into a comment (same
-    line count, so tracebacks name the same lines as the repository's files)."""
+    """The step's source and every step it loads, by "pNN/file.py", each with its ``load_step``
+    import made a comment (the same line count: tracebacks name the repository's lines)."""
     found: dict[str, str] = {}
     todo = [(problem, filename)]
     while todo:
@@ -365,9 +313,8 @@ def _rel(path: Path) -> str:
 
 
 def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
-    """``path``'s lines with each ``#include "local.h"`` replaced by that file's lines (once per
-    translation unit, as ``#pragma once`` would), framed by ``#line`` markers so that compiler
-    messages name the repository's files and lines."""
+    """``path``'s lines with each ``#include "local.h"`` inlined once, framed by ``#line`` markers
+    so that compiler messages name the repository's files and lines."""
     out = [f'#line 1 "{_rel(path)}"']
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         m = _LOCAL_INCLUDE.match(line)
@@ -397,9 +344,8 @@ def _colliding_names(sources: list[Path]) -> dict[Path, list[str]]:
 
 
 def cuda_sources(problem: str, hopper: bool = False) -> tuple[str, str]:
-    """The problem's extension as load_inline's two translation units: ``binding.cpp`` (C++) and
-    every ``.cu`` step (CUDA), local headers inlined; with ``hopper=True``, the Hopper extension
-    (``binding_hopper.cpp`` and the sm_90a steps)."""
+    """The problem's (Hopper) extension as load_inline's two translation units, the binding (C++)
+    and every ``.cu`` step (CUDA), local headers inlined."""
     *steps, binding = fk_build.extension_sources(problem, hopper)
     cpp = "\n".join(_inline_includes(binding, set()))
     seen: set[Path] = set()
@@ -559,7 +505,7 @@ ${build_helpers}''',
 # The build helpers a CUDA solution needs are fusedkit.build's own, copied as source (they are
 # written to need only the standard library), so the two cannot drift apart.
 _RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${build_helpers}", "\n\n".join(
-    _source(f) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
+    textwrap.dedent(inspect.getsource(f)) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
                          fk_build.usable_cxx)))
 _CUDA_STEP = '''class _CudaStep:
     """One function of the problem's CUDA extension, which is built on the first call."""

@@ -1,21 +1,16 @@
 """Saved notebooks and git: JupyterLab writes outputs into the notebooks, git should not see them.
 
-``make env`` sets nbstripout up as git's clean filter of ``*.ipynb``: git stores a notebook without
-its outputs, execution counts, widget state and ``language_info`` (the kernel's Python version,
-different on every machine). :func:`refresh_index`, JupyterLab's post-save hook under ``make
-lab``, refreshes git's record of a notebook whose stripped content git already holds, so ``git
-status`` stays clean too (git takes a changed size as a change); a real edit is left for its
-author. JupyterLab writes ``language_info`` into a notebook as soon as its kernel starts, so one
-stored without it opened marked unsaved: the smudge side (:func:`with_language_info`, run by git
-on checkout, and ``make git-filter`` for the notebooks already there) writes it into the working
-files. As a script (``python -I fusedkit/notebook_git.py smudge | fill NOTEBOOK...``) it imports
+nbstripout is git's clean filter of ``*.ipynb`` (``make env``). :func:`refresh_index`, JupyterLab's
+post-save hook, refreshes git's record of a notebook whose stripped content git already holds, so
+``git status`` stays clean. The smudge side (:func:`with_language_info`) writes back the
+``language_info`` the filter strips, which JupyterLab would add at once and mark the notebook
+unsaved. As a script (``python -I fusedkit/notebook_git.py smudge | fill NOTEBOOK...``) it imports
 nothing of fusedkit, whose package would import torch.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,21 +26,12 @@ def _git(folder: Path, *args: str) -> str | None:
     return out.stdout.strip()
 
 
-def unchanged_for_git(path: str | os.PathLike[str]) -> bool:
-    """True when ``path``, through its clean filter, is the blob git's index holds for it."""
-    path = Path(path).resolve()
-    staged = _git(path.parent, "ls-files", "--stage", "--", path.name)
-    if not staged:
-        return False   # not tracked, or not in a git checkout
-    blob = _git(path.parent, "hash-object", "--path", path.name, "--", path.name)
-    return blob is not None and staged.split()[1] == blob
-
-
 def refresh_index(os_path: str, **_: object) -> None:
     """JupyterLab's post-save hook: refresh git's record of a saved notebook when only what the
-    filter strips has changed."""
-    if os_path.endswith(".ipynb") and unchanged_for_git(os_path):
-        path = Path(os_path).resolve()
+    filter strips has changed (through the filter, it is the blob git's index holds)."""
+    path = Path(os_path).resolve()
+    staged = _git(path.parent, "ls-files", "--stage", "--", path.name) if os_path.endswith(".ipynb") else None
+    if staged and staged.split()[1] == _git(path.parent, "hash-object", "--path", path.name, "--", path.name):
         _git(path.parent, "add", "--", path.name)   # same blob: only the file's size and times change
 
 

@@ -1,12 +1,9 @@
 """The ``data/`` records: one CSV row per (run, variant) with its timing, accuracy and origin.
 
-The file is append-only and never edited in place. An append takes an exclusive lock, re-reads
-and validates the whole file, and writes old + new rows through :func:`fusedkit.paths.replace`
-(a temporary file, synced, renamed over it): a process that dies at any point leaves the old
-file or the new one. Readers take no lock. Every file of ``data/`` (the records, the counters,
-the clocks) is read through :func:`parse_table`, which names the file and line of the first
-fault: text that is not UTF-8, a last row cut short (no final newline), another header, a wrong
-field count, a bad value. The schema, column by column with units, is in ``data/README.md``.
+An append takes an exclusive lock, re-reads and validates the whole file and replaces it whole
+(:func:`fusedkit.paths.replace`); readers take no lock. Every file of ``data/`` is read through
+:func:`parse_table`, which names the file and line of the first fault. The schema, column by
+column with units, is in ``data/README.md``.
 """
 
 from __future__ import annotations
@@ -24,16 +21,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import torch
 
 from fusedkit import paths
+from fusedkit.mode import detect_mode
 from fusedkit.precision import TIERS as PRECISION_TIERS
-
-if TYPE_CHECKING:
-    import torch
 
 COLUMNS: tuple[str, ...] = (
     "run_id", "timestamp", "commit", "device", "driver", "cuda", "torch", "triton",
@@ -42,7 +37,6 @@ COLUMNS: tuple[str, ...] = (
     "max_abs_error", "rel_error", "allclose", "peak_mem_mb", "build_s", "seconds",
     "timed_from", "timed_to", "notes",
 )
-"""Column names, in file order."""
 
 PREVIOUS_SCHEMAS: tuple[tuple[str, ...], ...] = (   # read, rewritten in COLUMNS by an append
     tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to")),                 # 2026-12-05
@@ -68,8 +62,7 @@ class RecordsError(ValueError):
 
 @dataclass
 class RunContext:
-    """Where and when one run was measured: the first eight columns of each of its rows
-    (``run_id`` sorts by time and ends in 6 random hex digits; ``timestamp`` ISO 8601 UTC)."""
+    """Where and when one run was measured: the first eight columns of each of its rows."""
 
     run_id: str
     timestamp: str
@@ -82,13 +75,8 @@ class RunContext:
 
     @classmethod
     def collect(cls, repo_root: str | os.PathLike[str] | None = None) -> RunContext:
-        """The context of this process: clock, git commit of ``repo_root`` (default: the
-        checkout holding fusedkit), device and versions; a missing fact is "" ("unknown" for
-        the commit). Raises ValueError for a ``FUSEDKIT_COMMIT`` that is not one line."""
-        import torch  # noqa: PLC0415 - heavy; only needed here
-
-        from fusedkit.mode import detect_mode  # noqa: PLC0415 - imports torch and triton
-
+        """The context of this process: clock, git commit of ``repo_root`` (default: fusedkit's
+        checkout), device and versions; a missing fact is "" ("unknown" for the commit)."""
         now = datetime.now(timezone.utc).replace(microsecond=0)
         mode = detect_mode()  # device "NVIDIA H200" or "cpu: <processor>", Triton version
         return cls(run_id=f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}",
@@ -108,9 +96,8 @@ def default_path() -> Path:
 
 
 def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -> Path:
-    """The records file a run on ``device`` appends to: ``path`` when given (or
-    ``$FUSEDKIT_RECORDS``), else the tracked history on a GPU and the ignored
-    ``data/local/records.csv`` on a CPU (a laptop's timings never enter the history)."""
+    """``path`` or ``$FUSEDKIT_RECORDS`` when given, else the tracked history on a GPU and the
+    ignored ``data/local/records.csv`` on a CPU (a laptop's timings never enter the history)."""
     if path:
         return Path(path)
     if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
@@ -119,9 +106,8 @@ def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -
 
 
 def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
-    """One validated row: the run's context plus ``fields`` (columns after the context ones,
-    :data:`REQUIRED` given, the rest "" for not measured; units in data/README.md), every value
-    as its CSV text; ValueError or TypeError naming the column."""
+    """One validated row, as CSV texts: the run's context plus ``fields`` (the other columns,
+    :data:`REQUIRED` given, the rest "" for not measured); ValueError or TypeError naming it."""
     unknown = sorted(set(fields) - set(COLUMNS))
     if unknown:
         raise ValueError(f"make_row: unknown column(s) {', '.join(unknown)}; "
@@ -144,9 +130,8 @@ def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
 
 
 def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
-    """Append ``rows`` (from :func:`make_row`) to the records file at ``path`` (made with its
-    header if missing), durably; the file is left as it is when it may not be written
-    (PathError), is malformed (RecordsError) or a row repeats a recorded key (ValueError)."""
+    """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably; it is left
+    as it is when it may not be written, is malformed or a row repeats a recorded key."""
     texts = [_row_text(i, r) for i, r in enumerate(rows)]
     _refuse_repeats(Path(path), [], texts)   # within this call, whatever the file holds
 
@@ -178,8 +163,8 @@ def _refuse_repeats(path: Path, recorded: list[tuple[int, dict[str, str]]],
 def append_lines(path: str | os.PathLike[str], header: str, lines: str,
                  check: Callable[[Path, str], str | None]) -> None:
     """Append whole CSV ``lines`` to a file of ``data/`` under an exclusive lock, the old text
-    validated by ``check(path, text)`` (raising to refuse it, or returning it anew in the current
-    schema, or None); a missing or empty file starts with ``header``."""
+    validated by ``check(path, text)`` (which raises, or returns it anew in the current schema, or
+    None); a missing or empty file starts with ``header``."""
     if not lines:
         return
     path = paths.check(path, "a CSV file of data/, existing or new")   # a link: its target
@@ -187,31 +172,27 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
     with _locked(path):
         for stale in path.parent.glob(f".{path.name}.*.tmp"):
             stale.unlink(missing_ok=True)   # left by a writer that died; we hold the lock
-        old = _decode(path, path.read_bytes()) if path.exists() else ""
+        old = _text(path)
         anew = check(path, old) if old.strip() else header
         old = anew if isinstance(anew, str) else old
         paths.replace(path, old + lines)
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
-    """Refuse now, before anything is measured, what an append would refuse later: a path
-    :func:`fusedkit.paths.check` refuses, a lock file beside it that cannot be opened, a file that
-    does not parse (PathError or RecordsError, one line). Leaves nothing behind."""
+    """Refuse now, before anything is measured, what an append would refuse later (a path, its
+    lock file, a file that does not parse), in one line; leaves nothing behind."""
     path = paths.check(path, "a records CSV file, existing or new")
     lock = path.with_name(path.name + ".lock")
     if lock.exists():
         paths.check(lock, f"a lock file an append can open (move {lock.name} aside), or "
                           "another records path")
-    if path.exists():
-        _parse(path, _decode(path, path.read_bytes()))
+    _parse(path, _text(path))
 
 
 def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """All rows of the records file, typed (columns :data:`COLUMNS`; dtypes in data/README.md);
-    empty for a missing or empty file; RecordsError naming the file and line of a fault."""
+    """All rows of the records file, typed (dtypes in data/README.md); empty for a missing file."""
     path = Path(path)
-    text = _decode(path, path.read_bytes()) if path.exists() else ""
-    frame = pd.DataFrame([r for _, r in _parse(path, text)], columns=list(COLUMNS), dtype=str)
+    frame = pd.DataFrame([r for _, r in _parse(path, _text(path))], columns=list(COLUMNS), dtype=str)
     for c in _FLOATS:
         frame[c] = pd.to_numeric(frame[c].replace("", np.nan)).astype("float64")
     frame["repeats"] = pd.to_numeric(frame["repeats"].replace("", np.nan)).astype("Int64")
@@ -223,28 +204,25 @@ def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def import_records(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = None) -> int:
-    """Append every row of another records file (one fetched from a GPU machine) to ``dst``
-    (default: :func:`default_path`), each with its own run context; returns how many. Rows
-    already in ``dst`` verbatim are skipped (importing twice adds nothing twice); a different
-    row under a recorded key is refused (ValueError)."""
+    """Append every row of another records file (one fetched from a GPU machine) that ``dst``
+    (default: :func:`default_path`) does not hold verbatim; returns how many."""
     src, dst = Path(src), Path(dst) if dst is not None else default_path()
     if not src.is_file():
         raise FileNotFoundError(f"src={str(src)!r} is not a file")
-    have = {tuple(r.values()) for _, r in _parse(dst, _decode(dst, dst.read_bytes()))} \
-        if dst.exists() else set()
-    new = [r for _, r in _parse(src, _decode(src, src.read_bytes())) if tuple(r.values()) not in have]
+    have = {tuple(r.values()) for _, r in _parse(dst, _text(dst))}
+    new = [r for _, r in _parse(src, _text(src)) if tuple(r.values()) not in have]
     append_rows(dst, new)
     return len(new)
 
-
-# --- reading any file of data/ ------------------------------------------------------------
 
 def _short(text: str, limit: int = 40) -> str:
     """``repr(text)``, cut to about ``limit`` characters: a garbage file is not echoed whole."""
     return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
-def _decode(path: Path, data: bytes) -> str:
+def _text(path: Path) -> str:
+    """The file's text ("" when it is missing), or RecordsError naming the line that is not UTF-8."""
+    data = path.read_bytes() if path.exists() else b""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -255,17 +233,14 @@ def _decode(path: Path, data: bytes) -> str:
 def read_table(path: str | os.PathLike[str], what: str, schemas: Sequence[Sequence[str]],
                row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
     """:func:`parse_table` of the file at ``path`` ([] when it is missing or empty)."""
-    path = Path(path)
-    return parse_table(path, _decode(path, path.read_bytes()) if path.exists() else "", what, schemas,
-                       row_fault)
+    return parse_table(Path(path), _text(Path(path)), what, schemas, row_fault)
 
 
 def parse_table(path: Path, text: str, what: str, schemas: Sequence[Sequence[str]],
                 row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
-    """(line number, row) of each row of ``text``, a ``what`` file of ``data/`` ("records") read
-    from ``path``, keyed by ``schemas[0]``'s columns. The header is one of ``schemas``, every row has its field
-    count and no ``row_fault(row)`` (a sentence), the text ends in a newline (a last row without
-    one was cut short); else RecordsError, one line naming the file, the line and the fault."""
+    """(line number, row keyed by ``schemas[0]``) of each row of ``text``, a ``what`` file of
+    ``data/`` read from ``path``, whose header is one of ``schemas`` and whose rows have no
+    ``row_fault(row)``; else RecordsError, one line naming the file, the line and the fault."""
     if not text.strip():
         return []
     if not text.endswith("\n"):
@@ -310,8 +285,6 @@ def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
         seen[key] = line
     return rows
 
-
-# --- values to text and back ---------------------------------------------------------------
 
 def csv_line(cells: object) -> str:
     """One CSV line ending in "\\n", quoted where a cell holds a comma or a quote."""
@@ -427,8 +400,6 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing drops the flock
 
 
-# --- context helpers ----------------------------------------------------------------------
-
 def _run(*args: str) -> str | None:
     """stdout of a short command, or None if it is missing or fails."""
     try:
@@ -443,9 +414,8 @@ def current_commit() -> str:
 
 
 def _git_commit(root: Path) -> str:
-    """``$FUSEDKIT_COMMIT`` (ValueError unless one line: a copied tree on a lent GPU machine can
-    carry a stale ``.git``); else HEAD's short hash, "+dirty" if files outside ``data/`` differ;
-    outside git, "unknown"."""
+    """``$FUSEDKIT_COMMIT`` (a copied tree on a GPU machine can carry a stale ``.git``); else HEAD's
+    short hash, "+dirty" if files outside ``data/`` differ; outside git, "unknown"."""
     told = os.environ.get("FUSEDKIT_COMMIT", "").strip()
     if re.search(r"[\x00-\x1f\x7f]", told):
         raise ValueError(f"FUSEDKIT_COMMIT={_short(told)} holds a line break, tab or other control "

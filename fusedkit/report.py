@@ -150,28 +150,22 @@ def _read(path: Path) -> NotebookNode:
     return nbformat.read(path, as_version=4)
 
 
-def _title(nb: NotebookNode, fallback: str) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return fallback
-
-
-def notebook_summary(nb: NotebookNode) -> str:
-    """One line of markdown on what a notebook is about: ``metadata.fusedkit.summary``, else the
-    first paragraph of its first markdown cell that is not a heading."""
-    given = nb.metadata.get("fusedkit", {}).get("summary", "")
-    if given:
-        return " ".join(str(given).split())
-    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
-    if first is None:
-        return ""
-    for para in re.split(r"\n\s*\n", first.source):
-        if para.strip() and not para.lstrip().startswith("#"):
-            return " ".join(para.split())
-    return ""
+def _about(path: Path, nb: NotebookNode | None = None) -> tuple[str, str]:
+    """A notebook's title (its first ``# `` heading, else the file's stem) and its summary on one
+    line: ``metadata.fusedkit.summary``, else the first paragraph of its first markdown cell that
+    is not a heading; ``nb`` None: read from ``path`` (nothing run)."""
+    if nb is None:
+        try:
+            nb = _read(path)
+        except Exception:  # noqa: BLE001 - an unreadable notebook still gets its line in the index
+            return path.stem, ""
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    title = next((ln[2:].strip() for src in markdown for ln in src.splitlines() if ln.startswith("# ")),
+                 path.stem)
+    paragraphs = re.split(r"\n\s*\n", markdown[0]) if markdown else []
+    summary = nb.metadata.get("fusedkit", {}).get("summary", "") or next(
+        (para for para in paragraphs if para.strip() and not para.lstrip().startswith("#")), "")
+    return title, " ".join(str(summary).split())
 
 
 # -- sizes: the parameters cell, the injected cell, and what the pickers held --------------------
@@ -222,8 +216,8 @@ def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
 
 
 def picked_sizes(nb: NotebookNode) -> dict[str, Sizes]:
-    """Problem key -> the sizes its first size picker (in output order: an explorer's own picker
-    further down does not count) held when ``nb`` ran, from the stored widget state."""
+    """Problem key -> the sizes its first size picker (in output order) held when ``nb`` ran, from
+    the stored widget state."""
     from fusedkit.widgets import SizePicker  # noqa: PLC0415 - ipywidgets, torch
 
     models = widget_models(nb)
@@ -322,7 +316,7 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
         # before the failing one showed (a report without widgets is still a report).
         with contextlib.suppress(Exception):
             client.set_widgets_metadata()
-    title, summary = _title(nb, path.stem), notebook_summary(nb)
+    title, summary = _about(path, nb)
     ran_at = not_kernelbench(picked_sizes(nb))
     if ran_at:   # said under the title, where no reader can miss it
         first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
@@ -340,9 +334,8 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
 
 
 def _socket_folder() -> str:
-    """Where the kernel's Unix sockets go: the temporary folder, or /tmp where its name is too
-    long for a socket's path (107 bytes, the kernel's name and port included); else a one-line
-    OSError naming TMPDIR."""
+    """Where the kernel's Unix sockets go: the temporary folder, or /tmp where its name is too long
+    for a socket's path (107 bytes, the kernel's name and port included)."""
     for folder in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
         if len(os.fsencode(folder)) <= 60 and os.access(folder, os.W_OK | os.X_OK):
             return folder
@@ -352,10 +345,8 @@ def _socket_folder() -> str:
 
 
 def _execute(client: NotebookClient) -> None:
-    """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process:
-    in the main thread nbclient takes both (the kernel shut down, the run going on, the notebook
-    failed with an AssertionError). Here they raise KeyboardInterrupt, the kernel (a session of
-    its own) is killed, the worker joined, and the interrupt raised again."""
+    """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process (in
+    the main thread nbclient takes both and goes on): the kernel is killed, the interrupt raised."""
     failed: list[BaseException] = []
     # An Event, not Thread.join: on CPython 3.11 a join cut short by a signal can leave
     # is_alive() False while the worker still runs.
@@ -376,19 +367,15 @@ def _execute(client: NotebookClient) -> None:
     except KeyboardInterrupt:
         deadline = time.monotonic() + 30
         while not done.is_set() and time.monotonic() < deadline:
-            _kill_kernel(client)   # again, in case the worker was still starting it
+            # Again and again, in case the worker was still starting the kernel.
+            process = getattr(getattr(client.km, "provisioner", None), "process", None)
+            if process is not None and process.poll() is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(process.pid, signal.SIGKILL)   # the kernel leads a session of its own
             done.wait(0.1)
         raise
     if failed:
         raise failed[0]
-
-
-def _kill_kernel(client: NotebookClient) -> None:
-    """Kill the kernel's process group, if it has started and still runs."""
-    process = getattr(getattr(client.km, "provisioner", None), "process", None)
-    if process is not None and process.poll() is None:
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)   # the kernel leads a session of its own
 
 
 def _now() -> str:
@@ -396,14 +383,10 @@ def _now() -> str:
 
 
 def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
-    """The best recorded speed-up of our kernels per precision tier, for every problem: each
-    variant's recorded result at the default sizes (:func:`fusedkit.results.recorded`, on the
-    device of the newest eager run, from ``records_path`` or the records file) and per tier
-    :func:`fusedkit.results.best_by_tier` (a stricter tier meets the looser ones), against eager
-    fp32 in the kernel's own run; PyTorch's baselines never count, eager TF32 is given beside.
-    One dict per problem: ``device``, ``date``, ``eager_ms``, ``eager_tf32`` and ``best[tier]``
-    (None where none qualifies), each pick with variant, title, tier, ms, speedup, eager_ms,
-    date, commit and run_id; ``error`` says why a problem has no numbers."""
+    """Per problem, the best recorded speed-up of our kernels per tier at the default sizes
+    (:func:`fusedkit.results.best_by_tier`, on the device of the newest eager run) against eager
+    fp32 in the kernel's own run, eager TF32 beside; ``best[tier]`` None where none qualifies,
+    ``error`` why a problem has no numbers."""
     rows = []
     for key in problems.names():
         problem = problems.get(key)
@@ -473,20 +456,10 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
             "</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
 
 
-def _about(path: Path) -> tuple[str, str]:
-    """A notebook's title and summary read from its source (nothing run)."""
-    try:
-        nb = _read(path)
-    except Exception:  # noqa: BLE001 - an unreadable notebook still gets its line in the index
-        return path.stem, ""
-    return _title(nb, path.stem), notebook_summary(nb)
-
-
 def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[ReportResult]:
-    """Every notebook the index lists, in name order: those of ``results`` (just built) and every
-    other numbered notebook of their folders (default ``notebooks/``): ``kept`` with its earlier
-    build's title, summary, time and error (from ``index.json``, else the notebook and the file)
-    where its report is in ``out_dir``, else ``missing``."""
+    """Every notebook the index lists, in name order: ``results`` (just built), then every other
+    numbered notebook of their folders, ``kept`` with its earlier build's entry where its report
+    is in ``out_dir`` (from ``index.json``, else the notebook and the file), else ``missing``."""
     out_dir = Path(out_dir)
     done = {r.notebook.name: r for r in results}
     paths: dict[str, Path] = {}
@@ -598,9 +571,8 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
                   *, timeout: int = 600,
                   sizes: Mapping[str, Mapping[str, object]] | None = None) -> list[ReportResult]:
     """Execute ``notebooks`` (default: all) and write their reports and the index. Refused before
-    any runs, in one line: bad ``sizes`` (problem -> {dimension: value}, injected into each
-    notebook), a notebook without a parameters cell, two of one name (one report would replace
-    the other), an ``out_dir`` or a report :func:`fusedkit.paths.check` refuses."""
+    any runs, in one line: bad ``sizes`` (problem -> {dimension: value}), a notebook without a
+    parameters cell, two of one name, an ``out_dir`` or a report path that may not be written."""
     chosen = check_sizes(sizes or {})
     notebooks = [Path(p) for p in notebooks or notebook_paths()]
     seen: dict[str, Path] = {}
