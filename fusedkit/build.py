@@ -1,13 +1,10 @@
 """Compile fusedkit's CUDA C++ kernels, with or without a GPU.
 
-With a GPU, :func:`load_extension` builds a problem's steps (its ``.cu`` files and ``binding.cpp``)
-into one PyTorch extension with ninja and imports it; :func:`build_all` builds every extension at
-once. Without one, :func:`ptx` and :func:`resource_usage` run ``nvcc`` alone on one source.
-Products go to the gitignored ``build/`` (or ``$FUSEDKIT_BUILD_DIR``), in folders named by a sha
-of the sources, headers, flags and versions, so a changed source rebuilds and CPU and GPU never
-share one. Steps that include ``kernels/common/hopper.cuh`` (wgmma, setmaxnreg) need ``sm_90a`` and
-build apart, into the problem's Hopper extension, so a compile error there never takes down the
-rest. No ``--use_fast_math``: it flushes denormals, and the steps are checked at the 1e-5 level.
+With a GPU, :func:`load_extension` builds a problem's steps into one PyTorch extension and imports
+it; without one, :func:`ptx` and :func:`resource_usage` run ``nvcc`` alone. Products go to the
+ignored ``build/`` (or ``$FUSEDKIT_BUILD_DIR``), named by a sha of sources, headers, flags and
+versions. Steps that include ``common/hopper.cuh`` need ``sm_90a`` and build apart, into the
+problem's Hopper extension. No ``--use_fast_math``: the steps are checked at the 1e-5 level.
 """
 
 from __future__ import annotations
@@ -129,8 +126,7 @@ def _remove_stale_lock(build_dir: Path, max_age_s: float = STALE_LOCK_S) -> bool
 
 
 def _first_errors(log: str, limit: int = 8) -> str:
-    """The first ``limit`` error lines of a compiler log with their source line and caret (the
-    log's end when none is recognised)."""
+    """The first ``limit`` error lines of a compiler log with their source line and caret."""
     lines, picked, errors = log.splitlines(), [], 0
     for i, line in enumerate(lines):
         if errors == limit:
@@ -205,8 +201,7 @@ def _run_nvcc(nvcc: str, args: list[str], what: str) -> subprocess.CompletedProc
 
 
 def ptx(source_path: str | os.PathLike[str], arch: str | None = None) -> str:
-    """PTX of one ``.cu`` file (``arch`` defaults to :func:`required_arch`), cached under
-    ``build/ptx/``; BuildError with nvcc's first error lines, CudaUnavailableError without nvcc."""
+    """PTX of one ``.cu`` file (``arch`` defaults to :func:`required_arch`), cached under ``build/ptx/``."""
     nvcc, src, arch = _nvcc_for("ptx()", source_path, arch)
     flags = [*_target_flags(arch, "ptx"), "-ptx", *NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
     key = _sha([src, *_extension_headers(src.parent)], [*flags[:-1], _nvcc_version(nvcc)])[:16]
@@ -223,16 +218,14 @@ def ptx(source_path: str | os.PathLike[str], arch: str | None = None) -> str:
 
 
 def resource_usage(source_path: str | os.PathLike[str], arch: str | None = None) -> dict[str, dict[str, int]]:
-    """What ptxas assigns each kernel (``nvcc -cubin -Xptxas -v``): ``{kernel: {"registers": per
-    thread, "shared_bytes": static shared memory per block, "spill_stores", "spill_loads" and
-    "stack_bytes": bytes per thread}}``. Spills mean it ran out of registers."""
+    """What ptxas assigns each kernel: ``{kernel: {"registers" (per thread), "shared_bytes" (static,
+    per block), "spill_stores", "spill_loads", "stack_bytes" (bytes per thread)}}``."""
     return ptxas(source_path, arch)[0]
 
 
 def ptxas(source_path: str | os.PathLike[str], arch: str | None = None
           ) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """:func:`resource_usage`'s table and ptxas's warning lines (a wgmma it serialises, a
-    setmaxnreg it drops)."""
+    """:func:`resource_usage`'s table and ptxas's warnings (a wgmma serialised, a setmaxnreg dropped)."""
     nvcc, src, arch = _nvcc_for("resource_usage()", source_path, arch)
     with tempfile.TemporaryDirectory() as tmp:
         proc = _run_nvcc(nvcc, [*_target_flags(arch, "cubin"), "-cubin", "-Xptxas", "-v",
@@ -334,8 +327,7 @@ def usable_cxx(links_shared=links_libstdcxx_shared) -> "str | None":
 
 @functools.lru_cache(maxsize=None)
 def _cxx_links_libstdcxx_shared(cxx: str) -> "bool | None":
-    """:func:`links_libstdcxx_shared`, remembered per compiler binary in the build folder, so that
-    a fresh worker process does not probe again."""
+    """:func:`links_libstdcxx_shared`, remembered per compiler binary in the build folder."""
     path = shutil.which(cxx)
     if path is None:
         return links_libstdcxx_shared(cxx)
@@ -365,8 +357,7 @@ def _pick_cxx() -> str:
 
 def _plan(name: str, sources: list[Path], capability: tuple[int, int], torch_version: str,
           cuda_version: str | None, cxx: str, hopper: bool) -> tuple[Path, list[str]]:
-    """The build folder (name, Python, torch, CUDA and a sha of files and flags) and the nvcc
-    flags of an extension; a Hopper one is always for sm_90a."""
+    """The build folder (name, versions, a sha of files and flags) and nvcc flags of an extension."""
     arch = "90a" if hopper else f"{capability[0]}{capability[1]}"
     cuda_flags = [*NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
     dev_tag = "cu" + cuda_version.replace(".", "") if cuda_version else "cpu"
@@ -410,8 +401,7 @@ def load_extension(problem: str = "p12", verbose: bool = False, hopper: bool = F
 
 def load_sources(name: str, sources: "list[str | os.PathLike[str]]", *, hopper: bool = False,
                  verbose: bool = False) -> ModuleType:
-    """Build (if needed) and import an extension of other ``sources`` (a learner's kernel, a
-    test's probe), one ``.cpp`` among them defining the module, as :func:`load_extension` does."""
+    """:func:`load_extension` for other ``sources`` (a learner's kernel), one ``.cpp`` the module."""
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"name={name!r}: an extension name is a Python identifier")
     paths = [Path(s).resolve() for s in sources]
@@ -446,8 +436,7 @@ def _require_gpu(what: str, hopper: bool) -> tuple[int, int]:
 
 def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], cxx: str,
            verbose: bool) -> ModuleType:
-    """Compile ``sources`` in ``folder`` and import the module (once per folder and process); a
-    folder built before, by any process, is imported without ninja."""
+    """Compile ``sources`` in ``folder`` unless built there before, and import the module."""
     from torch.utils import cpp_extension  # noqa: PLC0415 - setuptools, as above
 
     key = str(folder)

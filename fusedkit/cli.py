@@ -129,8 +129,8 @@ def _bench(args: argparse.Namespace) -> int:
 def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, int]],
               device: object, args: argparse.Namespace) -> bool:
     """Refuse a bench when no asked-for variant can run here, or when the harness estimates it at
-    more than :data:`SLOW_S` without ``--allow-slow``; say the estimate first when it exceeds
-    :data:`QUIET_S`, and then return True (a slow bench shows its progress, even in a pipe)."""
+    more than :data:`SLOW_S` without ``--allow-slow``; over :data:`QUIET_S`, say the estimate and
+    return True (a slow bench shows its progress, even in a pipe)."""
     chosen = problem.ladder(names)
     each: dict[str, float] = {}
     for sizes in points:
@@ -244,7 +244,7 @@ def _readme(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _before_measuring() -> Iterator[None]:
-    """A bench's checks and set-up: a signal within says that nothing was measured or written."""
+    """A signal during a bench's checks and set-up says that nothing was measured or written."""
     try:
         yield
     except KeyboardInterrupt as e:
@@ -265,8 +265,7 @@ def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
 
 
 def _records_given(args: argparse.Namespace) -> tuple[str | None, str]:
-    """Who named the records file, and how: ("--records", the text), ("FUSEDKIT_RECORDS", its
-    value), or (None, "") for the default."""
+    """Who named the records file, and how: ("--records" or "FUSEDKIT_RECORDS", the text), else (None, "")."""
     if args.records:
         return "--records", args.records
     env = os.path.expanduser(os.environ.get("FUSEDKIT_RECORDS", "").strip())
@@ -323,8 +322,7 @@ def positive_float(option: str, maximum: float = math.inf) -> Callable[[str], fl
 
 
 def _comma_list(option: str, what: str, allowed: str) -> Callable[[str], list[str]]:
-    """An argparse type: comma-separated non-empty items, each once (an empty list must not mean
-    "all" or "the defaults" by accident)."""
+    """An argparse type: comma-separated non-empty items, each once (an empty list is no "all")."""
     def parse(text: str) -> list[str]:
         items = [n.strip() for n in text.split(",")]
         fault = (f"{option} is empty ({text!r} names no {what})" if not any(items) else
@@ -379,8 +377,7 @@ def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
 
 
 def _path(option: str) -> Callable[[str], str]:
-    """An argparse type for a path: not empty (the current folder by accident); the rest is
-    checked where it is used (:func:`fusedkit.paths.check`)."""
+    """An argparse type for a path: not empty (the current folder by accident)."""
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"{option}={text!r} is empty; allowed: a path")
@@ -397,8 +394,7 @@ def _one_line(message: str) -> str:
 
 
 class _Once(argparse.Action):
-    """Store an option's value, converted by ``convert`` (an argparse type); refuse it given twice
-    (argparse would keep the last value and drop the first without a word)."""
+    """Store an option's value converted by ``convert``; refuse it given twice (argparse keeps the last)."""
 
     def __init__(self, option_strings: list[str], dest: str,
                  convert: Callable[[str], object] | None = None, **kwargs: object) -> None:
@@ -420,9 +416,8 @@ class _Once(argparse.Action):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block),
-    where an option that takes a value may be given once (:class:`_Once`), a value such as
-    ``-inf`` is a value, and an unknown option before the command is named as such."""
+    """argparse whose usage errors are one ``error: ...`` line and exit status 2, where an option
+    may be given once (:class:`_Once`) and a value such as ``-inf`` is a value."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -516,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only check that the README is current (exit status 1 when stale)")
     m.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv, or $FUSEDKIT_RECORDS)")
-    m.add_argument("--readme", type=_path("--readme"), default=str(Path(__file__).resolve().parent.parent / "README.md"),
+    m.add_argument("--readme", type=_path("--readme"), default=str(readme.README),
                    help="the README to update (default: the repository's README.md)")
     m.set_defaults(fn=_readme)
     return p
@@ -530,9 +525,7 @@ def _debug() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit status: 0 done, 1 a bench or report failed, 2 refused or
     interrupted (Ctrl-C, SIGTERM or SIGHUP: :func:`fusedkit.interrupts.raising`)."""
-    try:
-        # The command exits after a signal: a second one then changes nothing (in a test or a
-        # script that calls main, the handlers from before are put back).
+    try:   # the command exits after a signal; a test that calls main gets its handlers back
         with interrupts.raising(keep_ignoring=interrupts.launched_as_command()):
             return _run(argv)
     except KeyboardInterrupt as e:
@@ -552,9 +545,8 @@ def _run(argv: list[str] | None) -> int:
     try:
         return args.fn(args)
     except (ValueError, TypeError, OSError, MemoryError, RuntimeError) as e:
-        # Our own errors (SizeError, RecordsError, PathError, ...) are one line naming the
-        # parameter; OSError covers a missing or read-only path. A failed allocation is said so:
-        # the budget counts the harness's copies, but a machine (or a ulimit) may hold less.
+        # Our own errors (SizeError, RecordsError, PathError, ...) are one line naming the parameter.
+        # A failed allocation is said so: a machine (or a ulimit) may hold less than the budget.
         memory = isinstance(e, MemoryError) or "can't allocate memory" in str(e) or \
             "out of memory" in str(e).lower()
         if _debug() or (isinstance(e, RuntimeError) and not memory and not isinstance(e, OSError)):

@@ -1,11 +1,10 @@
 """Export a kernel of the ladder as one self-contained KernelBench solution file.
 
-:func:`render` writes ``ModelNew`` for a variant: its ``__init__`` is the reference Model's
-constructor, verbatim (the same weights from the same seed, its ``state_dict`` loads); ``forward``
-calls the step's function as the variant does (:class:`StepCall`). Triton steps, and the Python
-modules that make the Hopper steps' operands, are embedded as source; CUDA steps are the problem's
-extension, local includes inlined, built by ``load_inline`` with :mod:`fusedkit.build`'s flags on
-the first ``forward``. The file imports torch, triton and the standard library only.
+``ModelNew``'s ``__init__`` is the reference Model's, verbatim (the same weights from the same seed);
+``forward`` calls the step's function as the variant does (:class:`StepCall`). Triton and operands
+modules are embedded as source, CUDA steps as the problem's extension (local includes inlined),
+built by ``load_inline`` on the first ``forward``: the file imports torch, triton and the standard
+library only.
 """
 
 from __future__ import annotations
@@ -69,8 +68,7 @@ def file_name(problem: Problem | str, slug: str) -> str:
 
 
 def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> list:
-    """The reference constructor's arguments at ``sizes`` (default: the problem's), in order:
-    what KernelBench's ``get_init_inputs()`` returns, and what ModelNew takes."""
+    """The reference constructor's arguments at ``sizes``: KernelBench's ``get_init_inputs()``."""
     problem = _problem(problem)
     sizes = problem.sizes(sizes or problem.defaults)
     values = {**sizes, **problem.constants}
@@ -83,8 +81,7 @@ def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> 
 
 
 def best_per_tier(problem: Problem | str) -> dict[str, str]:
-    """Tier -> the fastest of our exportable kernels that meets it, by its recorded result
-    (:func:`fusedkit.results.best_by_tier`); ``{}`` when nothing is recorded."""
+    """Tier -> the fastest of our exportable kernels that meets it (:func:`results.best_by_tier`)."""
     problem = _problem(problem)
     rows = results.recorded(problem)
     rows = rows[rows["variant"].isin(exportable(problem))]   # no by-batch choices
@@ -170,8 +167,7 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
 
 
 def _recorded(problem: Problem) -> dict[str, dict]:
-    """Our kernels' newest clean results by slug (tier, median_ms, speedup, label), read once per
-    version of the records file."""
+    """Our kernels' newest clean results by slug, read once per version of the records file."""
     path = records.default_path()
     stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.exists() else None
     return _recorded_at(problem.key, str(path), stamp)
@@ -313,8 +309,7 @@ def _rel(path: Path) -> str:
 
 
 def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
-    """``path``'s lines with each ``#include "local.h"`` inlined once, framed by ``#line`` markers
-    so that compiler messages name the repository's files and lines."""
+    """``path``'s lines, each local include inlined once between ``#line`` markers."""
     out = [f'#line 1 "{_rel(path)}"']
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         m = _LOCAL_INCLUDE.match(line)
@@ -344,8 +339,7 @@ def _colliding_names(sources: list[Path]) -> dict[Path, list[str]]:
 
 
 def cuda_sources(problem: str, hopper: bool = False) -> tuple[str, str]:
-    """The problem's (Hopper) extension as load_inline's two translation units, the binding (C++)
-    and every ``.cu`` step (CUDA), local headers inlined."""
+    """The problem's (Hopper) extension as load_inline's C++ and CUDA translation units."""
     *steps, binding = fk_build.extension_sources(problem, hopper)
     cpp = "\n".join(_inline_includes(binding, set()))
     seen: set[Path] = set()

@@ -1,11 +1,9 @@
 """Where fusedkit writes: one check of a path at the edge, and one way to replace a file.
 
-Every file fusedkit writes is written whole to a temporary file beside it, synced and renamed
-over it (:func:`replace`): a crash or a full disk leaves the old file or the new one. Before
-anything runs, :func:`check` refuses in one line a path such a write could not or must not
-replace: a folder, a device, a FIFO, a socket, a looping link, a file or folder marked read-only
-(as root too), a read-only file system, a folder where no file can be made. A symbolic link is
-followed: its target is written and the link stays.
+:func:`replace` writes a file whole to a temporary file beside it, synced and renamed over it, so
+a crash or a full disk leaves the old file or the new one. :func:`check` refuses first, in one
+line, what such a write could not or must not replace (a folder, a device, a looping link, a file
+marked read-only, as root too); a symbolic link is followed and stays.
 """
 
 from __future__ import annotations
@@ -78,8 +76,7 @@ def check(path: str | os.PathLike[str], allowed: str, *, folder: bool = False) -
 
 
 def _folder_fault(folder: Path) -> str:
-    """Why no file can be created in ``folder`` or its nearest existing ancestor ("" when a probe
-    file can be made there)."""
+    """Why no file can be made in ``folder`` or its nearest existing ancestor ("" when one can)."""
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent
     what = kind(folder)

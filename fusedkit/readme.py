@@ -1,8 +1,5 @@
-"""The README's measured state, generated from the records: never typed in by hand.
-
-``README.md`` holds a block between :data:`BEGIN` and :data:`END` that :func:`measured_state` writes
-from the records with the definitions every other view uses (the best per tier, the by-batch
-step's newest sweep, the components) and ``fusedkit readme`` (:func:`update`) puts in place.
+"""The README's measured state: the block between :data:`BEGIN` and :data:`END`, written from
+the records (:func:`measured_state`) with the definitions every other view uses, never by hand.
 """
 
 from __future__ import annotations
@@ -37,8 +34,7 @@ def _tiers_table(rec, keys: list[str]) -> list[str]:
 
 
 def _by_batch(key: str, path: Path) -> str | None:
-    """One sentence on the problem's by-batch step: its worst and best point against eager
-    fp32 in its newest sweep; None when the problem has no such step or no sweep timed it."""
+    """The by-batch step's worst and best point against eager fp32 in its newest sweep, or None."""
     p = problems.get(key)
     step = next((v for v in p.ladder() if v.routes), None)
     if step is None:
@@ -67,9 +63,8 @@ def _components(key: str, path: Path) -> str | None:
 
 
 def measured_state(records_path: str | Path | None = None) -> str:
-    """The measured-state block (markdown, without the markers) from the records file (default:
-    :func:`fusedkit.records.default_path`); one missing, not a file or without rows is refused
-    (FileNotFoundError, RecordsError): "nothing recorded" would replace the measured state."""
+    """The block (markdown) from the records file; one without rows is refused: "nothing
+    recorded" would replace the measured state."""
     path = Path(records_path) if records_path is not None else records.default_path()
     kind = paths.kind(path)
     if kind != "a file":
@@ -97,8 +92,7 @@ def measured_state(records_path: str | Path | None = None) -> str:
 
 
 def current_block(text: str) -> str:
-    """The measured-state block of a README's text (between the markers); ValueError when the
-    markers are missing or out of order."""
+    """The measured-state block of a README's text; ValueError without both markers in order."""
     start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
         raise ValueError(f"README has no measured-state block: it needs a line {BEGIN!r} and, "
@@ -110,8 +104,7 @@ _TIER_ROW = re.compile(r"^\| (\w+) \| ([\w-]+) \| `(\w+)`")
 
 
 def listed_best(readme: str | Path = README) -> dict[tuple[str, str], str]:
-    """``{(problem, tier): variant}`` as the README's block names the best of each tier (equal to
-    :func:`fusedkit.results.best_by_tier` unless the README is stale)."""
+    """``{(problem, tier): variant}`` as the README's block names the best of each tier."""
     block = current_block(text_of(readme))
     return {(m[1], m[2]): m[3] for m in (_TIER_ROW.match(ln) for ln in block.splitlines()) if m}
 
@@ -125,9 +118,8 @@ def text_of(readme: str | Path) -> str:
 
 def update(readme: str | Path = README, records_path: str | Path | None = None, *,
            state: str | None = None) -> bool:
-    """Write the block (``state``, default :func:`measured_state` of the records) into ``readme``
-    whole, through a temporary file; True when it changed. One :func:`fusedkit.paths.check`
-    refuses (read-only, on a read-only file system, ...) is left as it is."""
+    """Write the block (``state``, default :func:`measured_state`) into ``readme`` whole; True when
+    it changed."""
     text = text_of(readme)
     new = measured_state(records_path) if state is None else state
     if current_block(text) == new:

@@ -1,9 +1,8 @@
 """The ``data/`` records: one CSV row per (run, variant) with its timing, accuracy and origin.
 
-An append takes an exclusive lock, re-reads and validates the whole file and replaces it whole
-(:func:`fusedkit.paths.replace`); readers take no lock. Every file of ``data/`` is read through
-:func:`parse_table`, which names the file and line of the first fault. The schema, column by
-column with units, is in ``data/README.md``.
+An append locks, re-reads and validates the file and replaces it whole; every file of ``data/`` is
+read through :func:`parse_table`, which names the file and line of a fault. The schema is in
+``data/README.md``.
 """
 
 from __future__ import annotations
@@ -75,8 +74,7 @@ class RunContext:
 
     @classmethod
     def collect(cls, repo_root: str | os.PathLike[str] | None = None) -> RunContext:
-        """The context of this process: clock, git commit of ``repo_root`` (default: fusedkit's
-        checkout), device and versions; a missing fact is "" ("unknown" for the commit)."""
+        """This process's clock, commit (of ``repo_root``, default fusedkit's), device and versions."""
         now = datetime.now(timezone.utc).replace(microsecond=0)
         mode = detect_mode()  # device "NVIDIA H200" or "cpu: <processor>", Triton version
         return cls(run_id=f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}",
@@ -96,8 +94,7 @@ def default_path() -> Path:
 
 
 def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -> Path:
-    """``path`` or ``$FUSEDKIT_RECORDS`` when given, else the tracked history on a GPU and the
-    ignored ``data/local/records.csv`` on a CPU (a laptop's timings never enter the history)."""
+    """``path`` or ``$FUSEDKIT_RECORDS``, else the history on a GPU, ``data/local/`` on a CPU."""
     if path:
         return Path(path)
     if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
@@ -130,8 +127,7 @@ def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
 
 
 def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
-    """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably; it is left
-    as it is when it may not be written, is malformed or a row repeats a recorded key."""
+    """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably."""
     texts = [_row_text(i, r) for i, r in enumerate(rows)]
     _refuse_repeats(Path(path), [], texts)   # within this call, whatever the file holds
 
@@ -179,8 +175,7 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
-    """Refuse now, before anything is measured, what an append would refuse later (a path, its
-    lock file, a file that does not parse), in one line; leaves nothing behind."""
+    """Refuse now, in one line and before anything is measured, what an append would refuse."""
     path = paths.check(path, "a records CSV file, existing or new")
     lock = path.with_name(path.name + ".lock")
     if lock.exists():
@@ -321,8 +316,7 @@ def _to_text(column: str, value: object) -> str:
 
 
 def number_fault(column: str, text: str, low: float = 0.0, *, above: bool = False) -> str:
-    """"" when ``text`` is empty or a finite number >= ``low`` (> when ``above``), else the
-    fault as a sentence naming ``column``."""
+    """"" when ``text`` is empty or a finite number >= ``low`` (> when ``above``), else the fault."""
     kind = f"a finite number {'>' if above else '>='} {low:g}"
     try:
         x = float(text) if text else low + 1

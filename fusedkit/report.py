@@ -1,17 +1,11 @@
-"""Execute the notebooks headless and export each as a self-contained HTML report.
+"""Execute the notebooks headless and export each as an HTML report that opens offline.
 
-nbclient runs every cell with widget state stored; nbconvert exports it with figures inlined and
-widgets drawn as static HTML (:mod:`fusedkit.static_widgets`), so a report opens offline. Each
-report is written as soon as its notebook finishes (one that fails still gets one, marked FAILED
-in ``index.html``); Ctrl-C or SIGTERM kills the kernel and says which were kept. The index lists
-every notebook of the folder (earlier builds' from ``index.json``) and the headline numbers of
-the records. No report names a path of the machine that built it (:func:`relative_paths`).
-
-Sizes are injected in the papermill style (:func:`inject_sizes`): after each notebook's cell
-tagged ``parameters`` (``SIZES = {}``) comes a cell tagged ``injected-parameters`` setting
-``SIZES``, where the size pickers start; the sizes they held (:func:`picked_sizes`) are named at
-the top of the report and in the index where they are not KernelBench's. nbformat, nbclient and
-nbconvert are imported where used: importing this module (the command line does) stays cheap.
+Each report is written as soon as its notebook finishes (a failed one too, marked FAILED); a
+signal kills the kernel and says which were kept. The index lists every notebook of the folder
+and the records' headline numbers; no report names a path of the machine that built it. Sizes
+are injected papermill-style after each notebook's cell tagged ``parameters`` and read back from
+the pickers' stored state. nbformat, nbclient and nbconvert are imported where used: importing
+this module (the command line does) stays cheap.
 """
 
 from __future__ import annotations
@@ -63,8 +57,7 @@ _OFFLINE = """{%- extends 'index.html.j2' -%}
 
 
 def offline_exporter() -> HTMLExporter:
-    """An HTML exporter whose pages load nothing from the network: JupyterLab's look, images
-    as data URIs, widgets drawn from the notebook's stored state."""
+    """An HTML exporter in JupyterLab's look whose pages load nothing from the network."""
     from jinja2 import DictLoader  # noqa: PLC0415 - nbconvert's, as heavy
     from nbconvert import HTMLExporter  # noqa: PLC0415 - heavy (1 s)
 
@@ -122,10 +115,8 @@ def _local_roots() -> list[tuple[str, str]]:
 
 
 def relative_paths(text: str) -> str:
-    """``text`` with this machine's absolute paths made relative: the repository ``.``, home
-    ``~``, the temporary folder ``$TMPDIR``, installed packages ``site-packages``, the standard
-    library ``pythonX.Y``. Whole path components only (``/work/main2`` is not ``/work/main``),
-    a ``file://`` going with its path; data URIs (inlined figures) are left alone."""
+    """``text`` with this machine's absolute paths made relative (``.``, ``~``, ``$TMPDIR``,
+    ``site-packages``, ``pythonX.Y``), whole components only; data URIs are left alone."""
     roots = _local_roots()
     lookup = dict(roots)
     pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(re.escape(r) for r, _ in roots)
@@ -183,8 +174,7 @@ def _tags(cell: NotebookNode) -> list[str]:
 
 
 def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
-    """``sizes`` (problem -> {dimension: value}) validated by each problem's own rules, keyed by
-    the problems' keys, every dimension given; a SizeError names a bad one."""
+    """``sizes`` (problem -> {dimension: value}) validated, keyed by problem, every dimension given."""
     out: dict[str, Sizes] = {}
     for name, given in sizes.items():
         problem = problems.get(name)
@@ -197,8 +187,7 @@ def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
 def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
                  name: str = "the notebook") -> NotebookNode:
     """``nb`` (changed in place) with ``SIZES = sizes`` in a cell tagged ``injected-parameters``
-    right after its first parameters cell, replacing one injected before; ParametersError (one
-    line) for a notebook without one, whose pickers would never read the sizes."""
+    after its first parameters cell; ParametersError for a notebook without one."""
     from nbformat.v4 import new_code_cell  # noqa: PLC0415 - heavy, as in _read
 
     nb.cells = [c for c in nb.cells if INJECTED_TAG not in _tags(c)]
@@ -216,8 +205,7 @@ def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
 
 
 def picked_sizes(nb: NotebookNode) -> dict[str, Sizes]:
-    """Problem key -> the sizes its first size picker (in output order) held when ``nb`` ran, from
-    the stored widget state."""
+    """Problem key -> the sizes its first size picker held when ``nb`` ran (stored widget state)."""
     from fusedkit.widgets import SizePicker  # noqa: PLC0415 - ipywidgets, torch
 
     models = widget_models(nb)
@@ -268,9 +256,8 @@ def sizes_line(sizes: Mapping[str, Sizes]) -> str:
 
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                      sizes: Mapping[str, Sizes] | None = None) -> ReportResult:
-    """Run one notebook top to bottom in its own folder and write ``out_dir/<name>.html``;
-    ``timeout`` is the limit per cell in seconds, ``sizes`` (from :func:`check_sizes`) are
-    injected (:func:`inject_sizes`), none: the notebook as it is."""
+    """Run one notebook in its own folder (``timeout``: seconds per cell; ``sizes`` from
+    :func:`check_sizes` injected) and write ``out_dir/<name>.html``."""
     from nbclient import NotebookClient  # noqa: PLC0415 - heavy, as in _read
     from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
     from nbformat.v4 import new_markdown_cell  # noqa: PLC0415
@@ -383,10 +370,8 @@ def _now() -> str:
 
 
 def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
-    """Per problem, the best recorded speed-up of our kernels per tier at the default sizes
-    (:func:`fusedkit.results.best_by_tier`, on the device of the newest eager run) against eager
-    fp32 in the kernel's own run, eager TF32 beside; ``best[tier]`` None where none qualifies,
-    ``error`` why a problem has no numbers."""
+    """Per problem, the best recorded speed-up of ours per tier at the default sizes on the device
+    of the newest eager run (:func:`fusedkit.results.best_by_tier`), or ``error``."""
     rows = []
     for key in problems.names():
         problem = problems.get(key)
@@ -499,8 +484,7 @@ def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[Repo
 
 def write_index(results: list[ReportResult], out_dir: Path,
                 headlines: list[dict[str, Any]] | None = None) -> Path:
-    """``index.html`` and ``index.json``: every notebook (:func:`index_entries`) with its summary
-    and status, and the headline numbers (:func:`headline_numbers`, read now when not given)."""
+    """``index.html`` and ``index.json``: every notebook (:func:`index_entries`), the headlines."""
     from nbconvert.filters import markdown2html  # noqa: PLC0415 - heavy, as in _read
 
     headlines = headline_numbers() if headlines is None else headlines
