@@ -80,8 +80,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    # Everything that can be refused is refused here, before the first (slow) measurement.
-    with _before_measuring():
+    # Everything that can be refused is refused before the first (slow) measurement.
+    measuring = False
+    try:
         problem = problems.get(args.problem)
         names = args.variants   # a list of distinct names, or None for all (see _variant_names)
         if names:
@@ -103,9 +104,9 @@ def _bench(args: argparse.Namespace) -> int:
         # rows of its own run (another bench may be appending to the same file).
         ctx = records.RunContext.collect()
         slow = _estimate(problem, names, points, device, args)
-    run = dict(variants=names, seeds=args.seeds, rep_ms=args.rep_ms, records_path=path,
-               progress=slow or sys.stderr.isatty(), ctx=ctx, budget_s=math.inf)
-    try:
+        run = dict(variants=names, seeds=args.seeds, rep_ms=args.rep_ms, records_path=path,
+                   progress=slow or sys.stderr.isatty(), ctx=ctx, budget_s=math.inf)
+        measuring = True
         if args.sweep:
             res = sweep.run_sweep(problem, axes, base, **run)
             df, cols = res.rows, ["variant", *axes]
@@ -114,7 +115,9 @@ def _bench(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as e:
         # Each row was appended as it was measured, so what finished is on disk: say so.
         how = interrupts.signal_name(e)
-        raise interrupts.Interrupted(_kept(path, ctx.run_id, how), how) from None
+        raise interrupts.Interrupted(_kept(path, ctx.run_id, how) if measuring else
+                                     f"{interrupts.stopped_by(how)} before the first measurement: "
+                                     "nothing was measured or written", how) from None
     cols += ["tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps", "pct_of_floor",
              "pct_of_measured", "pct_of_copy", "rel_error", "speedup"]
     timed = df[df["median_ms"].notna()] if "median_ms" in df else df.iloc[0:0]
@@ -123,7 +126,12 @@ def _bench(args: argparse.Namespace) -> int:
     if args.sweep:
         print(f"series {res.run_id}: {res.points} points run, {len(res.skipped)} skipped, "
               f"{len(timed)} rows recorded")
-    return _failures(df)
+    caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]
+    for _, r in caught.iterrows():   # caught by a check: named, not recorded, exit status 1
+        print(f"not recorded: {r['variant']} at {r['sizes']}: {r['failure']}", file=sys.stderr)
+    if df.empty:
+        print("error: nothing was measured (see the skipped notes above)", file=sys.stderr)
+    return 1 if df.empty or not caught.empty else 0
 
 
 def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, int]],
@@ -163,16 +171,6 @@ def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, 
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 \
         else f"{seconds / 3600:.0f} h"
-
-
-def _failures(df: pd.DataFrame) -> int:
-    """1 when a variant was caught by a check (each named on stderr) or nothing was measured."""
-    caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]
-    for _, r in caught.iterrows():
-        print(f"not recorded: {r['variant']} at {r['sizes']}: {r['failure']}", file=sys.stderr)
-    if df.empty:
-        print("error: nothing was measured (see the skipped notes above)", file=sys.stderr)
-    return 1 if df.empty or not caught.empty else 0
 
 
 def _ceilings(args: argparse.Namespace) -> int:
@@ -240,17 +238,6 @@ def _readme(args: argparse.Namespace) -> int:
         changed = not args.check and readme.update(args.readme, state=state)
     print(f"{args.readme}: measured state {'updated' if changed else 'current' if args.check else 'already current'}")
     return 0
-
-
-@contextlib.contextmanager
-def _before_measuring() -> Iterator[None]:
-    """A signal during a bench's checks and set-up says that nothing was measured or written."""
-    try:
-        yield
-    except KeyboardInterrupt as e:
-        how = interrupts.signal_name(e)
-        raise interrupts.Interrupted(f"{interrupts.stopped_by(how)} before the first measurement: "
-                                     "nothing was measured or written", how) from None
 
 
 def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:

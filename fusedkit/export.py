@@ -24,7 +24,7 @@ from fusedkit.kernels import KERNELS, step_path
 from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
-from fusedkit.problems.base import StepCall, Weights
+from fusedkit.problems.base import StepCall
 
 KERNELBENCH_LEVEL = 2   # every fusedkit problem is a KernelBench level-2 problem
 EXPORT_TIERS: tuple[str, ...] = KERNEL_TIERS   # strictest first: one tier also meets every later one
@@ -166,15 +166,9 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
     return problem, v
 
 
-def _recorded(problem: Problem) -> dict[str, dict]:
-    """Our kernels' newest clean results by slug, read once per version of the records file."""
-    path = records.default_path()
-    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.exists() else None
-    return _recorded_at(problem.key, str(path), stamp)
-
-
 @functools.lru_cache(maxsize=4)
 def _recorded_at(key: str, path: str, stamp: object) -> dict[str, dict]:
+    """Our kernels' newest clean results by slug, read once per ``stamp`` of the records file."""
     problem = _problem(key)
     rows, mine = results.recorded(problem, path=path), set(exportable(problem))
     return {r["variant"]: {"tier": r["tier"] if isinstance(r["tier"], str) else "",
@@ -196,7 +190,9 @@ def _arguments(method: Callable) -> list[str]:
 
 def _header(problem: Problem, v: Variant) -> str:
     """The file's opening comment: the step, its tier and speed as recorded."""
-    mine = _recorded(problem)
+    path = records.default_path()
+    mine = _recorded_at(problem.key, str(path), (path.stat().st_mtime_ns, path.stat().st_size)
+                        if path.exists() else None)
     rec = mine.get(v.slug)
     if rec is None:
         where = ("no clean measurement of this step recorded yet" if mine
@@ -238,13 +234,6 @@ def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
     return '"""' + "\n".join(textwrap.fill(p, 96) for p in text.split("\n")) + '\n"""'
 
 
-def _weights_args(weights: Weights) -> list[str]:
-    """The expressions of ``weights(model)``'s values on ``self``: the parameters themselves (the
-    fp16x3 weight cache keys on the tensor object), then the constants as floats."""
-    return [*(f"self.{path}" for path in weights.tensors),
-            *(f"float(self.{path})" for path in weights.numbers)]
-
-
 def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) -> str:
     init_lines = textwrap.dedent(inspect.getsource(model_cls.__init__)).rstrip().splitlines()
     body_indent = re.match(r"\s*", init_lines[1]).group(0)
@@ -260,7 +249,8 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
     init_text = textwrap.indent("\n".join(init_lines), "    ")
 
     inputs = _arguments(model_cls.forward)
-    args = _weights_args(call.weights)
+    # The weights as the parameters themselves (the fp16x3 weight cache keys on the tensor object).
+    args = [*(f"self.{t}" for t in call.weights.tensors), *(f"float(self.{n})" for n in call.weights.numbers)]
     call_line = f"        return self._kernel({', '.join([*inputs, *args])})"
     if len(call_line) > 100:
         joined = ",\n".join(f"            {a}" for a in [*inputs, *args])
@@ -272,9 +262,6 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
            '    """')
     return (f"class ModelNew(nn.Module):\n{doc}\n\n{init_text}\n\n"
             f"    def forward(self, {', '.join(inputs)}):\n{call_line}\n")
-
-
-# --- embedded sources
 
 
 def _literal(text: str) -> str:
@@ -380,7 +367,6 @@ def _sources_block(problem: Problem, call: StepCall) -> str:
             f"_CPP_SOURCE = {_literal(cpp)}\n\n_CUDA_SOURCE = {_literal(cu)}\n")
 
 
-# ---------------------------------------------------------------------------------------
 # Templates of the generated file. No `from __future__` import: KernelBench may exec the file
 # with lines of its own in front (its build-directory form), where a future import is an error.
 
@@ -407,8 +393,7 @@ _IMPORTS = {
 }
 _IMPORTS["cuda_operands"] = _IMPORTS["hopper"]
 
-_RUNTIME = {
-    "triton": '''\
+_TRITON_STEP = '''\
 class _TritonStep:
     """A Triton step's function, compiled from the sources embedded below on its first call.
 
@@ -447,9 +432,9 @@ class _TritonStep:
     def __getstate__(self):
         # A copy (deepcopy, pickle) starts with nothing compiled and nothing cached.
         return {**self.__dict__, "_modules": {}, "_fn": None}
-''',
-    "cuda": '''\
-${cuda_step}@functools.lru_cache(maxsize=None)
+'''
+_EXTENSION = '''\
+@functools.lru_cache(maxsize=None)
 def _extension():
     """Build the extension (once per process: compiled code, no state) and import it.
 
@@ -494,13 +479,11 @@ def _extension():
             os.environ["CXX"] = saved
 
 
-${build_helpers}''',
-}
+'''
 # The build helpers a CUDA solution needs are fusedkit.build's own, copied as source (they are
 # written to need only the standard library), so the two cannot drift apart.
-_RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${build_helpers}", "\n\n".join(
-    textwrap.dedent(inspect.getsource(f)) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
-                         fk_build.usable_cxx)))
+_EXTENSION += "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in (
+    fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared, fk_build.usable_cxx))
 _CUDA_STEP = '''class _CudaStep:
     """One function of the problem's CUDA extension, which is built on the first call."""
 
@@ -539,6 +522,6 @@ class _OperandsStep(_TritonStep):
 
 
 '''
-_RUNTIME["hopper"] = _RUNTIME["triton"] + "\n\n" + _OPERANDS_STEP + _RUNTIME["cuda"].replace("${cuda_step}", "")
+_RUNTIME = {"triton": _TRITON_STEP, "cuda": _CUDA_STEP + _EXTENSION,
+            "hopper": _TRITON_STEP + "\n\n" + _OPERANDS_STEP + _EXTENSION}
 _RUNTIME["cuda_operands"] = _RUNTIME["hopper"]
-_RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${cuda_step}", _CUDA_STEP)

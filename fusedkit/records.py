@@ -16,7 +16,7 @@ import os
 import re
 import secrets
 import subprocess
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -165,13 +165,17 @@ def append_lines(path: str | os.PathLike[str], header: str, lines: str,
         return
     path = paths.check(path, "a CSV file of data/, existing or new")   # a link: its target
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path):
+    lock = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # released by closing, or by the OS if the process dies
         for stale in path.parent.glob(f".{path.name}.*.tmp"):
             stale.unlink(missing_ok=True)   # left by a writer that died; we hold the lock
         old = _text(path)
         anew = check(path, old) if old.strip() else header
         old = anew if isinstance(anew, str) else old
         paths.replace(path, old + lines)
+    finally:
+        os.close(lock)
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
@@ -381,17 +385,6 @@ def _row_text(index: int, row: object) -> dict[str, str]:
     if fault:
         raise ValueError(f"rows[{index}]: {fault}")
     return text
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``<path>.lock`` (released by the OS if the process dies)."""
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing drops the flock
 
 
 def _run(*args: str) -> str | None:

@@ -80,21 +80,19 @@ class ReportResult:
     summary: str = ""          # one line of markdown: what the notebook is about
     status: str = "built"      # built (this run), kept (an earlier run's report), missing
     built_at: str = ""         # when the report was written, "YYYY-mm-dd HH:MM UTC"
-    sizes: dict[str, Sizes] = field(default_factory=dict)   # those its pickers held, where
-                                                            # they are not KernelBench's
+    sizes: dict[str, Sizes] = field(default_factory=dict)   # its pickers', where not KernelBench's
 
     @property
     def ok(self) -> bool:
         return not self.error
 
 
-# -- no local paths in a report ------------------------------------------------------------
-
 _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")   # never rewritten inside
 
 
-def _local_roots() -> list[tuple[str, str]]:
-    """(absolute folder of this machine, what a report says instead), longest first."""
+def relative_paths(text: str) -> str:
+    """``text`` with this machine's absolute paths made relative (``.``, ``~``, ``$TMPDIR``,
+    ``site-packages``, ``pythonX.Y``), whole components only; data URIs are left alone."""
     repo = {str(REPO), os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))}
     roots = [(r, ".") for r in repo]
     inside = tuple(r + os.sep for r in repo)
@@ -106,22 +104,13 @@ def _local_roots() -> list[tuple[str, str]]:
         roots.append((stdlib, os.path.basename(stdlib)))          # e.g. python3.11/json/...
     roots += [(t, "$TMPDIR") for t in {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir())}]
     roots += [(h, "~") for h in {os.path.expanduser("~"), str(Path.home())}]
-    out: dict[str, str] = {}
+    lookup: dict[str, str] = {}   # absolute folder -> what a report says instead, first wins
     for path, short in roots:
-        path = path.rstrip(os.sep)
-        if len(path) > 1 and path not in out:      # never "/" itself
-            out[path] = short
-    return sorted(out.items(), key=lambda kv: -len(kv[0]))
-
-
-def relative_paths(text: str) -> str:
-    """``text`` with this machine's absolute paths made relative (``.``, ``~``, ``$TMPDIR``,
-    ``site-packages``, ``pythonX.Y``), whole components only; data URIs are left alone."""
-    roots = _local_roots()
-    lookup = dict(roots)
-    pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(re.escape(r) for r, _ in roots)
+        if len(path.rstrip(os.sep)) > 1:   # never "/" itself
+            lookup.setdefault(path.rstrip(os.sep), short)
+    longest_first = sorted(lookup, key=len, reverse=True)
+    pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(map(re.escape, longest_first))
                          + r")(?![\w.-])")
-
     parts = re.split(f"({_DATA_URI.pattern})", text)   # odd items: the data URIs, kept
     return "".join(part if i % 2 else pattern.sub(lambda m: lookup[m.group(1)], part)
                    for i, part in enumerate(parts))
@@ -159,8 +148,6 @@ def _about(path: Path, nb: NotebookNode | None = None) -> tuple[str, str]:
     return title, " ".join(str(summary).split())
 
 
-# -- sizes: the parameters cell, the injected cell, and what the pickers held --------------------
-
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
 
@@ -171,17 +158,6 @@ class ParametersError(ValueError):
 
 def _tags(cell: NotebookNode) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
-
-
-def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
-    """``sizes`` (problem -> {dimension: value}) validated, keyed by problem, every dimension given."""
-    out: dict[str, Sizes] = {}
-    for name, given in sizes.items():
-        problem = problems.get(name)
-        if problem.key in out:
-            raise problems.SizeError(f"sizes name {problem.key} twice; allowed: each problem once")
-        out[problem.key] = problem.sizes(given)
-    return out
 
 
 def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
@@ -257,7 +233,7 @@ def sizes_line(sizes: Mapping[str, Sizes]) -> str:
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                      sizes: Mapping[str, Sizes] | None = None) -> ReportResult:
     """Run one notebook in its own folder (``timeout``: seconds per cell; ``sizes`` from
-    :func:`check_sizes` injected) and write ``out_dir/<name>.html``."""
+    :func:`build_reports`, injected) and write ``out_dir/<name>.html``."""
     from nbclient import NotebookClient  # noqa: PLC0415 - heavy, as in _read
     from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
     from nbformat.v4 import new_markdown_cell  # noqa: PLC0415
@@ -268,13 +244,18 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
         inject_sizes(nb, sizes, name=path.name)
     cells = [c for c in nb.cells if c.cell_type == "code"]
     started = [0]   # the number of the code cell running, from 1
-    # A cell past the limit is interrupted (then the kernel ends cleanly; killed mid-cell it
-    # logged a ZMQ traceback on stderr) and its error is one line saying so.
+    # A cell past the limit is interrupted (killed mid-cell, the kernel logged a ZMQ traceback).
     timed_out = (f"CellTimeoutError: ran longer than the {timeout} s allowed per cell "
                  "(--timeout); the cells after it did not run")
-    with tempfile.TemporaryDirectory(prefix="fk-", dir=_socket_folder()) as sockets:
-        # The kernel talks over Unix sockets in a folder of this run's own, not over TCP, of which
-        # every kernel warned on stderr ("[IPKernelApp] WARNING | ... TCP without encryption").
+    # The kernel's Unix sockets: a path holds at most 107 bytes, the kernel's name and port included.
+    folder = next((f for f in dict.fromkeys([tempfile.gettempdir(), "/tmp"])
+                   if len(os.fsencode(f)) <= 60 and os.access(f, os.W_OK | os.X_OK)), None)
+    if folder is None:
+        raise OSError(f"TMPDIR={tempfile.gettempdir()!r} is too long for the notebooks' kernel sockets "
+                      "(a Unix socket's path holds at most 107 bytes) and /tmp cannot be written; "
+                      "allowed: a TMPDIR of at most 60 characters")
+    with tempfile.TemporaryDirectory(prefix="fk-", dir=folder) as sockets:
+        # Unix sockets of this run's own, not TCP, of which every kernel warned on stderr.
         config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
                                 resources={"metadata": {"path": str(path.parent)}},
@@ -299,8 +280,7 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
         finally:
             bar.close()
     if error and "widgets" not in nb.metadata:
-        # nbclient stores the widgets' state only after the last cell: keep what the cells
-        # before the failing one showed (a report without widgets is still a report).
+        # nbclient stores the widgets' state only after the last cell: keep what the cells showed.
         with contextlib.suppress(Exception):
             client.set_widgets_metadata()
     title, summary = _about(path, nb)
@@ -320,23 +300,11 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                         relative_paths(error), summary, built_at=_now(), sizes=ran_at)
 
 
-def _socket_folder() -> str:
-    """Where the kernel's Unix sockets go: the temporary folder, or /tmp where its name is too long
-    for a socket's path (107 bytes, the kernel's name and port included)."""
-    for folder in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
-        if len(os.fsencode(folder)) <= 60 and os.access(folder, os.W_OK | os.X_OK):
-            return folder
-    raise OSError(f"TMPDIR={tempfile.gettempdir()!r} is too long for the notebooks' kernel sockets "
-                  "(a Unix socket's path holds at most 107 bytes) and /tmp cannot be written; "
-                  "allowed: a TMPDIR of at most 60 characters")
-
-
 def _execute(client: NotebookClient) -> None:
     """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process (in
     the main thread nbclient takes both and goes on): the kernel is killed, the interrupt raised."""
     failed: list[BaseException] = []
-    # An Event, not Thread.join: on CPython 3.11 a join cut short by a signal can leave
-    # is_alive() False while the worker still runs.
+    # An Event, not Thread.join: on CPython 3.11 a join cut short by a signal can leave is_alive() False.
     done = threading.Event()
 
     def work() -> None:
@@ -557,7 +525,12 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     """Execute ``notebooks`` (default: all) and write their reports and the index. Refused before
     any runs, in one line: bad ``sizes`` (problem -> {dimension: value}), a notebook without a
     parameters cell, two of one name, an ``out_dir`` or a report path that may not be written."""
-    chosen = check_sizes(sizes or {})
+    chosen: dict[str, Sizes] = {}   # each problem's sizes by its own rules, every dimension given
+    for name, given in (sizes or {}).items():
+        problem = problems.get(name)
+        if problem.key in chosen:
+            raise problems.SizeError(f"sizes name {problem.key} twice; allowed: each problem once")
+        chosen[problem.key] = problem.sizes(given)
     notebooks = [Path(p) for p in notebooks or notebook_paths()]
     seen: dict[str, Path] = {}
     for p in notebooks:   # one report per file name: a second would be written over the first
