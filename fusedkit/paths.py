@@ -82,8 +82,7 @@ def _folder_fault(folder: Path) -> str:
     what = kind(folder)
     if what != "a folder":
         return f"{folder} is {what or 'missing'}, not a folder"
-    fault = _unwritable(folder)
-    if fault:
+    if fault := _unwritable(folder):
         return fault.replace(f"{folder} is read-only", f"the folder {folder} is not writable", 1)
     probe = folder / f".fusedkit-probe-{os.getpid()}-{secrets.token_hex(4)}"
     try:

@@ -120,8 +120,7 @@ def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
         raise TypeError(f"make_row: ctx={ctx!r} is not a RunContext; use RunContext.collect()")
     row = {c: _to_text(c, v) for c, v in asdict(ctx).items()}
     row.update({c: _to_text(c, fields.get(c)) for c in COLUMNS if c not in row})
-    fault = _check_row(row)
-    if fault:
+    if fault := _check_row(row):
         raise ValueError(f"make_row: {fault}")
     return row
 
@@ -264,8 +263,7 @@ def parse_table(path: Path, text: str, what: str, schemas: Sequence[Sequence[str
                 raise RecordsError(f"{path}:{reader.line_num}: wrong field count: {len(cells)} "
                                    f"fields, expected {len(header)}")
             row = dict.fromkeys(schemas[0], "") | dict(zip(header, cells))
-            fault = row_fault(row)
-            if fault:
+            if fault := row_fault(row):
                 raise RecordsError(f"{path}:{reader.line_num}: {fault}")
             rows.append((reader.line_num, row))
     except csv.Error as e:
@@ -338,8 +336,7 @@ def _check_row(row: Mapping[str, str]) -> str:
         if not row[c].strip():
             return f"{c} is empty; it is required"
     for c in ("timestamp", "timed_from", "timed_to"):
-        fault = timestamp_fault(row[c], c) if row[c] or c == "timestamp" else ""
-        if fault:
+        if (row[c] or c == "timestamp") and (fault := timestamp_fault(row[c], c)):
             return fault
     if not _SIZES_RE.fullmatch(row["sizes"]):
         return f"sizes={_short(row['sizes'])} is not of the form name=value,name=value"
@@ -349,8 +346,7 @@ def _check_row(row: Mapping[str, str]) -> str:
     if row["median_ms"] == "":
         return "median_ms is empty; it is required"
     for c in _FLOATS:
-        fault = number_fault(c, row[c], above=c in _TIMES)
-        if fault:
+        if fault := number_fault(c, row[c], above=c in _TIMES):
             return fault
     if row["repeats"] and (number_fault("repeats", row["repeats"], 1) or not float(row["repeats"]).is_integer()):
         return f"repeats={_short(row['repeats'])}: expected a whole number >= 1"
@@ -381,8 +377,7 @@ def _row_text(index: int, row: object) -> dict[str, str]:
         raise ValueError(f"rows[{index}]: missing {missing or 'none'}, unknown {extra or 'none'}; "
                          "build rows with make_row")
     text = {c: row[c] if isinstance(row[c], str) else _to_text(c, row[c]) for c in COLUMNS}
-    fault = _check_row(text)
-    if fault:
+    if fault := _check_row(text):
         raise ValueError(f"rows[{index}]: {fault}")
     return text
 
