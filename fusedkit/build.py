@@ -1,10 +1,9 @@
-"""Compile fusedkit's CUDA C++ kernels, with or without a GPU.
+"""Compile fusedkit's CUDA C++ kernels: with a GPU into a PyTorch extension per problem
+(:func:`load_extension`), without one with ``nvcc`` alone (:func:`ptx`, :func:`resource_usage`).
 
-With a GPU, :func:`load_extension` builds a problem's steps into one PyTorch extension and imports
-it; without one, :func:`ptx` and :func:`resource_usage` run ``nvcc`` alone. Products go to the
-ignored ``build/`` (or ``$FUSEDKIT_BUILD_DIR``), named by a sha of sources, headers, flags and
-versions. Steps that include ``common/hopper.cuh`` need ``sm_90a`` and build apart, into the
-problem's Hopper extension. No ``--use_fast_math``: the steps are checked at the 1e-5 level.
+Products go to the ignored ``build/`` (or ``$FUSEDKIT_BUILD_DIR``), named by a sha of sources,
+headers, flags and versions. Steps that include ``common/hopper.cuh`` need ``sm_90a`` and build
+apart, into the problem's Hopper extension. No ``--use_fast_math``: the steps are checked at 1e-5.
 """
 
 from __future__ import annotations
@@ -377,9 +376,8 @@ def _source_stamp(problem: str, sources: list[Path]) -> tuple:
 
 
 def load_extension(problem: str = "p12", verbose: bool = False, hopper: bool = False) -> ModuleType:
-    """Build (if needed) and import the problem's CUDA extension (``hopper``: its Hopper one, on
-    a compute capability 9.x GPU only), cached per process; CudaUnavailableError without a
-    (Hopper) GPU, BuildError with the first compiler errors; ``verbose`` streams ninja's output."""
+    """Build (if needed) and import the problem's (``hopper``: Hopper) CUDA extension, once per
+    process; CudaUnavailableError without a (Hopper) GPU, BuildError with the compiler's errors."""
     sources = extension_sources(problem, hopper)  # validates `problem` before anything heavy
     # The same sources already imported here: at once (an H200 took ~24 s a call to reach the sha's cache).
     fast_key = _source_stamp(problem, sources)
@@ -471,10 +469,9 @@ def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], 
 
 def build_all(todo: list[tuple[str, bool]], jobs: int | None = None,
               command=None) -> dict[tuple[str, bool], tuple[float, str]]:
-    """Build the extensions ``todo`` ((problem, hopper) each) at once, each in a process of its own
-    (``command(problem, hopper)``, an argv; default: :func:`load_extension` in this Python), at most
-    ``jobs`` at a time (default: all), sharing the cores (``MAX_JOBS``); the Hopper ones only on a
-    Hopper GPU. Returns {(problem, hopper): (seconds, "" or the first error line)}."""
+    """Build the extensions ``todo`` ((problem, hopper) each) at once, ``jobs`` at a time, each in
+    a process of its own running ``command(problem, hopper)`` (default: :func:`load_extension`);
+    {(problem, hopper): (seconds, "" or the first error line)}."""
     if command is None:
         hopper = _require_gpu("fusedkit build", False)[0] == 9
         todo = [e for e in todo if hopper or not e[1]]

@@ -154,11 +154,15 @@ def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, 
         for p in ps:
             if not p.refusal:
                 each[p.variant.slug] = each.get(p.variant.slug, 0.0) + p.estimate_s
+    def duration(seconds: float) -> str:
+        return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 \
+            else f"{seconds / 3600:.0f} h"
+
     total = sum(each.values())
     if total <= QUIET_S:
         return False
-    said = (f"about {_duration(total)} on this {'GPU' if device.type == 'cuda' else 'CPU'} by the harness's estimate ("
-            + ", ".join(f"{k} {_duration(s)}" for k, s in sorted(each.items(), key=lambda kv: -kv[1])[:6])
+    said = (f"about {duration(total)} on this {'GPU' if device.type == 'cuda' else 'CPU'} by the harness's estimate ("
+            + ", ".join(f"{k} {duration(s)}" for k, s in sorted(each.items(), key=lambda kv: -kv[1])[:6])
             + (", ..." if len(each) > 6 else "") + ")")
     if total > SLOW_S and not args.allow_slow:
         raise ValueError(f"this bench would take {said}; allowed: at most {SLOW_S:.0f} s without "
@@ -166,11 +170,6 @@ def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, 
                          "--variants or sweep points")
     print(f"estimate: {said}", file=sys.stderr, flush=True)
     return True
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 \
-        else f"{seconds / 3600:.0f} h"
 
 
 def _ceilings(args: argparse.Namespace) -> int:
@@ -231,16 +230,15 @@ def _readme(args: argparse.Namespace) -> int:
     with _option(*_records_given(args)) as given:
         state = readme.measured_state(given or None)   # refuses records that are missing or empty
     with _option("--readme", args.readme):
-        if args.check:
-            if readme.current_block(readme.text_of(args.readme)) != state:
-                print(f"{args.readme}: the measured state is stale; run fusedkit readme", file=sys.stderr)
-                return 1
+        if args.check and readme.current_block(readme.text_of(args.readme)) != state:
+            print(f"{args.readme}: the measured state is stale; run fusedkit readme", file=sys.stderr)
+            return 1
         changed = not args.check and readme.update(args.readme, state=state)
     print(f"{args.readme}: measured state {'updated' if changed else 'current' if args.check else 'already current'}")
     return 0
 
 
-def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
+def _kept(path: Path, run_id: str, signal_name: str) -> str:
     """What a stopped bench says: the rows of its own run (not another bench's) that are kept."""
     how = interrupts.stopped_by(signal_name)
     try:   # appends are atomic, so the file holds whole rows only
@@ -261,8 +259,7 @@ def _records_given(args: argparse.Namespace) -> tuple[str | None, str]:
 
 @contextlib.contextmanager
 def _option(option: str | None, value: str | None) -> Iterator[str | None]:
-    """An OSError or records fault inside raised again, its line starting ``--out: `` and naming
-    the path ``value`` (``option`` None: the default path, named as it is)."""
+    """An OSError or records fault inside raised again, naming ``option`` and the path ``value``."""
     try:
         yield value
     except (OSError, records.RecordsError) as e:
@@ -276,8 +273,7 @@ def _option(option: str | None, value: str | None) -> Iterator[str | None]:
 # --- argument types: each refuses a bad value with one line naming option, value and what is allowed
 
 def _positive(option: str, cast: type = int, maximum: float | None = None) -> Callable[[str], float]:
-    """An argparse type: an integer >= 1, or (``cast`` float) a finite number > 0, at most
-    ``maximum``; else one line naming ``option``."""
+    """An argparse type: an integer >= 1, or (``cast`` float) a finite number > 0, <= ``maximum``."""
     integer = cast is int
     allowed = (f"an integer from 1 to {maximum}" if maximum else "an integer >= 1") if integer else \
         "a finite number > 0" + (f", at most {maximum:g}" if maximum else "")
@@ -499,8 +495,7 @@ def _debug() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; the exit status: 0 done, 1 a bench or report failed, 2 refused or
-    interrupted (Ctrl-C, SIGTERM or SIGHUP: :func:`fusedkit.interrupts.raising`)."""
+    """Run one command: exit status 0 done, 1 a bench or report failed, 2 refused or interrupted."""
     try:   # the command exits after a signal; a test that calls main gets its handlers back
         with interrupts.raising(keep_ignoring=interrupts.launched_as_command()):
             return _run(argv)

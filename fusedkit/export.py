@@ -22,13 +22,9 @@ from typing import Callable
 from fusedkit import build as fk_build, paths, records, results
 from fusedkit.build import HOPPER_BINDING
 from fusedkit.kernels import KERNELS, step_path
-from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import StepCall
-
-KERNELBENCH_LEVEL = 2   # every fusedkit problem is a KernelBench level-2 problem
-EXPORT_TIERS: tuple[str, ...] = KERNEL_TIERS   # strictest first: one tier also meets every later one
 
 # A step file imports fusedkit for this line only; the exported file provides load_step itself.
 _LOAD_STEP_IMPORT = re.compile(r"^from fusedkit\.kernels import load_step[ \t]*$", re.M)
@@ -95,16 +91,14 @@ def render(problem: Problem | str, slug: str) -> str:
 
 def export_variant(problem: Problem | str, slug: str, path: str | os.PathLike[str], *,
                    force: bool = False) -> Path:
-    """Write :func:`render`'s file for ``slug`` to ``path`` (its folder made where missing) and
-    return the path written (a link's target); an existing file only with ``force``."""
+    """Write :func:`render`'s file to ``path`` (an existing one with ``force``); the path written."""
     problem, _ = _variant(problem, slug)
     return _write(_writable([path], force), [render(problem, slug)])[0]
 
 
 def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
                force: bool = False) -> list[Path]:
-    """One file per exportable variant of ``problem`` in ``folder`` (created if missing), named by
-    :func:`file_name`; every path is checked and every file rendered before the first write."""
+    """One file per exportable variant in ``folder``, every one checked and rendered before any write."""
     problem = _problem(problem)
     folder = paths.check(folder, "a folder for the solution files (created if missing)", folder=True)
     slugs = exportable(problem)
@@ -187,7 +181,7 @@ def _header(problem: Problem, v: Variant) -> str:
         recorded = (f"# Tier {tier}; last recorded {rec['median_ms']:.4g} ms, {rec['speedup']:.2f}x "
                     f"eager fp32,\n# on {rec['label']}.")
     lines = [
-        f"# KernelBench level {KERNELBENCH_LEVEL} problem {problem.kernelbench_id} ({problem.title}),",
+        f"# KernelBench level 2 problem {problem.kernelbench_id} ({problem.title}),",   # as every one of ours
         f"# as fusedkit's `{v.slug}` (step {v.number}, {v.precision} arithmetic).",
         recorded,
         "# Self-contained: torch, triton and the standard library only; ModelNew takes the reference",
@@ -296,8 +290,7 @@ def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
 
 
 def _colliding_names(sources: list[Path]) -> dict[Path, list[str]]:
-    """Names that two or more .cu files define at file scope: one translation unit holds them
-    all, so each file gets its own spelling (``#define name name__<file>``)."""
+    """Names that several .cu files define at file scope: each file's get a spelling of its own."""
     defined = {p: {n for n in _FILE_SCOPE_NAME.findall(p.read_text(encoding="utf-8"))
                    if not n.startswith("__")} for p in sources}
     counts = Counter(n for names in defined.values() for n in names)

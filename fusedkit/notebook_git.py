@@ -1,11 +1,9 @@
 """Saved notebooks and git: JupyterLab writes outputs into the notebooks, git should not see them.
 
-nbstripout is git's clean filter of ``*.ipynb`` (``make env``). :func:`refresh_index`, JupyterLab's
-post-save hook, refreshes git's record of a notebook whose stripped content git already holds, so
-``git status`` stays clean. The smudge side (:func:`with_language_info`) writes back the
-``language_info`` the filter strips, which JupyterLab would add at once and mark the notebook
-unsaved. As a script (``python -I fusedkit/notebook_git.py smudge | fill NOTEBOOK...``) it imports
-nothing of fusedkit, whose package would import torch.
+nbstripout is git's clean filter (``make env``); :func:`refresh_index`, JupyterLab's post-save hook,
+keeps ``git status`` clean; the smudge side (:func:`with_language_info`) writes back the
+``language_info`` that JupyterLab would add at once, marking the notebook unsaved. As a script
+(``python -I fusedkit/notebook_git.py smudge | fill NOTEBOOK...``) it imports nothing of fusedkit.
 """
 
 from __future__ import annotations
@@ -58,8 +56,7 @@ def with_language_info(text: str, info: dict | None = None) -> str:
 
 
 def fill(paths: list[str]) -> None:
-    """Write the kernel's ``language_info`` into each notebook of ``paths`` that has none, and
-    refresh git's record of it (:func:`refresh_index`)."""
+    """:func:`with_language_info` for each notebook of ``paths``, git's record refreshed."""
     info = kernel_language_info()
     for path in map(Path, paths):
         text = path.read_text(encoding="utf-8")

@@ -1,9 +1,6 @@
-"""Where fusedkit writes: one check of a path at the edge, and one way to replace a file.
-
-:func:`replace` writes a file whole to a temporary file beside it, synced and renamed over it, so
-a crash or a full disk leaves the old file or the new one. :func:`check` refuses first, in one
-line, what such a write could not or must not replace (a folder, a device, a looping link, a file
-marked read-only, as root too); a symbolic link is followed and stays.
+"""Where fusedkit writes: :func:`check`, one check of a path at the edge (in one line, before
+anything runs), and :func:`replace`, one way to write a file whole (a temporary file beside it,
+synced and renamed over it: a crash or a full disk leaves the old file or the new one).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The ``data/`` records: one CSV row per (run, variant) with its timing, accuracy and origin.
 
-An append locks, re-reads and validates the file and replaces it whole; every file of ``data/`` is
-read through :func:`parse_table`, which names the file and line of a fault. The schema is in
-``data/README.md``.
+Appends lock, validate and replace the whole file; :func:`parse_table` reads every file of
+``data/``, naming the file and line of a fault. The schema is in ``data/README.md``.
 """
 
 from __future__ import annotations
@@ -127,7 +126,17 @@ def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
 
 def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
     """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably."""
-    texts = [_row_text(i, r) for i, r in enumerate(rows)]
+    texts = []
+    for i, row in enumerate(rows):   # exactly the columns, as text, valid
+        if not isinstance(row, Mapping):
+            raise TypeError(f"rows[{i}] is a {type(row).__name__}; expected a dict from make_row")
+        if set(row) != set(COLUMNS):
+            missing, extra = [c for c in COLUMNS if c not in row], sorted(set(row) - set(COLUMNS))
+            raise ValueError(f"rows[{i}]: missing {missing or 'none'}, unknown {extra or 'none'}; "
+                             "build rows with make_row")
+        texts.append({c: row[c] if isinstance(row[c], str) else _to_text(c, row[c]) for c in COLUMNS})
+        if fault := _check_row(texts[-1]):
+            raise ValueError(f"rows[{i}]: {fault}")
     _refuse_repeats(Path(path), [], texts)   # within this call, whatever the file holds
 
     def check(p: Path, text: str) -> str | None:
@@ -157,9 +166,8 @@ def _refuse_repeats(path: Path, recorded: list[tuple[int, dict[str, str]]],
 
 def append_lines(path: str | os.PathLike[str], header: str, lines: str,
                  check: Callable[[Path, str], str | None]) -> None:
-    """Append whole CSV ``lines`` to a file of ``data/`` under an exclusive lock, the old text
-    validated by ``check(path, text)`` (which raises, or returns it anew in the current schema, or
-    None); a missing or empty file starts with ``header``."""
+    """Append CSV ``lines`` to a file of ``data/`` under a lock; ``check(path, old text)`` raises, or
+    returns the text anew (a previous schema), or None; a new file starts with ``header``."""
     if not lines:
         return
     path = paths.check(path, "a CSV file of data/, existing or new")   # a link: its target
@@ -202,8 +210,7 @@ def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def import_records(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = None) -> int:
-    """Append every row of another records file (one fetched from a GPU machine) that ``dst``
-    (default: :func:`default_path`) does not hold verbatim; returns how many."""
+    """Append the rows of another records file (a GPU machine's) that ``dst`` lacks; how many."""
     src, dst = Path(src), Path(dst) if dst is not None else default_path()
     if not src.is_file():
         raise FileNotFoundError(f"src={str(src)!r} is not a file")
@@ -368,20 +375,6 @@ def timestamp_fault(text: str, column: str = "timestamp") -> str:
     return ""
 
 
-def _row_text(index: int, row: object) -> dict[str, str]:
-    """A row for append_rows, checked: exactly the columns, as text, valid."""
-    if not isinstance(row, Mapping):
-        raise TypeError(f"rows[{index}] is a {type(row).__name__}; expected a dict from make_row")
-    if set(row) != set(COLUMNS):
-        missing, extra = [c for c in COLUMNS if c not in row], sorted(set(row) - set(COLUMNS))
-        raise ValueError(f"rows[{index}]: missing {missing or 'none'}, unknown {extra or 'none'}; "
-                         "build rows with make_row")
-    text = {c: row[c] if isinstance(row[c], str) else _to_text(c, row[c]) for c in COLUMNS}
-    if fault := _check_row(text):
-        raise ValueError(f"rows[{index}]: {fault}")
-    return text
-
-
 def _run(*args: str) -> str | None:
     """stdout of a short command, or None if it is missing or fails."""
     try:
@@ -396,8 +389,7 @@ def current_commit() -> str:
 
 
 def _git_commit(root: Path) -> str:
-    """``$FUSEDKIT_COMMIT`` (a copied tree on a GPU machine can carry a stale ``.git``); else HEAD's
-    short hash, "+dirty" if files outside ``data/`` differ; outside git, "unknown"."""
+    """``$FUSEDKIT_COMMIT`` (a copied tree can carry a stale ``.git``), else HEAD's, "+dirty"."""
     told = os.environ.get("FUSEDKIT_COMMIT", "").strip()
     if re.search(r"[\x00-\x1f\x7f]", told):
         raise ValueError(f"FUSEDKIT_COMMIT={_short(told)} holds a line break, tab or other control "

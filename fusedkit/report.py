@@ -1,11 +1,9 @@
 """Execute the notebooks headless and export each as an HTML report that opens offline.
 
-Each report is written as soon as its notebook finishes (a failed one too, marked FAILED); a
-signal kills the kernel and says which were kept. The index lists every notebook of the folder
-and the records' headline numbers; no report names a path of the machine that built it. Sizes
-are injected papermill-style after each notebook's cell tagged ``parameters`` and read back from
-the pickers' stored state. nbformat, nbclient and nbconvert are imported where used: importing
-this module (the command line does) stays cheap.
+Each report is written as soon as its notebook finishes, a failed one too; the index lists every
+notebook of the folder and the records' headline numbers. Sizes are injected papermill-style after
+each notebook's ``parameters`` cell. nbformat, nbclient and nbconvert are imported where used, so
+that importing this module (the command line does) stays cheap.
 """
 
 from __future__ import annotations
@@ -232,8 +230,7 @@ def sizes_line(sizes: Mapping[str, Sizes]) -> str:
 
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                      sizes: Mapping[str, Sizes] | None = None) -> ReportResult:
-    """Run one notebook in its own folder (``timeout``: seconds per cell; ``sizes`` from
-    :func:`build_reports`, injected) and write ``out_dir/<name>.html``."""
+    """Run one notebook in its own folder (``timeout`` s a cell) and write its report in ``out_dir``."""
     from nbclient import NotebookClient  # noqa: PLC0415 - heavy, as in _read
     from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
     from nbformat.v4 import new_markdown_cell  # noqa: PLC0415
@@ -410,9 +407,8 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
 
 
 def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[ReportResult]:
-    """Every notebook the index lists, in name order: ``results`` (just built), then every other
-    numbered notebook of their folders, ``kept`` with its earlier build's entry where its report
-    is in ``out_dir`` (from ``index.json``, else the notebook and the file), else ``missing``."""
+    """Every notebook the index lists, by name: ``results`` and every other numbered notebook of
+    their folders, ``kept`` (from ``index.json``) where its report is in ``out_dir``, else ``missing``."""
     out_dir = Path(out_dir)
     done = {r.notebook.name: r for r in results}
     paths: dict[str, Path] = {}
@@ -522,9 +518,8 @@ counted as ours.</p>
 def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] | None = None,
                   *, timeout: int = 600,
                   sizes: Mapping[str, Mapping[str, object]] | None = None) -> list[ReportResult]:
-    """Execute ``notebooks`` (default: all) and write their reports and the index. Refused before
-    any runs, in one line: bad ``sizes`` (problem -> {dimension: value}), a notebook without a
-    parameters cell, two of one name, an ``out_dir`` or a report path that may not be written."""
+    """Execute ``notebooks`` (default: all) at ``sizes`` (problem -> {dimension: value}) and write
+    their reports and the index; what cannot run is refused in one line before any runs."""
     chosen: dict[str, Sizes] = {}   # each problem's sizes by its own rules, every dimension given
     for name, given in (sizes or {}).items():
         problem = problems.get(name)
