@@ -469,9 +469,8 @@ def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], 
 
 def build_all(todo: list[tuple[str, bool]], jobs: int | None = None,
               command=None) -> dict[tuple[str, bool], tuple[float, str]]:
-    """Build the extensions ``todo`` ((problem, hopper) each) at once, ``jobs`` at a time, each in
-    a process of its own running ``command(problem, hopper)`` (default: :func:`load_extension`);
-    {(problem, hopper): (seconds, "" or the first error line)}."""
+    """Build the extensions ``todo`` ((problem, hopper)) ``jobs`` at a time, each in a process of
+    its own (``command(problem, hopper)``): {(problem, hopper): (seconds, "" or the error)}."""
     if command is None:
         hopper = _require_gpu("fusedkit build", False)[0] == 9
         todo = [e for e in todo if hopper or not e[1]]

@@ -136,9 +136,8 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, int]],
               device: object, args: argparse.Namespace) -> bool:
-    """Refuse a bench when no asked-for variant can run here, or when the harness estimates it at
-    more than :data:`SLOW_S` without ``--allow-slow``; over :data:`QUIET_S`, say the estimate and
-    return True (a slow bench shows its progress, even in a pipe)."""
+    """Refuse a bench none of whose variants can run here, or estimated at over :data:`SLOW_S`
+    without ``--allow-slow``; over :data:`QUIET_S`, say the estimate and return True."""
     chosen = problem.ladder(names)
     each: dict[str, float] = {}
     for sizes in points:
@@ -313,8 +312,7 @@ _size_items = _comma_list("--sizes", "size", "comma-separated name=value sizes, 
 
 
 def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
-    """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC a preset, NAME=VALUE sizes,
-    or both (the preset first); the problem's key and all its sizes, by its own rules."""
+    """``report --sizes``: ``PROBLEM:SPEC``, SPEC a preset, NAME=VALUE sizes, or both: (key, sizes)."""
     allowed = (f"PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: {', '.join(presets.names())}), "
                "e.g. p12:batch_size=64,in_features=128 or p45:small")
     option = f"--sizes={text!r}"
@@ -358,8 +356,7 @@ def _path(option: str) -> Callable[[str], str]:
 
 
 def _one_line(message: str) -> str:
-    """A message as one line, a quoted value of over 200 characters cut to 80: a multi-line message
-    from a library would break "one line on stderr", and a 100 kB value is not echoed whole."""
+    """A (library's) message as one line, a quoted value of over 200 characters cut to 80."""
     line = " ".join(part.strip() for part in message.splitlines() if part.strip())
     return re.sub(r"(?<=[=(\s])'([^']{80})[^']{120,}'",
                   lambda m: f"'{m[1]}...' ({len(m[0]) - 2} characters)", line)
@@ -388,8 +385,7 @@ class _Once(argparse.Action):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``error: ...`` line and exit status 2, where an option
-    may be given once (:class:`_Once`) and a value such as ``-inf`` is a value."""
+    """argparse whose usage errors are one line, an option given once, and ``-inf`` a value."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)

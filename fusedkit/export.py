@@ -180,15 +180,14 @@ def _header(problem: Problem, v: Variant) -> str:
         tier = rec["tier"] or "not judged"
         recorded = (f"# Tier {tier}; last recorded {rec['median_ms']:.4g} ms, {rec['speedup']:.2f}x "
                     f"eager fp32,\n# on {rec['label']}.")
-    lines = [
+    return "\n".join([
         f"# KernelBench level 2 problem {problem.kernelbench_id} ({problem.title}),",   # as every one of ours
         f"# as fusedkit's `{v.slug}` (step {v.number}, {v.precision} arithmetic).",
         recorded,
         "# Self-contained: torch, triton and the standard library only; ModelNew takes the reference",
         "# Model's constructor arguments and state_dict. The kernel is built on the first forward.",
         f"# Written by: python -m fusedkit export --problem {problem.key} --variant {v.slug}",
-    ]
-    return "\n".join(lines)
+    ])
 
 
 def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
@@ -268,20 +267,17 @@ def _triton_sources(problem: str, filename: str) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def _rel(path: Path) -> str:
-    return path.resolve().relative_to(KERNELS).as_posix()
-
-
 def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
     """``path``'s lines, each local include inlined once between ``#line`` markers."""
-    out = [f'#line 1 "{_rel(path)}"']
+    rel = path.resolve().relative_to(KERNELS).as_posix()
+    out = [f'#line 1 "{rel}"']
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if m := _LOCAL_INCLUDE.match(line):
             header = (path.parent / m.group(1)).resolve()
             if header not in seen:
                 seen.add(header)
                 out += _inline_includes(header, seen)
-                out.append(f'#line {number + 1} "{_rel(path)}"')
+                out.append(f'#line {number + 1} "{rel}"')
             else:
                 out.append(f"// {line.strip()}: inlined above")
             continue

@@ -8,6 +8,7 @@ keeps ``git status`` clean; the smudge side (:func:`with_language_info`) writes 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -25,8 +26,7 @@ def _git(folder: Path, *args: str) -> str | None:
 
 
 def refresh_index(os_path: str, **_: object) -> None:
-    """JupyterLab's post-save hook: refresh git's record of a saved notebook when only what the
-    filter strips has changed (through the filter, it is the blob git's index holds)."""
+    """JupyterLab's post-save hook: refresh git's record of a notebook whose stripped blob it holds."""
     path = Path(os_path).resolve()
     staged = _git(path.parent, "ls-files", "--stage", "--", path.name) if os_path.endswith(".ipynb") else None
     if staged and staged.split()[1] == _git(path.parent, "hash-object", "--path", path.name, "--", path.name):
@@ -41,8 +41,7 @@ def kernel_language_info() -> dict:
 
 
 def with_language_info(text: str, info: dict | None = None) -> str:
-    """``text`` (a notebook's JSON) with ``metadata.language_info`` set to ``info`` (default:
-    :func:`kernel_language_info`) where a Python notebook has none, in nbformat's layout."""
+    """A Python notebook's JSON ``text`` given the kernel's ``language_info`` where it has none."""
     try:
         nb = json.loads(text)
     except ValueError:
@@ -69,10 +68,8 @@ def fill(paths: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["smudge"]:   # git's smudge filter: the notebook on stdin, out on stdout
         notebook = sys.stdin.read()
-        try:
+        with contextlib.suppress(Exception):   # no ipykernel here, say: the file as git holds it
             notebook = with_language_info(notebook)
-        except Exception:  # noqa: BLE001 - no ipykernel here, say: the file as git holds it
-            pass
         sys.stdout.write(notebook)
     elif sys.argv[1:2] == ["fill"]:
         fill(sys.argv[2:])

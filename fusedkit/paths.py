@@ -91,8 +91,7 @@ def _folder_fault(folder: Path) -> str:
 
 
 def replace(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Make ``data`` (text as UTF-8) the content of ``path`` in one rename that survives a crash,
-    keeping its mode; a failed write raises :class:`PathError` saying ``path`` is left as it was."""
+    """Make ``data`` (text as UTF-8) the content of ``path``, keeping its mode, in one rename."""
     path = Path(path)
     tmp, existed = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), path.exists()
     view = memoryview(data.encode() if isinstance(data, str) else data)

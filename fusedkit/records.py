@@ -94,10 +94,8 @@ def default_path() -> Path:
 
 def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -> Path:
     """``path`` or ``$FUSEDKIT_RECORDS``, else the history on a GPU, ``data/local/`` on a CPU."""
-    if path:
-        return Path(path)
-    if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
-        return default_path()
+    if path or device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
+        return Path(path) if path else default_path()
     return default_path().parent / "local" / "records.csv"
 
 
@@ -243,9 +241,8 @@ def read_table(path: str | os.PathLike[str], what: str, schemas: Sequence[Sequen
 
 def parse_table(path: Path, text: str, what: str, schemas: Sequence[Sequence[str]],
                 row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
-    """(line number, row keyed by ``schemas[0]``) of each row of ``text``, a ``what`` file of
-    ``data/`` read from ``path``, whose header is one of ``schemas`` and whose rows have no
-    ``row_fault(row)``; else RecordsError, one line naming the file, the line and the fault."""
+    """(line number, row keyed by ``schemas[0]``) of each row of ``text``, a ``what`` file of ``data/``
+    from ``path`` (a header of ``schemas``, no ``row_fault(row)``); else RecordsError, one line."""
     if not text.strip():
         return []
     if not text.endswith("\n"):

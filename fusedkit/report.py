@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")   # colour codes in tracebacks
 
 # JupyterLab's template with every block that loads a script from the network empty: require.js,
 # MathJax (the maths is Unicode), mermaid.js and the widget manager (widgets are static HTML).
@@ -85,12 +84,8 @@ class ReportResult:
         return not self.error
 
 
-_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")   # never rewritten inside
-
-
 def relative_paths(text: str) -> str:
-    """``text`` with this machine's absolute paths made relative (``.``, ``~``, ``$TMPDIR``,
-    ``site-packages``, ``pythonX.Y``), whole components only; data URIs are left alone."""
+    """``text`` with this machine's absolute paths made relative (``.``, ``~``, ``$TMPDIR``, ...)."""
     repo = {str(REPO), os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))}
     roots = [(r, ".") for r in repo]
     inside = tuple(r + os.sep for r in repo)
@@ -109,7 +104,7 @@ def relative_paths(text: str) -> str:
     longest_first = sorted(lookup, key=len, reverse=True)
     pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(map(re.escape, longest_first))
                          + r")(?![\w.-])")
-    parts = re.split(f"({_DATA_URI.pattern})", text)   # odd items: the data URIs, kept
+    parts = re.split(r"(data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+)", text)   # odd items: data URIs, kept
     return "".join(part if i % 2 else pattern.sub(lambda m: lookup[m.group(1)], part)
                    for i, part in enumerate(parts))
 
@@ -129,9 +124,8 @@ def _read(path: Path) -> NotebookNode:
 
 
 def _about(path: Path, nb: NotebookNode | None = None) -> tuple[str, str]:
-    """A notebook's title (its first ``# `` heading, else the file's stem) and its summary on one
-    line: ``metadata.fusedkit.summary``, else the first paragraph of its first markdown cell that
-    is not a heading; ``nb`` None: read from ``path`` (nothing run)."""
+    """A notebook's title (its first ``# `` heading) and summary (``metadata.fusedkit.summary``, else
+    its first paragraph that is not a heading), read from ``path`` when ``nb`` is None."""
     if nb is None:
         try:
             nb = _read(path)
@@ -160,8 +154,7 @@ def _tags(cell: NotebookNode) -> list[str]:
 
 def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
                  name: str = "the notebook") -> NotebookNode:
-    """``nb`` (changed in place) with ``SIZES = sizes`` in a cell tagged ``injected-parameters``
-    after its first parameters cell; ParametersError for a notebook without one."""
+    """``nb`` (changed in place) with ``SIZES = sizes`` in a cell after its parameters cell."""
     from nbformat.v4 import new_code_cell  # noqa: PLC0415 - heavy, as in _read
 
     nb.cells = [c for c in nb.cells if INJECTED_TAG not in _tags(c)]
@@ -268,7 +261,7 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
         try:
             _execute(client)
         except CellExecutionError as e:
-            lines = _ANSI.sub("", str(e)).strip().splitlines()
+            lines = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()   # no colour codes
             error = lines[-1] if lines else repr(e)
             if error == timed_out:
                 error = f"code cell {started[0]} of {len(cells)} {timed_out.split(': ', 1)[1]}"
@@ -335,8 +328,7 @@ def _now() -> str:
 
 
 def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
-    """Per problem, the best recorded speed-up of ours per tier at the default sizes on the device
-    of the newest eager run (:func:`fusedkit.results.best_by_tier`), or ``error``."""
+    """Per problem, the best recorded speed-up of ours per tier (:func:`results.best_by_tier`)."""
     rows = []
     for key in problems.names():
         problem = problems.get(key)
@@ -553,18 +545,12 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     for path in tqdm(notebooks, desc="notebooks", unit="nb", disable=None):
         try:
             results.append(execute_notebook(Path(path), out_dir, timeout=timeout, sizes=chosen))
-        except KeyboardInterrupt as e:
-            how = interrupts.signal_name(e)
-            raise interrupts.Interrupted(_kept(results, Path(path), out_dir, how), how) from None
+        except KeyboardInterrupt as e:   # one line: what is kept
+            how, n = interrupts.signal_name(e), len(results)
+            names = ", ".join(r.html.name for r in results)
+            kept = (f"{n} finished before it and {'is' if n == 1 else 'are'} kept in {out_dir} ({names}), "
+                    f"listed in {out_dir / 'index.html'}" if results else "no report finished before it")
+            raise interrupts.Interrupted(f"{interrupts.stopped_by(how)} while running {path.name}, whose "
+                                         f"report was not written; {kept}", how) from None
         write_index(results, out_dir, headlines)   # after each, so a crash keeps the finished ones
     return results
-
-
-def _kept(results: list[ReportResult], stopped: Path, out_dir: Path, signal_name: str) -> str:
-    """One line for a run stopped by ``signal_name`` while ``stopped`` ran: what is kept."""
-    head = f"{interrupts.stopped_by(signal_name)} while running {stopped.name}, whose report was not written"
-    if not results:
-        return f"{head}; no report finished before it"
-    names = ", ".join(r.html.name for r in results)
-    return (f"{head}; {len(results)} finished before it and {'is' if len(results) == 1 else 'are'} "
-            f"kept in {out_dir} ({names}), listed in {out_dir / 'index.html'}")
