@@ -173,7 +173,7 @@ def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
 
 def picked_sizes(nb: NotebookNode) -> dict[str, Sizes]:
     """Problem key -> the sizes its first size picker held when ``nb`` ran (stored widget state)."""
-    from fusedkit.widgets import SizePicker  # noqa: PLC0415 - ipywidgets, torch
+    from fusedkit.widgets import SizePicker  # noqa: PLC0415 - imports ipywidgets and matplotlib
 
     models = widget_models(nb)
     found: dict[str, Sizes] = {}
