@@ -1,24 +1,9 @@
-"""Compile fusedkit's CUDA C++ kernels, with or without a GPU.
+"""Compile fusedkit's CUDA C++ kernels: with a GPU into a PyTorch extension per problem
+(:func:`load_extension`), without one with ``nvcc`` alone (:func:`ptx`, :func:`resource_usage`).
 
-With a GPU, :func:`load_extension` builds a problem's steps (every ``.cu`` under
-``fusedkit/kernels/<problem>/`` plus its ``binding.cpp``) into one PyTorch extension with
-``torch.utils.cpp_extension`` and ninja, and imports it; :func:`build_all` builds every extension
-at once, in parallel, before a cold machine's first measurement. Without one, :func:`ptx` and
-:func:`resource_usage` run ``nvcc`` alone on one source, so a reader can still see the 16-byte
-loads of a vectorized kernel or the registers of a tiled one.
-
-Build products go to a gitignored folder, ``build/`` at the repository root (or
-``$FUSEDKIT_BUILD_DIR``): ``ext/<name>-<python>-<torch>-<cuXYZ or cpu>-<sha>/`` per extension,
-``ptx/<stem>-<arch>-<sha>.ptx`` per PTX. The sha covers the sources, the headers beside them and
-in ``kernels/common/``, and the flags: a changed source rebuilds, and CPU and GPU, or two torch
-versions, never share a folder.
-
-Steps that use Hopper's architecture-specific instructions (wgmma, setmaxnreg: they include
-``kernels/common/hopper.cuh``) need the ``sm_90a`` target (compute capability 9.x only); they build
-apart, into the problem's Hopper extension (``binding_hopper.cpp``, ``hopper=True``), so that a
-compile error there never takes down the other steps. Flags: ``-O3`` and ``-gencode`` for the
-GPU's own capability; no ``--use_fast_math`` (it flushes denormals and divides approximately, and
-these steps are compared with an fp32 reference at the 1e-5 level).
+Products go to the ignored ``build/`` (or ``$FUSEDKIT_BUILD_DIR``), named by a sha of sources,
+headers, flags and versions. Steps that include ``common/hopper.cuh`` need ``sm_90a`` and build
+apart, into the problem's Hopper extension. No ``--use_fast_math``: the steps are checked at 1e-5.
 """
 
 from __future__ import annotations
@@ -38,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
+import torch
+
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 CXX_FLAGS = ["-O3"]
@@ -46,17 +33,14 @@ NVCC_STANDALONE_FLAGS = ["-O3", "-std=c++17"]   # the PTX and resource-usage run
 LDFLAGS = ["-lcublas"]  # the cuBLAS steps call cublasSgemm themselves
 HOPPER_ARCH = "sm_90a"   # wgmma and setmaxnreg exist only on this architecture-specific target
 HOPPER_BINDING = "binding_hopper.cpp"
-BUILT_MARK = "fusedkit-built"
-"""The file a finished build leaves in its folder after its library: only such a folder is
-imported without asking cpp_extension (and ninja) first."""
+BUILT_MARK = "fusedkit-built"   # left after the library: only such a folder is imported without ninja
 STALE_LOCK_S = 300.0  # a build lock older than this is left over from a killed build
 _HOPPER_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"(?:\.\./common/)?hopper\.cuh"', re.MULTILINE)
 _ERROR_RE = re.compile(r"\berror\b|undefined reference|cannot find -l|fatal", re.IGNORECASE)
 
 
 class BuildError(RuntimeError):
-    """A compiler failed: the message holds its first error lines; ``log`` the whole output,
-    ``log_path`` where it was saved (or None)."""
+    """A compiler failed: the message holds its first error lines, ``log`` the whole output."""
 
     def __init__(self, what: str, log: str, log_path: Path | None = None) -> None:
         self.log, self.log_path = log, log_path
@@ -68,8 +52,7 @@ class CudaUnavailableError(RuntimeError):
 
 
 def build_root() -> Path:
-    """Where every build product goes: ``$FUSEDKIT_BUILD_DIR``, else ``build/`` at the repository
-    root (``~/.cache/fusedkit`` for an installed package)."""
+    """``$FUSEDKIT_BUILD_DIR``, else ``build/`` in the repository (``~/.cache/fusedkit`` installed)."""
     if os.environ.get("FUSEDKIT_BUILD_DIR"):
         return Path(os.environ["FUSEDKIT_BUILD_DIR"])
     return _REPO_ROOT / "build" if (_REPO_ROOT / "pyproject.toml").exists() else Path.home() / ".cache" / "fusedkit"
@@ -96,8 +79,7 @@ def required_arch(source_path: str | os.PathLike[str]) -> str:
 
 
 def kernel_sources(problem: str = "p12") -> list[Path]:
-    """The problem's CUDA steps for any GPU (``kernels/<problem>/*.cu``, in step order), without
-    the Hopper-only ones."""
+    """The problem's CUDA steps for any GPU, in step order."""
     return [p for p in sorted(_problem_dir(problem).glob("*.cu")) if not needs_hopper(p)]
 
 
@@ -107,26 +89,18 @@ def hopper_sources(problem: str = "p12") -> list[Path]:
 
 
 def extension_sources(problem: str = "p12", hopper: bool = False) -> list[Path]:
-    """Every file of the problem's extension: its steps, then ``binding.cpp`` (with ``hopper``:
-    its Hopper steps, then ``binding_hopper.cpp``)."""
+    """The problem's (Hopper) steps, then the binding that defines the module."""
     binding = _problem_dir(problem) / (HOPPER_BINDING if hopper else "binding.cpp")
-    if not binding.is_file():
-        raise ValueError(f"problem={problem!r}: {binding} is missing; it defines the Python module"
-                         + (" of the Hopper steps" if hopper else ""))
     return (hopper_sources(problem) if hopper else kernel_sources(problem)) + [binding]
 
 
-def _headers_beside(folder: Path) -> list[Path]:
-    return sorted([*folder.glob("*.h"), *folder.glob("*.cuh")])
-
-
-def _extension_headers(problem_folder: Path) -> list[Path]:
+def _extension_headers(*folders: Path) -> list[Path]:
     """Headers a build depends on: those beside its sources and those of ``kernels/common/``."""
-    return [*_headers_beside(problem_folder), *_headers_beside(KERNELS_DIR / "common")]
+    return [h for f in dict.fromkeys([*folders, KERNELS_DIR / "common"])
+            for h in sorted([*f.glob("*.h"), *f.glob("*.cuh")])]
 
 
 def _sha(paths: list[Path], extra: list[str]) -> str:
-    """Hash of file names and contents plus extra strings (flags, versions)."""
     h = hashlib.sha256()
     for p in paths:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
@@ -136,8 +110,7 @@ def _sha(paths: list[Path], extra: list[str]) -> str:
 
 
 def _remove_stale_lock(build_dir: Path, max_age_s: float = STALE_LOCK_S) -> bool:
-    """Delete ``build_dir/lock`` when older than ``max_age_s``: cpp_extension holds it while it
-    builds, and one left by a killed build makes every later load wait forever."""
+    """Delete cpp_extension's ``lock`` older than ``max_age_s``: a killed build's blocks every load."""
     lock = build_dir / "lock"
     try:
         if time.time() - lock.stat().st_mtime <= max_age_s:
@@ -149,8 +122,7 @@ def _remove_stale_lock(build_dir: Path, max_age_s: float = STALE_LOCK_S) -> bool
 
 
 def _first_errors(log: str, limit: int = 8) -> str:
-    """The first ``limit`` error lines of a compiler log, each with the source line and caret
-    under it (ninja's echoed commands skipped); the end of the log when none is recognised."""
+    """The first ``limit`` error lines of a compiler log with their source line and caret."""
     lines, picked, errors = log.splitlines(), [], 0
     for i, line in enumerate(lines):
         if errors == limit:
@@ -166,8 +138,6 @@ def _first_errors(log: str, limit: int = 8) -> str:
     text = "\n".join(picked or ["  " + ln for ln in lines[-15:]])
     return text.replace(str(KERNELS_DIR) + os.sep, "kernels" + os.sep)
 
-
-# --- nvcc alone: PTX and resource usage (no GPU needed) --------------------------------------
 
 def _nvcc_path() -> str | None:
     for var in ("CUDA_HOME", "CUDA_PATH"):
@@ -185,7 +155,7 @@ def _nvcc_version(nvcc: str) -> str:
 
 
 def nvcc_available() -> bool:
-    """True if an ``nvcc`` that answers ``--version`` is found (CUDA_HOME, PATH, /usr/local/cuda)."""
+    """True if an ``nvcc`` that answers ``--version`` is found."""
     try:
         return bool(_nvcc_path() and _nvcc_version(_nvcc_path()))
     except (OSError, subprocess.SubprocessError):
@@ -193,7 +163,6 @@ def nvcc_available() -> bool:
 
 
 def _nvcc_for(what: str, source_path: str | os.PathLike[str], arch: str | None) -> tuple[str, Path, str]:
-    """(nvcc, the .cu source, its target) for ``what``, each checked in one line."""
     src = Path(source_path)
     if src.suffix != ".cu":
         raise ValueError(f"source_path must be a .cu file, got {str(source_path)!r}")
@@ -226,9 +195,7 @@ def _run_nvcc(nvcc: str, args: list[str], what: str) -> subprocess.CompletedProc
 
 
 def ptx(source_path: str | os.PathLike[str], arch: str | None = None) -> str:
-    """PTX of one ``.cu`` file (``nvcc -ptx -O3``; ``arch`` defaults to :func:`required_arch`),
-    cached under ``build/ptx/`` by the hash of the source, its headers, the flags and nvcc's
-    version. BuildError with nvcc's first error lines, CudaUnavailableError without nvcc."""
+    """PTX of one ``.cu`` file (``arch`` defaults to :func:`required_arch`), cached under ``build/ptx/``."""
     nvcc, src, arch = _nvcc_for("ptx()", source_path, arch)
     flags = [*_target_flags(arch, "ptx"), "-ptx", *NVCC_STANDALONE_FLAGS, f"-I{src.parent}"]
     key = _sha([src, *_extension_headers(src.parent)], [*flags[:-1], _nvcc_version(nvcc)])[:16]
@@ -245,16 +212,14 @@ def ptx(source_path: str | os.PathLike[str], arch: str | None = None) -> str:
 
 
 def resource_usage(source_path: str | os.PathLike[str], arch: str | None = None) -> dict[str, dict[str, int]]:
-    """What ptxas assigns each kernel (``nvcc -cubin -Xptxas -v``): ``{kernel: {"registers": per
-    thread, "shared_bytes": static shared memory per block, "spill_stores", "spill_loads" and
-    "stack_bytes": bytes per thread}}``. Spills mean it ran out of registers."""
+    """What ptxas assigns each kernel: ``{kernel: {"registers" (per thread), "shared_bytes" (static,
+    per block), "spill_stores", "spill_loads", "stack_bytes" (bytes per thread)}}``."""
     return ptxas(source_path, arch)[0]
 
 
 def ptxas(source_path: str | os.PathLike[str], arch: str | None = None
           ) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """:func:`resource_usage`'s table and ptxas's warning lines (a wgmma it serialises, a
-    setmaxnreg it drops), from one ``nvcc -cubin -Xptxas -v``."""
+    """:func:`resource_usage`'s table and ptxas's warnings (a wgmma serialised, a setmaxnreg dropped)."""
     nvcc, src, arch = _nvcc_for("resource_usage()", source_path, arch)
     with tempfile.TemporaryDirectory() as tmp:
         proc = _run_nvcc(nvcc, [*_target_flags(arch, "cubin"), "-cubin", "-Xptxas", "-v",
@@ -262,7 +227,8 @@ def ptxas(source_path: str | os.PathLike[str], arch: str | None = None
                                 str(src)], f"nvcc -cubin {src.name} ({arch}) failed")
     kernels: dict[str, dict[str, int]] = {}
     entry = props_for = None   # the kernel whose "Used" line, the function whose frame line, comes next
-    for line in (proc.stdout + proc.stderr).splitlines():
+    log = proc.stdout + proc.stderr
+    for line in log.splitlines():
         if m := re.search(r"Compiling entry function '([^']+)'", line):
             entry = m.group(1)
             kernels[entry] = dict.fromkeys(("registers", "shared_bytes", "spill_stores", "spill_loads",
@@ -279,7 +245,6 @@ def ptxas(source_path: str | os.PathLike[str], arch: str | None = None
                 kernels[entry]["shared_bytes"] = int(s.group(1))
             entry = None
     cxxfilt = shutil.which("c++filt")   # template kernels arrive mangled, extern "C" ones not
-    log = proc.stdout + proc.stderr
     return ({(subprocess.run([cxxfilt, n], capture_output=True, text=True, timeout=60).stdout.strip() or n
               if n.startswith("_Z") and cxxfilt else n): stats for n, stats in kernels.items()},
             [ln for ln in log.splitlines() if "warning" in ln.lower()])
@@ -292,10 +257,8 @@ def ptx_instructions(ptx_text: str, pattern: str | re.Pattern[str]) -> list[str]
     return [ln.strip() for ln in ptx_text.splitlines() if rx.search(ln)]
 
 
-# --- the PyTorch extension (needs a GPU) ------------------------------------------------------
-
-_LOADED: dict[str, ModuleType] = {}
-_LOADED_FAST: dict[tuple, ModuleType] = {}   # (problem, (name, size, mtime) of each source)
+_LOADED: dict[str, ModuleType] = {}   # by build folder
+_LOADED_FAST: dict[tuple, ModuleType] = {}   # by _source_stamp
 
 
 def put_ninja_on_path() -> bool:
@@ -356,8 +319,7 @@ def usable_cxx(links_shared=links_libstdcxx_shared) -> "str | None":
 
 @functools.lru_cache(maxsize=None)
 def _cxx_links_libstdcxx_shared(cxx: str) -> "bool | None":
-    """:func:`links_libstdcxx_shared`, probed once per compiler binary (its path, size and mtime)
-    and remembered in the build folder, not again in every fresh worker process."""
+    """:func:`links_libstdcxx_shared`, remembered per compiler binary in the build folder."""
     path = shutil.which(cxx)
     if path is None:
         return links_libstdcxx_shared(cxx)
@@ -375,7 +337,6 @@ def _cxx_links_libstdcxx_shared(cxx: str) -> "bool | None":
 
 
 def _pick_cxx() -> str:
-    """:func:`usable_cxx` with each compiler probed once, or a BuildError saying what to do."""
     cxx = usable_cxx(_cxx_links_libstdcxx_shared)
     if cxx is None:
         wanted = os.environ.get("CXX", "c++")
@@ -386,64 +347,52 @@ def _pick_cxx() -> str:
     return cxx
 
 
-def _folder(name: str, sources: list[Path], headers: list[Path], cuda_flags: list[str],
-            torch_version: str, cuda_version: str | None, cxx: str) -> Path:
-    """The build folder of an extension: its name, Python, torch and CUDA, and the sha."""
+def _plan(name: str, sources: list[Path], capability: tuple[int, int], torch_version: str,
+          cuda_version: str | None, cxx: str, hopper: bool) -> tuple[Path, list[str]]:
+    """The build folder (name, versions, a sha of files and flags) and nvcc flags of an extension."""
+    arch = "90a" if hopper else f"{capability[0]}{capability[1]}"
+    cuda_flags = [*NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
     dev_tag = "cu" + cuda_version.replace(".", "") if cuda_version else "cpu"
+    headers = _extension_headers(*dict.fromkeys(s.parent for s in sources))
     sha = _sha([*sources, *headers], [*CXX_FLAGS, *cuda_flags, *LDFLAGS, torch_version, dev_tag, cxx])[:12]
     py_tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    return build_root() / "ext" / f"{name}-{py_tag}-{torch_version}-{dev_tag}-{sha}"
+    return build_root() / "ext" / f"{name}-{py_tag}-{torch_version}-{dev_tag}-{sha}", cuda_flags
 
 
 def _extension_plan(problem: str, capability: tuple[int, int], torch_version: str,
                     cuda_version: str | None, cxx: str = "c++",
                     hopper: bool = False) -> tuple[str, Path, list[Path], list[str]]:
-    """Name, build folder, sources and nvcc flags of a problem's extension (no side effects);
-    the Hopper one always for compute_90a / sm_90a."""
+    """Name, build folder, sources and nvcc flags of a problem's extension (no side effects)."""
     sources = extension_sources(problem, hopper)
-    arch = "90a" if hopper else f"{capability[0]}{capability[1]}"
-    cuda_flags = [*NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
     name = f"fusedkit_{problem}" + ("_hopper" if hopper else "")
-    folder = _folder(name, sources, _extension_headers(sources[0].parent), cuda_flags, torch_version,
-                     cuda_version, cxx)
+    folder, cuda_flags = _plan(name, sources, capability, torch_version, cuda_version, cxx, hopper)
     return name, folder, sources, cuda_flags
 
 
 def _source_stamp(problem: str, sources: list[Path]) -> tuple:
-    """(problem, (name, size, mtime) of every source and header): changes when any file of the
-    extension is edited, computed without reading them."""
+    """(problem, (name, size, mtime) of every source and header): changes with any edit, unread."""
     files = [*sources, *_extension_headers(sources[0].parent)]
     return (problem, tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 
 def load_extension(problem: str = "p12", verbose: bool = False, hopper: bool = False) -> ModuleType:
-    """Build (if needed) and import the problem's CUDA extension (``hopper``: its Hopper one, on
-    a compute capability 9.x GPU only); cached per process. The first build of a source version
-    takes a minute or two. CudaUnavailableError without a (Hopper) GPU, BuildError with the
-    first compiler errors; ``verbose`` streams ninja's output."""
+    """Build (if needed) and import the problem's (``hopper``: Hopper) CUDA extension, once per
+    process; CudaUnavailableError without a (Hopper) GPU, BuildError with the compiler's errors."""
     sources = extension_sources(problem, hopper)  # validates `problem` before anything heavy
-    # The same sources already imported here: at once (an H200 took ~24 s a call to reach the
-    # hash-keyed cache, 2026-11-29, data/logs/bench_p12_h200_slow_loads.txt).
+    # The same sources already imported here: at once (an H200 took ~24 s a call to reach the sha's cache).
     fast_key = _source_stamp(problem, sources)
-    if fast_key in _LOADED_FAST:
-        return _LOADED_FAST[fast_key]
-    import torch  # noqa: PLC0415 - heavy
-
-    capability = _require_gpu(f"load_extension({problem!r}" + (", hopper=True)" if hopper else ")"), hopper)
-    cxx = _pick_cxx()
-    name, folder, sources, cuda_flags = _extension_plan(problem, capability, torch.__version__,
-                                                        torch.version.cuda, cxx, hopper)
-    arch = "sm_90a" if hopper else f"sm_{capability[0]}{capability[1]}"
-    _LOADED_FAST[fast_key] = _build(name, folder, sources, cuda_flags, cxx, arch, verbose)
+    if fast_key not in _LOADED_FAST:
+        capability = _require_gpu(f"load_extension({problem!r}" + (", hopper=True)" if hopper else ")"), hopper)
+        cxx = _pick_cxx()
+        name, folder, sources, cuda_flags = _extension_plan(problem, capability, torch.__version__,
+                                                            torch.version.cuda, cxx, hopper)
+        _LOADED_FAST[fast_key] = _build(name, folder, sources, cuda_flags, cxx, verbose)
     return _LOADED_FAST[fast_key]
 
 
 def load_sources(name: str, sources: "list[str | os.PathLike[str]]", *, hopper: bool = False,
                  verbose: bool = False) -> ModuleType:
-    """Build (if needed) and import an extension of other ``sources`` (a learner's kernel, a
-    test's probe), one ``.cpp`` among them defining the module, with :func:`load_extension`'s
-    flags, compiler and cache (``hopper``: for sm_90a). ValueError for a bad name or a missing
-    source, CudaUnavailableError without a (Hopper) GPU, BuildError with the first errors."""
+    """:func:`load_extension` for other ``sources`` (a learner's kernel), one ``.cpp`` the module."""
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"name={name!r}: an extension name is a Python identifier")
     paths = [Path(s).resolve() for s in sources]
@@ -452,21 +401,15 @@ def load_sources(name: str, sources: "list[str | os.PathLike[str]]", *, hopper: 
         raise ValueError(f"sources: {', '.join(missing) or 'none given'} (need existing files)")
     if not any(p.suffix == ".cpp" for p in paths):
         raise ValueError(f"sources={[p.name for p in paths]}: one .cpp must define the module")
-    import torch  # noqa: PLC0415 - heavy
-
     capability = _require_gpu(f"load_sources({name!r})", hopper)
     cxx = _pick_cxx()
-    arch = "90a" if hopper else f"{capability[0]}{capability[1]}"
-    cuda_flags = [*NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}"]
-    headers = sorted({h for p in paths for h in _headers_beside(p.parent)} | set(_headers_beside(KERNELS_DIR / "common")))
-    folder = _folder(name, paths, headers, cuda_flags, torch.__version__, torch.version.cuda, cxx)
-    return _build(name, folder, paths, cuda_flags, cxx, f"sm_{arch}", verbose)
+    folder, cuda_flags = _plan(name, paths, capability, torch.__version__, torch.version.cuda, cxx, hopper)
+    return _build(name, folder, paths, cuda_flags, cxx, verbose)
 
 
 def _require_gpu(what: str, hopper: bool) -> tuple[int, int]:
     """The GPU's compute capability, or CudaUnavailableError saying why ``what`` cannot build."""
-    import torch  # noqa: PLC0415
-    from torch.utils import cpp_extension  # noqa: PLC0415
+    from torch.utils import cpp_extension  # noqa: PLC0415 - imports setuptools (0.1 s): only to build
 
     if not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else "a CUDA build"
@@ -483,10 +426,9 @@ def _require_gpu(what: str, hopper: bool) -> tuple[int, int]:
 
 
 def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], cxx: str,
-           arch: str, verbose: bool) -> ModuleType:
-    """Compile ``sources`` in ``folder`` with torch's cpp_extension and import the module (once per
-    folder and process); a folder built before, by any process, is imported without ninja."""
-    from torch.utils import cpp_extension  # noqa: PLC0415
+           verbose: bool) -> ModuleType:
+    """Compile ``sources`` in ``folder`` unless built there before, and import the module."""
+    from torch.utils import cpp_extension  # noqa: PLC0415 - setuptools, as above
 
     key = str(folder)
     built, done = folder / f"{name}{cpp_extension.LIB_EXT}", folder / BUILT_MARK
@@ -513,6 +455,7 @@ def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], 
             raise
         log = str(exc).split(":", 1)[-1]
         (folder / "build.log").write_text(log)
+        arch = cuda_flags[-1].rsplit("=", 1)[1]
         raise BuildError(f"building extension {name!r} for {arch} failed", log, folder / "build.log") from None
     finally:
         if saved_cxx is None:
@@ -524,21 +467,10 @@ def _build(name: str, folder: Path, sources: list[Path], cuda_flags: list[str], 
     return module
 
 
-def extensions() -> list[tuple[str, bool]]:
-    """(problem folder, hopper) of every CUDA extension a step of the registry calls, sorted."""
-    from fusedkit import problems  # noqa: PLC0415 - the registry imports torch
-
-    return sorted({(v.call.problem, v.hopper) for key in problems.names() for v in problems.get(key).ladder()
-                   if v.call is not None and v.call.kind != "triton"})
-
-
-def build_all(jobs: int | None = None, command=None) -> dict[tuple[str, bool], tuple[float, str]]:
-    """Build every extension of :func:`extensions` at once, before a measurement needs one: each
-    in a process of its own (``command(problem, hopper)``, an argv; default: this Python calling
-    :func:`load_extension`), at most ``jobs`` at a time (default: all), ninja sharing the cores
-    among them (``MAX_JOBS``); the Hopper ones only on a Hopper GPU. Returns {(problem, hopper):
-    (seconds, "" or the build's first error line)} in :func:`extensions` order."""
-    todo = extensions()
+def build_all(todo: list[tuple[str, bool]], jobs: int | None = None,
+              command=None) -> dict[tuple[str, bool], tuple[float, str]]:
+    """Build the extensions ``todo`` ((problem, hopper)) ``jobs`` at a time, each in a process of
+    its own (``command(problem, hopper)``): {(problem, hopper): (seconds, "" or the error)}."""
     if command is None:
         hopper = _require_gpu("fusedkit build", False)[0] == 9
         todo = [e for e in todo if hopper or not e[1]]

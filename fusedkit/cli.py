@@ -2,9 +2,7 @@
 
 Bad input and faults get one line on stderr naming the option, the value and what is allowed,
 and exit status 2 (1 for a failed bench or report), never a traceback (``FUSEDKIT_DEBUG=1``
-shows one). Everything that can be refused is refused before anything is measured, a bench
-estimated at more than a few minutes included (``--allow-slow`` runs it), and a command
-stopped by a signal says what it kept (:mod:`fusedkit.interrupts`).
+shows one), before anything is measured; a signal says what was kept (docs/command-line.md).
 """
 
 from __future__ import annotations
@@ -13,34 +11,29 @@ import argparse
 import contextlib
 import math
 import os
+import platform
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NoReturn
+from typing import Callable, NoReturn
 
-from fusedkit import interrupts
-from fusedkit.problems import Problem, SizeError
+import pandas as pd
+import torch
 
-if TYPE_CHECKING:
-    import pandas as pd
+from fusedkit import build, ceilings, export, interrupts, problems, readme, records, report, runner, sweep
+from fusedkit.device import record_run
+from fusedkit.hardware import detect_gpu
+from fusedkit.harness import MAX_SEEDS, SEEDS
+from fusedkit.mode import detect_mode
+from fusedkit.problems import Problem, SizeError, presets
 
-SLOW_S = 120.0
-"""A bench estimated at more seconds than this is refused unless ``--allow-slow`` is given."""
-QUIET_S = 10.0
-"""A bench estimated at more seconds than this says its estimate first and shows progress."""
+SLOW_S = 120.0   # a bench estimated at more seconds is refused unless --allow-slow is given
+QUIET_S = 10.0   # one estimated at more says its estimate first and shows progress
 
 
 def _info(_: argparse.Namespace) -> int:
-    import platform  # noqa: PLC0415
-
-    import torch  # noqa: PLC0415
-
-    from fusedkit.hardware import detect_gpu  # noqa: PLC0415
-    from fusedkit.mode import detect_mode  # noqa: PLC0415
-    from fusedkit.records import RunContext  # noqa: PLC0415
-
-    mode, ctx, gpu = detect_mode(), RunContext.collect(), detect_gpu()
+    mode, ctx, gpu = detect_mode(), records.RunContext.collect(), detect_gpu()
     print(mode.describe())
     for name, value in (("mode", mode.name), ("device", ctx.device), ("driver", ctx.driver or "-"),
                         ("cuda", f"{ctx.cuda or '-'} (torch built with)"), ("torch", torch.__version__),
@@ -53,13 +46,11 @@ def _info(_: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from fusedkit.report import ParametersError, build_reports, notebook_paths, sizes_line  # noqa: PLC0415
-
     notebooks: list[Path] = []
     for p in map(Path, args.notebooks):
         if p.is_dir():   # a folder: its numbered notebooks, as the default is notebooks/'s
             try:
-                notebooks += notebook_paths(p)
+                notebooks += report.notebook_paths(p)
             except FileNotFoundError:
                 raise SizeError(f"notebook={str(p)!r} is a folder without numbered notebooks "
                                 "(NN_name.ipynb); allowed: notebook files, or a folder of them") from None
@@ -77,23 +68,21 @@ def _report(args: argparse.Namespace) -> int:
         sizes[key] = values
     with _option("--out", args.out):   # the reports and the index are written there
         try:
-            results = build_reports(args.out, notebooks or None, timeout=args.timeout, sizes=sizes)
-        except ParametersError as e:
-            raise ParametersError(f"--sizes: {e}") from None
+            results = report.build_reports(args.out, notebooks or None, timeout=args.timeout, sizes=sizes)
+        except report.ParametersError as e:
+            raise report.ParametersError(f"--sizes: {e}") from None
     for r in results:
         status = "ok" if r.ok else f"FAILED: {r.error}"
-        print(f"{r.html}  ({r.seconds:.0f} s)  {status}" + (f"  {sizes_line(r.sizes)}" if r.sizes else ""))
+        sizes_note = f"  {report.sizes_line(r.sizes)}" if r.sizes else ""
+        print(f"{r.html}  ({r.seconds:.0f} s)  {status}{sizes_note}")
     print(f"index: {Path(args.out) / 'index.html'}")
     return 0 if all(r.ok for r in results) else 1
 
 
 def _bench(args: argparse.Namespace) -> int:
-    # Everything that can be refused is refused here, before the first (slow) measurement.
-    with _before_measuring():
-        import torch  # noqa: PLC0415
-
-        from fusedkit import problems, records  # noqa: PLC0415
-
+    # Everything that can be refused is refused before the first (slow) measurement.
+    measuring = False
+    try:
         problem = problems.get(args.problem)
         names = args.variants   # a list of distinct names, or None for all (see _variant_names)
         if names:
@@ -102,10 +91,8 @@ def _bench(args: argparse.Namespace) -> int:
         sizes = problem.sizes(base)
         points = [sizes]
         if args.sweep:
-            from fusedkit.sweep import parse_sweep, sweep_points  # noqa: PLC0415
-
-            axes = parse_sweep(problem, args.sweep)
-            points = sweep_points(problem, axes, base)
+            axes = sweep.parse_sweep(problem, args.sweep)
+            points = sweep.sweep_points(problem, axes, base)
         # A CPU run records to an ignored local file unless told otherwise (data/README.md).
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         path = records.path_for(device, args.records)
@@ -117,27 +104,20 @@ def _bench(args: argparse.Namespace) -> int:
         # rows of its own run (another bench may be appending to the same file).
         ctx = records.RunContext.collect()
         slow = _estimate(problem, names, points, device, args)
-    try:
+        run = dict(variants=names, seeds=args.seeds, rep_ms=args.rep_ms, records_path=path,
+                   progress=slow or sys.stderr.isatty(), ctx=ctx, budget_s=math.inf)
+        measuring = True
         if args.sweep:
-            from fusedkit.sweep import run_sweep  # noqa: PLC0415
-
-            res = run_sweep(problem, axes, base, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                            records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
-                            budget_s=math.inf)
+            res = sweep.run_sweep(problem, axes, base, **run)
             df, cols = res.rows, ["variant", *axes]
         else:
-            from fusedkit.runner import run_ladder  # noqa: PLC0415
-
-            df = run_ladder(problem, sizes, variants=names, seeds=args.seeds, rep_ms=args.rep_ms,
-                            records_path=path, progress=slow or sys.stderr.isatty(), ctx=ctx,
-                            clocks_beside=True, budget_s=math.inf)
-            cols = ["variant"]
+            df, cols = runner.run_ladder(problem, sizes, clocks_beside=True, **run), ["variant"]
     except KeyboardInterrupt as e:
         # Each row was appended as it was measured, so what finished is on disk: say so.
         how = interrupts.signal_name(e)
-        raise interrupts.Interrupted(_kept(path, ctx.run_id, how), how) from None
-    import pandas as pd  # noqa: PLC0415
-
+        raise interrupts.Interrupted(_kept(path, ctx.run_id, how) if measuring else
+                                     f"{interrupts.stopped_by(how)} before the first measurement: "
+                                     "nothing was measured or written", how) from None
     cols += ["tier", "median_ms", "p10_ms", "p90_ms", "tflops", "gbps", "pct_of_floor",
              "pct_of_measured", "pct_of_copy", "rel_error", "speedup"]
     timed = df[df["median_ms"].notna()] if "median_ms" in df else df.iloc[0:0]
@@ -146,23 +126,24 @@ def _bench(args: argparse.Namespace) -> int:
     if args.sweep:
         print(f"series {res.run_id}: {res.points} points run, {len(res.skipped)} skipped, "
               f"{len(timed)} rows recorded")
-    return _failures(df)
+    caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]
+    for _, r in caught.iterrows():   # caught by a check: named, not recorded, exit status 1
+        print(f"not recorded: {r['variant']} at {r['sizes']}: {r['failure']}", file=sys.stderr)
+    if df.empty:
+        print("error: nothing was measured (see the skipped notes above)", file=sys.stderr)
+    return 1 if df.empty or not caught.empty else 0
 
 
 def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, int]],
               device: object, args: argparse.Namespace) -> bool:
-    """The one estimate-before-run rule of a bench: refuse it when no asked-for variant can run
-    here, or when it would take more than :data:`SLOW_S` seconds (the harness's estimate of each
-    variant at each point) without ``--allow-slow``; say the estimate first when it exceeds
-    :data:`QUIET_S`. True when it does (a slow bench shows its progress, even in a pipe)."""
-    from fusedkit.runner import plans  # noqa: PLC0415
-
+    """Refuse a bench none of whose variants can run here, or estimated at over :data:`SLOW_S`
+    without ``--allow-slow``; over :data:`QUIET_S`, say the estimate and return True."""
     chosen = problem.ladder(names)
     each: dict[str, float] = {}
     for sizes in points:
         try:   # every variant, at most once per point: the CLI's own limit below decides
-            ps = plans(problem, sizes, [v.slug for v in chosen], device=device, seeds=args.seeds,
-                       rep_ms=args.rep_ms, budget_s=math.inf)
+            ps = runner.plans(problem, sizes, [v.slug for v in chosen], device=device, seeds=args.seeds,
+                              rep_ms=args.rep_ms, budget_s=math.inf)
         except SizeError:
             continue   # a point too large here: the sweep skips it, a bench was refused before
         if not args.sweep and all(p.refusal for p in ps):
@@ -172,11 +153,15 @@ def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, 
         for p in ps:
             if not p.refusal:
                 each[p.variant.slug] = each.get(p.variant.slug, 0.0) + p.estimate_s
+    def duration(seconds: float) -> str:
+        return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 \
+            else f"{seconds / 3600:.0f} h"
+
     total = sum(each.values())
     if total <= QUIET_S:
         return False
-    said = (f"about {_duration(total)} on this {'GPU' if device.type == 'cuda' else 'CPU'} by the harness's estimate ("
-            + ", ".join(f"{k} {_duration(s)}" for k, s in sorted(each.items(), key=lambda kv: -kv[1])[:6])
+    said = (f"about {duration(total)} on this {'GPU' if device.type == 'cuda' else 'CPU'} by the harness's estimate ("
+            + ", ".join(f"{k} {duration(s)}" for k, s in sorted(each.items(), key=lambda kv: -kv[1])[:6])
             + (", ..." if len(each) > 6 else "") + ")")
     if total > SLOW_S and not args.allow_slow:
         raise ValueError(f"this bench would take {said}; allowed: at most {SLOW_S:.0f} s without "
@@ -186,28 +171,8 @@ def _estimate(problem: Problem, names: list[str] | None, points: list[dict[str, 
     return True
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 \
-        else f"{seconds / 3600:.0f} h"
-
-
-def _failures(df: pd.DataFrame) -> int:
-    """1 when a variant was caught by a check (each named on stderr) or nothing was measured."""
-    caught = df[df["failure"].notna()] if "failure" in df else df.iloc[0:0]
-    for _, r in caught.iterrows():
-        print(f"not recorded: {r['variant']} at {r['sizes']}: {r['failure']}", file=sys.stderr)
-    if df.empty:
-        print("error: nothing was measured (see the skipped notes above)", file=sys.stderr)
-    return 1 if df.empty or not caught.empty else 0
-
-
 def _ceilings(args: argparse.Namespace) -> int:
     """``ceilings``: the device's own ceilings in a run of their own, recorded; a table after."""
-    import pandas as pd  # noqa: PLC0415
-    import torch  # noqa: PLC0415
-
-    from fusedkit import ceilings, device, problems, records  # noqa: PLC0415
-
     keys = problems.names()
     if args.problem != "all":
         try:
@@ -221,19 +186,16 @@ def _ceilings(args: argparse.Namespace) -> int:
     path = records.path_for(torch.device("cuda"), args.records)
     with _option(*_records_given(args)) as given:
         records.preflight(given or path)
-        got = device.record_run([problems.get(k) for k in keys], path)
+        got = record_run([problems.get(k) for k in keys], path)
     with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
         print(ceilings.table(got).to_string(index=False))
     return 0
 
 
 def _build(args: argparse.Namespace) -> int:
-    """``build``: every CUDA extension of the kernel registry, built at once (a cold GPU machine,
-    before its first measurement); exit status 1 when one failed."""
-    from fusedkit import build  # noqa: PLC0415
-
+    """``build``: every CUDA extension at once, before a cold machine's first measurement."""
     try:
-        results = build.build_all(jobs=args.jobs)
+        results = build.build_all(problems.extensions(), jobs=args.jobs)
     except build.CudaUnavailableError as e:
         raise ValueError(f"{e}; allowed: a machine with a CUDA GPU and toolkit") from None
     for (problem, hopper), (seconds, error) in results.items():
@@ -244,8 +206,6 @@ def _build(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """``export``: one variant as a KernelBench solution file, or every variant of a problem."""
-    from fusedkit import export, problems  # noqa: PLC0415
-
     problem = problems.get(args.problem)
     if (args.variant is None) == (args.all is None):
         raise ValueError("export needs exactly one of --variant NAME (with -o FILE) or --all DIR")
@@ -266,35 +226,19 @@ def _export(args: argparse.Namespace) -> int:
 
 def _readme(args: argparse.Namespace) -> int:
     """``readme``: the README's measured state from the records (``--check``: exit 1 when stale)."""
-    from fusedkit import readme  # noqa: PLC0415
-
     with _option(*_records_given(args)) as given:
         state = readme.measured_state(given or None)   # refuses records that are missing or empty
     with _option("--readme", args.readme):
-        if args.check:
-            if readme.current_block(readme.text_of(args.readme)) != state:
-                print(f"{args.readme}: the measured state is stale; run fusedkit readme", file=sys.stderr)
-                return 1
+        if args.check and readme.current_block(readme.text_of(args.readme)) != state:
+            print(f"{args.readme}: the measured state is stale; run fusedkit readme", file=sys.stderr)
+            return 1
         changed = not args.check and readme.update(args.readme, state=state)
     print(f"{args.readme}: measured state {'updated' if changed else 'current' if args.check else 'already current'}")
     return 0
 
 
-@contextlib.contextmanager
-def _before_measuring() -> Iterator[None]:
-    """A bench's checks and set-up: a signal within says that nothing was measured or written."""
-    try:
-        yield
-    except KeyboardInterrupt as e:
-        how = interrupts.signal_name(e)
-        raise interrupts.Interrupted(f"{interrupts.stopped_by(how)} before the first measurement: "
-                                     "nothing was measured or written", how) from None
-
-
-def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
+def _kept(path: Path, run_id: str, signal_name: str) -> str:
     """What a stopped bench says: the rows of its own run (not another bench's) that are kept."""
-    from fusedkit import records  # noqa: PLC0415
-
     how = interrupts.stopped_by(signal_name)
     try:   # appends are atomic, so the file holds whole rows only
         n = int((records.read_records(path)["run_id"] == run_id).sum())
@@ -305,8 +249,7 @@ def _kept(path: Path, run_id: str, signal_name: str = "SIGINT") -> str:
 
 
 def _records_given(args: argparse.Namespace) -> tuple[str | None, str]:
-    """Who named the records file, and how: ("--records", the text), ("FUSEDKIT_RECORDS", its
-    value), or (None, "") for the default."""
+    """Who named the records file, and how: ("--records" or "FUSEDKIT_RECORDS", the text), else (None, "")."""
     if args.records:
         return "--records", args.records
     env = os.path.expanduser(os.environ.get("FUSEDKIT_RECORDS", "").strip())
@@ -315,13 +258,10 @@ def _records_given(args: argparse.Namespace) -> tuple[str | None, str]:
 
 @contextlib.contextmanager
 def _option(option: str | None, value: str | None) -> Iterator[str | None]:
-    """An OSError or records fault inside raised again, its line starting ``--out: `` and naming
-    the path ``value`` (``option`` None: the default path, named as it is)."""
-    from fusedkit.records import RecordsError  # noqa: PLC0415 - pandas
-
+    """An OSError or records fault inside raised again, naming ``option`` and the path ``value``."""
     try:
         yield value
-    except (OSError, RecordsError) as e:
+    except (OSError, records.RecordsError) as e:
         if option is None or value is None:
             raise
         text = (f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror
@@ -331,42 +271,29 @@ def _option(option: str | None, value: str | None) -> Iterator[str | None]:
 
 # --- argument types: each refuses a bad value with one line naming option, value and what is allowed
 
-def positive_int(option: str, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer >= 1 (and <= ``maximum``), else one line naming ``option``."""
-    allowed = f"an integer from 1 to {maximum}" if maximum else "an integer >= 1"
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}={text!r} is not an integer; "
-                                             f"allowed: {allowed}") from None
-        if value < 1 or (maximum and value > maximum):
-            raise argparse.ArgumentTypeError(f"{option}={value} is too {'small' if value < 1 else 'large'}; "
-                                             f"allowed: {allowed}")
-        return value
-    return parse
-
-
-def positive_float(option: str, maximum: float = math.inf) -> Callable[[str], float]:
-    """An argparse type: a finite number > 0 (and <= ``maximum``), else one line naming ``option``."""
-    allowed = "a finite number > 0" + (f", at most {maximum:g}" if maximum < math.inf else "")
+def _positive(option: str, cast: type = int, maximum: float | None = None) -> Callable[[str], float]:
+    """An argparse type: an integer >= 1, or (``cast`` float) a finite number > 0, <= ``maximum``."""
+    integer = cast is int
+    allowed = (f"an integer from 1 to {maximum}" if maximum else "an integer >= 1") if integer else \
+        "a finite number > 0" + (f", at most {maximum:g}" if maximum else "")
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = cast(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}={text!r} is not a number; "
-                                             f"allowed: {allowed}") from None
-        if not math.isfinite(value) or not 0 < value <= maximum:
+            what = "an integer" if integer else "a number"
+            raise argparse.ArgumentTypeError(f"{option}={text!r} is not {what}; allowed: {allowed}") from None
+        if integer and (value < 1 or (maximum and value > maximum)):
+            raise argparse.ArgumentTypeError(f"{option}={value} is too {'small' if value < 1 else 'large'}; "
+                                             f"allowed: {allowed}")
+        if not integer and not (math.isfinite(value) and 0 < value <= (maximum or math.inf)):
             raise argparse.ArgumentTypeError(f"{option}={text.strip()} is out of range; allowed: {allowed}")
         return value
     return parse
 
 
 def _comma_list(option: str, what: str, allowed: str) -> Callable[[str], list[str]]:
-    """An argparse type: comma-separated non-empty items, each once (an empty list must not mean
-    "all" or "the defaults" by accident)."""
+    """An argparse type: comma-separated non-empty items, each once (an empty list is no "all")."""
     def parse(text: str) -> list[str]:
         items = [n.strip() for n in text.split(",")]
         fault = (f"{option} is empty ({text!r} names no {what})" if not any(items) else
@@ -385,11 +312,7 @@ _size_items = _comma_list("--sizes", "size", "comma-separated name=value sizes, 
 
 
 def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
-    """An argparse type for ``report --sizes``: ``PROBLEM:SPEC``, SPEC a preset, NAME=VALUE sizes,
-    or both (the preset first); the problem's key and all its sizes, by its own rules."""
-    from fusedkit import problems  # noqa: PLC0415
-    from fusedkit.problems import presets  # noqa: PLC0415
-
+    """``report --sizes``: ``PROBLEM:SPEC``, SPEC a preset, NAME=VALUE sizes, or both: (key, sizes)."""
     allowed = (f"PROBLEM:NAME=VALUE,... or PROBLEM:PRESET (presets: {', '.join(presets.names())}), "
                "e.g. p12:batch_size=64,in_features=128 or p45:small")
     option = f"--sizes={text!r}"
@@ -424,8 +347,7 @@ def _problem_sizes(text: str) -> tuple[str, dict[str, int]]:
 
 
 def _path(option: str) -> Callable[[str], str]:
-    """An argparse type for a path: not empty (the current folder by accident); the rest is
-    checked where it is used (:func:`fusedkit.paths.check`)."""
+    """An argparse type for a path: not empty (the current folder by accident)."""
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError(f"{option}={text!r} is empty; allowed: a path")
@@ -434,16 +356,14 @@ def _path(option: str) -> Callable[[str], str]:
 
 
 def _one_line(message: str) -> str:
-    """A message as one line, a quoted value of over 200 characters cut to 80: a multi-line message
-    from a library would break "one line on stderr", and a 100 kB value is not echoed whole."""
+    """A (library's) message as one line, a quoted value of over 200 characters cut to 80."""
     line = " ".join(part.strip() for part in message.splitlines() if part.strip())
     return re.sub(r"(?<=[=(\s])'([^']{80})[^']{120,}'",
                   lambda m: f"'{m[1]}...' ({len(m[0]) - 2} characters)", line)
 
 
 class _Once(argparse.Action):
-    """Store an option's value, converted by ``convert`` (an argparse type); refuse it given twice
-    (argparse would keep the last value and drop the first without a word)."""
+    """Store an option's value converted by ``convert``; refuse it given twice (argparse keeps the last)."""
 
     def __init__(self, option_strings: list[str], dest: str,
                  convert: Callable[[str], object] | None = None, **kwargs: object) -> None:
@@ -465,9 +385,7 @@ class _Once(argparse.Action):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``error: ...`` line and exit status 2 (no usage block),
-    where an option that takes a value may be given once (:class:`_Once`), a value such as
-    ``-inf`` is a value, and an unknown option before the command is named as such."""
+    """argparse whose usage errors are one line, an option given once, and ``-inf`` a value."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -498,16 +416,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from fusedkit.harness import MAX_SEEDS, SEEDS  # noqa: PLC0415
-    from fusedkit.problems import presets  # noqa: PLC0415
-
     p = Parser(prog="fusedkit", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="device, versions and the mode the workbook runs in").set_defaults(fn=_info)
     r = sub.add_parser("report", help="execute the notebooks and write HTML reports")
     r.add_argument("--out", type=_path("--out"), default="reports",
                    help="output folder, created if missing (default: reports)")
-    r.add_argument("--timeout", type=positive_int("--timeout"), default=600,
+    r.add_argument("--timeout", type=_positive("--timeout"), default=600,
                    help="seconds allowed per cell (>= 1; default 600)")
     r.add_argument("--sizes", type=_problem_sizes, action="append", metavar="PROBLEM:SIZES",
                    help="run the notebooks at these sizes of PROBLEM instead of KernelBench's: "
@@ -524,9 +439,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. batch_size=1024,in_features=8192 (default: KernelBench's)")
     b.add_argument("--variants", type=_variant_names,
                    help="comma-separated variant names, each once (default: all)")
-    b.add_argument("--seeds", type=positive_int("--seeds", MAX_SEEDS), default=SEEDS,
+    b.add_argument("--seeds", type=_positive("--seeds", int, MAX_SEEDS), default=SEEDS,
                    help=f"builds checked per variant, each on two inputs (1 to {MAX_SEEDS}; default {SEEDS})")
-    b.add_argument("--rep-ms", type=positive_float("--rep-ms", 60000), default=500.0,
+    b.add_argument("--rep-ms", type=_positive("--rep-ms", float, 60000), default=500.0,
                    help="timing budget per variant, ms (> 0, at most 60000; default 500)")
     b.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv on a GPU, the ignored "
@@ -547,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=_ceilings)
     d = sub.add_parser("build", help="build every CUDA extension at once, in parallel (a cold GPU "
                        "machine, before its first measurement)")
-    d.add_argument("--jobs", type=positive_int("--jobs"),
+    d.add_argument("--jobs", type=_positive("--jobs"),
                    help="extensions built at the same time (default: all of them)")
     d.set_defaults(fn=_build)
     e = sub.add_parser("export", help="write a kernel as a self-contained KernelBench solution (ModelNew)")
@@ -564,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only check that the README is current (exit status 1 when stale)")
     m.add_argument("--records", type=_path("--records"),
                    help="records CSV (default: data/records.csv, or $FUSEDKIT_RECORDS)")
-    m.add_argument("--readme", type=_path("--readme"), default=str(Path(__file__).resolve().parent.parent / "README.md"),
+    m.add_argument("--readme", type=_path("--readme"), default=str(readme.README),
                    help="the README to update (default: the repository's README.md)")
     m.set_defaults(fn=_readme)
     return p
@@ -576,11 +491,8 @@ def _debug() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; the exit status: 0 done, 1 a bench or report failed, 2 refused or
-    interrupted (Ctrl-C, SIGTERM or SIGHUP: :func:`fusedkit.interrupts.raising`)."""
-    try:
-        # The command exits after a signal: a second one then changes nothing (in a test or a
-        # script that calls main, the handlers from before are put back).
+    """Run one command: exit status 0 done, 1 a bench or report failed, 2 refused or interrupted."""
+    try:   # the command exits after a signal; a test that calls main gets its handlers back
         with interrupts.raising(keep_ignoring=interrupts.launched_as_command()):
             return _run(argv)
     except KeyboardInterrupt as e:
@@ -600,9 +512,8 @@ def _run(argv: list[str] | None) -> int:
     try:
         return args.fn(args)
     except (ValueError, TypeError, OSError, MemoryError, RuntimeError) as e:
-        # Our own errors (SizeError, RecordsError, PathError, ...) are one line naming the
-        # parameter; OSError covers a missing or read-only path. A failed allocation is said so:
-        # the budget counts the harness's copies, but a machine (or a ulimit) may hold less.
+        # Our own errors (SizeError, RecordsError, PathError, ...) are one line naming the parameter.
+        # A failed allocation is said so: a machine (or a ulimit) may hold less than the budget.
         memory = isinstance(e, MemoryError) or "can't allocate memory" in str(e) or \
             "out of memory" in str(e).lower()
         if _debug() or (isinstance(e, RuntimeError) and not memory and not isinstance(e, OSError)):

@@ -1,44 +1,30 @@
 """Export a kernel of the ladder as one self-contained KernelBench solution file.
 
-KernelBench's evaluator builds ``ModelNew`` with the reference Model's constructor arguments and
-seed, runs it on its own inputs and times it. :func:`render` writes such a file for a variant:
-``__init__`` is the reference's constructor, verbatim (the same weights from the same seed, its
-``state_dict`` loads); ``forward`` calls the step's function as the variant does, with the weights
-and options of its registration (:class:`StepCall`). Triton steps, and the Python modules that
-make the operands of the Hopper and operands steps, are embedded as source (``load_step`` resolved
-inside the file); CUDA steps are the problem's extension, local includes inlined, built by
-``load_inline`` with :mod:`fusedkit.build`'s flags and compiler probe on the first ``forward``.
-The file imports torch, triton and the standard library only; what a kernel keeps between calls
-belongs to its ModelNew instance.
+``ModelNew``'s ``__init__`` is the reference Model's, verbatim (the same weights from the same seed);
+``forward`` calls the step's function as the variant does (:class:`StepCall`). Triton and operands
+modules are embedded as source, CUDA steps as the problem's extension (local includes inlined),
+built by ``load_inline`` on the first ``forward``: the file imports torch, triton and the standard
+library only.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 import textwrap
+from collections import Counter
 from pathlib import Path
 from string import Template
 from typing import Callable
 
-from fusedkit import build as fk_build
+from fusedkit import build as fk_build, paths, records, results
 from fusedkit.build import HOPPER_BINDING
-from fusedkit import paths
 from fusedkit.kernels import KERNELS, step_path
-from fusedkit.precision import KERNEL_TIERS
 from fusedkit.problems import Problem, Variant
 from fusedkit.problems import get as get_problem
-from fusedkit.problems.base import StepCall, Weights
-
-__all__ = ["EXPORT_TIERS", "StepCall", "best_per_tier", "cuda_sources", "exportable", "export_all",
-           "export_variant", "file_name", "init_inputs", "render", "step_call"]
-
-KERNELBENCH_LEVEL = 2
-"""Every fusedkit problem is a KernelBench level-2 problem (README)."""
-
-EXPORT_TIERS: tuple[str, ...] = KERNEL_TIERS
-"""Tiers of our kernels, strictest first: a variant of one tier also meets every later one."""
+from fusedkit.problems.base import StepCall
 
 # A step file imports fusedkit for this line only; the exported file provides load_step itself.
 _LOAD_STEP_IMPORT = re.compile(r"^from fusedkit\.kernels import load_step[ \t]*$", re.M)
@@ -54,22 +40,12 @@ _FILE_SCOPE_NAME = re.compile(
 
 
 def step_call(problem: Problem | str, slug: str) -> StepCall:
-    """What the registered variant ``slug`` calls (its :class:`StepCall`: the function, the
-    weights and the options); ValueError for a baseline or any other kind of build."""
-    problem, v = _variant(problem, slug)
-    call = v.call
-    if call is None:
-        raise ValueError(f"variant={slug!r} of {problem.key} is not built by cuda_step, triton_step "
-                         "or operands_step; only those can be exported")
-    if call.kind == "triton" and v.source != f"{call.problem}/{call.filename}":
-        raise ValueError(f"variant={slug!r}: its source {v.source!r} is not the step it calls, "
-                         f"{call.problem}/{call.filename}")
-    return call
+    """What the registered variant ``slug`` calls: the function, the weights and the options."""
+    return _variant(problem, slug)[1].call
 
 
 def exportable(problem: Problem | str) -> list[str]:
-    """Slugs of the problem's own kernels (every variant but the baselines and the by-batch
-    choices among other steps, whose steps are exported each), in ladder order."""
+    """Slugs of the problem's own kernels (no baselines, no by-batch choices), in ladder order."""
     problem = _problem(problem)
     return [v.slug for v in problem.ladder() if not v.baseline and not v.routes]
 
@@ -81,29 +57,19 @@ def file_name(problem: Problem | str, slug: str) -> str:
 
 
 def init_inputs(problem: Problem | str, sizes: dict[str, int] | None = None) -> list:
-    """The reference constructor's arguments at ``sizes`` (default: the problem's), in order:
-    what KernelBench's ``get_init_inputs()`` returns, and what ModelNew takes."""
+    """The reference constructor's arguments at ``sizes``: KernelBench's ``get_init_inputs()``."""
     problem = _problem(problem)
     sizes = problem.sizes(sizes or problem.defaults)
     values = {**sizes, **problem.constants}
-    names = _arguments(_model_class_of(problem).__init__)
-    missing = [n for n in names if n not in values]
-    if missing:
-        raise ValueError(f"{problem.key}: constructor argument(s) {', '.join(missing)} are neither "
-                         "sizes nor constants of the problem")
-    return [values[n] for n in names]
+    return [values[n] for n in _arguments(_model_class_of(problem).__init__)]
 
 
 def best_per_tier(problem: Problem | str) -> dict[str, str]:
-    """Tier -> the fastest of our exportable kernels that meets it, by its recorded result
-    (:func:`fusedkit.results.best_by_tier`, as the index, notebook 06 and the README choose; a
-    stricter tier meets the looser ones); ``{}`` when nothing is recorded."""
-    from fusedkit.results import best_by_tier, recorded  # noqa: PLC0415 - reads the records
-
+    """Tier -> the fastest of our exportable kernels that meets it (:func:`results.best_by_tier`)."""
     problem = _problem(problem)
-    rows = recorded(problem)
+    rows = results.recorded(problem)
     rows = rows[rows["variant"].isin(exportable(problem))]   # no by-batch choices
-    return {tier: str(row["variant"]) for tier, row in best_by_tier(rows, problem).items()}
+    return {tier: str(row["variant"]) for tier, row in results.best_by_tier(rows, problem).items()}
 
 
 def render(problem: Problem | str, slug: str) -> str:
@@ -119,30 +85,20 @@ def render(problem: Problem | str, slug: str) -> str:
         runtime=_RUNTIME[call.kind],
         sources=_sources_block(problem, call),
     )
-    found = _IMPORTS_FUSEDKIT.search(text) or re.search(r"from fusedkit", text)
-    if found:   # the file must work where fusedkit is not installed
-        line = text.count("\n", 0, found.start()) + 1
-        raise ValueError(f"variant={slug!r}: the exported file would import fusedkit (line {line})")
     compile(text, file_name(problem, slug), "exec")   # a syntax error here is ours, not the user's
     return text
 
 
 def export_variant(problem: Problem | str, slug: str, path: str | os.PathLike[str], *,
                    force: bool = False) -> Path:
-    """Write :func:`render`'s file for ``slug`` to ``path`` (its folder made where missing);
-    returns the path written (a symbolic link's target). Raises ValueError (unknown problem or
-    variant, a baseline), FileExistsError (``path`` exists and ``force`` is False) or
-    :class:`fusedkit.paths.PathError` (``path`` may not be written), each in one line."""
+    """Write :func:`render`'s file to ``path`` (an existing one with ``force``); the path written."""
     problem, _ = _variant(problem, slug)
-    (target,) = _writable([path], force)
-    return _write([target], [render(problem, slug)])[0]
+    return _write(_writable([path], force), [render(problem, slug)])[0]
 
 
 def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
                force: bool = False) -> list[Path]:
-    """One file per exportable variant of ``problem`` in ``folder`` (created if missing), named
-    by :func:`file_name`. Every path is checked and every file rendered before the first write,
-    so a refusal writes nothing."""
+    """One file per exportable variant in ``folder``, every one checked and rendered before any write."""
     problem = _problem(problem)
     folder = paths.check(folder, "a folder for the solution files (created if missing)", folder=True)
     slugs = exportable(problem)
@@ -151,8 +107,7 @@ def export_all(problem: Problem | str, folder: str | os.PathLike[str], *,
 
 
 def _writable(files: list, force: bool) -> list[Path]:
-    """The write target of each path (:func:`fusedkit.paths.check`); an existing file is refused
-    unless ``force`` (FileExistsError), and ``force`` never overwrites a read-only one."""
+    """The write target of each path; an existing file is refused unless ``force``."""
     out = []
     for path in files:
         target = paths.check(path, "a writable file (chmod u+w), existing or new, or another path")
@@ -189,20 +144,9 @@ def _variant(problem: Problem | str, slug: str) -> tuple[Problem, Variant]:
     return problem, v
 
 
-def _recorded(problem: Problem) -> dict[str, dict]:
-    """Our kernels' recorded results (each one's newest clean measurement) by slug: tier,
-    median_ms, speedup (against eager in its own run) and label; read once per file version."""
-    from fusedkit import records  # noqa: PLC0415 - pandas; only the records need it
-
-    path = records.default_path()
-    stamp = (path.stat().st_mtime_ns, path.stat().st_size) if path.exists() else None
-    return _recorded_at(problem.key, str(path), stamp)
-
-
 @functools.lru_cache(maxsize=4)
 def _recorded_at(key: str, path: str, stamp: object) -> dict[str, dict]:
-    from fusedkit import results  # noqa: PLC0415
-
+    """Our kernels' newest clean results by slug, read once per ``stamp`` of the records file."""
     problem = _problem(key)
     rows, mine = results.recorded(problem, path=path), set(exportable(problem))
     return {r["variant"]: {"tier": r["tier"] if isinstance(r["tier"], str) else "",
@@ -212,13 +156,8 @@ def _recorded_at(key: str, path: str, stamp: object) -> dict[str, dict]:
 
 
 def _model_class_of(problem: Problem) -> type:
-    """The reference Model class (the problem's factory builds it)."""
-    return type(problem.make_model(_probe_sizes(problem)))
-
-
-def _probe_sizes(problem: Problem) -> dict[str, int]:
-    """Tiny sizes: enough to build the reference model and read its structure."""
-    return {d.name: 3 for d in problem.dims}
+    """The reference Model class, of a model the problem's factory builds at tiny sizes."""
+    return type(problem.make_model({d.name: 3 for d in problem.dims}))
 
 
 def _arguments(method: Callable) -> list[str]:
@@ -227,25 +166,11 @@ def _arguments(method: Callable) -> list[str]:
     return list(code.co_varnames[1:code.co_argcount])
 
 
-def _source(fn: Callable) -> str:
-    """The text of a plain function as its file has it (its ``def`` line and the lines indented
-    under it), dedented: the exported copy is the repository's own text."""
-    code = fn.__code__
-    lines = Path(code.co_filename).read_text(encoding="utf-8").splitlines(True)
-    first = code.co_firstlineno - 1
-    indent = len(lines[first]) - len(lines[first].lstrip())
-    end = first + 1
-    while end < len(lines) and (not lines[end].strip()
-                                or len(lines[end]) - len(lines[end].lstrip()) > indent):
-        end += 1
-    while not lines[end - 1].strip():
-        end -= 1
-    return textwrap.dedent("".join(lines[first:end]))
-
-
 def _header(problem: Problem, v: Variant) -> str:
     """The file's opening comment: the step, its tier and speed as recorded."""
-    mine = _recorded(problem)
+    path = records.default_path()
+    mine = _recorded_at(problem.key, str(path), (path.stat().st_mtime_ns, path.stat().st_size)
+                        if path.exists() else None)
     rec = mine.get(v.slug)
     if rec is None:
         where = ("no clean measurement of this step recorded yet" if mine
@@ -255,15 +180,14 @@ def _header(problem: Problem, v: Variant) -> str:
         tier = rec["tier"] or "not judged"
         recorded = (f"# Tier {tier}; last recorded {rec['median_ms']:.4g} ms, {rec['speedup']:.2f}x "
                     f"eager fp32,\n# on {rec['label']}.")
-    lines = [
-        f"# KernelBench level {KERNELBENCH_LEVEL} problem {problem.kernelbench_id} ({problem.title}),",
+    return "\n".join([
+        f"# KernelBench level 2 problem {problem.kernelbench_id} ({problem.title}),",   # as every one of ours
         f"# as fusedkit's `{v.slug}` (step {v.number}, {v.precision} arithmetic).",
         recorded,
         "# Self-contained: torch, triton and the standard library only; ModelNew takes the reference",
         "# Model's constructor arguments and state_dict. The kernel is built on the first forward.",
         f"# Written by: python -m fusedkit export --problem {problem.key} --variant {v.slug}",
-    ]
-    return "\n".join(lines)
+    ])
 
 
 def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
@@ -287,17 +211,8 @@ def _docstring(problem: Problem, v: Variant, call: StepCall) -> str:
     return '"""' + "\n".join(textwrap.fill(p, 96) for p in text.split("\n")) + '\n"""'
 
 
-def _weights_args(weights: Weights) -> list[str]:
-    """The expressions of ``weights(model)``'s values on ``self``: the parameters themselves, not
-    a fresh detached tensor per call, so each weight is the same tensor object from call to call
-    (the fp16x3 weight cache keys on it), then the constants as floats."""
-    return [*(f"self.{path}" for path in weights.tensors),
-            *(f"float(self.{path})" for path in weights.numbers)]
-
-
 def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) -> str:
-    init = _source(model_cls.__init__)
-    init_lines = init.rstrip().splitlines()
+    init_lines = textwrap.dedent(inspect.getsource(model_cls.__init__)).rstrip().splitlines()
     body_indent = re.match(r"\s*", init_lines[1]).group(0)
     if call.kind == "triton":
         opts = "".join(f", {k}={val!r}" for k, val in call.options.items())
@@ -311,7 +226,8 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
     init_text = textwrap.indent("\n".join(init_lines), "    ")
 
     inputs = _arguments(model_cls.forward)
-    args = _weights_args(call.weights)
+    # The weights as the parameters themselves (the fp16x3 weight cache keys on the tensor object).
+    args = [*(f"self.{t}" for t in call.weights.tensors), *(f"float(self.{n})" for n in call.weights.numbers)]
     call_line = f"        return self._kernel({', '.join([*inputs, *args])})"
     if len(call_line) > 100:
         joined = ",\n".join(f"            {a}" for a in [*inputs, *args])
@@ -325,23 +241,15 @@ def _model_class(problem: Problem, v: Variant, call: StepCall, model_cls: type) 
             f"    def forward(self, {', '.join(inputs)}):\n{call_line}\n")
 
 
-# --- embedded sources
-
-
 def _literal(text: str) -> str:
-    """``text`` as a readable Python literal: a raw triple-quoted string where that reads back
-    exactly, else its repr. A raw string keeps every character as written, but it ends at the
-    first ''' (so none may be inside, nor a quote at the end), a backslash at the end would
-    escape the closing quote, and a source file cannot hold a carriage return (read back as a
-    newline) or a NUL."""
+    """``text`` as a raw triple-quoted string where that reads back exactly, else its repr."""
     exact = not ("'''" in text or text.endswith(("'", "\\")) or "\r" in text or "\0" in text)
     return "r'''" + text + "'''" if exact else repr(text)
 
 
 def _triton_sources(problem: str, filename: str) -> dict[str, str]:
-    """The step's source and every step it loads (recursively), by "pNN/file.py", in name order;
-    each with its ``from fusedkit.kernels import load_step`` line turned into a comment (same
-    line count, so tracebacks name the same lines as the repository's files)."""
+    """The step's source and every step it loads, by "pNN/file.py", each with its ``load_step``
+    import made a comment (the same line count: tracebacks name the repository's lines)."""
     found: dict[str, str] = {}
     todo = [(problem, filename)]
     while todo:
@@ -351,8 +259,7 @@ def _triton_sources(problem: str, filename: str) -> dict[str, str]:
             continue
         src = step_path(p, f).read_text(encoding="utf-8")
         src = _LOAD_STEP_IMPORT.sub("# load_step is given by the exported file (see _TritonStep)", src)
-        bad = _IMPORTS_FUSEDKIT.search(src)
-        if bad:
+        if bad := _IMPORTS_FUSEDKIT.search(src):
             line = src.count("\n", 0, bad.start()) + 1
             raise ValueError(f"kernel {key} imports fusedkit at line {line}: it cannot be exported")
         found[key] = src
@@ -360,23 +267,17 @@ def _triton_sources(problem: str, filename: str) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def _rel(path: Path) -> str:
-    return path.resolve().relative_to(KERNELS).as_posix()
-
-
 def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
-    """``path``'s lines with each ``#include "local.h"`` replaced by that file's lines (once per
-    translation unit, as ``#pragma once`` would), framed by ``#line`` markers so that compiler
-    messages name the repository's files and lines."""
-    out = [f'#line 1 "{_rel(path)}"']
+    """``path``'s lines, each local include inlined once between ``#line`` markers."""
+    rel = path.resolve().relative_to(KERNELS).as_posix()
+    out = [f'#line 1 "{rel}"']
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = _LOCAL_INCLUDE.match(line)
-        if m:
+        if m := _LOCAL_INCLUDE.match(line):
             header = (path.parent / m.group(1)).resolve()
             if header not in seen:
                 seen.add(header)
                 out += _inline_includes(header, seen)
-                out.append(f'#line {number + 1} "{_rel(path)}"')
+                out.append(f'#line {number + 1} "{rel}"')
             else:
                 out.append(f"// {line.strip()}: inlined above")
             continue
@@ -385,21 +286,15 @@ def _inline_includes(path: Path, seen: set[Path]) -> list[str]:
 
 
 def _colliding_names(sources: list[Path]) -> dict[Path, list[str]]:
-    """Names that two or more .cu files define at file scope: one translation unit holds them
-    all, so each file gets its own spelling (``#define name name__<file>``)."""
+    """Names that several .cu files define at file scope: each file's get a spelling of its own."""
     defined = {p: {n for n in _FILE_SCOPE_NAME.findall(p.read_text(encoding="utf-8"))
                    if not n.startswith("__")} for p in sources}
-    counts: dict[str, int] = {}
-    for names in defined.values():
-        for n in names:
-            counts[n] = counts.get(n, 0) + 1
+    counts = Counter(n for names in defined.values() for n in names)
     return {p: sorted(n for n in names if counts[n] > 1) for p, names in defined.items()}
 
 
 def cuda_sources(problem: str, hopper: bool = False) -> tuple[str, str]:
-    """The problem's extension as load_inline's two translation units: ``binding.cpp`` (C++) and
-    every ``.cu`` step (CUDA), local headers inlined; with ``hopper=True``, the Hopper extension
-    (``binding_hopper.cpp`` and the sm_90a steps)."""
+    """The problem's (Hopper) extension as load_inline's C++ and CUDA translation units."""
     *steps, binding = fk_build.extension_sources(problem, hopper)
     cpp = "\n".join(_inline_includes(binding, set()))
     seen: set[Path] = set()
@@ -419,13 +314,11 @@ def _sources_block(problem: Problem, call: StepCall) -> str:
     how["cuda_operands"] = how["hopper"]
     head = ("# " + "-" * 94 + f"\n# The kernel sources: fusedkit/kernels/{call.problem}/ (and what they use), "
             "verbatim but for\n# " + how[call.kind] + "\n# " + "-" * 94 + "\n")
-    python = call.kind != "cuda"
-    modules = (_triton_sources(call.problem if call.kind == "triton" else "common", call.filename)
-               if python else {})
-    text = head
+    text, python = head, call.kind != "cuda"
     if python:
-        items = ",\n".join(f"    {key!r}: {_literal(src)}" for key, src in modules.items())
-        text += "_SOURCES = {\n" + items + ",\n}\n"
+        modules = _triton_sources(call.problem if call.kind == "triton" else "common", call.filename)
+        items = "".join(f"    {key!r}: {_literal(src)},\n" for key, src in modules.items())
+        text += "_SOURCES = {\n" + items + "}\n"
     if call.kind == "triton":
         return text
     hopper = call.kind == "hopper"
@@ -440,7 +333,6 @@ def _sources_block(problem: Problem, call: StepCall) -> str:
             f"_CPP_SOURCE = {_literal(cpp)}\n\n_CUDA_SOURCE = {_literal(cu)}\n")
 
 
-# ---------------------------------------------------------------------------------------
 # Templates of the generated file. No `from __future__` import: KernelBench may exec the file
 # with lines of its own in front (its build-directory form), where a future import is an error.
 
@@ -467,8 +359,7 @@ _IMPORTS = {
 }
 _IMPORTS["cuda_operands"] = _IMPORTS["hopper"]
 
-_RUNTIME = {
-    "triton": '''\
+_TRITON_STEP = '''\
 class _TritonStep:
     """A Triton step's function, compiled from the sources embedded below on its first call.
 
@@ -507,9 +398,9 @@ class _TritonStep:
     def __getstate__(self):
         # A copy (deepcopy, pickle) starts with nothing compiled and nothing cached.
         return {**self.__dict__, "_modules": {}, "_fn": None}
-''',
-    "cuda": '''\
-${cuda_step}@functools.lru_cache(maxsize=None)
+'''
+_EXTENSION = '''\
+@functools.lru_cache(maxsize=None)
 def _extension():
     """Build the extension (once per process: compiled code, no state) and import it.
 
@@ -554,13 +445,11 @@ def _extension():
             os.environ["CXX"] = saved
 
 
-${build_helpers}''',
-}
+'''
 # The build helpers a CUDA solution needs are fusedkit.build's own, copied as source (they are
 # written to need only the standard library), so the two cannot drift apart.
-_RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${build_helpers}", "\n\n".join(
-    _source(f) for f in (fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared,
-                         fk_build.usable_cxx)))
+_EXTENSION += "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in (
+    fk_build.put_ninja_on_path, fk_build.links_libstdcxx_shared, fk_build.usable_cxx))
 _CUDA_STEP = '''class _CudaStep:
     """One function of the problem's CUDA extension, which is built on the first call."""
 
@@ -599,6 +488,6 @@ class _OperandsStep(_TritonStep):
 
 
 '''
-_RUNTIME["hopper"] = _RUNTIME["triton"] + "\n\n" + _OPERANDS_STEP + _RUNTIME["cuda"].replace("${cuda_step}", "")
+_RUNTIME = {"triton": _TRITON_STEP, "cuda": _CUDA_STEP + _EXTENSION,
+            "hopper": _TRITON_STEP + "\n\n" + _OPERANDS_STEP + _EXTENSION}
 _RUNTIME["cuda_operands"] = _RUNTIME["hopper"]
-_RUNTIME["cuda"] = _RUNTIME["cuda"].replace("${cuda_step}", _CUDA_STEP)

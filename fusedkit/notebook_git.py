@@ -1,21 +1,15 @@
 """Saved notebooks and git: JupyterLab writes outputs into the notebooks, git should not see them.
 
-``make env`` sets nbstripout up as git's clean filter of ``*.ipynb``: git stores a notebook without
-its outputs, execution counts, widget state and ``language_info`` (the kernel's Python version,
-different on every machine). :func:`refresh_index`, JupyterLab's post-save hook under ``make
-lab``, refreshes git's record of a notebook whose stripped content git already holds, so ``git
-status`` stays clean too (git takes a changed size as a change); a real edit is left for its
-author. JupyterLab writes ``language_info`` into a notebook as soon as its kernel starts, so one
-stored without it opened marked unsaved: the smudge side (:func:`with_language_info`, run by git
-on checkout, and ``make git-filter`` for the notebooks already there) writes it into the working
-files. As a script (``python -I fusedkit/notebook_git.py smudge | fill NOTEBOOK...``) it imports
-nothing of fusedkit, whose package would import torch.
+nbstripout is git's clean filter (``make env``); :func:`refresh_index`, JupyterLab's post-save hook,
+keeps ``git status`` clean; the smudge side (:func:`with_language_info`) writes back the
+``language_info`` that JupyterLab would add at once, marking the notebook unsaved. As a script
+(``python -I fusedkit/notebook_git.py smudge | fill NOTEBOOK...``) it imports nothing of fusedkit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,21 +25,11 @@ def _git(folder: Path, *args: str) -> str | None:
     return out.stdout.strip()
 
 
-def unchanged_for_git(path: str | os.PathLike[str]) -> bool:
-    """True when ``path``, through its clean filter, is the blob git's index holds for it."""
-    path = Path(path).resolve()
-    staged = _git(path.parent, "ls-files", "--stage", "--", path.name)
-    if not staged:
-        return False   # not tracked, or not in a git checkout
-    blob = _git(path.parent, "hash-object", "--path", path.name, "--", path.name)
-    return blob is not None and staged.split()[1] == blob
-
-
 def refresh_index(os_path: str, **_: object) -> None:
-    """JupyterLab's post-save hook: refresh git's record of a saved notebook when only what the
-    filter strips has changed."""
-    if os_path.endswith(".ipynb") and unchanged_for_git(os_path):
-        path = Path(os_path).resolve()
+    """JupyterLab's post-save hook: refresh git's record of a notebook whose stripped blob it holds."""
+    path = Path(os_path).resolve()
+    staged = _git(path.parent, "ls-files", "--stage", "--", path.name) if os_path.endswith(".ipynb") else None
+    if staged and staged.split()[1] == _git(path.parent, "hash-object", "--path", path.name, "--", path.name):
         _git(path.parent, "add", "--", path.name)   # same blob: only the file's size and times change
 
 
@@ -57,8 +41,7 @@ def kernel_language_info() -> dict:
 
 
 def with_language_info(text: str, info: dict | None = None) -> str:
-    """``text`` (a notebook's JSON) with ``metadata.language_info`` set to ``info`` (default:
-    :func:`kernel_language_info`) where a Python notebook has none, in nbformat's layout."""
+    """A Python notebook's JSON ``text`` given the kernel's ``language_info`` where it has none."""
     try:
         nb = json.loads(text)
     except ValueError:
@@ -72,8 +55,7 @@ def with_language_info(text: str, info: dict | None = None) -> str:
 
 
 def fill(paths: list[str]) -> None:
-    """Write the kernel's ``language_info`` into each notebook of ``paths`` that has none, and
-    refresh git's record of it (:func:`refresh_index`)."""
+    """:func:`with_language_info` for each notebook of ``paths``, git's record refreshed."""
     info = kernel_language_info()
     for path in map(Path, paths):
         text = path.read_text(encoding="utf-8")
@@ -86,10 +68,8 @@ def fill(paths: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["smudge"]:   # git's smudge filter: the notebook on stdin, out on stdout
         notebook = sys.stdin.read()
-        try:
+        with contextlib.suppress(Exception):   # no ipykernel here, say: the file as git holds it
             notebook = with_language_info(notebook)
-        except Exception:  # noqa: BLE001 - no ipykernel here, say: the file as git holds it
-            pass
         sys.stdout.write(notebook)
     elif sys.argv[1:2] == ["fill"]:
         fill(sys.argv[2:])

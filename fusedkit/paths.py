@@ -1,14 +1,6 @@
-"""Where fusedkit writes: one check of a path at the edge, and one way to replace a file.
-
-Every file fusedkit writes (records, counters, clocks, reports and their index, exported
-solutions, the README) is written whole to a temporary file beside it, synced and renamed over
-it (:func:`replace`): a crash or a full disk leaves the old file or the new one, never part of
-one. Before anything is measured or run, :func:`check` refuses in one line a path that such a
-write could not or must not replace: a name ending in ``/`` (a folder) or ``-`` (no file), a
-folder, a device, a FIFO, a socket, a symbolic link that loops, a file or folder marked
-read-only (refused as root too: its mode says keep it), a read-only file system, or a folder
-in which no file can be created (tried). A symbolic link is followed: its target is written and
-the link stays.
+"""Where fusedkit writes: :func:`check`, one check of a path at the edge (in one line, before
+anything runs), and :func:`replace`, one way to write a file whole (a temporary file beside it,
+synced and renamed over it: a crash or a full disk leaves the old file or the new one).
 """
 
 from __future__ import annotations
@@ -51,16 +43,14 @@ def _unwritable(path: Path) -> str:
 
 
 def target(path: str | os.PathLike[str]) -> Path:
-    """The file a write of ``path`` replaces: ``path`` with its symbolic links followed (a
-    dangling link names the file to create). A path without links stays as given."""
+    """``path`` with its symbolic links followed (a dangling link names the file to create)."""
     real = os.path.realpath(path)
     return Path(path) if real == os.path.abspath(path) else Path(real)
 
 
 def check(path: str | os.PathLike[str], allowed: str, *, folder: bool = False) -> Path:
     """The path a write of ``path`` replaces (links followed), or :class:`PathError` naming it,
-    what is wrong and ``allowed``. ``folder``: ``path`` is a folder to write files into (made
-    with its parents where missing), else a file. Leaves nothing behind."""
+    what is wrong and ``allowed``; ``folder``: a folder to write files into (made where missing)."""
     text = os.fspath(path)
     fault = ""
     if text == "-":
@@ -83,15 +73,13 @@ def check(path: str | os.PathLike[str], allowed: str, *, folder: bool = False) -
 
 
 def _folder_fault(folder: Path) -> str:
-    """Why no file can be created in ``folder`` or, where it is missing, in its nearest existing
-    ancestor (which makes the rest); "" when one can: a probe file is made there and removed."""
+    """Why no file can be made in ``folder`` or its nearest existing ancestor ("" when one can)."""
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent
     what = kind(folder)
     if what != "a folder":
         return f"{folder} is {what or 'missing'}, not a folder"
-    fault = _unwritable(folder)
-    if fault:
+    if fault := _unwritable(folder):
         return fault.replace(f"{folder} is read-only", f"the folder {folder} is not writable", 1)
     probe = folder / f".fusedkit-probe-{os.getpid()}-{secrets.token_hex(4)}"
     try:
@@ -102,18 +90,10 @@ def _folder_fault(folder: Path) -> str:
     return ""
 
 
-def temp_name(path: Path) -> Path:
-    """A fresh temporary name beside ``path`` (``.NAME.<pid>.<hex>.tmp``)."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-
-
 def replace(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Make ``data`` (text is written as UTF-8) the content of ``path`` in one rename that
-    survives a crash: a temporary file beside it, synced, renamed over it (keeping its mode),
-    and the folder synced. A failed write (a full disk) removes the temporary file and raises
-    :class:`PathError` naming ``path`` and saying that it is left as it was."""
+    """Make ``data`` (text as UTF-8) the content of ``path``, keeping its mode, in one rename."""
     path = Path(path)
-    tmp, existed = temp_name(path), path.exists()
+    tmp, existed = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"), path.exists()
     view = memoryview(data.encode() if isinstance(data, str) else data)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)   # umask applies

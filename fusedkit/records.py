@@ -1,12 +1,7 @@
 """The ``data/`` records: one CSV row per (run, variant) with its timing, accuracy and origin.
 
-The file is append-only and never edited in place. An append takes an exclusive lock, re-reads
-and validates the whole file, and writes old + new rows through :func:`fusedkit.paths.replace`
-(a temporary file, synced, renamed over it): a process that dies at any point leaves the old
-file or the new one. Readers take no lock. Every file of ``data/`` (the records, the counters,
-the clocks) is read through :func:`parse_table`, which names the file and line of the first
-fault: text that is not UTF-8, a last row cut short (no final newline), another header, a wrong
-field count, a bad value. The schema, column by column with units, is in ``data/README.md``.
+Appends lock, validate and replace the whole file; :func:`parse_table` reads every file of
+``data/``, naming the file and line of a fault. The schema is in ``data/README.md``.
 """
 
 from __future__ import annotations
@@ -20,20 +15,18 @@ import os
 import re
 import secrets
 import subprocess
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import torch
 
 from fusedkit import paths
+from fusedkit.mode import detect_mode
 from fusedkit.precision import TIERS as PRECISION_TIERS
-
-if TYPE_CHECKING:
-    import torch
 
 COLUMNS: tuple[str, ...] = (
     "run_id", "timestamp", "commit", "device", "driver", "cuda", "torch", "triton",
@@ -42,7 +35,6 @@ COLUMNS: tuple[str, ...] = (
     "max_abs_error", "rel_error", "allclose", "peak_mem_mb", "build_s", "seconds",
     "timed_from", "timed_to", "notes",
 )
-"""Column names, in file order."""
 
 PREVIOUS_SCHEMAS: tuple[tuple[str, ...], ...] = (   # read, rewritten in COLUMNS by an append
     tuple(c for c in COLUMNS if c not in ("timed_from", "timed_to")),                 # 2026-12-05
@@ -68,8 +60,7 @@ class RecordsError(ValueError):
 
 @dataclass
 class RunContext:
-    """Where and when one run was measured: the first eight columns of each of its rows
-    (``run_id`` sorts by time and ends in 6 random hex digits; ``timestamp`` ISO 8601 UTC)."""
+    """Where and when one run was measured: the first eight columns of each of its rows."""
 
     run_id: str
     timestamp: str
@@ -82,13 +73,7 @@ class RunContext:
 
     @classmethod
     def collect(cls, repo_root: str | os.PathLike[str] | None = None) -> RunContext:
-        """The context of this process: clock, git commit of ``repo_root`` (default: the
-        checkout holding fusedkit), device and versions; a missing fact is "" ("unknown" for
-        the commit). Raises ValueError for a ``FUSEDKIT_COMMIT`` that is not one line."""
-        import torch  # noqa: PLC0415 - heavy; only needed here
-
-        from fusedkit.mode import detect_mode  # noqa: PLC0415 - imports torch and triton
-
+        """This process's clock, commit (of ``repo_root``, default fusedkit's), device and versions."""
         now = datetime.now(timezone.utc).replace(microsecond=0)
         mode = detect_mode()  # device "NVIDIA H200" or "cpu: <processor>", Triton version
         return cls(run_id=f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}",
@@ -108,20 +93,15 @@ def default_path() -> Path:
 
 
 def path_for(device: torch.device, path: str | os.PathLike[str] | None = None) -> Path:
-    """The records file a run on ``device`` appends to: ``path`` when given (or
-    ``$FUSEDKIT_RECORDS``), else the tracked history on a GPU and the ignored
-    ``data/local/records.csv`` on a CPU (a laptop's timings never enter the history)."""
-    if path:
-        return Path(path)
-    if device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
-        return default_path()
+    """``path`` or ``$FUSEDKIT_RECORDS``, else the history on a GPU, ``data/local/`` on a CPU."""
+    if path or device.type == "cuda" or os.environ.get("FUSEDKIT_RECORDS", "").strip():
+        return Path(path) if path else default_path()
     return default_path().parent / "local" / "records.csv"
 
 
 def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
-    """One validated row: the run's context plus ``fields`` (columns after the context ones,
-    :data:`REQUIRED` given, the rest "" for not measured; units in data/README.md), every value
-    as its CSV text; ValueError or TypeError naming the column."""
+    """One validated row, as CSV texts: the run's context plus ``fields`` (the other columns,
+    :data:`REQUIRED` given, the rest "" for not measured); ValueError or TypeError naming it."""
     unknown = sorted(set(fields) - set(COLUMNS))
     if unknown:
         raise ValueError(f"make_row: unknown column(s) {', '.join(unknown)}; "
@@ -137,17 +117,24 @@ def make_row(ctx: RunContext, **fields: object) -> dict[str, str]:
         raise TypeError(f"make_row: ctx={ctx!r} is not a RunContext; use RunContext.collect()")
     row = {c: _to_text(c, v) for c, v in asdict(ctx).items()}
     row.update({c: _to_text(c, fields.get(c)) for c in COLUMNS if c not in row})
-    fault = _check_row(row)
-    if fault:
+    if fault := _check_row(row):
         raise ValueError(f"make_row: {fault}")
     return row
 
 
 def append_rows(path: str | os.PathLike[str], rows: list[dict]) -> None:
-    """Append ``rows`` (from :func:`make_row`) to the records file at ``path`` (made with its
-    header if missing), durably; the file is left as it is when it may not be written
-    (PathError), is malformed (RecordsError) or a row repeats a recorded key (ValueError)."""
-    texts = [_row_text(i, r) for i, r in enumerate(rows)]
+    """Append ``rows`` (from :func:`make_row`) to the records file at ``path``, durably."""
+    texts = []
+    for i, row in enumerate(rows):   # exactly the columns, as text, valid
+        if not isinstance(row, Mapping):
+            raise TypeError(f"rows[{i}] is a {type(row).__name__}; expected a dict from make_row")
+        if set(row) != set(COLUMNS):
+            missing, extra = [c for c in COLUMNS if c not in row], sorted(set(row) - set(COLUMNS))
+            raise ValueError(f"rows[{i}]: missing {missing or 'none'}, unknown {extra or 'none'}; "
+                             "build rows with make_row")
+        texts.append({c: row[c] if isinstance(row[c], str) else _to_text(c, row[c]) for c in COLUMNS})
+        if fault := _check_row(texts[-1]):
+            raise ValueError(f"rows[{i}]: {fault}")
     _refuse_repeats(Path(path), [], texts)   # within this call, whatever the file holds
 
     def check(p: Path, text: str) -> str | None:
@@ -177,41 +164,39 @@ def _refuse_repeats(path: Path, recorded: list[tuple[int, dict[str, str]]],
 
 def append_lines(path: str | os.PathLike[str], header: str, lines: str,
                  check: Callable[[Path, str], str | None]) -> None:
-    """Append whole CSV ``lines`` to a file of ``data/`` under an exclusive lock, the old text
-    validated by ``check(path, text)`` (raising to refuse it, or returning it anew in the current
-    schema, or None); a missing or empty file starts with ``header``."""
+    """Append CSV ``lines`` to a file of ``data/`` under a lock; ``check(path, old text)`` raises, or
+    returns the text anew (a previous schema), or None; a new file starts with ``header``."""
     if not lines:
         return
     path = paths.check(path, "a CSV file of data/, existing or new")   # a link: its target
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path):
+    lock = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # released by closing, or by the OS if the process dies
         for stale in path.parent.glob(f".{path.name}.*.tmp"):
             stale.unlink(missing_ok=True)   # left by a writer that died; we hold the lock
-        old = _decode(path, path.read_bytes()) if path.exists() else ""
+        old = _text(path)
         anew = check(path, old) if old.strip() else header
         old = anew if isinstance(anew, str) else old
         paths.replace(path, old + lines)
+    finally:
+        os.close(lock)
 
 
 def preflight(path: str | os.PathLike[str]) -> None:
-    """Refuse now, before anything is measured, what an append would refuse later: a path
-    :func:`fusedkit.paths.check` refuses, a lock file beside it that cannot be opened, a file that
-    does not parse (PathError or RecordsError, one line). Leaves nothing behind."""
+    """Refuse now, in one line and before anything is measured, what an append would refuse."""
     path = paths.check(path, "a records CSV file, existing or new")
     lock = path.with_name(path.name + ".lock")
     if lock.exists():
         paths.check(lock, f"a lock file an append can open (move {lock.name} aside), or "
                           "another records path")
-    if path.exists():
-        _parse(path, _decode(path, path.read_bytes()))
+    _parse(path, _text(path))
 
 
 def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """All rows of the records file, typed (columns :data:`COLUMNS`; dtypes in data/README.md);
-    empty for a missing or empty file; RecordsError naming the file and line of a fault."""
+    """All rows of the records file, typed (dtypes in data/README.md); empty for a missing file."""
     path = Path(path)
-    text = _decode(path, path.read_bytes()) if path.exists() else ""
-    frame = pd.DataFrame([r for _, r in _parse(path, text)], columns=list(COLUMNS), dtype=str)
+    frame = pd.DataFrame([r for _, r in _parse(path, _text(path))], columns=list(COLUMNS), dtype=str)
     for c in _FLOATS:
         frame[c] = pd.to_numeric(frame[c].replace("", np.nan)).astype("float64")
     frame["repeats"] = pd.to_numeric(frame["repeats"].replace("", np.nan)).astype("Int64")
@@ -223,28 +208,24 @@ def read_records(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def import_records(src: str | os.PathLike[str], dst: str | os.PathLike[str] | None = None) -> int:
-    """Append every row of another records file (one fetched from a GPU machine) to ``dst``
-    (default: :func:`default_path`), each with its own run context; returns how many. Rows
-    already in ``dst`` verbatim are skipped (importing twice adds nothing twice); a different
-    row under a recorded key is refused (ValueError)."""
+    """Append the rows of another records file (a GPU machine's) that ``dst`` lacks; how many."""
     src, dst = Path(src), Path(dst) if dst is not None else default_path()
     if not src.is_file():
         raise FileNotFoundError(f"src={str(src)!r} is not a file")
-    have = {tuple(r.values()) for _, r in _parse(dst, _decode(dst, dst.read_bytes()))} \
-        if dst.exists() else set()
-    new = [r for _, r in _parse(src, _decode(src, src.read_bytes())) if tuple(r.values()) not in have]
+    have = {tuple(r.values()) for _, r in _parse(dst, _text(dst))}
+    new = [r for _, r in _parse(src, _text(src)) if tuple(r.values()) not in have]
     append_rows(dst, new)
     return len(new)
 
-
-# --- reading any file of data/ ------------------------------------------------------------
 
 def _short(text: str, limit: int = 40) -> str:
     """``repr(text)``, cut to about ``limit`` characters: a garbage file is not echoed whole."""
     return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
 
 
-def _decode(path: Path, data: bytes) -> str:
+def _text(path: Path) -> str:
+    """The file's text ("" when it is missing), or RecordsError naming the line that is not UTF-8."""
+    data = path.read_bytes() if path.exists() else b""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -255,17 +236,13 @@ def _decode(path: Path, data: bytes) -> str:
 def read_table(path: str | os.PathLike[str], what: str, schemas: Sequence[Sequence[str]],
                row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
     """:func:`parse_table` of the file at ``path`` ([] when it is missing or empty)."""
-    path = Path(path)
-    return parse_table(path, _decode(path, path.read_bytes()) if path.exists() else "", what, schemas,
-                       row_fault)
+    return parse_table(Path(path), _text(Path(path)), what, schemas, row_fault)
 
 
 def parse_table(path: Path, text: str, what: str, schemas: Sequence[Sequence[str]],
                 row_fault: Callable[[dict[str, str]], str]) -> list[tuple[int, dict[str, str]]]:
-    """(line number, row) of each row of ``text``, a ``what`` file of ``data/`` ("records") read
-    from ``path``, keyed by ``schemas[0]``'s columns. The header is one of ``schemas``, every row has its field
-    count and no ``row_fault(row)`` (a sentence), the text ends in a newline (a last row without
-    one was cut short); else RecordsError, one line naming the file, the line and the fault."""
+    """(line number, row keyed by ``schemas[0]``) of each row of ``text``, a ``what`` file of ``data/``
+    from ``path`` (a header of ``schemas``, no ``row_fault(row)``); else RecordsError, one line."""
     if not text.strip():
         return []
     if not text.endswith("\n"):
@@ -290,8 +267,7 @@ def parse_table(path: Path, text: str, what: str, schemas: Sequence[Sequence[str
                 raise RecordsError(f"{path}:{reader.line_num}: wrong field count: {len(cells)} "
                                    f"fields, expected {len(header)}")
             row = dict.fromkeys(schemas[0], "") | dict(zip(header, cells))
-            fault = row_fault(row)
-            if fault:
+            if fault := row_fault(row):
                 raise RecordsError(f"{path}:{reader.line_num}: {fault}")
             rows.append((reader.line_num, row))
     except csv.Error as e:
@@ -310,8 +286,6 @@ def _parse(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
         seen[key] = line
     return rows
 
-
-# --- values to text and back ---------------------------------------------------------------
 
 def csv_line(cells: object) -> str:
     """One CSV line ending in "\\n", quoted where a cell holds a comma or a quote."""
@@ -348,8 +322,7 @@ def _to_text(column: str, value: object) -> str:
 
 
 def number_fault(column: str, text: str, low: float = 0.0, *, above: bool = False) -> str:
-    """"" when ``text`` is empty or a finite number >= ``low`` (> when ``above``), else the
-    fault as a sentence naming ``column``."""
+    """"" when ``text`` is empty or a finite number >= ``low`` (> when ``above``), else the fault."""
     kind = f"a finite number {'>' if above else '>='} {low:g}"
     try:
         x = float(text) if text else low + 1
@@ -367,8 +340,7 @@ def _check_row(row: Mapping[str, str]) -> str:
         if not row[c].strip():
             return f"{c} is empty; it is required"
     for c in ("timestamp", "timed_from", "timed_to"):
-        fault = timestamp_fault(row[c], c) if row[c] or c == "timestamp" else ""
-        if fault:
+        if (row[c] or c == "timestamp") and (fault := timestamp_fault(row[c], c)):
             return fault
     if not _SIZES_RE.fullmatch(row["sizes"]):
         return f"sizes={_short(row['sizes'])} is not of the form name=value,name=value"
@@ -378,8 +350,7 @@ def _check_row(row: Mapping[str, str]) -> str:
     if row["median_ms"] == "":
         return "median_ms is empty; it is required"
     for c in _FLOATS:
-        fault = number_fault(c, row[c], above=c in _TIMES)
-        if fault:
+        if fault := number_fault(c, row[c], above=c in _TIMES):
             return fault
     if row["repeats"] and (number_fault("repeats", row["repeats"], 1) or not float(row["repeats"]).is_integer()):
         return f"repeats={_short(row['repeats'])}: expected a whole number >= 1"
@@ -401,34 +372,6 @@ def timestamp_fault(text: str, column: str = "timestamp") -> str:
     return ""
 
 
-def _row_text(index: int, row: object) -> dict[str, str]:
-    """A row for append_rows, checked: exactly the columns, as text, valid."""
-    if not isinstance(row, Mapping):
-        raise TypeError(f"rows[{index}] is a {type(row).__name__}; expected a dict from make_row")
-    if set(row) != set(COLUMNS):
-        missing, extra = [c for c in COLUMNS if c not in row], sorted(set(row) - set(COLUMNS))
-        raise ValueError(f"rows[{index}]: missing {missing or 'none'}, unknown {extra or 'none'}; "
-                         "build rows with make_row")
-    text = {c: row[c] if isinstance(row[c], str) else _to_text(c, row[c]) for c in COLUMNS}
-    fault = _check_row(text)
-    if fault:
-        raise ValueError(f"rows[{index}]: {fault}")
-    return text
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``<path>.lock`` (released by the OS if the process dies)."""
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing drops the flock
-
-
-# --- context helpers ----------------------------------------------------------------------
-
 def _run(*args: str) -> str | None:
     """stdout of a short command, or None if it is missing or fails."""
     try:
@@ -443,9 +386,7 @@ def current_commit() -> str:
 
 
 def _git_commit(root: Path) -> str:
-    """``$FUSEDKIT_COMMIT`` (ValueError unless one line: a copied tree on a lent GPU machine can
-    carry a stale ``.git``); else HEAD's short hash, "+dirty" if files outside ``data/`` differ;
-    outside git, "unknown"."""
+    """``$FUSEDKIT_COMMIT`` (a copied tree can carry a stale ``.git``), else HEAD's, "+dirty"."""
     told = os.environ.get("FUSEDKIT_COMMIT", "").strip()
     if re.search(r"[\x00-\x1f\x7f]", told):
         raise ValueError(f"FUSEDKIT_COMMIT={_short(told)} holds a line break, tab or other control "

@@ -1,21 +1,9 @@
-"""Execute the notebooks headless and export each as a self-contained HTML report.
+"""Execute the notebooks headless and export each as an HTML report that opens offline.
 
-nbclient runs every cell with widget state stored; nbconvert exports it with figures inlined,
-each widget drawn as static HTML from its stored state (:mod:`fusedkit.static_widgets`) and no
-script fetched from a CDN: a report opens offline as it was generated. Each report is written as
-soon as its notebook finishes; a notebook that fails still gets one, showing the failing cell,
-marked FAILED in ``index.html``. Ctrl-C or SIGTERM stops the run instead: the kernel is killed,
-the running notebook gets no report, and :class:`fusedkit.interrupts.Interrupted` says which were
-kept. The index lists every notebook of the folder (an earlier build's report and summary kept,
-from ``index.json``; one never built marked so), and the headline numbers of the records. No
-report names a path of the machine that built it (:func:`relative_paths`).
-
-Sizes are chosen in the papermill style: a run with sizes (``report --sizes p12:small``) gets,
-right after each notebook's *parameters cell* (tagged ``parameters``: ``SIZES = {}``), a cell
-tagged ``injected-parameters`` setting ``SIZES``, where the size pickers start
-(:func:`inject_sizes`); a notebook without a parameters cell is refused before anything runs.
-The sizes its pickers held are read back from the stored widget state (:func:`picked_sizes`) and
-named at the top of its report and in the index where they are not KernelBench's.
+Each report is written as soon as its notebook finishes, a failed one too; the index lists every
+notebook of the folder and the records' headline numbers. Sizes are injected papermill-style after
+each notebook's ``parameters`` cell. nbformat, nbclient and nbconvert are imported where used, so
+that importing this module (the command line does) stays cheap.
 """
 
 from __future__ import annotations
@@ -34,28 +22,25 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import nbformat
 import pandas as pd
-from jinja2 import DictLoader
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-from nbconvert import HTMLExporter
-from nbconvert.filters import markdown2html
 from tqdm.auto import tqdm
-from traitlets.config import Config
 
-from fusedkit import interrupts, paths, problems
-from fusedkit.problems import Sizes, fmt_sizes
+from fusedkit import interrupts, paths, problems, static_widgets
 from fusedkit.precision import KERNEL_TIERS as TIERS
+from fusedkit.problems import Sizes, fmt_sizes, presets
 from fusedkit.records import RecordsError
 from fusedkit.results import best_by_tier, caption, recorded
-from fusedkit.static_widgets import WIDGET_VIEW, StaticWidgetsPreprocessor, widget_models
+from fusedkit.static_widgets import WIDGET_VIEW, widget_models
+
+if TYPE_CHECKING:
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+    from nbformat import NotebookNode
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")   # colour codes in tracebacks
 
 # JupyterLab's template with every block that loads a script from the network empty: require.js,
 # MathJax (the maths is Unicode), mermaid.js and the widget manager (widgets are static HTML).
@@ -69,12 +54,14 @@ _OFFLINE = """{%- extends 'index.html.j2' -%}
 
 
 def offline_exporter() -> HTMLExporter:
-    """An HTML exporter whose pages load nothing from the network: JupyterLab's look, images
-    as data URIs, widgets drawn from the notebook's stored state."""
+    """An HTML exporter in JupyterLab's look whose pages load nothing from the network."""
+    from jinja2 import DictLoader  # noqa: PLC0415 - nbconvert's, as heavy
+    from nbconvert import HTMLExporter  # noqa: PLC0415 - heavy (1 s)
+
     exporter = HTMLExporter(template_name="lab", template_file=_OFFLINE_TEMPLATE,
                             extra_loaders=[DictLoader({_OFFLINE_TEMPLATE: _OFFLINE})],
                             embed_images=True)
-    exporter.register_preprocessor(StaticWidgetsPreprocessor(), enabled=True)
+    exporter.register_preprocessor(static_widgets.StaticWidgetsPreprocessor(), enabled=True)  # nbconvert's
     return exporter
 
 
@@ -90,21 +77,15 @@ class ReportResult:
     summary: str = ""          # one line of markdown: what the notebook is about
     status: str = "built"      # built (this run), kept (an earlier run's report), missing
     built_at: str = ""         # when the report was written, "YYYY-mm-dd HH:MM UTC"
-    sizes: dict[str, Sizes] = field(default_factory=dict)   # those its pickers held, where
-                                                            # they are not KernelBench's
+    sizes: dict[str, Sizes] = field(default_factory=dict)   # its pickers', where not KernelBench's
 
     @property
     def ok(self) -> bool:
         return not self.error
 
 
-# -- no local paths in a report ------------------------------------------------------------
-
-_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")   # never rewritten inside
-
-
-def _local_roots() -> list[tuple[str, str]]:
-    """(absolute folder of this machine, what a report says instead), longest first."""
+def relative_paths(text: str) -> str:
+    """``text`` with this machine's absolute paths made relative (``.``, ``~``, ``$TMPDIR``, ...)."""
     repo = {str(REPO), os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))}
     roots = [(r, ".") for r in repo]
     inside = tuple(r + os.sep for r in repo)
@@ -116,25 +97,14 @@ def _local_roots() -> list[tuple[str, str]]:
         roots.append((stdlib, os.path.basename(stdlib)))          # e.g. python3.11/json/...
     roots += [(t, "$TMPDIR") for t in {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir())}]
     roots += [(h, "~") for h in {os.path.expanduser("~"), str(Path.home())}]
-    out: dict[str, str] = {}
+    lookup: dict[str, str] = {}   # absolute folder -> what a report says instead, first wins
     for path, short in roots:
-        path = path.rstrip(os.sep)
-        if len(path) > 1 and path not in out:      # never "/" itself
-            out[path] = short
-    return sorted(out.items(), key=lambda kv: -len(kv[0]))
-
-
-def relative_paths(text: str) -> str:
-    """``text`` with this machine's absolute paths made relative: the repository ``.``, home
-    ``~``, the temporary folder ``$TMPDIR``, installed packages ``site-packages``, the standard
-    library ``pythonX.Y``. Whole path components only (``/work/main2`` is not ``/work/main``),
-    a ``file://`` going with its path; data URIs (inlined figures) are left alone."""
-    roots = _local_roots()
-    lookup = dict(roots)
-    pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(re.escape(r) for r, _ in roots)
+        if len(path.rstrip(os.sep)) > 1:   # never "/" itself
+            lookup.setdefault(path.rstrip(os.sep), short)
+    longest_first = sorted(lookup, key=len, reverse=True)
+    pattern = re.compile(r"(?:file://|(?<![\w.~/-]))(" + "|".join(map(re.escape, longest_first))
                          + r")(?![\w.-])")
-
-    parts = re.split(f"({_DATA_URI.pattern})", text)   # odd items: the data URIs, kept
+    parts = re.split(r"(data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+)", text)   # odd items: data URIs, kept
     return "".join(part if i % 2 else pattern.sub(lambda m: lookup[m.group(1)], part)
                    for i, part in enumerate(parts))
 
@@ -147,31 +117,28 @@ def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
     return paths
 
 
-def _title(nb: nbformat.NotebookNode, fallback: str) -> str:
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return fallback
+def _read(path: Path) -> NotebookNode:
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, a second or more)
+
+    return nbformat.read(path, as_version=4)
 
 
-def notebook_summary(nb: nbformat.NotebookNode) -> str:
-    """One line of markdown on what a notebook is about: ``metadata.fusedkit.summary``, else the
-    first paragraph of its first markdown cell that is not a heading."""
-    given = nb.metadata.get("fusedkit", {}).get("summary", "")
-    if given:
-        return " ".join(str(given).split())
-    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
-    if first is None:
-        return ""
-    for para in re.split(r"\n\s*\n", first.source):
-        if para.strip() and not para.lstrip().startswith("#"):
-            return " ".join(para.split())
-    return ""
+def _about(path: Path, nb: NotebookNode | None = None) -> tuple[str, str]:
+    """A notebook's title (its first ``# `` heading) and summary (``metadata.fusedkit.summary``, else
+    its first paragraph that is not a heading), read from ``path`` when ``nb`` is None."""
+    if nb is None:
+        try:
+            nb = _read(path)
+        except Exception:  # noqa: BLE001 - an unreadable notebook still gets its line in the index
+            return path.stem, ""
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    title = next((ln[2:].strip() for src in markdown for ln in src.splitlines() if ln.startswith("# ")),
+                 path.stem)
+    paragraphs = re.split(r"\n\s*\n", markdown[0]) if markdown else []
+    summary = nb.metadata.get("fusedkit", {}).get("summary", "") or next(
+        (para for para in paragraphs if para.strip() and not para.lstrip().startswith("#")), "")
+    return title, " ".join(str(summary).split())
 
-
-# -- sizes: the parameters cell, the injected cell, and what the pickers held --------------------
 
 PARAMETERS_TAG = "parameters"
 INJECTED_TAG = "injected-parameters"
@@ -181,27 +148,15 @@ class ParametersError(ValueError):
     """A notebook that cannot take injected sizes (it has no parameters cell)."""
 
 
-def _tags(cell: nbformat.NotebookNode) -> list[str]:
+def _tags(cell: NotebookNode) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def check_sizes(sizes: Mapping[str, Mapping[str, object]]) -> dict[str, Sizes]:
-    """``sizes`` (problem -> {dimension: value}) validated by each problem's own rules, keyed by
-    the problems' keys, every dimension given; a SizeError names a bad one."""
-    out: dict[str, Sizes] = {}
-    for name, given in sizes.items():
-        problem = problems.get(name)
-        if problem.key in out:
-            raise problems.SizeError(f"sizes name {problem.key} twice; allowed: each problem once")
-        out[problem.key] = problem.sizes(given)
-    return out
+def inject_sizes(nb: NotebookNode, sizes: Mapping[str, Sizes], *,
+                 name: str = "the notebook") -> NotebookNode:
+    """``nb`` (changed in place) with ``SIZES = sizes`` in a cell after its parameters cell."""
+    from nbformat.v4 import new_code_cell  # noqa: PLC0415 - heavy, as in _read
 
-
-def inject_sizes(nb: nbformat.NotebookNode, sizes: Mapping[str, Sizes], *,
-                 name: str = "the notebook") -> nbformat.NotebookNode:
-    """``nb`` (changed in place) with ``SIZES = sizes`` in a cell tagged ``injected-parameters``
-    right after its first parameters cell, replacing one injected before; ParametersError (one
-    line) for a notebook without one, whose pickers would never read the sizes."""
     nb.cells = [c for c in nb.cells if INJECTED_TAG not in _tags(c)]
     at = next((i for i, c in enumerate(nb.cells)
                if c.cell_type == "code" and PARAMETERS_TAG in _tags(c)), None)
@@ -212,14 +167,13 @@ def inject_sizes(nb: nbformat.NotebookNode, sizes: Mapping[str, Sizes], *,
     lines = ",\n".join(f"    {key!r}: {dict(values)!r}" for key, values in sizes.items())
     source = ("# Injected by python -m fusedkit report --sizes: the sizes of this run\n"
               f"SIZES = {{\n{lines},\n}}" if sizes else "SIZES = {}")
-    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source, metadata={"tags": [INJECTED_TAG]}))
+    nb.cells.insert(at + 1, new_code_cell(source, metadata={"tags": [INJECTED_TAG]}))
     return nb
 
 
-def picked_sizes(nb: nbformat.NotebookNode) -> dict[str, Sizes]:
-    """Problem key -> the sizes its first size picker (in output order: an explorer's own picker
-    further down does not count) held when ``nb`` ran, from the stored widget state."""
-    from fusedkit.widgets import SizePicker  # noqa: PLC0415 - ipywidgets, torch
+def picked_sizes(nb: NotebookNode) -> dict[str, Sizes]:
+    """Problem key -> the sizes its first size picker held when ``nb`` ran (stored widget state)."""
+    from fusedkit.widgets import SizePicker  # noqa: PLC0415 - imports ipywidgets and matplotlib
 
     models = widget_models(nb)
     found: dict[str, Sizes] = {}
@@ -262,39 +216,36 @@ def not_kernelbench(picked: Mapping[str, Sizes]) -> dict[str, Sizes]:
 
 def sizes_line(sizes: Mapping[str, Sizes]) -> str:
     """``p12 at batch_size=17,in_features=33,out_features=65 (the small, odd preset); ...``."""
-    from fusedkit.problems import presets  # noqa: PLC0415
-
     return "; ".join(f"{key} at {fmt_sizes(values)}" + (f" (the {preset.label} preset)" if preset else "")
                      for key, values in sizes.items()
                      for preset in [presets.matching(problems.get(key), values)])
 
 
-def _sizes_note(sizes: Mapping[str, Sizes]) -> nbformat.NotebookNode:
-    """The markdown cell a report opens with when it ran at sizes other than KernelBench's."""
-    return nbformat.v4.new_markdown_cell(
-        f"> **Run at sizes other than KernelBench's:** {sizes_line(sizes)} (`python -m fusedkit "
-        "report --sizes`). What this page computes uses these sizes; the GPU measurements it reads "
-        "from `data/` keep the sizes they were recorded at.",
-        metadata={"tags": ["fusedkit-sizes-note"]})
-
-
 def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                      sizes: Mapping[str, Sizes] | None = None) -> ReportResult:
-    """Run one notebook top to bottom in its own folder and write ``out_dir/<name>.html``;
-    ``timeout`` is the limit per cell in seconds, ``sizes`` (from :func:`check_sizes`) are
-    injected (:func:`inject_sizes`), none: the notebook as it is."""
-    nb = nbformat.read(path, as_version=4)
+    """Run one notebook in its own folder (``timeout`` s a cell) and write its report in ``out_dir``."""
+    from nbclient import NotebookClient  # noqa: PLC0415 - heavy, as in _read
+    from nbclient.exceptions import CellExecutionError  # noqa: PLC0415
+    from nbformat.v4 import new_markdown_cell  # noqa: PLC0415
+    from traitlets.config import Config  # noqa: PLC0415
+
+    nb = _read(path)
     if sizes:
         inject_sizes(nb, sizes, name=path.name)
     cells = [c for c in nb.cells if c.cell_type == "code"]
     started = [0]   # the number of the code cell running, from 1
-    # A cell past the limit is interrupted (then the kernel ends cleanly; killed mid-cell it
-    # logged a ZMQ traceback on stderr) and its error is one line saying so.
+    # A cell past the limit is interrupted (killed mid-cell, the kernel logged a ZMQ traceback).
     timed_out = (f"CellTimeoutError: ran longer than the {timeout} s allowed per cell "
                  "(--timeout); the cells after it did not run")
-    with tempfile.TemporaryDirectory(prefix="fk-", dir=_socket_folder()) as sockets:
-        # The kernel talks over Unix sockets in a folder of this run's own, not over TCP, of which
-        # every kernel warned on stderr ("[IPKernelApp] WARNING | ... TCP without encryption").
+    # The kernel's Unix sockets: a path holds at most 107 bytes, the kernel's name and port included.
+    folder = next((f for f in dict.fromkeys([tempfile.gettempdir(), "/tmp"])
+                   if len(os.fsencode(f)) <= 60 and os.access(f, os.W_OK | os.X_OK)), None)
+    if folder is None:
+        raise OSError(f"TMPDIR={tempfile.gettempdir()!r} is too long for the notebooks' kernel sockets "
+                      "(a Unix socket's path holds at most 107 bytes) and /tmp cannot be written; "
+                      "allowed: a TMPDIR of at most 60 characters")
+    with tempfile.TemporaryDirectory(prefix="fk-", dir=folder) as sockets:
+        # Unix sockets of this run's own, not TCP, of which every kernel warned on stderr.
         config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
                                 resources={"metadata": {"path": str(path.parent)}},
@@ -310,7 +261,7 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
         try:
             _execute(client)
         except CellExecutionError as e:
-            lines = _ANSI.sub("", str(e)).strip().splitlines()
+            lines = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()   # no colour codes
             error = lines[-1] if lines else repr(e)
             if error == timed_out:
                 error = f"code cell {started[0]} of {len(cells)} {timed_out.split(': ', 1)[1]}"
@@ -319,15 +270,17 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
         finally:
             bar.close()
     if error and "widgets" not in nb.metadata:
-        # nbclient stores the widgets' state only after the last cell: keep what the cells
-        # before the failing one showed (a report without widgets is still a report).
+        # nbclient stores the widgets' state only after the last cell: keep what the cells showed.
         with contextlib.suppress(Exception):
             client.set_widgets_metadata()
-    title, summary = _title(nb, path.stem), notebook_summary(nb)
+    title, summary = _about(path, nb)
     ran_at = not_kernelbench(picked_sizes(nb))
     if ran_at:   # said under the title, where no reader can miss it
         first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
-        nb.cells.insert(first + 1, _sizes_note(ran_at))
+        nb.cells.insert(first + 1, new_markdown_cell(
+            f"> **Run at sizes other than KernelBench's:** {sizes_line(ran_at)} (`python -m fusedkit "
+            "report --sizes`). What this page computes uses these sizes; the GPU measurements it reads "
+            "from `data/` keep the sizes they were recorded at.", metadata={"tags": ["fusedkit-sizes-note"]}))
     # Markdown images resolve against the notebook's folder, as they do in Jupyter.
     body, _ = offline_exporter().from_notebook_node(
         nb, resources={"metadata": {"path": str(path.parent), "name": path.stem}})
@@ -337,26 +290,11 @@ def execute_notebook(path: Path, out_dir: Path, *, timeout: int = 600,
                         relative_paths(error), summary, built_at=_now(), sizes=ran_at)
 
 
-def _socket_folder() -> str:
-    """Where the kernel's Unix sockets go: the temporary folder, or /tmp where its name is too
-    long for a socket's path (107 bytes, the kernel's name and port included); else a one-line
-    OSError naming TMPDIR."""
-    for folder in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
-        if len(os.fsencode(folder)) <= 60 and os.access(folder, os.W_OK | os.X_OK):
-            return folder
-    raise OSError(f"TMPDIR={tempfile.gettempdir()!r} is too long for the notebooks' kernel sockets "
-                  "(a Unix socket's path holds at most 107 bytes) and /tmp cannot be written; "
-                  "allowed: a TMPDIR of at most 60 characters")
-
-
 def _execute(client: NotebookClient) -> None:
-    """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process:
-    in the main thread nbclient takes both (the kernel shut down, the run going on, the notebook
-    failed with an AssertionError). Here they raise KeyboardInterrupt, the kernel (a session of
-    its own) is killed, the worker joined, and the interrupt raised again."""
+    """``client.execute()`` in a worker thread, so that Ctrl-C and SIGTERM reach this process (in
+    the main thread nbclient takes both and goes on): the kernel is killed, the interrupt raised."""
     failed: list[BaseException] = []
-    # An Event, not Thread.join: on CPython 3.11 a join cut short by a signal can leave
-    # is_alive() False while the worker still runs.
+    # An Event, not Thread.join: on CPython 3.11 a join cut short by a signal can leave is_alive() False.
     done = threading.Event()
 
     def work() -> None:
@@ -374,19 +312,15 @@ def _execute(client: NotebookClient) -> None:
     except KeyboardInterrupt:
         deadline = time.monotonic() + 30
         while not done.is_set() and time.monotonic() < deadline:
-            _kill_kernel(client)   # again, in case the worker was still starting it
+            # Again and again, in case the worker was still starting the kernel.
+            process = getattr(getattr(client.km, "provisioner", None), "process", None)
+            if process is not None and process.poll() is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(process.pid, signal.SIGKILL)   # the kernel leads a session of its own
             done.wait(0.1)
         raise
     if failed:
         raise failed[0]
-
-
-def _kill_kernel(client: NotebookClient) -> None:
-    """Kill the kernel's process group, if it has started and still runs."""
-    process = getattr(getattr(client.km, "provisioner", None), "process", None)
-    if process is not None and process.poll() is None:
-        with contextlib.suppress(OSError):
-            os.killpg(process.pid, signal.SIGKILL)   # the kernel leads a session of its own
 
 
 def _now() -> str:
@@ -394,14 +328,7 @@ def _now() -> str:
 
 
 def headline_numbers(records_path: str | Path | None = None) -> list[dict[str, Any]]:
-    """The best recorded speed-up of our kernels per precision tier, for every problem: each
-    variant's recorded result at the default sizes (:func:`fusedkit.results.recorded`, on the
-    device of the newest eager run, from ``records_path`` or the records file) and per tier
-    :func:`fusedkit.results.best_by_tier` (a stricter tier meets the looser ones), against eager
-    fp32 in the kernel's own run; PyTorch's baselines never count, eager TF32 is given beside.
-    One dict per problem: ``device``, ``date``, ``eager_ms``, ``eager_tf32`` and ``best[tier]``
-    (None where none qualifies), each pick with variant, title, tier, ms, speedup, eager_ms,
-    date, commit and run_id; ``error`` says why a problem has no numbers."""
+    """Per problem, the best recorded speed-up of ours per tier (:func:`results.best_by_tier`)."""
     rows = []
     for key in problems.names():
         problem = problems.get(key)
@@ -471,20 +398,9 @@ def _headline_table(headlines: list[dict[str, Any]]) -> str:
             "</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>")
 
 
-def _about(path: Path) -> tuple[str, str]:
-    """A notebook's title and summary read from its source (nothing run)."""
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001 - an unreadable notebook still gets its line in the index
-        return path.stem, ""
-    return _title(nb, path.stem), notebook_summary(nb)
-
-
 def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[ReportResult]:
-    """Every notebook the index lists, in name order: those of ``results`` (just built) and every
-    other numbered notebook of their folders (default ``notebooks/``): ``kept`` with its earlier
-    build's title, summary, time and error (from ``index.json``, else the notebook and the file)
-    where its report is in ``out_dir``, else ``missing``."""
+    """Every notebook the index lists, by name: ``results`` and every other numbered notebook of
+    their folders, ``kept`` (from ``index.json``) where its report is in ``out_dir``, else ``missing``."""
     out_dir = Path(out_dir)
     done = {r.notebook.name: r for r in results}
     paths: dict[str, Path] = {}
@@ -524,8 +440,9 @@ def index_entries(results: list[ReportResult], out_dir: str | Path) -> list[Repo
 
 def write_index(results: list[ReportResult], out_dir: Path,
                 headlines: list[dict[str, Any]] | None = None) -> Path:
-    """``index.html`` and ``index.json``: every notebook (:func:`index_entries`) with its summary
-    and status, and the headline numbers (:func:`headline_numbers`, read now when not given)."""
+    """``index.html`` and ``index.json``: every notebook (:func:`index_entries`), the headlines."""
+    from nbconvert.filters import markdown2html  # noqa: PLC0415 - heavy, as in _read
+
     headlines = headline_numbers() if headlines is None else headlines
     when = _now()
     out_dir = Path(out_dir)
@@ -593,11 +510,14 @@ counted as ours.</p>
 def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] | None = None,
                   *, timeout: int = 600,
                   sizes: Mapping[str, Mapping[str, object]] | None = None) -> list[ReportResult]:
-    """Execute ``notebooks`` (default: all) and write their reports and the index. Refused before
-    any runs, in one line: bad ``sizes`` (problem -> {dimension: value}, injected into each
-    notebook), a notebook without a parameters cell, two of one name (one report would replace
-    the other), an ``out_dir`` or a report :func:`fusedkit.paths.check` refuses."""
-    chosen = check_sizes(sizes or {})
+    """Execute ``notebooks`` (default: all) at ``sizes`` (problem -> {dimension: value}) and write
+    their reports and the index; what cannot run is refused in one line before any runs."""
+    chosen: dict[str, Sizes] = {}   # each problem's sizes by its own rules, every dimension given
+    for name, given in (sizes or {}).items():
+        problem = problems.get(name)
+        if problem.key in chosen:
+            raise problems.SizeError(f"sizes name {problem.key} twice; allowed: each problem once")
+        chosen[problem.key] = problem.sizes(given)
     notebooks = [Path(p) for p in notebooks or notebook_paths()]
     seen: dict[str, Path] = {}
     for p in notebooks:   # one report per file name: a second would be written over the first
@@ -611,7 +531,7 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     if chosen:
         for path in notebooks:
             try:
-                nb = nbformat.read(path, as_version=4)
+                nb = _read(path)
             except Exception as e:  # noqa: BLE001 - one line, whatever nbformat raised
                 raise ParametersError(f"{path.name} cannot be read as a notebook: "
                                       f"{type(e).__name__}") from None
@@ -625,18 +545,12 @@ def build_reports(out_dir: str | Path = REPO / "reports", notebooks: list[Path] 
     for path in tqdm(notebooks, desc="notebooks", unit="nb", disable=None):
         try:
             results.append(execute_notebook(Path(path), out_dir, timeout=timeout, sizes=chosen))
-        except KeyboardInterrupt as e:
-            how = interrupts.signal_name(e)
-            raise interrupts.Interrupted(_kept(results, Path(path), out_dir, how), how) from None
+        except KeyboardInterrupt as e:   # one line: what is kept
+            how, n = interrupts.signal_name(e), len(results)
+            names = ", ".join(r.html.name for r in results)
+            kept = (f"{n} finished before it and {'is' if n == 1 else 'are'} kept in {out_dir} ({names}), "
+                    f"listed in {out_dir / 'index.html'}" if results else "no report finished before it")
+            raise interrupts.Interrupted(f"{interrupts.stopped_by(how)} while running {path.name}, whose "
+                                         f"report was not written; {kept}", how) from None
         write_index(results, out_dir, headlines)   # after each, so a crash keeps the finished ones
     return results
-
-
-def _kept(results: list[ReportResult], stopped: Path, out_dir: Path, signal_name: str) -> str:
-    """One line for a run stopped by ``signal_name`` while ``stopped`` ran: what is kept."""
-    head = f"{interrupts.stopped_by(signal_name)} while running {stopped.name}, whose report was not written"
-    if not results:
-        return f"{head}; no report finished before it"
-    names = ", ".join(r.html.name for r in results)
-    return (f"{head}; {len(results)} finished before it and {'is' if len(results) == 1 else 'are'} "
-            f"kept in {out_dir} ({names}), listed in {out_dir / 'index.html'}")

@@ -9,7 +9,7 @@ import torch
 from fusedkit import records
 from fusedkit.harness.timing import time_fn
 from fusedkit.cli import main
-from fusedkit.problems import get
+from fusedkit.problems import extensions, get
 from fusedkit.runner import run_ladder
 
 
@@ -47,8 +47,8 @@ def test_every_extension_builds_at_once_before_the_first_is_needed(tmp_path, cap
         fails = "print('kernels/p45/x.cu(3): error: nope'); raise SystemExit(1)" if problem == "p45" and hopper else ""
         return [sys.executable, "-c", f"import time; open({str(log)!r}, 'a').write('start %f\\n' % time.time()); "
                 f"time.sleep(1); open({str(log)!r}, 'a').write('end %f\\n' % time.time()); {fails}"]
-    got = build.build_all(command=stand_in)
-    assert list(got) == build.extensions() == [("p12", False), ("p12", True), ("p45", False), ("p45", True)]
+    got = build.build_all(extensions(), command=stand_in)
+    assert list(got) == extensions() == [("p12", False), ("p12", True), ("p45", False), ("p45", True)]
     assert [error for _, error in got.values()] == ["", "", "", "kernels/p45/x.cu(3): error: nope"]
     times = {kind: [float(ln.split()[1]) for ln in log.read_text().splitlines() if ln.startswith(kind)]
              for kind in ("start", "end")}

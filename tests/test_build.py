@@ -29,9 +29,9 @@ def test_a_built_extension_is_imported_without_asking_cpp_extension(tmp_path, mo
     asked = []
     monkeypatch.setattr(cpp_extension, "load", lambda **kw: asked.append(kw) or pytest.fail("asked"))
     with pytest.raises(pytest.fail.Exception):   # no mark of a finished build: cpp_extension builds
-        build._build("fusedkit_probe", folder, [src], [], "cc", "sm_90", False)
+        build._build("fusedkit_probe", folder, [src], [], "cc", False)
     (folder / build.BUILT_MARK).touch()
-    module = build._build("fusedkit_probe", folder, [src], [], "cc", "sm_90", False)
+    module = build._build("fusedkit_probe", folder, [src], [], "cc", False)
     assert module.answer == 42 and len(asked) == 1
 
 

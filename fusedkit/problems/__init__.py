@@ -35,5 +35,11 @@ def get(name: str) -> Problem:
                      f"(or their slugs / KernelBench numbers)")
 
 
-__all__ = ["Component", "Dim", "Problem", "SizeError", "Sizes", "Stage", "Variant", "fmt_sizes",
-           "get", "names", "parse_sizes"]
+def extensions() -> list[tuple[str, bool]]:
+    """(problem folder, hopper) of every CUDA extension a registered step calls, sorted."""
+    return sorted({(v.call.problem, v.hopper) for key in names() for v in get(key).ladder()
+                   if v.call is not None and v.call.kind != "triton"})
+
+
+__all__ = ["Component", "Dim", "Problem", "SizeError", "Sizes", "Stage", "Variant", "extensions",
+           "fmt_sizes", "get", "names", "parse_sizes"]
