@@ -26,7 +26,7 @@ from fusedkit.harness.terms import (ALIASING, CRASHED, HUNG, MUTATION, RAISED, R
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems import get as get_problem
 from fusedkit.problems.base import nearby_odd
-from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights as p12_weights   # W, b, multiplier, slope
+from fusedkit.problems.p12_gemm_multiply_leakyrelu import WEIGHTS as p12_weights   # W, b, multiplier, slope
 
 CPU_CHECK = dict(seeds=1, warmup_ms=0.0, rep_ms=1.0)
 GPU_CHECK = dict(seeds=3, warmup_ms=25.0, rep_ms=200.0)

@@ -24,7 +24,7 @@ from fusedkit.harness.terms import RAISED, UNWRITTEN
 from fusedkit.problems import Problem, Sizes
 from fusedkit.problems.base import nearby_odd
 from fusedkit.problems.baselines import tf32_matmul
-from fusedkit.problems.p12_gemm_multiply_leakyrelu import _weights as p12_weights
+from fusedkit.problems.p12_gemm_multiply_leakyrelu import WEIGHTS as p12_weights
 
 LO_SCALE = 2048.0                         # lo holds the residual lifted by 2**11: the check reads hi + lo / 2048
 PROBE_EXPONENTS = (0, 20, -20, 9, -9)     # the probe's rows: randn * 2**k, one just below 2**NEAR_POWER, zeros

@@ -107,7 +107,7 @@ def _addmm_alpha_beta(model: nn.Module) -> Callable[..., torch.Tensor]:
 
 
 # What every kernel step takes after x: W (N, K) and b (N,), then the multiplier and the slope.
-_weights = Weights(("gemm.weight", "gemm.bias"), ("multiplier", "leaky_relu.negative_slope"))
+WEIGHTS = Weights(("gemm.weight", "gemm.bias"), ("multiplier", "leaky_relu.negative_slope"))
 
 
 PROBLEM = Problem(
@@ -139,7 +139,7 @@ PROBLEM.add_variant(Variant(
 # The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p12/), each with its
 # sidecar NN_slug.step saying what the registry shows of it (base.discover_steps). The steps built
 # for any device come here; the Hopper ones below, after the cuBLAS fp16 bar they are measured against.
-_STEPS = discover_steps("p12", _weights)
+_STEPS = discover_steps("p12", WEIGHTS)
 for _v in _STEPS:
     if not _v.hopper:
         PROBLEM.add_variant(_v)
@@ -154,7 +154,7 @@ def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
     the wgmma steps are measured against. W is cast once at build, x per call. GPU only (the
     CPU build of torch has no fp16 x fp16 -> fp32 mm)."""
     ext = load_extension("p12")
-    w, b, c, slope = _weights(model)
+    w, b, c, slope = WEIGHTS(model)
     w16 = w.half().contiguous()
     b32 = b.float().contiguous()
 

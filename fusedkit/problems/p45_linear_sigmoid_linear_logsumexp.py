@@ -151,13 +151,13 @@ for _v in baseline_variants():
 
 
 # What every kernel step takes after x: W1 (H, K), b1 (H,), W2 (N, H), b2 (N,).
-_weights = Weights(("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"))
+WEIGHTS = Weights(("linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"))
 
 
 # The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p45/), each with its
 # sidecar NN_slug.step saying what the registry shows of it (base.discover_steps). The steps built
 # for any device come here, the Hopper one below.
-_STEPS = discover_steps("p45", _weights)
+_STEPS = discover_steps("p45", WEIGHTS)
 for _v in _STEPS:
     if not _v.hopper:
         PROBLEM.add_variant(_v)
