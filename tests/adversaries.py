@@ -480,9 +480,10 @@ def computes_only_the_rows_asked(model):
 
 
 def wrong_on_one_row_per_call(model):
-    """Cause 4: when timed, one row of every output is wrong (a kernel that bets on the rows
-    verified, or on its last call)."""
+    """Cause 4: when timed, one row of every output is wrong, and each call takes 30 ms, so few
+    calls are timed (a kernel that bets on the rows verified, or on its last call)."""
     def cheat(x):
+        time.sleep(0.03)
         y = model(x)
         y[torch.randint(0, x.shape[0], ())] += 1.0
         return y

@@ -249,7 +249,7 @@ def test_rows_made_after_they_were_chosen_are_refused():
 
 def test_a_kernel_wrong_on_one_row_of_every_timed_call_is_refused():
     """Cause 4: rows are chosen after each call, enough of them that one wrong row per call
-    over the calls is seen."""
+    over the calls is seen: every row, when calls are as few as here."""
     caught(run(bad.wrong_on_one_row_per_call, rep_ms=40), terms.TIMED_DIFFER)
 
 
