@@ -5,7 +5,7 @@
 # Python 3.12 with torch, numpy, pandas, jinja2 ... already installed: those are removed
 # again so that its own versions stay in charge. devtools/gpu_session.sh installs the rest.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 mkdir -p .whl
 python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
