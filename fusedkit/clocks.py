@@ -1,5 +1,6 @@
 """The GPU's SM clock, power and temperature while a run measures: ``nvidia-smi`` read every
-50 ms beside the run, the readings kept in ``data/clocks.csv`` under the run's ``run_id``.
+50 ms beside the run, the readings kept in ``data/clocks.csv`` under the run's ``run_id``
+(schema in ``data/README.md``; appends are locked and atomic, as ``records.csv``'s).
 
 A datasheet's tensor rate holds at one clock (1.83 GHz on the H200, see
 :meth:`fusedkit.hardware.GpuSpec.implied_clock_ghz`); the GPU boosts above it when cool and
@@ -7,14 +8,6 @@ drops below it when its power cap bites under a long tensor-core load. These rea
 which happened during a run. Nothing here changes a clock or a power setting: nvidia-smi is
 only asked to report (``--query-gpu``).
 
-One reading per row (schema in ``data/README.md``): ``run_id``, ``timestamp`` (UTC, ms),
-``sm_mhz``, ``max_sm_mhz`` (the highest SM clock the GPU allows), ``mem_mhz``, ``power_w``,
-``power_limit_w`` (the enforced software limit), ``temperature_c``, ``util_pct`` (the share
-of nvidia-smi's sample period in which a kernel ran) and ``event_reasons`` (nvidia-smi's
-``clocks_event_reasons.active`` bit mask, e.g. ``0x4``: the power cap holds the clock down).
-Empty means not read. Appends are locked and atomic, as ``records.csv``'s.
-
-Without nvidia-smi (a CPU, CI) :func:`sampling` says so in one line and records nothing.
 ``python -m fusedkit.clocks import FILE`` brings readings home: a ``clocks.csv`` written on a
 GPU machine (rows already here are skipped), or a raw ``nvidia-smi --format=csv`` log, which
 is given the run whose start lies inside its time span (or ``--run-id``).
@@ -31,15 +24,11 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from fusedkit import records
-
-if TYPE_CHECKING:
-    pass
 
 COLUMNS: tuple[str, ...] = ("run_id", "timestamp", "sm_mhz", "max_sm_mhz", "mem_mhz", "power_w",
                             "power_limit_w", "temperature_c", "util_pct", "event_reasons")
@@ -48,8 +37,6 @@ NUMBERS: tuple[str, ...] = COLUMNS[2:9]
 BUSY_UTIL_PCT = 50.0
 """A reading is *busy* when nvidia-smi saw a kernel running at least this share of its sample
 period (``utilization.gpu``); where that was not read, when the GPU was not flagged idle."""
-INTERVAL_MS = 50
-"""Milliseconds between readings."""
 
 # nvidia-smi --query-gpu field (driver 580 spelling) -> our column; older names beside.
 QUERY: dict[str, str] = {"timestamp": "timestamp", "clocks.sm": "sm_mhz",
@@ -70,6 +57,7 @@ CAPS: dict[int, str] = {0x4: "software power cap", 0x8: "hardware slowdown",
 """The reasons that hold the clock below what the load asks for: a power or thermal cap."""
 
 _STAMP = re.compile(r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?")
+_HEX = re.compile(r"0x[0-9A-Fa-f]+")
 
 
 def default_path() -> Path:
@@ -82,10 +70,6 @@ def path_for(records_path: str | Path) -> Path:
     return Path(records_path).parent / "clocks.csv"
 
 
-def _local_zone() -> timezone:
-    return datetime.now().astimezone().tzinfo  # type: ignore[return-value]
-
-
 def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
               tz: timezone = timezone.utc) -> pd.DataFrame:
     """Readings from nvidia-smi's CSV lines (no header), one column name of :data:`COLUMNS`
@@ -93,7 +77,7 @@ def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
     becomes empty. Times are nvidia-smi's local clock: ``local_time`` reads them in this
     machine's zone, else in ``tz``; they come back as ISO 8601 UTC text with milliseconds.
     A line that is cut short (the last one, when nvidia-smi was stopped mid-write) is dropped."""
-    zone = _local_zone() if local_time else tz
+    zone = datetime.now().astimezone().tzinfo if local_time else tz
     rows = []
     for cells in csv.reader(io.StringIO(text)):
         cells = [c.strip() for c in cells]
@@ -106,7 +90,7 @@ def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
                                           else "%Y/%m/%d %H:%M:%S").replace(tzinfo=zone)
                 row[name] = _iso(stamp)
             elif name == "event_reasons":
-                row[name] = cell if re.fullmatch(r"0x[0-9A-Fa-f]+", cell) else ""
+                row[name] = cell if _HEX.fullmatch(cell) else ""
             elif name:
                 number = re.match(r"[-+]?\d+(\.\d+)?", cell)
                 row[name] = repr(float(number.group())) if number else ""
@@ -153,21 +137,10 @@ def _check_row(row: dict[str, str]) -> str:
     """The first fault of one row of text, as a sentence; "" when it is valid."""
     if not row["run_id"].strip():
         return "run_id is empty; it is required"
-    fault = records.timestamp_fault(row["timestamp"])
-    if fault:
-        return fault
-    for c in NUMBERS:
-        if row[c] == "":
-            continue
-        try:
-            x = float(row[c])
-        except ValueError:
-            return f"{c}={row[c]!r} is not a number"
-        if not math.isfinite(x) or x < 0:
-            return f"{c}={row[c]!r}: expected a finite number >= 0"
-    if row["event_reasons"] and not re.fullmatch(r"0x[0-9A-Fa-f]+", row["event_reasons"]):
-        return f"event_reasons={row['event_reasons']!r} is not a hex bit mask such as 0x4"
-    return ""
+    faults = [records.timestamp_fault(row["timestamp"]), *(records.number_fault(c, row[c]) for c in NUMBERS)]
+    if row["event_reasons"] and not _HEX.fullmatch(row["event_reasons"]):
+        faults.append(f"event_reasons={row['event_reasons']!r} is not a hex bit mask such as 0x4")
+    return next((f for f in faults if f), "")
 
 
 def _parse_file(path: Path, text: str) -> list[dict[str, str]]:
@@ -193,13 +166,6 @@ def read_clocks(path: str | Path | None = None) -> pd.DataFrame:
     Raises :class:`fusedkit.records.RecordsError` naming the file and line of a malformed row."""
     rows = [r for _, r in records.read_table(path or default_path(), "clocks", [COLUMNS], _check_row)]
     return readings_frame(rows or [dict.fromkeys(COLUMNS, "")]).iloc[0:len(rows)]
-
-
-def of_run(run_id: str, clocks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The readings taken beside the run ``run_id`` (from ``clocks``, default
-    :func:`read_clocks`), oldest first; empty (same columns) when none were recorded."""
-    clocks = read_clocks() if clocks is None else clocks
-    return clocks[clocks["run_id"] == run_id].sort_values("timestamp", kind="stable").reset_index(drop=True)
 
 
 # --- what a run's readings say, in one line (the sampler's) ------------------------------------
@@ -234,8 +200,7 @@ def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
 
 def capped(readings: pd.DataFrame) -> pd.Series:
     """True for each reading where a power or thermal cap (:data:`CAPS`) held the clock."""
-    mask = sum(CAPS)
-    return (_bits(readings["event_reasons"]) & mask) != 0
+    return (_bits(readings["event_reasons"]) & sum(CAPS)) != 0
 
 
 def summarize(readings: pd.DataFrame) -> ClockSummary | None:
@@ -245,13 +210,10 @@ def summarize(readings: pd.DataFrame) -> ClockSummary | None:
     busy = busy_readings(readings)
     bits = _bits(busy["event_reasons"])
     seen = tuple(name for bit, name in CAPS.items() if (bits & bit).any())
-    med = lambda s: float(s.median()) if s.notna().any() else math.nan   # noqa: E731
-    return ClockSummary(len(readings), len(busy), med(busy["sm_mhz"]),
-                        float(busy["sm_mhz"].min()) if len(busy) else math.nan,
-                        float(busy["sm_mhz"].max()) if len(busy) else math.nan,
-                        float(capped(busy).mean()) if len(busy) else math.nan, seen,
-                        med(busy["power_w"]), med(readings["power_limit_w"]),
-                        med(readings["max_sm_mhz"]))
+    return ClockSummary(len(readings), len(busy), float(busy["sm_mhz"].median()), float(busy["sm_mhz"].min()),
+                        float(busy["sm_mhz"].max()), float(capped(busy).mean()), seen,
+                        float(busy["power_w"].median()), float(readings["power_limit_w"].median()),
+                        float(readings["max_sm_mhz"].median()))
 
 
 def summary_line(s: ClockSummary | None) -> str:
@@ -366,8 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("file")
     i.add_argument("--run-id", help="the run a raw nvidia-smi log belongs to (default: matched by time)")
     i.add_argument("--records", help="records file to match runs in (default: data/records.csv)")
-    s = sub.add_parser("summary", help="one line per recorded run")
-    s.set_defaults(command="summary")
+    sub.add_parser("summary", help="one line per recorded run")
     args = p.parse_args(argv)
     try:
         if args.command == "import":

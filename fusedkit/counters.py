@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import math
 import os
@@ -26,8 +25,9 @@ from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+import torch
 
-from fusedkit import records
+from fusedkit import problems, records
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 MARKER = "fusedkit_marker"
@@ -99,22 +99,23 @@ def short_kernel(name: str) -> str:
            if m != base]
     if ops and rest.startswith("<"):
         op = re.sub(r"_kernel(_cuda)?$|Functor$|^CUDAFunctor_", "", ops[-1])
-        out = f"{base}: {op}"
-    else:
-        out = base
-    return out
+        return f"{base}: {op}"
+    return base
+
+
+def _of_variant(problem: Problem | str, variant: str, sizes: str | dict | None,
+                path: str | os.PathLike[str] | None) -> pd.DataFrame:
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
+    df = read_counters(path)
+    return df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
 
 
 def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None = None,
                   path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """The newest recorded counters of one variant at ``sizes`` (default the problem's), one row per
     launch in order; ``attrs["label"]`` says where they come from."""
-    from fusedkit import problems  # noqa: PLC0415
-
-    p = problems.get(problem) if isinstance(problem, str) else problem
-    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
-    df = read_counters(path)
-    df = df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
+    df = _of_variant(problem, variant, sizes, path)
     if df.empty:
         out = df.iloc[0:0]
         out.attrs["label"] = "no counters recorded"
@@ -131,12 +132,7 @@ def counter_history(problem: Problem | str, variant: str, sizes: str | dict | No
                     path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """Every recorded collection of one variant's counters, oldest first: the main kernel's counters
     with ``total_us`` and the collection's run, time, commit and device."""
-    from fusedkit import problems  # noqa: PLC0415
-
-    p = problems.get(problem) if isinstance(problem, str) else problem
-    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
-    df = read_counters(path)
-    df = df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
+    df = _of_variant(problem, variant, sizes, path)
     cols = [*COLUMNS, "total_us"]
     if df.empty:
         return df.assign(total_us=pd.Series(dtype=float))[cols]
@@ -186,8 +182,6 @@ def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike
                  counters_path: str | os.PathLike[str] | None = None) -> list[pd.DataFrame]:
     """Every kept source page of one variant, oldest first, each with ``attrs["commit"]`` and
     ``attrs["when"]``."""
-    from fusedkit import problems  # noqa: PLC0415
-
     p = problems.get(problem) if isinstance(problem, str) else problem
     folder = Path(folder) if folder is not None else default_path().parent / "logs" / "ncu"
     collected = counter_history(p, variant, path=counters_path)
@@ -221,22 +215,20 @@ def instructions(page: pd.DataFrame, pattern: str) -> pd.DataFrame:
     return out.rename_axis("opcode").sort_values("samples", ascending=False)
 
 
+_MARKER: list = []   # the marker kernel and its buffer, made once, outside the profiler's window
+
+
 def _marker() -> None:
     """Launch the marker kernel: a one-element Triton kernel whose name ncu reports."""
-    import torch  # noqa: PLC0415
     import triton  # noqa: PLC0415
     import triton.language as tl  # noqa: PLC0415
 
-    global _marker_kernel
-    if "_marker_kernel" not in globals():
+    if not _MARKER:
         @triton.jit
         def fusedkit_marker(ptr):
             tl.store(ptr, tl.load(ptr) + 1)
-        _marker_kernel = fusedkit_marker
-    global _marker_buffer
-    if "_marker_buffer" not in globals():
-        _marker_buffer = torch.zeros(1, device="cuda")   # made once, outside the window
-    _marker_kernel[(1,)](_marker_buffer)
+        _MARKER.extend([fusedkit_marker, torch.zeros(1, device="cuda")])
+    _MARKER[0][(1,)](_MARKER[1])
 
 
 def size_list(problem: Problem, sizes: str | Sizes | Sequence[Sizes] | None) -> list[Sizes]:
@@ -261,8 +253,6 @@ def profile(problem: Problem, variants: Sequence[str], order_path: Path,
             sizes: str | Sizes | Sequence[Sizes] | None = None) -> None:
     """Run each variant once inside the profiler's window at each set of sizes, after three warm-up
     calls, a marker kernel before each; write the runs in order to ``order_path``."""
-    import torch  # noqa: PLC0415
-
     runs = []
     for s in size_list(problem, sizes):
         for slug in variants:
@@ -337,16 +327,6 @@ def _number(text: str) -> float:
         return math.nan
 
 
-def parse_ncu_csv(text: str) -> list[dict[str, str]]:
-    """The kernel rows of ``ncu --csv --page raw`` output."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        raise ValueError("no ncu CSV header (a line starting with \"ID\") in the output")
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
-    return [r for r in rows if r.get("ID", "").strip().isdigit()]
-
-
 def _unit_scale(units: dict[str, str], metric: str) -> float:
     """Factor that turns ncu's unit for ``metric`` into ours (us, GB, KB, bytes)."""
     unit = units.get(metric, "").strip().lower()
@@ -367,10 +347,11 @@ def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
     """Counter rows from ncu's kernel rows and the order file: the launches of each call between its
     markers, with the run's context."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
-    header = next(csv.reader([lines[start]]))
-    units = dict(zip(header, next(csv.reader([lines[start + 1]]))))
-    kernels = parse_ncu_csv(text)
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("no ncu CSV header (a line starting with \"ID\") in the output")
+    units = dict(zip(*csv.reader(lines[start:start + 2])))
+    kernels = [r for r in csv.DictReader(lines[start:]) if r.get("ID", "").strip().isdigit()]
     ctx = order["context"]
     runs = _runs(order)
     out: list[dict[str, object]] = []
@@ -412,17 +393,14 @@ def import_dir(folder: Path, path: Path | None = None) -> int:
         rows += rows_from_ncu(raw.read_text(), order)
     if not rows:
         return 0
-    new = pd.DataFrame(rows, columns=list(COLUMNS))
-    old = pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists() else None
-    both = new.astype(str).replace("nan", "") if old is None else pd.concat(
-        [old, new.astype(str).replace("nan", "")], ignore_index=True)
-    both.to_csv(path, index=False)
+    new = pd.DataFrame(rows, columns=list(COLUMNS)).astype(str).replace("nan", "")
+    if path.exists():
+        new = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False), new], ignore_index=True)
+    new.to_csv(path, index=False)
     return len(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fusedkit import problems  # noqa: PLC0415
-
     p = argparse.ArgumentParser(prog="python -m fusedkit.counters", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect", help="run ncu over every GPU kernel step of a problem")

@@ -18,8 +18,7 @@ from typing import Callable
 
 import pandas as pd
 
-from fusedkit.hardware import GpuSpec
-from fusedkit.precision import PRECISIONS
+from fusedkit.hardware import GpuSpec, precision_unit
 from fusedkit.problems import Problem, Sizes, Stage
 
 
@@ -54,14 +53,9 @@ class Floor:
         return "compute" if self.compute_ms >= self.memory_ms else "memory"
 
 
-def _check_precision(precision: str) -> None:
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
-
-
 def stage_floor(stage: Stage, gpu: GpuSpec, precision: str = "fp32") -> Floor:
     """Floors of one stage: GEMMs at ``precision``'s rate, the rest on FP32 cores."""
-    _check_precision(precision)
+    precision_unit(precision)   # checked here: only a GEMM's rate depends on it
     peak = gpu.peak_tflops(precision if stage.kind == "gemm" else "fp32")
     return Floor(stage.flops, stage.bytes, peak, gpu.mem_gbps)
 
@@ -69,7 +63,6 @@ def stage_floor(stage: Stage, gpu: GpuSpec, precision: str = "fp32") -> Floor:
 def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
                 element_bytes: int = 4) -> Floor:
     """Floors of a perfectly fused kernel: all FLOPs, only the fewest bytes."""
-    _check_precision(precision)
     return fused_floor_at(problem, sizes, lambda s: stage_floor(s, gpu, precision).peak_tflops,
                           gpu.mem_gbps, element_bytes)
 
@@ -88,33 +81,19 @@ def fused_floor_at(problem: Problem, sizes: Sizes, stage_tflops: Callable[[Stage
     return Floor(flops, problem.min_bytes(sizes, element_bytes), eff_tflops, mem_gbps)
 
 
-def unfused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
-                  element_bytes: int = 4) -> float:
-    """Floor in ms of running the stages one after another (each its own pass)."""
-    return sum(stage_floor(s, gpu, precision).floor_ms
-               for s in problem.stages(sizes, element_bytes))
-
-
 def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
           element_bytes: int = 4) -> pd.DataFrame:
     """Per-stage roofline table with an unfused total and a fused row."""
-    rows = []
-
-    def row(name: str, kind: str, f: Floor, floor_ms: float | None = None) -> dict:
+    def row(name: str, kind: str, f: Floor) -> dict:
         return {"stage": name, "kind": kind, "GFLOP": f.flops / 1e9, "MB": f.bytes / 1e6,
                 "FLOP/B": f.intensity, "compute ms": f.compute_ms, "memory ms": f.memory_ms,
-                "floor ms": f.floor_ms if floor_ms is None else floor_ms, "bound": f.bound}
+                "floor ms": f.floor_ms, "bound": f.bound}
 
-    stages = problem.stages(sizes, element_bytes)
-    for s in stages:
-        rows.append(row(s.name, s.kind, stage_floor(s, gpu, precision)))
-    un = [stage_floor(s, gpu, precision) for s in stages]
-    total = Floor(sum(f.flops for f in un), sum(f.bytes for f in un), 1.0, gpu.mem_gbps)
-    r = row("total, unfused (sum of stages)", "", total, sum(f.floor_ms for f in un))
-    r["compute ms"] = sum(f.compute_ms for f in un)
-    r["memory ms"] = sum(f.memory_ms for f in un)
-    r["bound"] = "compute" if r["compute ms"] >= r["memory ms"] else "memory"
-    rows.append(r)
+    rows = [row(s.name, s.kind, stage_floor(s, gpu, precision)) for s in problem.stages(sizes, element_bytes)]
+    total = {c: sum(r[c] for r in rows) for c in ("GFLOP", "MB", "compute ms", "memory ms", "floor ms")}
+    rows.append({"stage": "total, unfused (sum of stages)", "kind": "", **total,
+                 "FLOP/B": 1e3 * total["GFLOP"] / total["MB"],
+                 "bound": "compute" if total["compute ms"] >= total["memory ms"] else "memory"})
     rows.append(row("total, fused (fewest bytes)", "", fused_floor(problem, sizes, gpu, precision,
                                                                element_bytes)))
     return pd.DataFrame(rows)

@@ -125,18 +125,6 @@ def test_readme_documents_every_clocks_column_in_order():
     assert tuple(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.M)) == clocks.COLUMNS
 
 
-def test_of_run_keeps_one_runs_readings_in_time_order(tmp_path):
-    path = tmp_path / "clocks.csv"
-    clocks.record("20261202T100000Z-aaaaaa", readings(3).iloc[::-1], path)
-    clocks.record("20261202T110000Z-bbbbbb", readings(2), path)
-    kept = clocks.read_clocks(path)
-    one = clocks.of_run("20261202T100000Z-aaaaaa", kept)
-    assert len(one) == 3 and set(one["run_id"]) == {"20261202T100000Z-aaaaaa"}
-    assert one["timestamp"].is_monotonic_increasing
-    assert clocks.of_run("20261202T120000Z-cccccc", kept).empty
-
-
-
 def test_the_clock_of_a_measurement_is_read_over_its_timed_window_alone():
     """Audit H1, M1, M2: never another run's readings nor the whole run's; no window, no clock."""
     r = readings(4)
