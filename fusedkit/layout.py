@@ -54,11 +54,7 @@ def _check_linear_sizes(batch: object, in_features: object, out_features: object
             _check_int("out_features", out_features, 1))
 
 
-class InvalidGemmCall(ValueError):
-    """A call that cannot run: BLAS rejects it, or it would touch memory past a buffer."""
-
-
-class BlasArgumentError(InvalidGemmCall):
+class BlasArgumentError(ValueError):
     """BLAS's xerbla (cuBLAS: CUBLAS_STATUS_INVALID_VALUE) rejects the arguments."""
 
     def __init__(self, violations: list[str]) -> None:
@@ -66,7 +62,7 @@ class BlasArgumentError(InvalidGemmCall):
         super().__init__("BLAS rejects the arguments: " + "; ".join(violations))
 
 
-class BufferOverrunError(InvalidGemmCall):
+class BufferOverrunError(ValueError):
     """The call would read or write past the end of one of its buffers."""
 
 
@@ -165,18 +161,11 @@ class GemmCall:
 
     # -- the call as C source -----------------------------------------------------------
 
-    def to_c(self, commented: bool = False) -> str:
-        """The call as C source (``commented``: each number labelled ``/*m=*/``), buffers named W, x
-        and y."""
+    def to_c(self) -> str:
+        """The call as C source, buffers named W, x and y."""
         op = {"N": "CUBLAS_OP_N", "T": "CUBLAS_OP_T", "C": "CUBLAS_OP_C"}
-        ta, tb = op.get(self.transa.upper(), self.transa), op.get(self.transb.upper(), self.transb)
-        if not commented:
-            args = [ta, tb, self.m, self.n, self.k, "&alpha", self.a, self.lda,
-                    self.b, self.ldb, "&beta", "y", self.ldc]
-        else:
-            args = [ta, tb, f"/*m=*/{self.m}", f"/*n=*/{self.n}", f"/*k=*/{self.k}", "&alpha",
-                    f"/*A=*/{self.a}", f"/*lda=*/{self.lda}", f"/*B=*/{self.b}",
-                    f"/*ldb=*/{self.ldb}", "&beta", "/*C=*/y", f"/*ldc=*/{self.ldc}"]
+        args = [op.get(self.transa.upper(), self.transa), op.get(self.transb.upper(), self.transb),
+                self.m, self.n, self.k, "&alpha", self.a, self.lda, self.b, self.ldb, "&beta", "y", self.ldc]
         return "cublasSgemm(handle, " + ", ".join(str(a) for a in args) + ")"
 
 
@@ -205,7 +194,7 @@ def _as_flat_float32(name: str, buffer: object) -> np.ndarray:
 def _colmajor(flat: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
     """The (rows x cols) column-major matrix with leading dimension ``ld`` over ``flat``: how BLAS
     addresses the pointer it is given."""
-    return np.ndarray((rows, cols), dtype=np.float32, buffer=flat,
+    return np.ndarray((rows, cols), dtype=flat.dtype, buffer=flat,
                       strides=(flat.itemsize, flat.itemsize * ld))
 
 
@@ -318,14 +307,6 @@ def _rel(got: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(got - ref)) / (scale if scale > 0 else 1.0)
 
 
-def _colmajor_bool(mask: np.ndarray, call: GemmCall) -> None:
-    """Set ``mask`` True where C (m x n, leading dimension ldc) lies in y's buffer."""
-    if call.m > 0 and call.n > 0:
-        view = np.ndarray((call.m, call.n), dtype=bool, buffer=mask,
-                          strides=(mask.itemsize, mask.itemsize * call.ldc))
-        view[...] = True
-
-
 def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
               mats: dict[str, np.ndarray], M: int, N: int) -> str:
     """Say what ``out`` (y's buffer after ``call``; ``prior`` before it) holds."""
@@ -338,7 +319,7 @@ def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
     # Undo alpha and beta on the part of the buffer the call writes, so the product shows.
     adjusted = out64.copy()
     written = np.zeros(out.size, dtype=bool)
-    _colmajor_bool(written, call)
+    _colmajor(written, call.m, call.n, call.ldc)[...] = True   # where C lies in y's buffer
     adjusted[written] -= call.beta * prior64[written]
     if call.alpha != 0:
         adjusted[written] /= call.alpha
@@ -482,5 +463,5 @@ def wrong_calls_table(batch: int, in_features: int, out_features: int) -> pd.Dat
               if c not in tries]
     verdicts = [verify_linear_gemm(c, batch=M, in_features=K, out_features=N) for c in tries]
     return pd.DataFrame({"against the derived call": [describe_call(c, right) for c in tries],
-                         "call": [c.to_c().splitlines()[0] for c in tries],
+                         "call": [c.to_c() for c in tries],
                          "correct": [v.ok for v in verdicts], "what it computes": [v.computes for v in verdicts]})

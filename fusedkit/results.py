@@ -15,18 +15,12 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from fusedkit import records
+from fusedkit import problems, records
+from fusedkit.ceilings import add_pct_of_measured, ceilings_frame
+from fusedkit.counters import read_counters
 from fusedkit.precision import KERNEL_TIERS, PRECISIONS
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
-CLEAN_TIMER = "cuda-events"
-"""The timer of a clean measurement: CUDA events on a GPU (:mod:`fusedkit.harness.timing`)."""
-DIRTY = "+dirty"
-"""The suffix of a commit measured with uncommitted changes (:func:`fusedkit.records.current_commit`)."""
-EXPORT = "export:"
-"""The prefix of a row that timed an exported KernelBench file beside its variant."""
-NOT_COMPONENT = "[@:]"
-"""What a variant name holds when it is a probe's configuration or launch of a step, not a component."""
 COPY_FOR = "d2d_copy_for_"
 """The prefix of a component's same-size copy, timed in the same run as the component."""
 
@@ -51,14 +45,9 @@ def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> 
 
 def clean_rows(rec: pd.DataFrame) -> pd.DataFrame:
     """The rows of a records frame that are clean measurements (module docstring)."""
-    ok = ((rec["timer"] == CLEAN_TIMER) & (rec["median_ms"] > 0)
-          & ~rec["commit"].str.endswith(DIRTY) & ~rec["variant"].str.startswith(EXPORT))
+    ok = ((rec["timer"] == "cuda-events") & (rec["median_ms"] > 0)
+          & ~rec["commit"].str.endswith("+dirty") & ~rec["variant"].str.startswith("export:"))
     return rec[ok]
-
-
-def _as_utc(when: object) -> pd.Timestamp:
-    t = pd.Timestamp(when)
-    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
 
 
 def _with_steps(rows: pd.DataFrame, problem: Problem) -> pd.DataFrame:
@@ -81,7 +70,8 @@ def newest_clean(rec: pd.DataFrame, problem: Problem, *, as_of: object = None) -
     by then."""
     rows = clean_rows(rec[rec["problem"] == problem.key])
     if as_of is not None:
-        rows = rows[rows["timestamp"] <= _as_utc(as_of)]
+        t = pd.Timestamp(as_of)
+        rows = rows[rows["timestamp"] <= (t if t.tzinfo else t.tz_localize("UTC"))]
     rows = add_speedup(rows)     # among clean rows: a dirty eager gives no one a speed-up
     rows = rows[rows["variant"].isin(list(problem.variants)) & rows["speedup"].notna()]
     rows = rows.assign(eager_ms=rows["speedup"] * rows["median_ms"])
@@ -106,8 +96,6 @@ def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H20
     """The result of every ladder variant of ``problem`` at ``sizes`` (default its own) on a device
     whose name contains ``device``, one row each, with ``pct_of_measured`` against the ceilings of
     the row's own run (NaN where it measured none); ``as_of``: the records as they stood then."""
-    from fusedkit.ceilings import add_pct_of_measured  # noqa: PLC0415 - ceilings reads records too
-
     rows = newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
     return add_pct_of_measured(rows, problem, path=path)
 
@@ -167,8 +155,6 @@ def page_device(problem: Problem, path: str | Path | None = None) -> str:
     """The device whose records a page of ``problem`` shows on a machine without a GPU: the
     newest device with Nsight counters of the problem (a step's evidence is its time and its
     counters, from one device), else the device of the newest clean record; "" when none."""
-    from fusedkit.counters import read_counters  # noqa: PLC0415
-
     rows = clean_rows(_read(path))
     rows = rows[rows["problem"] == problem.key].sort_values("timestamp", kind="stable")
     counted = set(read_counters().query("problem == @problem.key")["device"])
@@ -183,8 +169,6 @@ _TIER_ORDER = ("reference", *KERNEL_TIERS)
 def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None = None) -> pd.DataFrame:
     """Per device and sizes, eager (the reference) and the best of ours per tier among the newest
     clean rows of ``rec`` (:func:`best_by_tier`); ``variant_tier`` is the kernel's own tier."""
-    from fusedkit import problems  # noqa: PLC0415
-
     p = problems.get(problem) if isinstance(problem, str) else problem
     df = rec[rec["problem"] == p.key]
     if sizes is not None:
@@ -222,33 +206,30 @@ def caption(rows: pd.DataFrame | pd.Series) -> str:
     return f"{devices}, {first}" if first == last else f"{devices}, {first} to {last}"
 
 
+def _newest_run(rows: pd.DataFrame, slugs: Sequence[str]) -> str | None:
+    """The newest run of ``rows`` that timed every one of ``slugs``; None when none did."""
+    if isinstance(slugs, str):
+        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
+    timed = rows[rows["run_id"].isin(_runs_timing(rows, slugs))]
+    return str(timed.sort_values("timestamp", kind="stable")["run_id"].iloc[-1]) if len(timed) else None
+
+
+def _runs_timing(rows: pd.DataFrame, slugs: Sequence[str]) -> set[str]:
+    """The runs of ``rows`` that timed every one of ``slugs``."""
+    return set(rows["run_id"]).intersection(*(rows.loc[rows["variant"] == s, "run_id"] for s in slugs))
+
+
 def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
              device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
     """Every row of the newest clean run that timed each of ``slugs`` at ``sizes`` (a comparison on
     one GPU state), with ``speedup``, ``step`` and ``title``; empty when none did."""
-    if isinstance(slugs, str):
-        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
     rows = clean_rows(_at(_read(path), problem, sizes, device))
-    timed = set(rows["run_id"])
-    for slug in slugs:
-        timed &= set(rows.loc[rows["variant"] == slug, "run_id"])
-    if not timed:
+    newest = _newest_run(rows, slugs)
+    if newest is None:
         return _typed_empty(rows)
-    runs = rows[rows["run_id"].isin(timed)].sort_values("timestamp", kind="stable")
-    run = add_speedup(rows[rows["run_id"] == runs["run_id"].iloc[-1]])
+    run = add_speedup(rows[rows["run_id"] == newest])
     run = _with_steps(run, problem).assign(eager_ms=lambda d: d["speedup"] * d["median_ms"])
     return _ladder_order(run, problem).reset_index(drop=True)
-
-
-def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
-    """Of the runs in ``df`` that timed eager, the one that timed the most ladder variants, newest
-    among equals."""
-    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
-    if runs.empty:
-        return None
-    counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
-    runs = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])
-    return str(runs["run_id"].iloc[-1])
 
 
 def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
@@ -259,11 +240,13 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
     if newest:
         return same_run(problem, ["eager", *having], sizes, device=device, path=path)
     df = clean_rows(_at(_read(path), problem, sizes, device))
-    for slug in having:
-        df = df[df["run_id"].isin(df.loc[df["variant"] == slug, "run_id"])]
-    run_id = main_run_id(df, problem)
-    if run_id is None:   # same columns as a real run, so callers need no special case
+    df = df[df["run_id"].isin(_runs_timing(df, having))]
+    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
+    if runs.empty:   # same columns as a real run, so callers need no special case
         return _typed_empty(df)
+    # the run that timed the most ladder variants, newest among equals
+    counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
+    run_id = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])["run_id"].iloc[-1]
     run = _with_steps(add_speedup(df[df["run_id"] == run_id]), problem)
     return run.assign(eager_ms=run["speedup"] * run["median_ms"]).reset_index(drop=True)
 
@@ -314,7 +297,7 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
     copies.columns = ["copy_ms", "copy_gbps"]
     # A component is a plain name; a probe's config (step@config) or launch (step:launch) is not.
     parts = rows[~rows["variant"].isin(list(problem.variants))
-                 & ~rows["variant"].str.startswith(COPY_FOR) & ~rows["variant"].str.contains(NOT_COMPONENT)]
+                 & ~rows["variant"].str.startswith(COPY_FOR) & ~rows["variant"].str.contains("[@:]")]
     parts = parts.join(copies, on=["run_id", "variant"])
     ceilings = clean_rows(rec[(rec["problem"] == "device") & (rec["variant"] == "d2d_copy")])
     big = ceilings.groupby("run_id")["gbps"].last().rename("device_copy_gbps")
@@ -331,15 +314,10 @@ def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | N
                         device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
     """Components side by side: those of the newest run that timed every one of ``slugs``, in that
     order."""
-    if isinstance(slugs, str):
-        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
     every = components(problem, sizes, device=device, path=path, every_run=True)
-    timed = set(every["run_id"])
-    for slug in slugs:
-        timed &= set(every.loc[every["variant"] == slug, "run_id"])
-    if not timed:
+    newest = _newest_run(every, slugs)
+    if newest is None:
         return every.iloc[0:0].reset_index(drop=True)
-    newest = every[every["run_id"].isin(timed)].sort_values("timestamp", kind="stable")["run_id"].iloc[-1]
     run = every[(every["run_id"] == newest) & every["variant"].isin(list(slugs))]
     order = {s: i for i, s in enumerate(slugs)}
     return run.sort_values("variant", key=lambda v: v.map(order)).reset_index(drop=True)
@@ -393,8 +371,6 @@ def run_short_label(run: pd.DataFrame | pd.Series) -> str:
 def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:
     """``copy_gbps`` and ``bf16_tflops`` measured beside ``rows`` (the newest of their runs'); {}
     for none."""
-    from fusedkit.ceilings import ceilings_frame  # noqa: PLC0415 - ceilings reads records too
-
     if rows.empty:
         return {}
     have = ceilings_frame(clean_rows(_read(path)))
@@ -416,7 +392,7 @@ def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | P
     ``fixed`` narrows the other sizes."""
     df, runs = _sweep_runs(problem, dim, device, path, fixed, having)
     if runs.empty:
-        return _empty_series(_series_columns(dim), dim)
+        return _empty_series(dim)
     runs = runs.sort_values(["stamp"] if newest else ["variants", "stamp"])
     return _one_sweep(df, runs.index[-1], problem, dim)
 
@@ -425,6 +401,13 @@ def _series_columns(dim: str) -> list[str]:
     """The columns of a sweep series over ``dim`` (:func:`sweep_series`)."""
     return ["variant", dim, "median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "step", "tier",
             "p10_ms", "p90_ms", "sizes", "run_id", "device", "timestamp", "commit"]
+
+
+def _empty_series(dim: str) -> pd.DataFrame:
+    """A sweep series with no rows, typed like a real one."""
+    numbers = ("median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "p10_ms", "p90_ms")
+    return pd.DataFrame({c: pd.Series(dtype="int64" if c in (dim, "step") else float if c in numbers else str)
+                         for c in _series_columns(dim)})
 
 
 def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None,
@@ -453,9 +436,7 @@ def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None
     ok = (per_run["points"] > 1)
     for o in others:
         ok &= per_run[f"n_{o}"] == 1
-    for slug in having:
-        ok &= per_run.index.isin(df.loc[df["variant"] == slug, "run_id"])
-    return df, per_run[ok]
+    return df, per_run[ok & per_run.index.isin(_runs_timing(df, having))]
 
 
 def _one_sweep(df: pd.DataFrame, run_id: str, problem: Problem, dim: str) -> pd.DataFrame:
@@ -463,9 +444,7 @@ def _one_sweep(df: pd.DataFrame, run_id: str, problem: Problem, dim: str) -> pd.
     run = add_speedup(df[df["run_id"] == run_id])
     run["step"] = run["variant"].map({v.slug: v.number for v in problem.variants.values()})
     run[dim] = run[dim].astype(int)
-    place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order: eager first
-    run = run.assign(_place=run["variant"].map(place)).sort_values(["_place", dim])
-    return run[_series_columns(dim)].reset_index(drop=True)
+    return _ladder_order(run.sort_values(dim), problem)[_series_columns(dim)].reset_index(drop=True)
 
 
 def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
@@ -494,7 +473,7 @@ def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[s
     """Every recorded sweep over ``dim`` that timed each slug of ``having``, oldest first."""
     df, runs = _sweep_runs(problem, dim, device, path, None, having)
     if runs.empty:
-        return _empty_series(_series_columns(dim), dim)
+        return _empty_series(dim)
     sweeps = [_one_sweep(df, run_id, problem, dim) for run_id in runs.sort_values("stamp").index]
     return pd.concat(sweeps, ignore_index=True)
 
@@ -606,13 +585,3 @@ def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device:
     return {"lo": float(points["speedup"].min()), "hi": float(points["speedup"].max()),
             "points": len(points), "at_lo": int(points.loc[points["speedup"].idxmin(), "batch_size"]),
             "caption": caption(points)}
-
-
-def _empty_series(cols: list[str], dim: str) -> pd.DataFrame:
-    """A sweep series with no rows, typed like a real one."""
-    out = pd.DataFrame({c: pd.Series(dtype=str) for c in cols})
-    for c in (dim, "step"):
-        out[c] = pd.Series(dtype="int64")
-    for c in ("median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "p10_ms", "p90_ms"):
-        out[c] = pd.Series(dtype=float)
-    return out
