@@ -11,7 +11,9 @@ the records (:meth:`Page.say`), never typed into the prose.
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import math
 import string
 from dataclasses import dataclass
@@ -20,7 +22,9 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 import torch
 
-from fusedkit import ceilings, counters, hardware, present, results
+from fusedkit import ceilings, clocks, counters, hardware, present, records, results, source_view
+from fusedkit.device import time_ceilings
+from fusedkit.harness import measure
 from fusedkit.mode import Mode
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes, presets
 
@@ -127,9 +131,7 @@ class Page:
         on a GPU those measured here."""
         if self.mode.gpu:
             if self._live is None:
-                from fusedkit import records  # noqa: PLC0415
-
-                rows = ceilings.measure(records.RunContext.collect(), ceilings.gemm_shapes(self.problem, self.sizes))
+                rows = time_ceilings(records.RunContext.collect(), ceilings.gemm_shapes(self.problem, self.sizes))
                 self._live = Rates(self.problem, self.sizes, ceilings.ceilings_frame(pd.DataFrame(rows)))
             return self._live
         r = self.row(slug or "eager")
@@ -150,8 +152,7 @@ class Page:
     # one step ------------------------------------------------------------------------------
     def step(self, slugs: str | Sequence[str], *, predict: Any = None, basis: str = "",
              against: str | None = None, counters: Sequence[str] = (), code: bool = True,
-             previous: str | None = None, names: Sequence[str] | None = None,
-             extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
+             previous: str | None = None, extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
         """Show one step (or several variants of one file): the code it changed, the prediction
         (``predict``: ms, or a function of the :class:`Rates` of the run it is held against; one
         per slug as a mapping), the ``counters`` that decide it (:data:`COUNTER_FIELDS` keys) with
@@ -159,20 +160,19 @@ class Page:
         predicted *change* is measured from: the verdict then asks whether the change is beyond
         the spread of the two timings (:func:`fusedkit.results.level`)."""
         from IPython.display import HTML, display  # noqa: PLC0415
-        from fusedkit import source_view  # noqa: PLC0415
 
         slugs = [slugs] if isinstance(slugs, str) else list(slugs)
         unknown = [s for s in slugs if s not in self.problem.variants]
         if unknown:
             raise ValueError(f"slugs={unknown}: not variants of {self.problem.key}")
         if code and self.problem.variant(slugs[0]).source:
-            display(source_view.show_step(self.problem.key, slugs[0], previous, names=names, extra=extra))
+            display(source_view.show_step(self.problem.key, slugs[0], previous, extra=extra))
         lines = []
         for i, slug in enumerate(slugs):
             name = f"`{slug}`: " if len(slugs) > 1 else ""
             measured = self._measure(slug, interpret=i == 0)
             guess = predict.get(slug) if isinstance(predict, Mapping) else predict
-            ms = self._predicted(guess, measured)
+            ms = self._predicted(guess, slug)
             if ms is not None:
                 lines.append(f"{name}**Prediction:** {_ms_text(ms)}" + (f" ({basis})" if basis else ""))
             if counters:
@@ -190,8 +190,6 @@ class Page:
         """The time a step is held against: live on a GPU, else its recorded row; on a CPU a
         Triton step is also checked live in the interpreter at small sizes (``interpret``: the
         first variant of a kernel file only, the interpreter ignores the precision flags)."""
-        from fusedkit.harness import measure  # noqa: PLC0415 - the harness imports the kernels
-
         v = self.problem.variant(slug)
         out: dict[str, Any] = {"ms": math.nan, "row": None}
         if self.mode.gpu:
@@ -215,16 +213,10 @@ class Page:
         out.update(ms=float(r["median_ms"]), row=r, text=_timing_text(r, results.run_short_label(r)) + live)
         return out
 
-    def _predicted(self, guess: Any, measured: Mapping[str, Any]) -> float | None:
+    def _predicted(self, guess: Any, slug: str) -> float | None:
         if guess is None:
             return None
-        if callable(guess):
-            row = measured["row"]
-            rates = self.rates() if self.mode.gpu else Rates(
-                self.problem, self.sizes, ceilings.for_problem(self.problem, ceilings.of_run(
-                    str(row["run_id"]) if row is not None else "", ceilings=self._ceilings), self.sizes))
-            guess = guess(rates)
-        ms = float(guess)
+        ms = float(guess(self.rates(slug)) if callable(guess) else guess)
         return ms if math.isfinite(ms) and ms > 0 else None
 
     def _verdict(self, predicted: float, measured: Mapping[str, Any], against: str | None) -> str:
@@ -233,18 +225,15 @@ class Page:
             return "nothing measured to hold it against."
         if against is None:
             ratio = ms / predicted
-            held = abs(ratio - 1) <= HELD
-            return (f"measured {ratio:.2f}x the prediction: " +
-                    ("**held** (within ±10%)." if held else "**missed**."))
+            return f"measured {ratio:.2f}x the prediction: " + (
+                f"**held** (within ±{HELD:.0%})." if abs(ratio - 1) <= HELD else "**missed**.")
         base = self.row(against)
         if base is None or row is None:
             return f"no recorded `{against}` to measure the change from."
         change, told = ms - float(base["median_ms"]), predicted - float(base["median_ms"])
-        same = row.get("run_id") == base.get("run_id")
-        where = "" if same else " (another run)"
-        spread = results.level(row, base)
+        where = "" if row.get("run_id") == base.get("run_id") else " (another run)"
         said = f"predicted {present.ms_diff(told)} ms against `{against}`{where}, measured {present.ms_diff(change)} ms"
-        if spread:
+        if results.level(row, base):
             return f"{said}: **no measurable change**, the two p10–p90 ranges overlap."
         if (told > 0) != (change > 0):
             return f"{said}: **the sign was wrong**."
@@ -282,14 +271,18 @@ COUNTER_FIELDS = {
 """Counter keys a step names: (column of ``data/counters.csv``, format, what it is)."""
 
 
+def _step_counters(problem: Problem, slug: str, sizes: Sizes | None) -> pd.DataFrame:
+    """The newest counters of ``slug`` at ``sizes``, else at the defaults."""
+    raw = counters.step_counters(problem, slug, sizes)
+    return raw if not raw.empty or sizes is None else counters.step_counters(problem, slug)
+
+
 def counter_summary(problem: Problem, slug: str, sizes: Sizes | None = None) -> dict[str, Any] | None:
     """The newest recorded counters of ``slug`` reduced to its main kernel (the longest launch)
     and the call's totals (``launches``, ``total_us``, ``kernel``, ``label``, ``timestamp``);
     a share above 100% (Nsight's L2 hit rate of short kernels can read so) is left out, NaN.
     None when none are recorded (at ``sizes``, else at the defaults)."""
-    raw = counters.step_counters(problem, slug, sizes)
-    if raw.empty and sizes is not None:
-        raw = counters.step_counters(problem, slug)
+    raw = _step_counters(problem, slug, sizes)
     if raw.empty:
         return None
     main = raw.loc[raw["duration_us"].fillna(0.0).idxmax()]
@@ -326,8 +319,7 @@ def counter_tables(problem: Problem, slugs: Sequence[str], sizes: Sizes | None =
     """Every counter of ``slugs``, one row per launch, as HTML folded in a ``<details>``."""
     frames = []
     for slug in slugs:
-        raw = counters.step_counters(problem, slug, sizes)
-        raw = raw if not raw.empty else counters.step_counters(problem, slug)
+        raw = _step_counters(problem, slug, sizes)
         if not raw.empty:
             view = raw.assign(variant=slug, kernel=[counters.short_kernel(str(k)) for k in raw["kernel"]])
             for c in [c for c in counters.COUNTER_COLUMNS if c.endswith("_pct")]:
@@ -396,9 +388,6 @@ def details(summary: str, body: Any) -> Any:
     from IPython.display import HTML  # noqa: PLC0415
 
     if hasattr(body, "savefig"):
-        import base64  # noqa: PLC0415
-        import io  # noqa: PLC0415
-
         import matplotlib.pyplot as plt  # noqa: PLC0415
 
         buf = io.BytesIO()
@@ -420,8 +409,6 @@ def clock_table(page: Page, slugs: Sequence[str], ceilings_of: Sequence[str] = (
     (:func:`fusedkit.clocks.over_window`), its share of the datasheet's rate, and that share
     against the rate at its own clock (the datasheet's scaled by that clock over the clock the
     datasheet's rate implies). A dash where a row has no timing window."""
-    from fusedkit import clocks  # noqa: PLC0415 - clocks reads the records too
-
     readings, rec = clocks.read_clocks(), results.clean_rows(results._read(None))
     run, rows = page.rates().run_id, []
     for ops in ceilings_of:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from fusedkit.kernels import KERNELS, step_path
+from fusedkit import problems
+from fusedkit.kernels import step_path
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc")
 MAX_DIFF = 40
@@ -47,10 +48,6 @@ class Function:
     source: str
     line: int
     kind: str
-
-    @property
-    def lines(self) -> list[str]:
-        return self.source.splitlines()
 
 
 # -- parsing -----------------------------------------------------------------------------------
@@ -177,25 +174,14 @@ def parse(path: str | Path) -> list[Function]:
                      f"{', '.join(CUDA_SUFFIXES)}")
 
 
-def source_path(source: str | Path) -> Path:
-    """``"p12/03_cublas_epilogue.cu"``, ``"common/torch_cuda.h"`` or a Path, as a file path."""
-    if isinstance(source, Path):
-        if not source.is_file():
-            raise FileNotFoundError(f"source={source}: no such file")
-        return source
+def source_path(source: str) -> Path:
+    """``"p12/03_cublas_epilogue.cu"`` or ``"common/torch_cuda.h"`` as a file path."""
     folder, _, filename = source.partition("/")
-    if folder == "common":
-        path = KERNELS / "common" / filename
-        if not path.is_file():
-            raise FileNotFoundError(f"source={source!r}: no such file under fusedkit/kernels")
-        return path
     return step_path(folder, filename)
 
 
 def previous_source(problem_key: str, slug: str) -> str | None:
     """The file of the step before ``slug`` (the nearest lower step number with another file)."""
-    from fusedkit import problems  # noqa: PLC0415 - problems imports torch and the kernels
-
     p = problems.get(problem_key)
     v = p.variant(slug)
     before = [w for w in p.ladder() if w.source and w.source != v.source and w.number < v.number]
@@ -207,7 +193,7 @@ def previous_source(problem_key: str, slug: str) -> str | None:
 def _code(fn: Function) -> list[str]:
     """The code lines of ``fn``, comments (whole-line and trailing) and blank lines left out."""
     marker = "#" if fn.source.lstrip().startswith(("@", "def", "#")) else "//"
-    return [_uncommented(raw, marker) for raw, m in zip(fn.lines, _mask(fn.source).splitlines()) if m.strip()]
+    return [_uncommented(raw, marker) for raw, m in zip(fn.source.splitlines(), _mask(fn.source).splitlines()) if m.strip()]
 
 
 def _uncommented(line: str, marker: str) -> str:
@@ -227,20 +213,14 @@ def _norm(lines: Sequence[str]) -> list[str]:
     return [" ".join(line.split()) for line in lines]
 
 
-def diff_lines(source: str | Path, previous: str | Path | None, names: Iterable[str] | None = None
-               ) -> list[tuple[str, str]]:
+def diff_lines(source: str, previous: str | None) -> list[tuple[str, str]]:
     """What ``source`` changed against ``previous``: (sign, line) pairs, sign ``+`` (added),
     ``-`` (removed), `` `` (context) or ``@`` (a function's name), over the kernels and device
-    helpers of ``source`` (or only ``names``), each against its counterpart in ``previous``."""
-    fns = parse(source_path(source))
-    wanted = list(names) if names is not None else [f.name for f in fns if f.kind in ("kernel", "device")]
-    unknown = [n for n in wanted if n not in {f.name for f in fns}]
-    if unknown:
-        raise KeyError(f"names={unknown}: not functions of {source}; it has "
-                       f"{', '.join(f.name for f in fns)}")
+    helpers of ``source``, each against its counterpart in ``previous``."""
+    fns = [f for f in parse(source_path(source)) if f.kind in ("kernel", "device")]
     before = parse(source_path(previous)) if previous else []
     out: list[tuple[str, str]] = []
-    for fn in sorted((f for f in fns if f.name in wanted), key=lambda f: f.kind != "kernel"):   # kernels first
+    for fn in sorted(fns, key=lambda f: f.kind != "kernel"):   # kernels first
         cur = _code(fn)
         match = next((p for p in before if p.name == fn.name), None)
         if match is None and before:
@@ -299,7 +279,7 @@ def _block(lines: list[tuple[str, str]], suffix: str) -> str:
     return f'<div class="fk-code" style="{_BOX}"><pre style="{_PRE}">{rows}</pre></div>'
 
 
-def listing(source: str | Path, names: Iterable[str] | None = None, *, title: str = "",
+def listing(source: str, names: Iterable[str] | None = None, *, title: str = "",
             folded: bool = True) -> CodeView:
     """``source`` whole, or only its functions ``names``, highlighted; folded in a
     ``<details>`` whose summary says what it holds (``folded=False``: shown open)."""
@@ -322,13 +302,10 @@ def listing(source: str | Path, names: Iterable[str] | None = None, *, title: st
 
 
 def show_step(problem_key: str, slug: str, previous: str | None = None, *,
-              names: Iterable[str] | None = None,
               extra: Sequence[tuple[str, Sequence[str]]] = ()) -> CodeView:
     """One ladder step's code: what changed against the previous step's file (``previous``: a
     slug or a source; default :func:`previous_source`), at most :data:`MAX_DIFF` lines, then
     the whole file and each of ``extra`` (``(source, function names)``) folded."""
-    from fusedkit import problems  # noqa: PLC0415
-
     p = problems.get(problem_key)
     v = p.variant(slug)
     if not v.source:
@@ -338,7 +315,7 @@ def show_step(problem_key: str, slug: str, previous: str | None = None, *,
             previous if "/" in previous else p.variant(previous).source or None)
     if prev and (Path(prev).suffix == ".py") != (Path(v.source).suffix == ".py"):
         prev = None                       # another language: every line is new
-    lines = diff_lines(v.source, prev, names)
+    lines = diff_lines(v.source, prev)
     changed = sum(s in "+-" for s, _ in lines)
     against = f"against {prev}" if prev else "new (no earlier file in its language)"
     head = f"{v.source}, {against}: {changed} lines changed"
