@@ -9,15 +9,16 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 from matplotlib.transforms import Bbox
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from fusedkit import present
+from fusedkit import hopper_layout as hl, present
 from fusedkit.hardware import GpuSpec
 from fusedkit.problems import Problem, Sizes
-from fusedkit.roofline import fused_floor, ridge_point, stage_floor
+from fusedkit.roofline import Floor, fused_floor, ridge_point, stage_floor
 
 sns.set_theme(style="whitegrid", context="notebook")
 
@@ -38,27 +39,22 @@ def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
                     precision: str = "fp32") -> pd.DataFrame:
     """One point per stage and one for the fused whole, at the best rate the roofline allows: label,
     intensity (FLOP/B), tflops, floor_ms, kind."""
-    rows = []
-    for s in problem.stages(sizes):
-        f = stage_floor(s, gpu, precision)
-        rows.append({"label": s.name, "intensity": f.intensity,
-                     "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12,
-                     "floor_ms": f.floor_ms, "kind": "stage (unfused)"})
-    f = fused_floor(problem, sizes, gpu, precision)
-    rows.append({"label": "fused: " + problem.title, "intensity": f.intensity,
-                 "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12, "floor_ms": f.floor_ms,
-                 "kind": "fused"})
-    return pd.DataFrame(rows)
+    def point(label: str, f: Floor, kind: str) -> dict:
+        return {"label": label, "intensity": f.intensity, "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12,
+                "floor_ms": f.floor_ms, "kind": kind}
+
+    rows = [point(s.name, stage_floor(s, gpu, precision), "stage (unfused)") for s in problem.stages(sizes)]
+    return pd.DataFrame([*rows, point("fused: " + problem.title, fused_floor(problem, sizes, gpu, precision), "fused")])
 
 
 def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
                    precisions: Sequence[str] = ("fp32", "tf32", "bf16"),
-                   title: str = "", ax: plt.Axes | None = None) -> plt.Figure:
+                   title: str = "") -> plt.Figure:
     """Log-log roofline of ``gpu``: the memory roof, one compute roof per precision, and ``points``
     (label, intensity, tflops, optional kind)."""
     if points.empty:
         raise ValueError("points is empty: nothing to place on the roofline")
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8.5, 5.2))
+    fig, ax = plt.subplots(figsize=(8.5, 5.2))
     lo = min(0.05, points["intensity"].min() / 2)
     hi = max(5e3, points["intensity"].max() * 2)
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
@@ -203,17 +199,13 @@ def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
 
 
 def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
-                values: Sequence[int] | None = None, precisions: Sequence[str] = ("fp32", "fp16x3"),
-                title: str = "") -> plt.Figure:
+                precisions: Sequence[str] = ("fp32", "fp16x3"), title: str = "") -> plt.Figure:
     """The floors of a fused kernel against ``dim``, log-log: the memory floor and one compute floor
     per precision, each ridge crossing dashed."""
     if dim not in {d.name for d in problem.dims}:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: "
                          f"{', '.join(d.name for d in problem.dims)}")
-    top = max(problem.defaults[dim], 1024)
-    values = list(values) if values is not None else [2**i for i in range(int(np.log2(top)) + 1)]
-    if not values or min(values) < 1:
-        raise ValueError(f"values={values!r}: sizes of {dim}, integers >= 1")
+    values = [2**i for i in range(int(np.log2(max(problem.defaults[dim], 1024))) + 1)]
     base = problem.defaults
     fig, ax = plt.subplots(figsize=(8.2, 4.6))
     memory = [fused_floor(problem, {**base, dim: v}, gpu, precisions[0]).memory_ms for v in values]
@@ -253,8 +245,7 @@ def step_colours(problem: Problem, slugs: Sequence[str] | None = None
 
 
 def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
-                 variants: Sequence[str] | None = None, title: str = "", ax: plt.Axes | None = None
-                 ) -> plt.Figure:
+                 variants: Sequence[str] | None = None, title: str = "") -> plt.Figure:
     """Time against ``dim`` for each variant over recorded sweeps: the newest sweep's medians as a
     line with p10 to p90 shaded, every older sweep's median as a ring."""
     need = {"variant", dim, "median_ms", "p10_ms", "p90_ms", "run_id", "timestamp"}
@@ -265,8 +256,7 @@ def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
                          "build it with results.every_sweep")
     variants = list(variants) if variants is not None else list(dict.fromkeys(sweeps["variant"]))
     colours = step_colours(problem, variants)
-    own = ax is None
-    fig, ax = plt.subplots(figsize=(8.2, 4.8)) if own else (ax.figure, ax)
+    fig, ax = plt.subplots(figsize=(8.2, 4.8))
     newest = sweeps.sort_values("timestamp")["run_id"].iloc[-1]
     for v in variants:
         rows = sweeps[sweeps["variant"] == v]
@@ -289,11 +279,8 @@ def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
     ax.set_title(title or f"{problem.key}: the newest sweep (line, p10 to p90 shaded) and the older ones (rings)",
                  fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
-    if own:   # the key under the axes; in a panel of a larger figure, right of its axes
-        _legend_below(fig, handles, labels, ncol=min(3, max(len(labels), 1)))
-        plt.close(fig)
-    else:
-        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _legend_below(fig, handles, labels, ncol=min(3, max(len(labels), 1)))
+    plt.close(fig)
     return fig
 
 
@@ -407,19 +394,12 @@ def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
     return fig
 
 
-STALL_REASONS = {
-    "long_sb": "long scoreboard (global memory, mbarrier)",
-    "barrier": "barrier (wgmma wait)",
-    "wait": "fixed latency",
-    "selected": "nothing: issuing",
-    "not_selected": "another warp issued",
-    "dispatch": "dispatch",
-    "mio": "MIO queue (shared memory, wgmma issue)",
-    "short_sb": "short scoreboard (SFU, shared memory)",
-    "math": "a math pipe",
-    "branch_resolving": "a branch",
-    "lg": "global-memory queue",
-}
+STALL_REASONS = {   # ncu's stall reasons, as the key names them
+    "long_sb": "long scoreboard (global memory, mbarrier)", "barrier": "barrier (wgmma wait)",
+    "wait": "fixed latency", "selected": "nothing: issuing", "not_selected": "another warp issued",
+    "dispatch": "dispatch", "mio": "MIO queue (shared memory, wgmma issue)",
+    "short_sb": "short scoreboard (SFU, shared memory)", "math": "a math pipe",
+    "branch_resolving": "a branch", "lg": "global-memory queue"}
 
 
 def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: str = "") -> plt.Figure:
@@ -466,10 +446,6 @@ def _cell_grid(ax: plt.Axes, rows: int, cols: int) -> None:
 def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
     """The 128-byte swizzle atom: 8 rows of 8 16-byte chunks as the kernel means them and as TMA
     stores them, chunk ``highlight`` marked."""
-    from matplotlib.patches import Rectangle  # noqa: PLC0415
-
-    from fusedkit import hopper_layout as hl  # noqa: PLC0415
-
     highlight = hl._check_int("highlight", highlight, 0, hl.CHUNKS)
     stored = hl.swizzle_atom()
     logical = np.tile(np.arange(hl.CHUNKS), (hl.ATOM_ROWS, 1))
@@ -504,15 +480,10 @@ def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
     return fig
 
 
-def accumulator_fragment_figure(cols: int = 16, n: int = 128) -> plt.Figure:
-    """The fp32 accumulator of wgmma m64nNk16: the thread and register holding each element of the
-    first ``cols`` columns, coloured by warp."""
-    from fusedkit import hopper_layout as hl  # noqa: PLC0415
-
-    n = hl._check_n(n)
-    cols = hl._check_int("cols", cols, 8, n + 1)
-    if cols % 8:
-        raise ValueError(f"cols={cols}: show whole 8-column slabs (a multiple of 8 up to n={n})")
+def accumulator_fragment_figure() -> plt.Figure:
+    """The fp32 accumulator of wgmma m64n128k16: the thread and register holding each element of the
+    first 16 columns (two 8-column slabs), coloured by warp."""
+    cols, n = 16, 128
     warp_colours = sns.color_palette("pastel", 4)
     dark = sns.color_palette("muted", 4)
     fig, ax = plt.subplots(figsize=(8.2, 12.5))

@@ -7,6 +7,7 @@ missing value is an en dash, never ``nan``. :func:`format_frame` applies the rul
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from typing import Any, Callable, Mapping, Sequence
@@ -37,38 +38,22 @@ def _num(spec: str, suffix: str = "") -> Callable[[Any], str]:
     return fmt
 
 
-ms = _num(".3f")
-"""Milliseconds: ``2.724``."""
-us = _num(".1f")
-"""Microseconds: ``28.8``."""
-tflops = _num(".1f")
-"""TFLOP/s: ``157.7``."""
-pct = _num(".0f", "%")
-"""A share in percent (the value is already in percent): ``75%``."""
-err = _num(".1e")
-"""A relative or absolute error: ``1.6e-06``."""
-speedup = _num(".2f", "x")
-"""A ratio of times: ``3.12x``."""
-gbps = _num(".0f")
-"""GB/s: ``3174``."""
-mb = _num(".0f")
-"""Megabytes (or KB, GiB: any size shown as an integer): ``67``."""
-gb = _num(".2f")
-"""Gigabytes moved, as a profiler counts them: ``1.07``."""
-count = _num(".0f")
-"""An integer count (a step number, registers, a launch's grid)."""
-ratio = _num(".1f")
-"""A ratio of two counts (sectors per request): ``4.0``."""
+ms = _num(".3f")              # milliseconds: 2.724
+us = _num(".1f")              # microseconds: 28.8
+tflops = _num(".1f")          # TFLOP/s: 157.7
+pct = _num(".0f", "%")        # a share already in percent: 75%
+err = _num(".1e")             # a relative or absolute error: 1.6e-06
+speedup = _num(".2f", "x")    # a ratio of times: 3.12x
+gbps = _num(".0f")            # GB/s: 3174
+mb = _num(".0f")              # megabytes (or KB, GiB: any size shown as an integer): 67
+gb = _num(".2f")              # gigabytes moved, as a profiler counts them: 1.07
+count = _num(".0f")           # an integer count (a step number, registers, a launch's grid)
+ratio = _num(".1f")           # a ratio of two counts (sectors per request): 4.0
 
 
 def ms_diff(value: Any) -> str:
     """A difference of times, signed: ``+0.018``."""
     return MISSING if _missing(value) else f"{float(value):+.3f}"
-
-
-def us_diff(ms: Any) -> str:
-    """A small difference of times given in ms, signed, in µs: ``-0.4`` for -0.0004 ms."""
-    return MISSING if _missing(ms) else f"{1e3 * float(ms):+.1f}"
 
 
 def sizes(value: Any) -> str:
@@ -123,20 +108,8 @@ TEXT_FORMATS = {"sizes", "device"}
 
 
 def formatter(column: str) -> Callable[[Any], str] | None:
-    """The formatter for a column name, or None for text columns."""
-    if column in COLUMN_FORMATS:
-        return COLUMN_FORMATS[column]
-    if re.fullmatch(r"ms_at_\d+", column):
-        return ms
-    return None
-
-
-def fmt(column: str, value: Any) -> str:
-    """One value formatted as its column is (text columns as they are)."""
-    f = formatter(column)
-    if f is not None:
-        return f(value)
-    return MISSING if _missing(value) else str(value)
+    """The formatter for a column name (``ms_at_<rows>`` too), or None for an unknown column."""
+    return COLUMN_FORMATS.get(column) or (ms if re.fullmatch(r"ms_at_\d+", column) else None)
 
 
 def format_frame(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]] | None = None
@@ -155,7 +128,7 @@ def format_frame(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]] |
             out[col] = pd.Series([MISSING if _missing(v) else v for v in out[col]], index=out.index,
                                  dtype=object)
     if out.index.name in COLUMN_FORMATS:
-        out.index = pd.Index([fmt(out.index.name, v) for v in out.index], name=out.index.name)
+        out.index = pd.Index([COLUMN_FORMATS[out.index.name](v) for v in out.index], name=out.index.name)
     return out
 
 
@@ -193,8 +166,6 @@ characters with no space): they wrap anywhere if they must, so the table keeps t
 def breakable(value: Any) -> str:
     """A cell or header as HTML that may break after its underscores (``routed_<wbr>p10_ms``):
     a snake_case name or slug wraps where the page is narrow, shown and copied whole."""
-    import html  # noqa: PLC0415
-
     return re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1<wbr>", html.escape(str(value)))
 
 
@@ -254,9 +225,6 @@ class Markdown:
                               self.text)
 
     def __repr__(self) -> str:
-        return self.text
-
-    def __str__(self) -> str:
         return self.text
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:

@@ -59,11 +59,6 @@ def test_md_renders_markdown_with_the_values_given():
     assert m._repr_markdown_() == "step 6 reaches 3.12x (0.872 ms)" == str(m)
 
 
-def test_us_diff_is_signed_microseconds():
-    assert present.us_diff(-0.00045) == "-0.5" and present.us_diff(0.0123) == "+12.3"
-    assert present.us_diff(float("nan")) == present.MISSING
-
-
 def test_a_missing_value_is_a_dash_in_every_column_never_nan():
     # Columns the rules know, and ones they do not (a notebook's own): no cell reads "nan".
     df = pd.DataFrame({"variant": ["a", None, "c"], "ms": [1.0, math.nan, 2.0],
