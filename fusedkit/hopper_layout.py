@@ -197,21 +197,3 @@ def accumulator_owner(row: int, col: int, n: int = 128) -> tuple[int, int]:
     slab, c = divmod(col, 8)
     pair, e = divmod(c, 2)
     return 32 * warp + 4 * quad + pair, 4 * slab + 2 * half + e
-
-
-def fragment_map(n: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """(thread, register) of every element of the 64 x ``n`` tile, as two int arrays (64, n)."""
-    n = _check_n(n)
-    thread = np.empty((FRAGMENT_ROWS, n), dtype=int)
-    reg = np.empty((FRAGMENT_ROWS, n), dtype=int)
-    for t in range(WARPGROUP_THREADS):
-        for i in range(n // 2):
-            r, c = accumulator_position(t, i, n)
-            thread[r, c], reg[r, c] = t, i
-    return thread, reg
-
-
-__all__ = ["ATOM_BYTES", "ATOM_ROWS", "CHUNKS", "CHUNK_BYTES", "Descriptor", "FIELD_BITS",
-           "FRAGMENT_ROWS", "ROW_BYTES", "SWIZZLE_MODES", "WARPGROUP_THREADS", "accumulator_col",
-           "accumulator_owner", "accumulator_position", "accumulator_row", "descriptor_encode",
-           "fragment_map", "sw128_desc", "sw128_offset", "swizzle_atom", "swizzled_chunk"]

@@ -51,10 +51,11 @@ def clean_rows(rec: pd.DataFrame) -> pd.DataFrame:
 
 
 def _with_steps(rows: pd.DataFrame, problem: Problem) -> pd.DataFrame:
-    """``rows`` plus the ladder's ``step`` (number) and ``title`` of each variant (NaN and ""
-    for a component)."""
+    """``rows`` (with ``speedup``) plus ``eager_ms`` and the ladder's ``step`` (number) and ``title``
+    of each variant (NaN and "" for a component)."""
     steps = {v.slug: (v.number, v.title) for v in problem.variants.values()}
-    return rows.assign(step=rows["variant"].map(lambda s: steps.get(s, (None, ""))[0]).astype(float),
+    return rows.assign(eager_ms=rows["speedup"] * rows["median_ms"],
+                       step=rows["variant"].map(lambda s: steps.get(s, (None, ""))[0]).astype(float),
                        title=rows["variant"].map(lambda s: steps.get(s, (None, ""))[1]))
 
 
@@ -74,7 +75,6 @@ def newest_clean(rec: pd.DataFrame, problem: Problem, *, as_of: object = None) -
         rows = rows[rows["timestamp"] <= (t if t.tzinfo else t.tz_localize("UTC"))]
     rows = add_speedup(rows)     # among clean rows: a dirty eager gives no one a speed-up
     rows = rows[rows["variant"].isin(list(problem.variants)) & rows["speedup"].notna()]
-    rows = rows.assign(eager_ms=rows["speedup"] * rows["median_ms"])
     newest = rows.sort_values("timestamp", kind="stable").groupby(["device", "sizes", "variant"]).tail(1)
     return _ladder_order(_with_steps(newest, problem), problem, "device", "sizes").reset_index(drop=True)
 
@@ -227,8 +227,7 @@ def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None,
     newest = _newest_run(rows, slugs)
     if newest is None:
         return _typed_empty(rows)
-    run = add_speedup(rows[rows["run_id"] == newest])
-    run = _with_steps(run, problem).assign(eager_ms=lambda d: d["speedup"] * d["median_ms"])
+    run = _with_steps(add_speedup(rows[rows["run_id"] == newest]), problem)
     return _ladder_order(run, problem).reset_index(drop=True)
 
 
@@ -247,8 +246,7 @@ def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = ""
     # the run that timed the most ladder variants, newest among equals
     counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
     run_id = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])["run_id"].iloc[-1]
-    run = _with_steps(add_speedup(df[df["run_id"] == run_id]), problem)
-    return run.assign(eager_ms=run["speedup"] * run["median_ms"]).reset_index(drop=True)
+    return _with_steps(add_speedup(df[df["run_id"] == run_id]), problem).reset_index(drop=True)
 
 
 def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:

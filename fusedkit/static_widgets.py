@@ -165,11 +165,6 @@ def _output(out: Mapping[str, Any]) -> str:
     return f"<pre style='{_PRE}'>{html.escape(''.join(text) if isinstance(text, list) else str(text))}</pre>"
 
 
-def is_picture(output: Mapping[str, Any]) -> bool:
-    """True for an output that is a widget's own picture (:data:`PICTURE_KEY`)."""
-    return bool(output.get("metadata", {}).get(PICTURE_KEY))
-
-
 def snapshot(widget_html: str) -> str:
     """A statically drawn widget under a caption saying what it is."""
     return (f"<div class='fk-snapshot' style='{_FIT}'>"
@@ -184,7 +179,7 @@ def _preprocess(nb: Any, resources: dict) -> tuple[Any, dict]:
     models = widget_models(nb)
     for cell in nb.cells:
         if "outputs" in cell:
-            cell.outputs = [o for o in cell.outputs if not is_picture(o)]
+            cell.outputs = [o for o in cell.outputs if not o.get("metadata", {}).get(PICTURE_KEY)]
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is not None:

@@ -115,8 +115,7 @@ class Picture:
         # is sent as this cell's output, which is where JupyterLab looks for the display to update.
         publisher = getattr(get_ipython(), "display_pub", None)
         self._parent = dict(getattr(publisher, "parent_header", None) or {})
-        self._handle = display(self.bundle(), raw=True, display_id=True,
-                               metadata=dict(_METADATA))
+        self._handle = display(self.bundle(), raw=True, display_id=True, metadata=dict(_METADATA))
         self._watch()
 
     def _watch(self) -> None:
@@ -145,8 +144,7 @@ class Picture:
         as_cell = getattr(publisher, "set_thread_parent", None)
         token = as_cell(self._parent) if as_cell is not None and self._parent else None
         try:
-            self._handle.update(self.bundle(), raw=True,
-                                metadata=dict(_METADATA))
+            self._handle.update(self.bundle(), raw=True, metadata=dict(_METADATA))
         finally:
             if token is not None:
                 publisher.reset_thread_parent(token)
@@ -158,6 +156,3 @@ def show(widget: w.Widget, what: str) -> Picture:
     picture.show()
     return picture
 
-
-__all__ = ["PICTURE_CLASS", "Picture", "REDRAW_DELAY_S", "STALE_CLASS", "STALE_NOTE", "drawing",
-           "picture_note", "show"]
