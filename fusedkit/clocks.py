@@ -147,6 +147,11 @@ def _parse_file(path: Path, text: str) -> list[dict[str, str]]:
     return [row for _, row in records.parse_table(path, text, "clocks", [COLUMNS], _check_row)]
 
 
+def _append(path: Path, rows: list[dict[str, str]]) -> None:
+    records.append_lines(path, records.csv_line(list(COLUMNS)),
+                         "".join(records.csv_line([r[c] for c in COLUMNS]) for r in rows), _parse_file)
+
+
 def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) -> int:
     """Append ``readings`` (a frame as :meth:`fusedkit.device.Sampler.stop` returns) under ``run_id`` to the
     clocks file (locked, atomic; a malformed existing file is refused, never rewritten).
@@ -156,8 +161,7 @@ def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) 
         fault = _check_row(row)
         if fault:
             raise ValueError(f"readings[{i}]: {fault}")
-    records.append_lines(path or default_path(), records.csv_line(list(COLUMNS)),
-                         "".join(records.csv_line([r[c] for c in COLUMNS]) for r in rows), _parse_file)
+    _append(Path(path or default_path()), rows)
     return len(rows)
 
 
@@ -232,9 +236,8 @@ def summary_line(s: ClockSummary | None) -> str:
 
 @dataclass(frozen=True)
 class Window:
-    """The readings taken over one measurement's timed calls (its ``timed_from`` to
-    ``timed_to``): how many, the median SM clock (MHz) and power (W), and the share of them
-    with a power or thermal cap active (:data:`CAPS`)."""
+    """The readings over one measurement's timed calls: how many, the median SM clock (MHz) and
+    power (W), and the share with a power or thermal cap active (:data:`CAPS`)."""
 
     readings: int
     sm_median_mhz: float
@@ -243,10 +246,9 @@ class Window:
 
 
 def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Window | None:
-    """The clock over exactly the timed loop of ``row`` (a records row with ``run_id``,
-    ``timed_from`` and ``timed_to``): the readings of its run inside that window. None where
-    the row has no window (rows recorded before 2026-12-05 have none) or no reading falls in
-    it: never another run's readings, nor the whole run's."""
+    """The readings of ``row``'s run between its ``timed_from`` and ``timed_to``; None where the row
+    has no window (rows before 2026-12-05) or no reading falls in it: never another run's readings,
+    nor the whole run's."""
     start, end = row.get("timed_from"), row.get("timed_to")
     if start is None or end is None or pd.isna(start) or pd.isna(end):
         return None
@@ -305,17 +307,14 @@ def import_file(src: str | Path, dst: str | Path | None = None, *, run_id: str |
     text = src.read_text(encoding="utf-8")
     if text.startswith(",".join(COLUMNS)):
         rows = _parse_file(src, text)
-        have = {tuple(r.values()) for r in _parse_file(dst, dst.read_text())} if (
-            dst.exists() and dst.read_text().strip()) else set()
+        have = {tuple(r.values()) for _, r in records.read_table(dst, "clocks", [COLUMNS], _check_row)}
         new = [r for r in rows if tuple(r.values()) not in have]
-        records.append_lines(dst, records.csv_line(list(COLUMNS)),
-                             "".join(records.csv_line([r[c] for c in COLUMNS]) for r in new), _parse_file)
+        _append(dst, new)
         return f"{len({r['run_id'] for r in new})} run(s) from {src}", len(new)
     readings = parse_smi_log(text, tz=tz)
     if run_id is None:
         run_id = match_run(readings, records.read_records(records_path or records.default_path()))
-    known = set(read_clocks(dst)["run_id"])
-    if run_id in known:
+    if run_id in set(read_clocks(dst)["run_id"]):
         return f"run {run_id} (already in {dst})", 0
     return f"run {run_id}", record(run_id, readings, dst)
 
@@ -335,8 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             what, n = import_file(args.file, run_id=args.run_id, records_path=args.records)
             print(f"{n} readings of {what} added to {default_path()}")
         else:
-            clocks = read_clocks()
-            for run_id, group in clocks.groupby("run_id", sort=True):
+            for run_id, group in read_clocks().groupby("run_id", sort=True):
                 print(f"{run_id}: {summary_line(summarize(group))}")
     except (ValueError, OSError) as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)

@@ -1,12 +1,7 @@
-"""One notebook page's numbers and one ladder step as a reader needs it.
-
-A :class:`Page` takes its numbers from one device: on a GPU the one at hand, measured live;
-on a CPU the records of :func:`fusedkit.results.page_device`, each number labelled with its
-device and date. :meth:`Page.step` shows a step in one order: what the code changed (a short
-diff, the whole file folded), the prediction, one line of the counters that decide it, the
-measured time with its p10 and p90, and one line that says whether the prediction held, judged
-by the one noise rule (:func:`fusedkit.results.level`). Every number of a sentence comes from
-the records (:meth:`Page.say`), never typed into the prose.
+"""One notebook page's numbers and one ladder step as a reader needs it. A :class:`Page` takes its
+numbers from one device: on a GPU the one at hand, measured live; on a CPU the records of
+:func:`fusedkit.results.page_device`, each labelled with its device and date. Every number of a
+sentence comes from them (:meth:`Page.say`), never typed into the prose.
 """
 
 from __future__ import annotations
@@ -87,7 +82,7 @@ class Rates:
 
     def floor_ms(self, precision: str) -> float:
         """The measured floor of a fused kernel in ``precision`` (:func:`ceilings.measured_floor`)."""
-        f = ceilings.measured_floor(self.problem, self.sizes, precision, self.frame) if len(self.frame) else None
+        f = ceilings.measured_floor(self.problem, self.sizes, precision, self.frame)
         return f.floor_ms if f is not None else math.nan
 
 
@@ -118,7 +113,7 @@ class Page:
 
     # numbers ---------------------------------------------------------------------------------
     def row(self, slug: str) -> pd.Series | None:
-        hit = self.recorded[self.recorded["variant"] == slug] if not self.recorded.empty else self.recorded
+        hit = self.recorded[self.recorded["variant"] == slug]
         return hit.iloc[0] if len(hit) else None
 
     def t(self, slug: str, column: str = "median_ms") -> float:
@@ -155,10 +150,9 @@ class Page:
              previous: str | None = None, extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
         """Show one step (or several variants of one file): the code it changed, the prediction
         (``predict``: ms, or a function of the :class:`Rates` of the run it is held against; one
-        per slug as a mapping), the ``counters`` that decide it (:data:`COUNTER_FIELDS` keys) with
-        every counter folded, the measured time, and the verdict. ``against`` names the step a
-        predicted *change* is measured from: the verdict then asks whether the change is beyond
-        the spread of the two timings (:func:`fusedkit.results.level`)."""
+        per slug as a mapping), the ``counters`` that decide it (:data:`COUNTER_FIELDS` keys), the
+        measured time and the verdict; with ``against``, whether the predicted *change* from that
+        step is beyond the spread of the two timings (:func:`fusedkit.results.level`)."""
         from IPython.display import HTML, display  # noqa: PLC0415
 
         slugs = [slugs] if isinstance(slugs, str) else list(slugs)
@@ -170,48 +164,43 @@ class Page:
         lines = []
         for i, slug in enumerate(slugs):
             name = f"`{slug}`: " if len(slugs) > 1 else ""
-            measured = self._measure(slug, interpret=i == 0)
+            measured, row, text = self._measure(slug, interpret=i == 0)
             guess = predict.get(slug) if isinstance(predict, Mapping) else predict
             ms = self._predicted(guess, slug)
             if ms is not None:
                 lines.append(f"{name}**Prediction:** {_ms_text(ms)}" + (f" ({basis})" if basis else ""))
             if counters:
                 lines.append(name + counter_line(self.problem, slug, counters, self.sizes))
-            lines.append(f"{name}**Measured:** {measured['text']}")
+            lines.append(f"{name}**Measured:** {text}")
             if ms is not None:
-                lines.append(f"{name}**Verdict:** " + self._verdict(ms, measured, against))
+                lines.append(f"{name}**Verdict:** " + self._verdict(ms, measured, row, against))
         display(present.Markdown("\n\n".join(lines)))
         if counters:
             folded = counter_tables(self.problem, slugs, self.sizes)
             if folded:
                 display(HTML(folded))
 
-    def _measure(self, slug: str, interpret: bool = True) -> dict[str, Any]:
-        """The time a step is held against: live on a GPU, else its recorded row; on a CPU a
-        Triton step is also checked live in the interpreter at small sizes (``interpret``: the
-        first variant of a kernel file only, the interpreter ignores the precision flags)."""
+    def _measure(self, slug: str, interpret: bool = True) -> tuple[float, pd.Series | None, str]:
+        """(ms, row, text) of the time a step is held against: live on a GPU, else its recorded
+        row; on a CPU a Triton step is also checked in the interpreter at small sizes (``interpret``:
+        the first variant of a kernel file only, the interpreter ignores the precision flags)."""
         v = self.problem.variant(slug)
-        out: dict[str, Any] = {"ms": math.nan, "row": None}
         if self.mode.gpu:
             m = measure(self.problem, v, self.sizes, device="cuda")
             if not m.ok:
-                out["text"] = f"not measured here: {m.failure}"
-                return out
+                return math.nan, None, f"not measured here: {m.failure}"
             row = pd.Series(m.row())
-            out.update(ms=m.timing.median_ms, row=row, text=_timing_text(row, f"live on {self.device}"))
-            return out
-        r = self.row(slug)
+            return m.timing.median_ms, row, _timing_text(row, f"live on {self.device}")
         live = ""
         if v.triton and interpret:
             small = small_sizes(self.problem)
             m = measure(self.problem, v, small, device="cpu", time_it=False, seeds=1)
             live = (f"; in Triton's CPU interpreter at {short_sizes(small)}: "
                     + (f"{m.tier or 'logic right'}" if m.ok else ("not run: " if m.skipped else "FAILED: ") + m.failure))
+        r = self.row(slug)
         if r is None:
-            out["text"] = f"not recorded on {present.device(self.device)} at {short_sizes(self.sizes)}{live}"
-            return out
-        out.update(ms=float(r["median_ms"]), row=r, text=_timing_text(r, results.run_short_label(r)) + live)
-        return out
+            return math.nan, None, f"not recorded on {present.device(self.device)} at {short_sizes(self.sizes)}{live}"
+        return float(r["median_ms"]), r, _timing_text(r, results.run_short_label(r)) + live
 
     def _predicted(self, guess: Any, slug: str) -> float | None:
         if guess is None:
@@ -219,8 +208,7 @@ class Page:
         ms = float(guess(self.rates(slug)) if callable(guess) else guess)
         return ms if math.isfinite(ms) and ms > 0 else None
 
-    def _verdict(self, predicted: float, measured: Mapping[str, Any], against: str | None) -> str:
-        ms, row = measured["ms"], measured["row"]
+    def _verdict(self, predicted: float, ms: float, row: pd.Series | None, against: str | None) -> str:
         if not math.isfinite(ms):
             return "nothing measured to hold it against."
         if against is None:
@@ -278,10 +266,9 @@ def _step_counters(problem: Problem, slug: str, sizes: Sizes | None) -> pd.DataF
 
 
 def counter_summary(problem: Problem, slug: str, sizes: Sizes | None = None) -> dict[str, Any] | None:
-    """The newest recorded counters of ``slug`` reduced to its main kernel (the longest launch)
-    and the call's totals (``launches``, ``total_us``, ``kernel``, ``label``, ``timestamp``);
-    a share above 100% (Nsight's L2 hit rate of short kernels can read so) is left out, NaN.
-    None when none are recorded (at ``sizes``, else at the defaults)."""
+    """The newest counters of ``slug`` (at ``sizes``, else the defaults) reduced to its main kernel
+    (the longest launch) and the call's totals (``launches``, ``total_us``, ``kernel``, ``label``);
+    a share above 100% (Nsight's L2 hit rate of short kernels can read so) as NaN; None if none."""
     raw = _step_counters(problem, slug, sizes)
     if raw.empty:
         return None
@@ -328,8 +315,7 @@ def counter_tables(problem: Problem, slugs: Sequence[str], sizes: Sizes | None =
     if not frames:
         return ""
     df = pd.concat(frames, ignore_index=True)
-    cols = ["variant", "launch", "kernel", *counters.COUNTER_COLUMNS] if len(slugs) > 1 else \
-           ["launch", "kernel", *counters.COUNTER_COLUMNS]
+    cols = ["variant"] * (len(slugs) > 1) + ["launch", "kernel", *counters.COUNTER_COLUMNS]
     table = present.table(df[cols]).to_html()
     return (f"<details><summary>Every counter, one row per launch of one call (Nsight Compute; a "
             f"share Nsight reported above 100% is left out)</summary><div style='overflow-x:auto'>"
@@ -360,8 +346,8 @@ class RowView:
             value, unit = c.get(col, math.nan), ""
         elif key in self.FIELDS:
             col, fmt, unit = self.FIELDS[key]
-            value = self._page.t(self._slug, col) if col != "tier" else (
-                self._page.row(self._slug)["tier"] if self._page.row(self._slug) is not None else math.nan)
+            row = self._page.row(self._slug)
+            value = row[col] if row is not None else math.nan
         else:
             raise AttributeError(f"{key!r}: a step offers {', '.join(self.FIELDS)} and the counters "
                                  f"{', '.join(COUNTER_FIELDS)}")
@@ -404,11 +390,10 @@ def details(summary: str, body: Any) -> Any:
 # -- the clock over each timed loop --------------------------------------------------------------
 
 def clock_table(page: Page, slugs: Sequence[str], ceilings_of: Sequence[str] = ("fp16",)) -> pd.DataFrame:
-    """The one clocks computation: for cuBLAS's ceilings of ``ceilings_of`` in the page's eager
-    run and for each of ``slugs``, the SM clock over exactly its timed loop
-    (:func:`fusedkit.clocks.over_window`), its share of the datasheet's rate, and that share
-    against the rate at its own clock (the datasheet's scaled by that clock over the clock the
-    datasheet's rate implies). A dash where a row has no timing window."""
+    """The one clocks computation: for cuBLAS's ceilings of ``ceilings_of`` in the page's eager run
+    and each of ``slugs``, the SM clock over its timed loop (:func:`fusedkit.clocks.over_window`),
+    its share of the datasheet's rate, and that share at its own clock (the datasheet's rate scaled
+    by that clock over the one the rate implies). A dash where a row has no timing window."""
     readings, rec = clocks.read_clocks(), results.clean_rows(results._read(None))
     run, rows = page.rates().run_id, []
     for ops in ceilings_of:
