@@ -44,7 +44,8 @@ def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
                 "floor_ms": f.floor_ms, "kind": kind}
 
     rows = [point(s.name, stage_floor(s, gpu, precision), "stage (unfused)") for s in problem.stages(sizes)]
-    return pd.DataFrame([*rows, point("fused: " + problem.title, fused_floor(problem, sizes, gpu, precision), "fused")])
+    fused = fused_floor(problem, sizes, gpu, precision)
+    return pd.DataFrame([*rows, point("fused: " + problem.title, fused, "fused")])
 
 
 def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,

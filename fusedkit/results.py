@@ -383,16 +383,11 @@ def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str
 
 
 def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
-                 *, fixed: Mapping[str, int] | None = None, having: Sequence[str] = (),
-                 newest: bool = False) -> pd.DataFrame:
-    """The most complete (``newest``: the newest) recorded sweep of ``problem`` over ``dim`` that
-    timed every slug of ``having``, one row per variant and point, with speed-ups at each point;
-    ``fixed`` narrows the other sizes."""
-    df, runs = _sweep_runs(problem, dim, device, path, fixed, having)
-    if runs.empty:
-        return _empty_series(dim)
-    runs = runs.sort_values(["stamp"] if newest else ["variants", "stamp"])
-    return _one_sweep(df, runs.index[-1], problem, dim)
+                 *, having: Sequence[str] = ()) -> pd.DataFrame:
+    """The newest recorded sweep of ``problem`` over ``dim`` that timed every slug of ``having``, one
+    row per variant and point, with speed-ups at each point."""
+    df, runs = _sweep_runs(problem, dim, device, path, having)
+    return _one_sweep(df, runs["stamp"].idxmax(), problem, dim) if len(runs) else _empty_series(dim)
 
 
 def _series_columns(dim: str) -> list[str]:
@@ -409,9 +404,9 @@ def _empty_series(dim: str) -> pd.DataFrame:
 
 
 def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None,
-                fixed: Mapping[str, int] | None, having: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rows, runs) of the sweeps of ``problem`` over ``dim``: the clean rows with a column per
-    size, and one row per sweep run (``points``, ``stamp``, ``variants``)."""
+                having: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows, runs) of the sweeps of ``problem`` over ``dim`` that timed ``having``: the clean rows
+    with a column per size, and one row per sweep run (``points``, ``stamp``)."""
     names = [d.name for d in problem.dims]
     if dim not in names:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
@@ -419,21 +414,13 @@ def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None
     df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
             & df["variant"].isin(list(problem.variants))]
     if df.empty:
-        return df, pd.DataFrame(columns=["points", "stamp", "variants"])
+        return df, pd.DataFrame(columns=["points", "stamp"])
     parsed = pd.DataFrame([parse_sizes(s) for s in df["sizes"]], index=df.index)
     df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
     others = [n for n in names if n != dim]
-    for name, value in (fixed or {}).items():
-        if name not in others:
-            raise ValueError(f"fixed={{{name!r}: {value!r}}}: fixed names the other sizes of "
-                             f"{problem.key}; valid: {', '.join(others)}")
-        df = df[df[name] == value]
     per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
-                                       variants=("variant", "nunique"),
                                        **{f"n_{o}": (o, "nunique") for o in others})
-    ok = (per_run["points"] > 1)
-    for o in others:
-        ok &= per_run[f"n_{o}"] == 1
+    ok = (per_run["points"] > 1) & (per_run[[f"n_{o}" for o in others]] == 1).all(axis=1)   # one dim varies
     return df, per_run[ok & per_run.index.isin(_runs_timing(df, having))]
 
 
@@ -450,8 +437,7 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     """``slug`` in the newest sweep that timed it (a by-batch step: with eager and every step it
     routes to), or its one recorded point; ``sweep`` says which."""
     routed = _route_slugs(problem, slug) if problem.variant(slug).routes else []
-    series = sweep_series(problem, dim, device, path, having=["eager", slug, *routed] if routed else [slug],
-                          newest=True)
+    series = sweep_series(problem, dim, device, path, having=["eager", slug, *routed] if routed else [slug])
     points = series[series["variant"] == slug].assign(sweep=True)
     if not points.empty:
         return points.sort_values(dim).reset_index(drop=True)
@@ -469,7 +455,7 @@ as its GPU work lands in two modes (the GPU waiting for the host, or not) and sp
 def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[str] = (),
                 device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
     """Every recorded sweep over ``dim`` that timed each slug of ``having``, oldest first."""
-    df, runs = _sweep_runs(problem, dim, device, path, None, having)
+    df, runs = _sweep_runs(problem, dim, device, path, having)
     if runs.empty:
         return _empty_series(dim)
     sweeps = [_one_sweep(df, run_id, problem, dim) for run_id in runs.sort_values("stamp").index]
@@ -523,7 +509,7 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
     """The by-batch step against the step each point routes to, in the newest sweep that timed them
     all, point by point: both timings, ``ratio``, ``verdict`` and ``wide``."""
     candidates = _route_slugs(problem, slug)
-    series = sweep_series(problem, dim, device, path, having=["eager", slug, *candidates], newest=True)
+    series = sweep_series(problem, dim, device, path, having=["eager", slug, *candidates])
     cols = [dim, "routed", "routed_step", "ms", "p10_ms", "p90_ms", "speedup", "routed_ms",
             "routed_p10_ms", "routed_p90_ms", "routed_speedup", "eager_ms", "ratio", "verdict",
             "wide", "run_id", "device", "timestamp", "commit"]
@@ -559,7 +545,7 @@ def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     eager and every candidate, the step with the lowest p90 (``chosen``), beside the one routed to
     now."""
     candidates = _route_slugs(problem, slug)
-    series = sweep_series(problem, dim, device, path, having=["eager", *candidates], newest=True)
+    series = sweep_series(problem, dim, device, path, having=["eager", *candidates])
     rows = []
     for point, g in series[series["variant"].isin(candidates)].groupby(dim):
         rows.append({dim: int(point), "routed": route_for(problem, slug, int(point), list(g["variant"])),

@@ -193,7 +193,8 @@ def previous_source(problem_key: str, slug: str) -> str | None:
 def _code(fn: Function) -> list[str]:
     """The code lines of ``fn``, comments (whole-line and trailing) and blank lines left out."""
     marker = "#" if fn.source.lstrip().startswith(("@", "def", "#")) else "//"
-    return [_uncommented(raw, marker) for raw, m in zip(fn.source.splitlines(), _mask(fn.source).splitlines()) if m.strip()]
+    return [_uncommented(raw, marker) for raw, m in zip(fn.source.splitlines(), _mask(fn.source).splitlines())
+            if m.strip()]
 
 
 def _uncommented(line: str, marker: str) -> str:

@@ -1,11 +1,8 @@
 """ipywidgets controls for the notebooks: pick a problem's sizes, and run chosen steps live.
 
-The picker is the first cell of each notebook after its parameters cell (``SIZES``, which
-``python -m fusedkit report --sizes`` fills); later cells read ``picker.sizes``. Each box takes
-text and accepts a whole number only (an integer box would read "3.5" as 35); a preset button sets
-all boxes at once. A bad value never raises inside a callback: a line under the boxes names the
-value and what is allowed, and ``picker.sizes`` keeps the last valid sizes. The explorer
-(:class:`LadderExplorer`) adds a step list and a Run button. Each is displayed with its picture
+Each size box takes text and accepts a whole number only (an integer box would read "3.5" as 35); a
+bad value never raises inside a callback: a line under the boxes names the value and what is
+allowed, and ``picker.sizes`` keeps the last valid sizes. Each widget is displayed with its picture
 (:mod:`fusedkit.widget_pictures`), which a reopened notebook shows once its kernel has ended.
 """
 
@@ -30,7 +27,6 @@ from fusedkit.plots import variant_bars
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, presets
 from fusedkit.roofline import fused_floor, readable, table
 
-"""The longest check of a PyTorch or CUDA-less step the explorer starts on a CPU, in seconds."""
 SEEDS_CPU = 2
 """Builds checked per step on a CPU (each on two inputs, plus an odd shape)."""
 
@@ -149,11 +145,11 @@ class LadderExplorer:
         self.result, self.status = pd.DataFrame(), "idle"
         self._device = "cuda" if mode.gpu else "cpu"
         self._stop, self._thread = threading.Event(), None
-        steps = sorted(problem.variants.values(), key=lambda v: (not v.baseline, v.number))
-        self.precision = w.Dropdown(options=["all", *dict.fromkeys(v.precision for v in steps)], value="all",
-                                    description="precision")
+        self._steps = sorted(problem.variants.values(), key=lambda v: (not v.baseline, v.number))
+        self.precision = w.Dropdown(options=["all", *dict.fromkeys(v.precision for v in self._steps)],
+                                    value="all", description="precision")
         self.variants = w.SelectMultiple(options=self._options("all"), value=(), description="steps",
-                                         rows=len(steps), layout=w.Layout(width="640px", max_width="100%"))
+                                         rows=len(self._steps), layout=w.Layout(width="640px", max_width="100%"))
         self.precision.observe(lambda _: self._filter(), names="value")
         for box in [*self.picker.boxes.values(), self.variants]:
             box.observe(self._choices_changed, names="value")
@@ -173,12 +169,9 @@ class LadderExplorer:
                               self.message, self.output], layout=w.Layout(max_width="100%"))
 
     def _options(self, precision: str) -> list[tuple[str, str]]:
-        out = []
-        for v in sorted(self.problem.variants.values(), key=lambda v: (not v.baseline, v.number)):
-            if precision in ("all", v.precision):
-                kind = "CUDA, GPU only" if v.needs_gpu else "Triton" if v.triton else "PyTorch"
-                out.append((f"{'reference' if v.baseline else f'step {v.number}'}: {v.slug} ({v.precision}, {kind})", v.slug))
-        return out
+        kind = lambda v: "CUDA, GPU only" if v.needs_gpu else "Triton" if v.triton else "PyTorch"  # noqa: E731
+        return [(f"{'reference' if v.baseline else f'step {v.number}'}: {v.slug} ({v.precision}, {kind(v)})",
+                 v.slug) for v in self._steps if precision in ("all", v.precision)]
 
     def _filter(self) -> None:
         keep = self.variants.value
@@ -360,7 +353,7 @@ class LadderExplorer:
             rec = results.recorded(self.problem, sizes, device=dev) if dev else pd.DataFrame()
             rec = rec[rec["variant"].isin(chosen)] if len(rec) else rec
             if rec.empty:
-                self._line(f"nothing recorded on a GPU at {fmt_sizes(sizes)} for these steps")
+                self.output.append_stdout(f"nothing recorded on a GPU at {fmt_sizes(sizes)} for these steps\n")
             else:
                 self._table(f"recorded at {fmt_sizes(sizes)}: {results.caption(rec)} (speed-up within its own run)",
                             rec.set_index("variant")[["tier", "median_ms", "p10_ms", "p90_ms", "speedup"]])
@@ -371,9 +364,6 @@ class LadderExplorer:
         self.output.outputs += ({"output_type": "display_data", "metadata": {},
                                  "data": {"text/html": f"<b>{html.escape(title)}</b><div style='overflow-x:auto'>"
                                                        f"{df.to_html()}</div>", "text/plain": f"{title}\n{df.to_string()}"}},)
-
-    def _line(self, text: str) -> None:
-        self.output.append_stdout(text + "\n")
 
     def _figure(self, fig: plt.Figure) -> None:
         buf = io.BytesIO()
