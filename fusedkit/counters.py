@@ -178,13 +178,13 @@ def source_regions(page: pd.DataFrame, regions: dict[str, int]) -> pd.DataFrame:
     return out.rename_axis("region")
 
 
-def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike[str] | None = None,
-                 counters_path: str | os.PathLike[str] | None = None) -> list[pd.DataFrame]:
+def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike[str] | None = None
+                 ) -> list[pd.DataFrame]:
     """Every kept source page of one variant, oldest first, each with ``attrs["commit"]`` and
     ``attrs["when"]``."""
     p = problems.get(problem) if isinstance(problem, str) else problem
     folder = Path(folder) if folder is not None else default_path().parent / "logs" / "ncu"
-    collected = counter_history(p, variant, path=counters_path)
+    collected = counter_history(p, variant)
     at_commit = collected.groupby("commit")["timestamp"].max().to_dict() if not collected.empty else {}
     pages = []
     for path in sorted(folder.glob(f"source_{p.key}_{variant}_*.csv")):

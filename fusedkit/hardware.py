@@ -69,11 +69,9 @@ class GpuSpec:
         per_clock = dict(zip(_UNITS, self.flop_per_clock_sm))[unit]
         return getattr(self, unit) * 1e12 / (self.sms * per_clock) / 1e9
 
-    def with_measurements(self, *, mem_gbps: float | None = None,
-                          bf16_tflops: float | None = None) -> "GpuSpec":
-        """A copy with measured ceilings in place of datasheet ones (labelled ``measured``)."""
-        changes = {k: v for k, v in (("mem_gbps", mem_gbps), ("bf16_tflops", bf16_tflops)) if v}
-        return replace(self, measured=True, **changes) if changes else self
+    def with_measurements(self, *, mem_gbps: float) -> "GpuSpec":
+        """A copy with the measured copy bandwidth in place of the datasheet's (labelled ``measured``)."""
+        return replace(self, measured=True, mem_gbps=mem_gbps)
 
 
 _UNITS = ("fp32_tflops", "tf32_tflops", "bf16_tflops")   # the order of flop_per_clock_sm

@@ -389,18 +389,15 @@ def details(summary: str, body: Any) -> Any:
 
 # -- the clock over each timed loop --------------------------------------------------------------
 
-def clock_table(page: Page, slugs: Sequence[str], ceilings_of: Sequence[str] = ("fp16",)) -> pd.DataFrame:
-    """The one clocks computation: for cuBLAS's ceilings of ``ceilings_of`` in the page's eager run
-    and each of ``slugs``, the SM clock over its timed loop (:func:`fusedkit.clocks.over_window`),
+def clock_table(page: Page, slugs: Sequence[str]) -> pd.DataFrame:
+    """The one clocks computation: for cuBLAS's fp16 ceiling in the page's eager run and each of
+    ``slugs``, the SM clock over its timed loop (:func:`fusedkit.clocks.over_window`),
     its share of the datasheet's rate, and that share at its own clock (the datasheet's rate scaled
     by that clock over the one the rate implies). A dash where a row has no timing window."""
     readings, rec = clocks.read_clocks(), results.clean_rows(results._read(None))
-    run, rows = page.rates().run_id, []
-    for ops in ceilings_of:
-        hit = rec[(rec["run_id"] == run) & (rec["variant"] == f"{ceilings.GEMM_PREFIX}{ops}")]
-        if len(hit):
-            rows.append((f"cuBLAS {ops} (ceiling)", hit.iloc[-1], ops,
-                         float(hit.iloc[-1]["tflops"]) / page.gpu.peak_tflops(ops)))
+    hit = rec[(rec["run_id"] == page.rates().run_id) & (rec["variant"] == f"{ceilings.GEMM_PREFIX}fp16")]
+    rows = [("cuBLAS fp16 (ceiling)", hit.iloc[-1], "fp16", float(hit.iloc[-1]["tflops"]) / page.gpu.peak_tflops("fp16"))
+            ] if len(hit) else []
     for slug in slugs:
         r = page.row(slug)
         if r is not None:

@@ -142,29 +142,23 @@ def _place_numbers(ax: plt.Axes, merged: pd.DataFrame, avoid: Sequence[object] =
         numbers.append((text.get_window_extent(renderer), rate))
 
 
-def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",
-                 baseline: str = "eager", title: str = "") -> plt.Figure:
-    """Horizontal bars of each variant's time, eager's bar marked, each labelled with its speed-up
-    over eager in its own run."""
-    if df.empty:
-        raise ValueError("df is empty: no variants to plot")
-    if baseline not in set(df[label_col]):
-        raise ValueError(f"baseline={baseline!r} is not among the variants: {', '.join(df[label_col])}")
-    base = float(df.loc[df[label_col] == baseline, time_col].iloc[0])
-    d = df.sort_values(time_col, ascending=False).reset_index(drop=True)
-    speedups = d["speedup"] if "speedup" in d else base / d[time_col]
+def variant_bars(df: pd.DataFrame, *, title: str = "") -> plt.Figure:
+    """Horizontal bars of each variant's ``median_ms`` (p10 to p90 whiskered where given), coloured
+    by tier where given, each labelled with its ``speedup`` over eager in its own run."""
+    if df.empty or "speedup" not in df:
+        raise ValueError("df needs rows with variant, median_ms and speedup (results.add_speedup)")
+    d = df.sort_values("median_ms", ascending=False).reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(d) + 1.6))
     hue = "tier" if "tier" in d else None
-    sns.barplot(data=d, y=label_col, x=time_col, hue=hue, dodge=False, ax=ax, orient="h")
+    sns.barplot(data=d, y="variant", x="median_ms", hue=hue, dodge=False, ax=ax, orient="h")
     if {"p10_ms", "p90_ms"} <= set(d.columns):
-        ax.errorbar(d[time_col], range(len(d)),
-                    xerr=[d[time_col] - d["p10_ms"], d["p90_ms"] - d[time_col]],
+        ax.errorbar(d["median_ms"], range(len(d)), xerr=[d["median_ms"] - d["p10_ms"], d["p90_ms"] - d["median_ms"]],
                     fmt="none", ecolor="black", capsize=3, lw=1)
-    for i, (t, x) in enumerate(zip(d[time_col], speedups)):
+    for i, (t, x) in enumerate(zip(d["median_ms"], d["speedup"])):
         ax.text(t, i, f"  {present.ms(t)} ms, {present.speedup(x)}", va="center", fontsize=8)
     ax.set_xlabel("median time (ms, lower is better)")
     ax.set_ylabel("")
-    ax.set_xlim(0, d[time_col].max() * 1.35)
+    ax.set_xlim(0, d["median_ms"].max() * 1.35)
     if hue is not None:   # the tiers' key above the bars, under the title, not over the bars
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(len(ax.get_legend_handles_labels()[1]), 1),
                   fontsize=8, frameon=False, title=None)
@@ -337,9 +331,8 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
     return fig
 
 
-def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: Sequence[str], *,
-                 gap_pt: float = 9.0, fontsize: float = 7) -> None:
-    """Label scattered points, each label moved off the others' boxes."""
+def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: Sequence[str]) -> None:
+    """Label scattered points, each label at least 9 points above the one below it."""
     if not (len(x) == len(y) == len(labels)):
         raise ValueError(f"x, y and labels must have one entry per point; got {len(x)}, {len(y)}, {len(labels)}")
     if not len(labels):
@@ -349,11 +342,11 @@ def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: S
     placed = -np.inf
     for i in np.argsort(pts[:, 1]):
         here = pts[i, 1] * to_pt
-        at = max(here - 3.0, placed + gap_pt)
+        at = max(here - 3.0, placed + 9.0)
         placed = at
         moved = at - (here - 3.0) > 1.0
         ax.annotate(labels[i], (x[i], y[i]), xytext=(6, at - here), textcoords="offset points",
-                    fontsize=fontsize, va="bottom", bbox={"fc": "white", "ec": "none", "alpha": 0.75, "pad": 0.4},
+                    fontsize=7, va="bottom", bbox={"fc": "white", "ec": "none", "alpha": 0.75, "pad": 0.4},
                     arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if moved else None)
 
 

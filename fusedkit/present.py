@@ -188,13 +188,12 @@ def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:
 
 
 def table(df: pd.DataFrame, *, index: bool = False,
-          formats: Mapping[str, Callable[[Any], str]] | None = None, keep_empty: bool = False) -> Any:
+          formats: Mapping[str, Callable[[Any], str]] | None = None) -> Any:
     """A frame formatted by :func:`format_frame`, as a Styler that hides the row numbers
     (``index=True`` keeps a meaningful index). Text stays left-aligned and wraps, numbers stay
-    right-aligned on one line. A column with no value in any row is left out (``keep_empty``
-    keeps it); where a dash remains, a note under the table says what it means."""
-    if not keep_empty:
-        df = df.drop(columns=all_missing(df)) if len(df) else df
+    right-aligned on one line. A column with no value in any row is left out; where a dash remains,
+    a note under the table says what it means."""
+    df = df.drop(columns=all_missing(df)) if len(df) else df
     shown = format_frame(df, formats)
     numeric = (set(COLUMN_FORMATS) - TEXT_FORMATS) | set(formats or {})
     text_cols = [c for c in df.columns if str(c) not in numeric and not re.fullmatch(r"ms_at_\d+", str(c))

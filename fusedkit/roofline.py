@@ -7,8 +7,7 @@ fed by memory of bandwidth W (bytes/s):
 
 Intensity F / B against the ridge point P / W says which floor binds. GEMM stages run at
 the chosen precision's rate (tensor cores for tf32 / bf16); elementwise and reduction
-stages on the FP32 CUDA cores. Storage is fp32 (4 bytes) unless ``element_bytes`` says
-otherwise.
+stages on the FP32 CUDA cores. Storage is fp32 (4 bytes).
 """
 
 from __future__ import annotations
@@ -60,42 +59,37 @@ def stage_floor(stage: Stage, gpu: GpuSpec, precision: str = "fp32") -> Floor:
     return Floor(stage.flops, stage.bytes, peak, gpu.mem_gbps)
 
 
-def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
-                element_bytes: int = 4) -> Floor:
+def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32") -> Floor:
     """Floors of a perfectly fused kernel: all FLOPs, only the fewest bytes."""
-    return fused_floor_at(problem, sizes, lambda s: stage_floor(s, gpu, precision).peak_tflops,
-                          gpu.mem_gbps, element_bytes)
+    return fused_floor_at(problem, sizes, lambda s: stage_floor(s, gpu, precision).peak_tflops, gpu.mem_gbps)
 
 
 def fused_floor_at(problem: Problem, sizes: Sizes, stage_tflops: Callable[[Stage], float],
-                   mem_gbps: float, element_bytes: int = 4) -> Floor:
+                   mem_gbps: float) -> Floor:
     """:func:`fused_floor` with each stage's rate (TFLOP/s) given by ``stage_tflops(stage)`` and
     a memory bandwidth ``mem_gbps`` (GB/s): the same sum with measured ceilings in place of the
     datasheet's (:func:`fusedkit.ceilings.measured_floor`)."""
-    stages = problem.stages(sizes, element_bytes)
-    floors = [Floor(s.flops, s.bytes, stage_tflops(s), mem_gbps) for s in stages]
+    floors = [Floor(s.flops, s.bytes, stage_tflops(s), mem_gbps) for s in problem.stages(sizes)]
     flops = sum(f.flops for f in floors)
     compute_ms = sum(f.compute_ms for f in floors)
     # Express the mixed-unit compute time as one effective rate, so Floor stays simple.
     eff_tflops = flops / (compute_ms * 1e-3) / 1e12
-    return Floor(flops, problem.min_bytes(sizes, element_bytes), eff_tflops, mem_gbps)
+    return Floor(flops, problem.min_bytes(sizes), eff_tflops, mem_gbps)
 
 
-def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
-          element_bytes: int = 4) -> pd.DataFrame:
+def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32") -> pd.DataFrame:
     """Per-stage roofline table with an unfused total and a fused row."""
     def row(name: str, kind: str, f: Floor) -> dict:
         return {"stage": name, "kind": kind, "GFLOP": f.flops / 1e9, "MB": f.bytes / 1e6,
                 "FLOP/B": f.intensity, "compute ms": f.compute_ms, "memory ms": f.memory_ms,
                 "floor ms": f.floor_ms, "bound": f.bound}
 
-    rows = [row(s.name, s.kind, stage_floor(s, gpu, precision)) for s in problem.stages(sizes, element_bytes)]
+    rows = [row(s.name, s.kind, stage_floor(s, gpu, precision)) for s in problem.stages(sizes)]
     total = {c: sum(r[c] for r in rows) for c in ("GFLOP", "MB", "compute ms", "memory ms", "floor ms")}
     rows.append({"stage": "total, unfused (sum of stages)", "kind": "", **total,
                  "FLOP/B": 1e3 * total["GFLOP"] / total["MB"],
                  "bound": "compute" if total["compute ms"] >= total["memory ms"] else "memory"})
-    rows.append(row("total, fused (fewest bytes)", "", fused_floor(problem, sizes, gpu, precision,
-                                                               element_bytes)))
+    rows.append(row("total, fused (fewest bytes)", "", fused_floor(problem, sizes, gpu, precision)))
     return pd.DataFrame(rows)
 
 

@@ -80,8 +80,6 @@ def test_a_column_with_no_value_is_left_out_of_a_table():
     html = present.table(df).to_html()
     assert "call memory MB" not in html and "% of measured" not in html and "2.000" in html
     assert present.MISSING_NOTE not in html                   # no dash left: nothing to explain
-    kept = present.table(df, keep_empty=True).to_html()
-    assert "call memory MB" in kept and present.MISSING_NOTE in kept
     assert ">ms<" in present.table(df.iloc[0:0]).to_html()    # an empty table keeps its header
 
 
