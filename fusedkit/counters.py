@@ -184,8 +184,7 @@ def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike
     ``attrs["when"]``."""
     p = problems.get(problem) if isinstance(problem, str) else problem
     folder = Path(folder) if folder is not None else default_path().parent / "logs" / "ncu"
-    collected = counter_history(p, variant)
-    at_commit = collected.groupby("commit")["timestamp"].max().to_dict() if not collected.empty else {}
+    at_commit = counter_history(p, variant).groupby("commit")["timestamp"].max().to_dict()
     pages = []
     for path in sorted(folder.glob(f"source_{p.key}_{variant}_*.csv")):
         stem, commit = path.stem.removeprefix(f"source_{p.key}_").rsplit("_", 1)
@@ -256,10 +255,8 @@ def profile(problem: Problem, variants: Sequence[str], order_path: Path,
     runs = []
     for s in size_list(problem, sizes):
         for slug in variants:
-            v = problem.variant(slug)
-            model = problem.make_model(s, seed=1, device="cuda")
+            fn = problem.variant(slug).build(problem.make_model(s, seed=1, device="cuda"))
             inputs = problem.get_inputs(s, seed=1, device="cuda")
-            fn = v.build(model)
             with torch.no_grad():
                 for _ in range(3):
                     fn(*inputs)
@@ -276,20 +273,6 @@ def profile(problem: Problem, variants: Sequence[str], order_path: Path,
                                       "context": asdict(records.RunContext.collect())}))
 
 
-def _runs(order: dict) -> list[tuple[str, str]]:
-    """(variant, sizes) of each profiled call, in order; an order file written before calls
-    could differ in size names its variants and their one sizes instead."""
-    if "runs" in order:
-        return [(v, s) for v, s in order["runs"]]
-    return [(v, order["sizes"]) for v in order["variants"]]
-
-
-def available_metrics(ncu: str) -> set[str]:
-    """Base names of the metrics this device's ncu knows (``ncu --query-metrics``)."""
-    out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, check=False).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip() and "__" in line.split()[0]}
-
-
 def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = None,
             sizes: str | Sizes | Sequence[Sizes] | None = None) -> Path:
     """Run ncu (clocks left alone) over :func:`profile` for the problem's steps (or ``variants``) at
@@ -300,7 +283,8 @@ def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = No
     if not ncu:
         raise FileNotFoundError("ncu (Nsight Compute) is not on the PATH")
     out_dir.mkdir(parents=True, exist_ok=True)
-    known = available_metrics(ncu)
+    listed = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, check=False).stdout
+    known = {line.split()[0] for line in listed.splitlines() if line.strip() and "__" in line.split()[0]}
     # Launch attributes and the duration are always there; other names a device may lack
     # (an unknown metric makes ncu profile nothing), so they are kept only when listed.
     wanted = [m for ms in METRICS.values() for m in ms
@@ -353,7 +337,8 @@ def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
     units = dict(zip(*csv.reader(lines[start:start + 2])))
     kernels = [r for r in csv.DictReader(lines[start:]) if r.get("ID", "").strip().isdigit()]
     ctx = order["context"]
-    runs = _runs(order)
+    # (variant, sizes) of each profiled call; an older order file names its variants and one sizes
+    runs = order["runs"] if "runs" in order else [(v, order["sizes"]) for v in order["variants"]]
     out: list[dict[str, object]] = []
     variant_index, launch = -1, 0
     for i, k in enumerate(kernels):
