@@ -91,11 +91,9 @@ SPECS: dict[str, GpuSpec] = {s.name: s for s in [
             f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 80GB HBM3", "H100 SXM", "H100-SXM"),
             flop_per_clock_sm=_HOPPER_CLK),
     GpuSpec("H100 PCIe", 51.0, 378.0, 756.0, 2000.0, 50.0, 114, 80.0,
-            f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 PCIe", "H100-PCIE"),
-            flop_per_clock_sm=_HOPPER_CLK),
+            f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 PCIe", "H100-PCIE"), flop_per_clock_sm=_HOPPER_CLK),
     GpuSpec("H200 SXM", 67.0, 494.7, 989.4, 4800.0, 50.0, 132, 141.0,
-            f"{_H200}; SMs and L2 as H100 SXM5: {_HOPPER_WP}", ("H200",),
-            flop_per_clock_sm=_HOPPER_CLK),
+            f"{_H200}; SMs and L2 as H100 SXM5: {_HOPPER_WP}", ("H200",), flop_per_clock_sm=_HOPPER_CLK),
     GpuSpec("L40S", 91.6, 183.0, 362.05, 864.0, 96.0, 142, 48.0,
             f"{_L40S}; SMs and L2: {_ADA_WP}", ("L40S",), flop_per_clock_sm=_ADA_CLK),
     GpuSpec("RTX 4090", 82.6, 82.6, 165.2, 1008.0, 72.0, 128, 24.0,
@@ -117,10 +115,7 @@ def spec(name: str) -> GpuSpec:
 
 def match_device_name(device_name: str) -> GpuSpec | None:
     """The spec whose identifying substring appears in a torch device name, or None."""
-    for s in SPECS.values():
-        if any(m.lower() in device_name.lower() for m in s.matches):
-            return s
-    return None
+    return next((s for s in SPECS.values() if any(m.lower() in device_name.lower() for m in s.matches)), None)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
@@ -169,12 +169,19 @@ def breakable(value: Any) -> str:
     return re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1<wbr>", html.escape(str(value)))
 
 
-def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:
-    """An already formatted frame (:func:`format_frame`) as a Styler in the tables' style: the
-    ``text_columns`` left-aligned and wrapping (:data:`TEXT_CELLS`; :data:`LONG_NAMES` anywhere,
-    :data:`ONE_LINE` not at all), the rest one line each; under a table that shows a dash, :data:`MISSING_NOTE`."""
+def table(df: pd.DataFrame, *, index: bool = False,
+          formats: Mapping[str, Callable[[Any], str]] | None = None) -> Any:
+    """A frame formatted by :func:`format_frame`, as a Styler that hides the row numbers
+    (``index=True`` keeps a meaningful index). Text stays left-aligned and wraps where the page is
+    narrow (:data:`TEXT_CELLS`; :data:`LONG_NAMES` anywhere, :data:`ONE_LINE` not at all), numbers
+    stay right-aligned on one line. A column with no value in any row is left out; where a dash
+    remains, a note under the table says what it means (:data:`MISSING_NOTE`)."""
+    df = df.drop(columns=all_missing(df)) if len(df) else df
+    shown = format_frame(df, formats)
+    numeric = (set(COLUMN_FORMATS) - TEXT_FORMATS) | set(formats or {})
+    text = [c for c in df.columns if str(c) not in numeric and not re.fullmatch(r"ms_at_\d+", str(c))
+            and not pd.api.types.is_numeric_dtype(df[c])]
     styler = shown.style.set_table_styles(TABLE_CSS).format_index(breakable, axis=1)
-    text = [c for c in text_columns if c in shown.columns]
     if text:
         styler = styler.format(breakable, subset=text)   # per column (``#T td.colN``), so that it outranks the tables' ``#T td``
         wrap = lambda c: ({**TEXT_CELLS, "overflow-wrap": "anywhere"} if c in LONG_NAMES else  # noqa: E731
@@ -184,21 +191,6 @@ def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:
                                           for c in text}, overwrite=False)
     if any((shown[c].astype(str) == MISSING).any() for c in shown.columns):
         styler = styler.set_caption(MISSING_NOTE)
-    return styler
-
-
-def table(df: pd.DataFrame, *, index: bool = False,
-          formats: Mapping[str, Callable[[Any], str]] | None = None) -> Any:
-    """A frame formatted by :func:`format_frame`, as a Styler that hides the row numbers
-    (``index=True`` keeps a meaningful index). Text stays left-aligned and wraps, numbers stay
-    right-aligned on one line. A column with no value in any row is left out; where a dash remains,
-    a note under the table says what it means."""
-    df = df.drop(columns=all_missing(df)) if len(df) else df
-    shown = format_frame(df, formats)
-    numeric = (set(COLUMN_FORMATS) - TEXT_FORMATS) | set(formats or {})
-    text_cols = [c for c in df.columns if str(c) not in numeric and not re.fullmatch(r"ms_at_\d+", str(c))
-                 and not pd.api.types.is_numeric_dtype(df[c])]
-    styler = styled(shown, text_cols)
     return styler if index else styler.hide(axis="index")
 
 
