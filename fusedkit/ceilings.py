@@ -1,22 +1,19 @@
 """The device's own ceilings, measured beside a ladder's run (:mod:`fusedkit.device`) and read
-back from the records (``problem`` ``device``, see ``data/README.md``), and the floor they give.
+back from the records (``problem`` ``device``), and the floor they give. A datasheet rate is a lead,
+not a ceiling (:mod:`fusedkit.hardware`): under a long tensor-core load the GPU may run slower.
 
-A datasheet rate is a lead, not a ceiling (see :mod:`fusedkit.hardware`): the H200's 989.4
-TFLOP/s of fp16 holds at 1.83 GHz, and under a long tensor-core load the GPU may run slower.
-
-- ``ceiling_copy``: a 2 GiB device-to-device copy; bytes read plus written over its time, the L2
-  flushed before every call. The bandwidth a memory-bound kernel gets.
+- ``ceiling_copy``: a 2 GiB device-to-device copy, bytes read plus written, L2 flushed before each
+  call: the bandwidth a memory-bound kernel gets.
 - ``ceiling_dram_read``, ``ceiling_l2_read``: a read-only kernel (``kernels/common/read_sum.py``)
   over 2 GiB, the L2 flushed, and over 16 MiB read 64 times a call, served by the L2; bytes read.
 - ``ceiling_gemm_<operands>``: cuBLAS through ``torch.mm`` at a GEMM shape of a problem, x (M, K)
-  times W.T, for operands fp32 (TF32 off), tf32, fp16 and bf16, timed as a ladder variant is and
-  its output checked against float64, so the rate is of the arithmetic it names.
+  times W.T, operands fp32 (TF32 off), tf32, fp16 or bf16, its output checked against float64.
+- older runs' ``d2d_copy`` (the same copy) and ``bf16_matmul`` (n = 8192).
 
-Older runs recorded ``d2d_copy`` (the same copy) and ``bf16_matmul`` (n = 8192): both are read too.
 :func:`measured_floor` is :func:`fusedkit.roofline.fused_floor` on these: the larger of the fewest
 bytes over the copy bandwidth and the FLOPs over cuBLAS's rate at each GEMM shape (tf32x3 and fp16x3
-count three products; elementwise stages stay at the datasheet FP32 rate, < 0.1% of the FLOPs). Our
-kernels may beat cuBLAS: a ``pct_of_measured`` above 100 is faster than cuBLAS at that shape.
+count three products; elementwise stages at the datasheet FP32 rate, < 0.1% of the FLOPs). A
+``pct_of_measured`` above 100 is faster than cuBLAS's own GEMM at that shape.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Hardware counters of every kernel step, read with Nsight Compute (``ncu``) on a GPU and kept in
-``data/counters.csv``, so that a reader without a GPU sees them too: one row per kernel launch of
-one call of a variant at the sizes given, with the run's context; the columns and the ncu metrics
-behind them are :data:`METRICS` (see ``data/README.md``). Kept source pages (``data/logs/ncu``) say
-where a kernel's warps wait, instruction by instruction.
+``data/counters.csv`` (one row per kernel launch of one call, with the run's context; columns and
+metrics: :data:`METRICS`, ``data/README.md``), so that a reader without a GPU sees them too. Kept
+source pages (``data/logs/ncu``) say where a kernel's warps wait, instruction by instruction.
 
-Collection, on the GPU machine: ``python -m fusedkit.counters collect --problem p12 --out DIR
-[--variants ...] [--sizes batch_size=1]`` runs ncu over ``python -m fusedkit.counters profile``;
-``python -m fusedkit.counters import DIR`` turns its files into rows here.
+On the GPU machine ``python -m fusedkit.counters collect --problem p12 --out DIR [--variants ...]
+[--sizes batch_size=1]`` runs ncu over ``... profile``; ``... import DIR`` turns its files into rows.
 """
 
 from __future__ import annotations

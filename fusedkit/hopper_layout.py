@@ -1,10 +1,8 @@
-"""Hopper's layouts in Python: the 128-byte swizzle, the wgmma shared-memory descriptor and the wgmma
-accumulator fragment, as ``kernels/common/hopper.cuh`` and the epilogues use them, so that a
-notebook can draw them and an exercise can check a descriptor without a GPU. Each formula is derived
-from NVIDIA's PTX ISA ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions": the
-shared memory matrix layout, the matrix descriptor format, the register fragment of D);
-tests/test_hopper_layout.py holds them against the CUDA versions. Addresses and offsets are bytes;
-descriptor fields hold bytes >> 4.
+"""Hopper's layouts in Python: the 128-byte swizzle, the wgmma shared-memory descriptor and the
+wgmma accumulator fragment, as ``kernels/common/hopper.cuh`` uses them, derived from NVIDIA's PTX ISA
+(the wgmma section: shared memory matrix layout, matrix descriptor format, register fragment of D)
+and held against the CUDA versions by tests/test_hopper_layout.py. Offsets are bytes; descriptor
+fields hold bytes >> 4.
 """
 
 from __future__ import annotations
@@ -66,14 +64,10 @@ def swizzle_atom() -> np.ndarray:
 
 # -- the shared-memory matrix descriptor ----------------------------------------------------------
 #
-# "Matrix Descriptor Format": a 64-bit register describing an operand tile in shared memory,
-#     bits  0-13  matrix-descriptor-encode(start address)
-#     bits 16-29  matrix-descriptor-encode(leading dimension byte offset)
-#     bits 32-45  matrix-descriptor-encode(stride dimension byte offset)
-#     bits 49-51  matrix base offset (0 when the swizzle pattern starts on its boundary: 1024 bytes)
-#     bits 62-63  swizzling mode: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
-# with matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4: 18 bits of byte address, in 16-byte
-# units, 14 bits. For a K-major operand with 128-byte swizzle, "Leading Dimension Byte Offset"
+# "Matrix Descriptor Format": a 64-bit register describing an operand tile in shared memory, its
+# fields as FIELD_BITS below (the base offset 0 when the swizzle pattern starts on its 1024-byte
+# boundary), the addresses as matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4: 18 bits of byte
+# address in 16-byte units, 14 bits. For a K-major operand with 128-byte swizzle, "Leading Dimension Byte Offset"
 # says the leading offset is "not used, assumed to be 1" (a k16 slice, 32 bytes, never leaves
 # its row), and "Stride Dimension Byte Offset" is "the offset from the first 8 rows to the next
 # 8 rows": one atom, 1024 bytes. hopper.cuh's sw128_desc packs exactly these:

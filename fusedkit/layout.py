@@ -3,12 +3,8 @@
 PyTorch stores x (M, K), W (N, K) and y (M, N) row-major; BLAS reads column-major, and a row-major
 (R, C) buffer read column-major with ``ld = C`` is its transpose. So ask BLAS for ``y.T = W @ x.T``:
 A = W's buffer with ``transa = T``, B = x's with ``transb = N``, m = N, n = M, k = K, lda = ldb = K,
-ldc = N; the column-major (N x M) result, read row-major, is y.
-
-:func:`derive_linear_gemm` derives that call, :meth:`GemmCall.validate` applies BLAS's own argument
-rules, :func:`run_colmajor_sgemm` runs any call on a real column-major BLAS (SciPy's Fortran
-``sgemm``) and :func:`verify_linear_gemm` says what a call really computed;
-:func:`wrong_calls_table` runs the calls people try.
+ldc = N; the column-major (N x M) result, read row-major, is y. Any call runs here on a real
+column-major BLAS (SciPy's Fortran ``sgemm``), and what a wrong one computes is read off its output.
 """
 
 from __future__ import annotations

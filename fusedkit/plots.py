@@ -1,7 +1,5 @@
-"""The figures the notebooks draw. Each names the device and the source of its numbers in its title;
-its key sits outside the axes it explains (the roofline's in its empty corner), and it draws without
-a warning (tests/test_plot_warnings.py). A figure that closes itself is shown where a cell displays
-it.
+"""The figures the notebooks draw. Each names its device and the source of its numbers in its title,
+keeps its key outside the axes it explains, and draws without a warning (tests/test_plot_warnings.py).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Read measurements back from ``data/``: one definition of a result, of the best, of the noise, of a
-route and of the by-batch range, shared by the notebooks, the report index, the export and the
-README.
+route and of the by-batch range, for the notebooks, the report index, the export and the README.
 
 A variant's *result* is its newest *clean* measurement (a GPU timing with CUDA events, of a commit
-without ``+dirty``, not an ``export:`` row) in a run that timed eager at the same sizes; its speed-
-up is eager's time in that run over its own (:func:`recorded`). Speed-ups are only taken within one
-run; two times differ only beyond their measured spread (:func:`level`).
+without ``+dirty``, not an ``export:`` row) in a run that timed eager at the same sizes; its speed-up
+is eager's time in that run over its own. Two times differ only beyond their spread (:func:`level`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Roofline arithmetic: FLOPs, fewest bytes, arithmetic intensity and the two time floors.
 
-For a stage that does F FLOPs and must move B bytes, on a unit of peak rate P (FLOP/s)
-fed by memory of bandwidth W (bytes/s):
-
-    compute floor = F / P,   memory floor = B / W,   floor = max of the two.
-
-Intensity F / B against the ridge point P / W says which floor binds. GEMM stages run at
-the chosen precision's rate (tensor cores for tf32 / bf16); elementwise and reduction
-stages on the FP32 CUDA cores. Storage is fp32 (4 bytes).
+For a stage of F FLOPs that must move B bytes, on a unit of peak rate P fed by memory of bandwidth W:
+compute floor = F / P, memory floor = B / W, floor = the larger. Intensity F / B against the ridge
+point P / W says which binds. GEMM stages run at the precision's rate (tensor cores for tf32 / bf16),
+elementwise and reduction stages on the FP32 CUDA cores; storage is fp32.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Code on the page: what a step changed, as a short diff, with the whole file folded under it.
 
-A step file is read by function: Triton kernels (``@triton.jit``) and the Python functions that
-launch them; in CUDA and C++ files every function, found by matching braces, each with the
-comment block right above it. A step shows the code lines of its kernels and device helpers
-that differ from their counterparts in the previous step's file (the function of the same name,
-else the most similar one), at most :data:`MAX_DIFF` lines with one line of context, comments
-and blank lines left out; the whole file follows in a folded ``<details>``. The HTML carries its
-own inline styles (Pygments), so it reads the same in JupyterLab and in the exported report.
+A file is read by function (Triton kernels and the Python that launches them; in CUDA and C++ every
+function, found by matching braces), each with the comment block above it. A step shows the code
+lines of its kernels and device helpers that differ from their counterparts in the previous step's
+file (same name, else the most similar), comments left out. The HTML carries its own inline styles
+(Pygments), so it reads the same in JupyterLab and in the exported report.
 """
 
 from __future__ import annotations

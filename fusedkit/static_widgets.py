@@ -1,8 +1,6 @@
 """Static HTML for the ipywidgets a notebook displayed, drawn from the widget state nbclient stored, so
 that a report opens with no network and no widget manager: containers lay out their children, inputs
-show ``description: value``, buttons appear greyed out, layouts are kept and held to the page's
-width. ``StaticWidgetsPreprocessor`` does it for a whole notebook inside nbconvert and captions each
-widget as a snapshot (:data:`SNAPSHOT_NOTE`).
+show ``description: value``, buttons are greyed out, layouts are kept within the page's width.
 """
 
 from __future__ import annotations

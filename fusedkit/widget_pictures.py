@@ -1,12 +1,10 @@
 """A widget shown beside a static drawing of itself, which the notebook file keeps.
 
-Once the kernel that drew a widget has ended, a reopened notebook has no model to draw it from; and
-saving the models into the notebook marks it unsaved on every open. So the workbook leaves
-JupyterLab's ``saveState`` off and :func:`show` displays each widget, then its picture as the next
-output of the same cell (:func:`fusedkit.static_widgets.render_widget`), redrawn a moment after each
-change from whatever thread made it. While the live widget is on the page a style hides the picture;
-when no widget could be drawn the picture shows. A widget whose kernel stopped says so on its first
-line (:data:`STALE_NOTE`) and takes no input.
+A reopened notebook has no model to draw a widget from once its kernel has ended, and saved models
+mark it unsaved on every open. So JupyterLab's ``saveState`` stays off and :func:`show` displays each
+widget, then its picture as the next output of the same cell, redrawn a moment after each change.
+While the live widget is on the page a style hides the picture; a widget whose kernel stopped says
+so on its first line (:data:`STALE_NOTE`) and takes no input.
 """
 
 from __future__ import annotations
