@@ -143,7 +143,7 @@ class LadderExplorer:
         self.problem, self.mode = problem, mode
         self.picker = SizePicker(problem, to_use="press Run to use them")
         self.result, self.status = pd.DataFrame(), "idle"
-        self._device = "cuda" if mode.gpu else "cpu"
+        self._device, self._seeds = ("cuda", 3) if mode.gpu else ("cpu", SEEDS_CPU)
         self._stop, self._thread = threading.Event(), None
         self._steps = sorted(problem.variants.values(), key=lambda v: (not v.baseline, v.number))
         self.precision = w.Dropdown(options=["all", *dict.fromkeys(v.precision for v in self._steps)],
@@ -204,8 +204,7 @@ class LadderExplorer:
         step it leaves out is left out."""
         total, left_out = 0.0, {}
         for slug in self._with_baseline(chosen):
-            p = plan(self.problem, slug, sizes, device=self._device, seeds=SEEDS_CPU if not self.mode.gpu else 3,
-                     time_it=self.mode.gpu)
+            p = plan(self.problem, slug, sizes, device=self._device, seeds=self._seeds, time_it=self.mode.gpu)
             seconds, self._call_timeout_s = estimate_s(p), p.call_timeout_s
             if p.refusal:   # a GPU step here, or over the harness's CPU budget (its one estimate)
                 left_out[slug] = p.refusal.split(": ", 1)[-1]
@@ -234,15 +233,13 @@ class LadderExplorer:
         self._refused, self._ran = True, None
         self.output.outputs, self.result, self.status = (), pd.DataFrame(), "idle"
         self.progress.value, self.progress.bar_style, self.progress.description = 0, "", "not run"
-        return None
 
     def start(self) -> None:
         """What Run does: check the choices, then run in a thread of its own (one at a time)."""
         if self._thread is not None and self._thread.is_alive():
             self.message.value = _html_line("a run is already working: wait for it, or press Cancel.", "#b00", "⚠")
             return
-        planned = self._plan()
-        if planned is None:
+        if (planned := self._plan()) is None:
             return
         route_kernel_interrupt()
         self._begin(planned)
@@ -263,8 +260,7 @@ class LadderExplorer:
 
     def run(self) -> pd.DataFrame:
         """Run in this thread (scripts and tests); the rows are also kept on :attr:`result`."""
-        planned = self._plan()
-        if planned is not None:
+        if (planned := self._plan()) is not None:
             self._begin(planned)
             self._execute(*planned)
         return self.result
@@ -331,7 +327,7 @@ class LadderExplorer:
             else:
                 try:
                     m = measure(self.problem, slug, sizes, device=self._device, time_it=self.mode.gpu,
-                                seeds=3 if self.mode.gpu else SEEDS_CPU)
+                                seeds=self._seeds)
                 except Exception as e:  # noqa: BLE001 - one step's fault must not stop the rest
                     row["tier"] = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 else:
