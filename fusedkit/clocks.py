@@ -178,23 +178,6 @@ def _bits(reasons: pd.Series) -> pd.Series:
     return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
 
 
-@dataclass(frozen=True)
-class ClockSummary:
-    """One run's readings summed up. Clock, cap and power figures are over the *busy*
-    readings (:func:`busy_readings`); MHz, W and shares in [0, 1]."""
-
-    readings: int
-    busy: int
-    sm_median_mhz: float
-    sm_min_mhz: float
-    sm_max_mhz: float
-    capped_share: float       # busy readings with a power or thermal cap active (:data:`CAPS`)
-    caps_seen: tuple[str, ...]
-    power_median_w: float
-    power_limit_w: float      # median of the recorded limit; NaN where it was not read
-    max_sm_mhz: float         # the GPU's highest allowed SM clock; NaN where not read
-
-
 def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
     """The readings taken while kernels ran (see :data:`BUSY_UTIL_PCT`)."""
     util = readings["util_pct"]
@@ -207,29 +190,21 @@ def capped(readings: pd.DataFrame) -> pd.Series:
     return (_bits(readings["event_reasons"]) & sum(CAPS)) != 0
 
 
-def summarize(readings: pd.DataFrame) -> ClockSummary | None:
-    """:class:`ClockSummary` of one run's readings, or None when there are none."""
+def summary_line(readings: pd.DataFrame) -> str:
+    """One run's readings in one line: "SM clock median 1755 MHz (1350 to 1980) over 812 busy
+    readings, ..."; the clock, cap and power figures over the busy readings (:func:`busy_readings`)."""
     if readings.empty:
-        return None
-    busy = busy_readings(readings)
-    bits = _bits(busy["event_reasons"])
-    seen = tuple(name for bit, name in CAPS.items() if (bits & bit).any())
-    return ClockSummary(len(readings), len(busy), float(busy["sm_mhz"].median()), float(busy["sm_mhz"].min()),
-                        float(busy["sm_mhz"].max()), float(capped(busy).mean()), seen,
-                        float(busy["power_w"].median()), float(readings["power_limit_w"].median()),
-                        float(readings["max_sm_mhz"].median()))
-
-
-def summary_line(s: ClockSummary | None) -> str:
-    """One line: "SM clock median 1755 MHz (1350 to 1980) over 812 busy readings, ..."."""
-    if s is None:
         return "no readings"
-    cap = (f"a power or thermal cap active in {100 * s.capped_share:.0f}% of them"
-           + (f" ({', '.join(s.caps_seen)})" if s.caps_seen else ""))
-    limit = f" of a {s.power_limit_w:.0f} W limit" if math.isfinite(s.power_limit_w) else ""
-    top = f", highest allowed {s.max_sm_mhz:.0f} MHz" if math.isfinite(s.max_sm_mhz) else ""
-    return (f"SM clock median {s.sm_median_mhz:.0f} MHz ({s.sm_min_mhz:.0f} to {s.sm_max_mhz:.0f}"
-            f"{top}) over {s.busy} busy readings, {cap}; median power {s.power_median_w:.0f} W{limit}")
+    busy = busy_readings(readings)
+    bits, sm = _bits(busy["event_reasons"]), busy["sm_mhz"]
+    seen = [name for bit, name in CAPS.items() if (bits & bit).any()]
+    cap = (f"a power or thermal cap active in {100 * capped(busy).mean():.0f}% of them"
+           + (f" ({', '.join(seen)})" if seen else ""))
+    limit, top = readings["power_limit_w"].median(), readings["max_sm_mhz"].median()
+    return (f"SM clock median {sm.median():.0f} MHz ({sm.min():.0f} to {sm.max():.0f}"
+            + (f", highest allowed {top:.0f} MHz" if math.isfinite(top) else "")
+            + f") over {len(busy)} busy readings, {cap}; median power {busy['power_w'].median():.0f} W"
+            + (f" of a {limit:.0f} W limit" if math.isfinite(limit) else ""))
 
 
 # --- the clock over a timed loop --------------------------------------------------------------
@@ -335,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n} readings of {what} added to {default_path()}")
         else:
             for run_id, group in read_clocks().groupby("run_id", sort=True):
-                print(f"{run_id}: {summary_line(summarize(group))}")
+                print(f"{run_id}: {summary_line(group)}")
     except (ValueError, OSError) as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
