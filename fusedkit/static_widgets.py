@@ -68,9 +68,7 @@ def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) 
     desc = _description(state)
 
     if name in _CONTAINERS:
-        titles = state.get("titles") or state.get("_titles") or []
-        if isinstance(titles, Mapping):   # ipywidgets 7 stored {index: title}
-            titles = [titles.get(str(i), "") for i in range(len(state.get("children", [])))]
+        titles = state.get("titles") or []   # ipywidgets 8 (pyproject.toml)
         parts = []
         for i, child in enumerate(state.get("children", [])):
             title = titles[i] if i < len(titles) and titles[i] else ""
@@ -111,20 +109,14 @@ def _layout_css(state: Mapping[str, Any], models: Mapping[str, Mapping[str, Any]
     if not isinstance(layout, str):
         return ""
     traits = models.get(layout.removeprefix(_REF), {}).get("state", {})
-    css = []
-    for key in keys:
-        value = traits.get(key)
-        if value not in (None, "") and isinstance(value, (str, int, float)):
-            css.append(f";{_LAYOUT_CSS[key]}:{html.escape(str(value), quote=True)}")
-    return "".join(css)
+    return "".join(f";{_LAYOUT_CSS[k]}:{html.escape(str(traits[k]), quote=True)}" for k in keys
+                   if traits.get(k) not in (None, "") and isinstance(traits[k], (str, int, float)))
 
 
 def _description(state: Mapping[str, Any]) -> str:
     text = str(state.get("description", "") or "")
-    if not text:
-        return ""
     shown = text if state.get("description_allow_html") else html.escape(text)
-    return f"<span style='{_LABEL}'>{shown}:</span>"
+    return f"<span style='{_LABEL}'>{shown}:</span>" if text else ""
 
 
 def _field(desc: str, value: str) -> str:
