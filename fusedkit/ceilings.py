@@ -74,11 +74,9 @@ CEILING_COLUMNS = ("run_id", "timestamp", "commit", "device", "variant", "kind",
 
 
 def ceilings_frame(recs: pd.DataFrame) -> pd.DataFrame:
-    """The ceiling rows of a records frame (:func:`fusedkit.records.read_records`), one per
-    (run, ceiling): ``kind`` copy, dram_read, l2_read or gemm; ``operands`` of a GEMM; ``m``,
-    ``n``, ``k`` of a GEMM and ``bytes`` of a buffer (NaN where they do not apply); ``rate`` in
-    ``unit`` (GB/s or TFLOP/s). Older runs' ``d2d_copy`` and ``bf16_matmul`` are included; a
-    cuBLAS row of other arithmetic than its operands (:data:`NOT_ITS_ARITHMETIC`) is not."""
+    """The ceiling rows of a records frame, one per (run, ceiling): ``kind`` (copy, dram_read,
+    l2_read, gemm), a GEMM's ``operands`` and ``m``, ``n``, ``k``, a buffer's ``bytes``, ``rate`` in
+    ``unit``; a cuBLAS row of other arithmetic than its operands (:data:`NOT_ITS_ARITHMETIC`) left out."""
     df = recs[(recs["problem"] == PROBLEM)
               & (recs["variant"].str.startswith("ceiling_") | recs["variant"].isin(list(LEGACY)))
               & ~recs["notes"].fillna("").str.contains(NOT_ITS_ARITHMETIC, regex=False)]
@@ -132,11 +130,9 @@ def of_run(run_id: str, path: str | Path | None = None, *,
 
 
 def for_problem(problem: Problem, ceilings: pd.DataFrame, sizes: Sizes | None = None) -> pd.DataFrame:
-    """The ceilings of ``ceilings`` (one row per ceiling, e.g. :func:`newest`) that bound
-    ``problem`` at ``sizes`` (default: its own): the memory ceilings (copy, DRAM and L2 reads),
-    then cuBLAS's GEMM rates at the problem's own GEMM shapes (:func:`gemm_shapes`, in order,
-    each in the order of :data:`GEMM_OPERANDS`); rows of other shapes (another problem's, the
-    legacy square matmul) left out. Same columns."""
+    """The rows of ``ceilings`` that bound ``problem`` at ``sizes`` (default its own): the memory
+    ceilings, then cuBLAS at the problem's own GEMM shapes in order, each in the order of
+    :data:`GEMM_OPERANDS`; other shapes left out."""
     shapes, memory = gemm_shapes(problem, sizes), ["copy", "dram_read", "l2_read"]
     ops = {op: i for i, op in enumerate(GEMM_OPERANDS)}
     keys = {}

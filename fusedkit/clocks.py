@@ -72,11 +72,9 @@ def path_for(records_path: str | Path) -> Path:
 
 def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
               tz: timezone = timezone.utc) -> pd.DataFrame:
-    """Readings from nvidia-smi's CSV lines (no header), one column name of :data:`COLUMNS`
-    per field in ``columns``. Units after a number ("1980 MHz", "142.9 W") are dropped, "[N/A]"
-    becomes empty. Times are nvidia-smi's local clock: ``local_time`` reads them in this
-    machine's zone, else in ``tz``; they come back as ISO 8601 UTC text with milliseconds.
-    A line that is cut short (the last one, when nvidia-smi was stopped mid-write) is dropped."""
+    """Readings from nvidia-smi's CSV lines (no header), one column of :data:`COLUMNS` per field in
+    ``columns``: units dropped, "[N/A]" empty, times (nvidia-smi's local clock: this machine's zone
+    with ``local_time``, else ``tz``) as UTC; a line cut short (nvidia-smi stopped mid-write) dropped."""
     zone = datetime.now().astimezone().tzinfo if local_time else tz
     rows = []
     for cells in csv.reader(io.StringIO(text)):
@@ -153,9 +151,8 @@ def _append(path: Path, rows: list[dict[str, str]]) -> None:
 
 
 def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) -> int:
-    """Append ``readings`` (a frame as :meth:`fusedkit.device.Sampler.stop` returns) under ``run_id`` to the
-    clocks file (locked, atomic; a malformed existing file is refused, never rewritten).
-    Returns the number of rows appended."""
+    """Append ``readings`` under ``run_id`` to the clocks file (locked, atomic; a malformed file is
+    refused, never rewritten); the number of rows appended."""
     rows = _text_rows(run_id, readings)
     for i, row in enumerate(rows):
         fault = _check_row(row)
@@ -239,10 +236,8 @@ def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Wi
 # --- bringing readings home ----------------------------------------------------------------
 
 def parse_smi_log(text: str, *, tz: timezone = timezone.utc) -> pd.DataFrame:
-    """Readings of a raw nvidia-smi log written with ``--format=csv`` (a header line naming the
-    fields, units allowed), such as ``data/logs/smi_p45_bench_h200_96996dc.csv``. Fields are
-    matched by name (``clocks.current.sm [MHz]`` is ``clocks.sm``); ``tz`` is the zone of the
-    machine that wrote it. Raises ValueError when the header names no timestamp."""
+    """Readings of a raw ``nvidia-smi --format=csv`` log (a header naming the fields, units allowed,
+    matched by name), written in the zone ``tz``; ValueError when the header names no timestamp."""
     lines = text.splitlines()
     if not lines:
         raise ValueError("the nvidia-smi log is empty")
@@ -272,10 +267,8 @@ def match_run(readings: pd.DataFrame, runs: pd.DataFrame) -> str:
 
 def import_file(src: str | Path, dst: str | Path | None = None, *, run_id: str | None = None,
                 records_path: str | Path | None = None, tz: timezone = timezone.utc) -> tuple[str, int]:
-    """Bring readings home into ``dst`` (default :func:`default_path`). ``src`` is a clocks file
-    (rows already in ``dst`` verbatim are skipped) or a raw nvidia-smi log (see
-    :func:`parse_smi_log`), whose run is ``run_id`` or :func:`match_run` against the records at
-    ``records_path``. Returns (what was imported, in words; rows added)."""
+    """Bring readings home into ``dst``: a clocks file (rows already there skipped) or a raw
+    nvidia-smi log, whose run is ``run_id`` or :func:`match_run`'s; (what, in words; rows added)."""
     src, dst = Path(src), Path(dst) if dst is not None else default_path()
     if not src.is_file():
         raise FileNotFoundError(f"src={str(src)!r} is not a file")

@@ -59,10 +59,8 @@ class GpuSpec:
         return getattr(self, precision_unit(precision)) / PASSES.get(precision, 1)
 
     def implied_clock_ghz(self, precision: str) -> float:
-        """The SM clock in GHz at which the datasheet's rate of ``precision``'s unit is reached:
-        rate / (SMs x FLOP per clock per SM), both datasheet values (H200 SXM: bf16 989.4e12 /
-        (132 x 4096) = 1.83 GHz; fp32 67e12 / (132 x 256) = 1.98 GHz, its maximum boost).
-        Raises ValueError where the per-SM figures are not in the table."""
+        """The SM clock (GHz) at which the datasheet's rate of ``precision``'s unit is reached: rate /
+        (SMs x FLOP per clock per SM); H200 SXM: bf16 989.4e12 / (132 x 4096) = 1.83 GHz."""
         unit = precision_unit(precision)
         if not self.flop_per_clock_sm:
             raise ValueError(f"gpu={self.name!r} has no FLOP-per-clock figures in the spec table")

@@ -67,10 +67,10 @@ def swizzle_atom() -> np.ndarray:
 # "Matrix Descriptor Format": a 64-bit register describing an operand tile in shared memory, its
 # fields as FIELD_BITS below (the base offset 0 when the swizzle pattern starts on its 1024-byte
 # boundary), the addresses as matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4: 18 bits of byte
-# address in 16-byte units, 14 bits. For a K-major operand with 128-byte swizzle, "Leading Dimension Byte Offset"
-# says the leading offset is "not used, assumed to be 1" (a k16 slice, 32 bytes, never leaves
-# its row), and "Stride Dimension Byte Offset" is "the offset from the first 8 rows to the next
-# 8 rows": one atom, 1024 bytes. hopper.cuh's sw128_desc packs exactly these:
+# address in 16-byte units, 14 bits. For a K-major operand with 128-byte swizzle, "Leading
+# Dimension Byte Offset" says the leading offset is "not used, assumed to be 1" (a k16 slice, 32
+# bytes, never leaves its row), and "Stride Dimension Byte Offset" is "the offset from the first 8
+# rows to the next 8 rows": one atom, 1024 bytes. hopper.cuh's sw128_desc packs exactly these:
 #     start = encode(addr), leading = encode(16) = 1, stride = encode(1024) = 64, base 0, mode 1.
 
 SWIZZLE_MODES = {0: "no swizzle", 1: "128-byte swizzle", 2: "64-byte swizzle", 3: "32-byte swizzle"}

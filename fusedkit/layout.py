@@ -259,11 +259,8 @@ class Verdict:
 
 
 def _products(mats: dict[str, np.ndarray]) -> list[tuple[str, tuple[str, bool, str, bool], tuple[int, int]]]:
-    """Every product op(P) @ op(Q) of P, Q in {x, W} whose inner sizes agree.
-
-    Ordered y = x @ W.T first, then y.T = W @ x.T, then the rest. Each entry is
-    (label, (P, P transposed, Q, Q transposed), result shape); nothing is computed yet.
-    """
+    """(label, (P, P transposed, Q, Q transposed), shape) of every product op(P) @ op(Q) of P, Q in
+    {x, W} whose inner sizes agree: y = x @ W.T first, then y.T = W @ x.T, then the rest."""
     found = []
     for p in ("x", "W"):
         for q in ("x", "W"):
@@ -437,10 +434,8 @@ def describe_call(call: GemmCall, correct: GemmCall) -> str:
 
 
 def wrong_calls_table(batch: int, in_features: int, out_features: int) -> pd.DataFrame:
-    """Every call of :func:`candidate_calls` and two more people try (x first with ``ldc = M``;
-    the derived call with only its transposes swapped), each run on a real column-major BLAS
-    (:func:`verify_linear_gemm`): what it changes against the derived call, the call, whether it
-    is right, and what it computes instead (found from its output, not written by hand)."""
+    """Every call of :func:`candidate_calls` and two more people try, each run on a real BLAS: what
+    it changes against the derived call, the call, whether it is right, and what it computes instead."""
 
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     right = derive_linear_gemm(M, K, N)

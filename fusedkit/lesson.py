@@ -38,9 +38,8 @@ def short_sizes(sizes: Sizes | str) -> str:
 
 
 def lab_sizes(problem: Problem, sizes: Sizes, rows: int, device: str = "cpu") -> tuple[Sizes, str]:
-    """``sizes`` cut to at most ``rows`` rows of the batch (errors are per element), or, where
-    even those do not run on ``device``, KernelBench's other sizes at those rows; with one line
-    saying why they differ from ``sizes`` ("" when they do not)."""
+    """``sizes`` cut to at most ``rows`` rows of the batch (else KernelBench's other sizes at those
+    rows, where even those do not run on ``device``), and one line saying why ("" when unchanged)."""
     batch = problem.dims[0].name
     cut = problem.sizes(sizes, **{batch: min(problem.sizes(sizes)[batch], rows)})
     try:
@@ -135,9 +134,8 @@ class Page:
         return Rates(self.problem, self.sizes, frame, run)
 
     def say(self, template: str, **values: Any) -> present.Markdown:
-        """Markdown whose ``{slug.field}`` are the page's recorded numbers, formatted (fields of
-        :class:`RowView`); other ``{names}`` come from ``values``. A missing number reads as a
-        dash and a note says so."""
+        """Markdown whose ``{slug.field}`` are the page's recorded numbers (:class:`RowView`), other
+        ``{names}`` from ``values``; a missing number reads as a dash, and a note says so."""
         missing: list[str] = []
         text = string.Formatter().vformat(template, (), _Numbers(self, values, missing))
         if missing:
@@ -396,8 +394,8 @@ def clock_table(page: Page, slugs: Sequence[str]) -> pd.DataFrame:
     by that clock over the one the rate implies). A dash where a row has no timing window."""
     readings, rec = clocks.read_clocks(), results.clean_rows(results._read(None))
     hit = rec[(rec["run_id"] == page.rates().run_id) & (rec["variant"] == f"{ceilings.GEMM_PREFIX}fp16")]
-    rows = [("cuBLAS fp16 (ceiling)", hit.iloc[-1], "fp16", float(hit.iloc[-1]["tflops"]) / page.gpu.peak_tflops("fp16"))
-            ] if len(hit) else []
+    share = float(hit["tflops"].iloc[-1]) / page.gpu.peak_tflops("fp16") if len(hit) else math.nan
+    rows = [("cuBLAS fp16 (ceiling)", hit.iloc[-1], "fp16", share)] if len(hit) else []
     for slug in slugs:
         r = page.row(slug)
         if r is not None:

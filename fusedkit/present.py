@@ -114,10 +114,8 @@ def formatter(column: str) -> Callable[[Any], str] | None:
 
 def format_frame(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]] | None = None
                  ) -> pd.DataFrame:
-    """``df`` with every known column written as text by the rules above (``step`` as an
-    integer, never ``0.000000``); the values of unknown columns are left as they are, except
-    that a missing value in any column becomes an en dash (never ``nan``). ``formats`` adds or
-    overrides formatters by column name."""
+    """``df`` with every known column written as text by the rules above, other columns as they
+    are but for a missing value, an en dash; ``formats`` adds or overrides formatters by column."""
     out = df.copy()
     extra = dict(formats or {})
     for col in out.columns:
@@ -204,9 +202,8 @@ _BREAK = "\u200b"   # zero-width space: a line may break here, nothing is drawn
 
 
 class Markdown:
-    """Markdown text that displays as rendered Markdown in a notebook (and in the HTML
-    report), and as itself in plain text. A code span too long for a line (:data:`LONG_CODE`)
-    may break after its underscores when shown."""
+    """Markdown shown rendered in a notebook and the report, as itself in plain text; a code span
+    too long for a line (:data:`LONG_CODE`) may break after its underscores."""
 
     def __init__(self, text: str) -> None:
         self.text = text

@@ -64,9 +64,8 @@ def _ladder_order(rows: pd.DataFrame, problem: Problem, *keys: str) -> pd.DataFr
 
 
 def newest_clean(rec: pd.DataFrame, problem: Problem, *, as_of: object = None) -> pd.DataFrame:
-    """Each device's, sizes' and ladder variant's newest clean row in a run that timed eager at
-    those sizes, with ``speedup``, ``eager_ms``, ``step`` and ``title``; ``as_of`` keeps rows taken
-    by then."""
+    """Each device's, sizes' and ladder variant's result (module docstring), with ``speedup``,
+    ``eager_ms``, ``step`` and ``title``; ``as_of`` keeps rows taken by then."""
     rows = clean_rows(rec[rec["problem"] == problem.key])
     if as_of is not None:
         t = pd.Timestamp(as_of)
@@ -122,8 +121,7 @@ def ours(problem: Problem, slug: str) -> bool:
 
 def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
     """The one definition of "the best": for each tier of :data:`KERNEL_TIERS`, the step of ours
-    (:func:`ours`) meeting at least that tier with the highest same-run speed-up in ``rows`` (one
-    device and sizes)."""
+    meeting at least that tier with the highest same-run speed-up in ``rows`` (one device, sizes)."""
     if rows.empty:
         return {}
     for col in ("device", "sizes"):
@@ -320,10 +318,9 @@ def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | N
 
 
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order:
-    the median with its p10 and p90 (the one noise rule reads them), the tier, the shares of the
-    datasheet floor and of the floor measured in the row's own run, the error, the speed-up over
-    eager in its own run, and when it was recorded (with the device where the rows hold several)."""
+    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order: time
+    with p10 and p90, tier, shares of the datasheet and measured floors, error, speed-up, and when
+    (with the device where the rows hold several)."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
     one = rows["device"].nunique() <= 1
     rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one else run_short_label(r) for _, r in rows.iterrows()],
@@ -539,9 +536,8 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
 
 def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
                path: str | Path | None = None) -> pd.DataFrame:
-    """The one routing rule, read from the records: at each point of the newest sweep that timed
-    eager and every candidate, the step with the lowest p90 (``chosen``), beside the one routed to
-    now."""
+    """The one routing rule: at each point of the newest sweep that timed eager and every candidate,
+    the step with the lowest p90 (``chosen``), beside the one routed to now."""
     candidates = _route_slugs(problem, slug)
     series = sweep_series(problem, dim, device, path, having=["eager", *candidates])
     rows = []
@@ -557,9 +553,8 @@ def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
 
 def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device: str = "H200",
                    path: str | Path | None = None) -> dict[str, float] | None:
-    """The one statement of a by-batch step's speed-up over eager across batch sizes
-    (:func:`step_sweep`): ``lo``, ``hi``, ``points``, ``at_lo`` and ``caption``; None without a
-    sweep."""
+    """The one statement of a by-batch step's speed-up over eager across batch sizes: ``lo``,
+    ``hi``, ``points``, ``at_lo`` and ``caption``; None without a sweep."""
     points = step_sweep(problem, slug, device=device, path=path)
     points = points[points["sweep"]]
     if points.empty:

@@ -62,9 +62,8 @@ def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "
 
 def fused_floor_at(problem: Problem, sizes: Sizes, stage_tflops: Callable[[Stage], float],
                    mem_gbps: float) -> Floor:
-    """:func:`fused_floor` with each stage's rate (TFLOP/s) given by ``stage_tflops(stage)`` and
-    a memory bandwidth ``mem_gbps`` (GB/s): the same sum with measured ceilings in place of the
-    datasheet's (:func:`fusedkit.ceilings.measured_floor`)."""
+    """:func:`fused_floor` at each stage's rate ``stage_tflops(stage)`` (TFLOP/s) and ``mem_gbps``
+    (GB/s): measured ceilings in place of the datasheet's (:func:`fusedkit.ceilings.measured_floor`)."""
     floors = [Floor(s.flops, s.bytes, stage_tflops(s), mem_gbps) for s in problem.stages(sizes)]
     flops = sum(f.flops for f in floors)
     compute_ms = sum(f.compute_ms for f in floors)
@@ -95,10 +94,8 @@ _TIME_COLUMNS = ("compute", "memory", "floor")
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
-    """:func:`table`'s frame with its work, bytes and times each in the unit in which its
-    largest value is at least 1 (GFLOP, MFLOP or kFLOP; MB, kB or B; ms, µs or ns, the three
-    times in one unit), to 3 significant digits: at small sizes (17 x 33 x 65) every GFLOP and
-    ms rounded to 0.0 and 0.000."""
+    """:func:`table`'s frame with work, bytes and times (the three in one unit) each in the unit in
+    which its largest value is at least 1, to 3 significant digits: small sizes never read 0.000."""
     out = df.copy()
 
     def signif(values: pd.Series) -> pd.Series:

@@ -213,9 +213,8 @@ def _norm(lines: Sequence[str]) -> list[str]:
 
 
 def diff_lines(source: str, previous: str | None) -> list[tuple[str, str]]:
-    """What ``source`` changed against ``previous``: (sign, line) pairs, sign ``+`` (added),
-    ``-`` (removed), `` `` (context) or ``@`` (a function's name), over the kernels and device
-    helpers of ``source``, each against its counterpart in ``previous``."""
+    """What the kernels and device helpers of ``source`` changed against their counterparts in
+    ``previous``: (sign, line) pairs, sign ``+``, ``-``, `` `` (context) or ``@`` (a function)."""
     fns = [f for f in parse(source_path(source)) if f.kind in ("kernel", "device")]
     before = parse(source_path(previous)) if previous else []
     out: list[tuple[str, str]] = []

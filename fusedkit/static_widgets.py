@@ -163,9 +163,8 @@ def snapshot(widget_html: str) -> str:
 
 
 def _preprocess(nb: Any, resources: dict) -> tuple[Any, dict]:
-    """Replace every widget output of ``nb`` by static HTML rendered from its stored state
-    (under :data:`SNAPSHOT_NOTE`), drop the state from the exported copy, and drop each widget's
-    own picture (:data:`PICTURE_KEY`), which would draw the widget twice."""
+    """Every widget output of ``nb`` drawn from its stored state (under :data:`SNAPSHOT_NOTE`), the
+    state and each widget's own picture (:data:`PICTURE_KEY`, a second drawing) dropped."""
     models = widget_models(nb)
     for cell in nb.cells:
         if "outputs" in cell:
