@@ -227,24 +227,6 @@ def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None,
     return _ladder_order(run, problem).reset_index(drop=True)
 
 
-def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
-               path: str | Path | None = None, having: Sequence[str] = (),
-               newest: bool = False) -> pd.DataFrame:
-    """The rows of the most complete clean run that timed eager (``newest``: the newest that timed
-    ``having``), with speed-ups; a view of one whole run, not a result."""
-    if newest:
-        return same_run(problem, ["eager", *having], sizes, device=device, path=path)
-    df = clean_rows(_at(_read(path), problem, sizes, device))
-    df = df[df["run_id"].isin(_runs_timing(df, having))]
-    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
-    if runs.empty:   # same columns as a real run, so callers need no special case
-        return _typed_empty(df)
-    # the run that timed the most ladder variants, newest among equals
-    counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
-    run_id = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])["run_id"].iloc[-1]
-    return _with_steps(add_speedup(df[df["run_id"] == run_id]), problem).reset_index(drop=True)
-
-
 def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:
     """No rows, with a records frame's columns and a recorded frame's."""
     out = like.iloc[0:0].copy()

@@ -107,7 +107,7 @@ class PredictStream(PredictionExercise):
             return Outcome(m.timing.median_ms if m.timed else math.nan, label, facts_for(copy, label, spec), m,
                            "" if m.timed else f"the step itself failed on this GPU: {m.failure}",
                            {"ridge": ridge_point(spec, "fp32")})
-        run = results.latest_run(P12, SIZES, having=(SLUG,), newest=True)
+        run = results.same_run(P12, ["eager", SLUG], SIZES, device="")
         if run.empty:
             spec = detect_gpu().spec
             return Outcome(math.nan, "", facts_for(math.nan, "no record", spec), None,
