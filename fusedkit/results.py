@@ -236,11 +236,10 @@ def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_spread(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
-               path: str | Path | None = None, min_runs: int = 3) -> pd.DataFrame:
-    """Every clean measurement of each variant timed in at least ``min_runs`` runs, against the
-    variant's median over them (``vs_median_pct``), ``recorded`` marking its result."""
-    if min_runs < 2:
-        raise ValueError(f"min_runs={min_runs}: a spread needs at least 2 runs")
+               path: str | Path | None = None) -> pd.DataFrame:
+    """Every clean measurement of each variant timed in at least three runs, against the variant's
+    median over them (``vs_median_pct``), ``recorded`` marking its result."""
+    min_runs = 3
     rows = clean_rows(_at(_read(path), problem, sizes, device))
     rows = rows[rows["variant"].isin(list(problem.variants))]
     rows = rows.sort_values("timestamp", kind="stable").groupby(["device", "run_id", "variant"]).tail(1)

@@ -324,10 +324,7 @@ def test_run_spread_is_each_run_against_the_variants_median(tmp_path):
     assert f["vs_median_pct"].tolist() == pytest.approx([100 * (t / 1.05 - 1) for _, t in times])
     assert f["recorded"].tolist() == [False, False, False, True]     # the newest clean one
     assert list(spread["variant"].drop_duplicates()) == ["eager", "triton_fp16x3"]   # ladder order
-    assert set(results.run_spread(P12, path=path, min_runs=2)["variant"]) == {"eager", "triton_fp16x3", "tiled"}
-    assert results.run_spread(P12, path=path, min_runs=5).empty
-    with pytest.raises(ValueError, match="min_runs=1"):
-        results.run_spread(P12, path=path, min_runs=1)
+    assert results.run_spread(P12, path=tmp_path / "none.csv").empty
 
 
 def test_lab_sizes_cut_the_batch_and_fall_back_to_kernelbench_where_nothing_fits():
