@@ -126,20 +126,6 @@ def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None
     return out
 
 
-def counter_history(problem: Problem | str, variant: str, sizes: str | dict | None = None,
-                    path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
-    """Every recorded collection of one variant's counters, oldest first: the main kernel's counters
-    with ``total_us`` and the collection's run, time, commit and device."""
-    df = _of_variant(problem, variant, sizes, path)
-    cols = [*COLUMNS, "total_us"]
-    if df.empty:
-        return df.assign(total_us=pd.Series(dtype=float))[cols]
-    durations = df["duration_us"].fillna(0.0)
-    totals = durations.groupby(df["run_id"]).sum().rename("total_us")
-    main = df.loc[durations.groupby(df["run_id"]).idxmax()].join(totals, on="run_id")
-    return main.sort_values("timestamp", kind="stable")[cols].reset_index(drop=True)
-
-
 # -- one kernel's source page: where its warps wait, instruction by instruction -----------------
 
 STALL_PREFIX = "stall_"
@@ -182,7 +168,7 @@ def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike
     ``attrs["when"]``."""
     p = problems.get(problem) if isinstance(problem, str) else problem
     folder = Path(folder) if folder is not None else default_path().parent / "logs" / "ncu"
-    at_commit = counter_history(p, variant).groupby("commit")["timestamp"].max().to_dict()
+    at_commit = _of_variant(p, variant, None, None).groupby("commit")["timestamp"].max().to_dict()
     pages = []
     for path in sorted(folder.glob(f"source_{p.key}_{variant}_*.csv")):
         stem, commit = path.stem.removeprefix(f"source_{p.key}_").rsplit("_", 1)
