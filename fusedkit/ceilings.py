@@ -201,22 +201,17 @@ def _precision_of(problem: Problem, row: pd.Series) -> str:
     return found[1].split(";")[0].strip() if len(found) > 1 else ""
 
 
-def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path | None = None,
-                        ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
+def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path | None = None) -> pd.DataFrame:
     """``df`` with ``pct_of_measured`` (:func:`measured_floor` over ``median_ms``, x 100) and
     ``ceilings_run``, for each row's ``sizes``, ``device`` and precision (a ``precision`` column,
     else the variant's, else the row's ``precision=`` note), on the ceilings the row's own run
     measured (:func:`for_run`): NaN (and "") where it measured none, never another run's, and
-    where the row was not timed with CUDA events. ``ceilings`` saves re-reading ``path``."""
+    where the row was not timed with CUDA events."""
     out = df.copy()
-    if out.empty:
-        out["pct_of_measured"] = pd.Series(dtype="float64")
-        out["ceilings_run"] = pd.Series(dtype="object")
-        return out
     missing = [c for c in ("variant", "sizes", "device", "median_ms") if c not in out]
-    if missing:
+    if missing and len(out):
         raise ValueError(f"add_pct_of_measured: df lacks column(s) {', '.join(missing)}")
-    ceilings = read_ceilings(path) if ceilings is None else ceilings
+    ceilings = read_ceilings(path)
     floors: dict[tuple, tuple[float, str]] = {}
     pct, runs = [], []
     for _, row in out.iterrows():
