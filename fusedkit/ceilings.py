@@ -114,11 +114,10 @@ def _newest_per_key(df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[newest].sort_values(["kind", "operands", "m", "n", "k"]).reset_index(drop=True)
 
 
-def newest(device: str, path: str | Path | None = None, *,
-           ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
+def newest(device: str, path: str | Path | None = None) -> pd.DataFrame:
     """The newest recorded value of each ceiling on ``device`` (its exact name, e.g. ``NVIDIA
     H200``); empty when none was recorded there."""
-    df = read_ceilings(path) if ceilings is None else ceilings
+    df = read_ceilings(path)
     return _newest_per_key(df[df["device"] == device])
 
 

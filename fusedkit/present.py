@@ -77,28 +77,17 @@ def share(fraction: Any) -> str:
     return MISSING if _missing(fraction) else pct(100.0 * float(fraction))
 
 
-# Column name -> formatter. Names as the notebooks' tables spell them (results.ladder_table,
-# lesson.run_step) and as data/records.csv and data/counters.csv spell them.
+# Column name -> formatter. Names as the notebooks' tables spell them (results.ladder_table)
+# and as data/records.csv and data/counters.csv spell them.
 COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "ms": ms, "median_ms": ms, "p10_ms": ms, "p90_ms": ms, "floor ms": ms, "floor_ms": ms,
-    "µs": us, "us": us, "duration_us": us, "duration µs": us,
-    "TFLOP/s": tflops, "tflops": tflops,
-    "% of floor": pct, "pct_of_floor": pct,
-    "% of measured": pct, "pct_of_measured": pct,
-    "rel. error": err, "rel_error": err, "max_abs_error": err, "max abs error": err,
-    "speedup": speedup, "speed-up": speedup,
-    "GB/s": gbps, "gbps": gbps,
-    "call memory MB": mb, "peak_mem_mb": mb, "MB": mb,
-    "step": count, "launch": count, "registers": count, "grid": count, "block": count,
-    "repeats": count,
+    "µs": us, "duration_us": us, "TFLOP/s": tflops, "tflops": tflops, "% of floor": pct, "pct_of_floor": pct,
+    "% of measured": pct, "pct_of_measured": pct, "rel. error": err, "rel_error": err, "max_abs_error": err,
+    "speedup": speedup, "GB/s": gbps, "gbps": gbps, "peak_mem_mb": mb, "MB": mb,
+    "step": count, "launch": count, "registers": count, "grid": count, "block": count, "repeats": count,
     "sm_pct": pct, "tensor_pct": pct, "fma_pct": pct, "dram_pct": pct, "occupancy_pct": pct,
-    "l2_hit_pct": pct, "SM %": pct, "tensor %": pct, "FMA %": pct, "DRAM %": pct,
-    "occupancy %": pct, "L2 hit %": pct,
-    "dram_gb": gb, "DRAM GB": gb,
-    "smem_kb": mb, "smem KB": mb, "local_bytes": count, "local bytes": count,
-    "gld_sectors_per_request": ratio, "sectors/request": ratio, "l1_hit_pct": pct, "L1 hit %": pct,
-    "l2_l1_gb": gb, "L2→L1 GB": gb, "smem_ld_conflicts": count, "smem ld conflicts": count,
-    "smem_st_conflicts": count, "smem st conflicts": count,
+    "l2_hit_pct": pct, "l1_hit_pct": pct, "dram_gb": gb, "l2_l1_gb": gb, "smem_kb": mb, "local_bytes": count,
+    "gld_sectors_per_request": ratio, "smem_ld_conflicts": count, "smem_st_conflicts": count,
     # the by-batch checks (fusedkit.results.route_check, route_rule)
     "eager_ms": ms, "routed_ms": ms, "routed_p10_ms": ms, "routed_p90_ms": ms,
     "routed_speedup": speedup, "routed_step": count, "sizes": sizes, "device": device,
