@@ -264,8 +264,7 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
                path: str | Path | None = None, every_run: bool = False) -> pd.DataFrame:
     """The components of ``problem`` (a kernel timed alone), each with its same-size copy of the
     same run (``copy_ms``, ``copy_gbps``, ``pct_of_copy``): the newest, or every run's."""
-    rec = _read(path)
-    rows = clean_rows(_at(rec, problem, sizes, device))
+    rows = clean_rows(_at(_read(path), problem, sizes, device))
     copies = rows[rows["variant"].str.startswith(COPY_FOR)]
     copies = copies.assign(variant=copies["variant"].str.removeprefix(COPY_FOR))
     copies = copies.set_index(["run_id", "variant"])[["median_ms", "gbps"]]
@@ -273,16 +272,12 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
     # A component is a plain name; a probe's config (step@config) or launch (step:launch) is not.
     parts = rows[~rows["variant"].isin(list(problem.variants))
                  & ~rows["variant"].str.startswith(COPY_FOR) & ~rows["variant"].str.contains("[@:]")]
-    parts = parts.join(copies, on=["run_id", "variant"])
-    ceilings = clean_rows(rec[(rec["problem"] == "device") & (rec["variant"] == "d2d_copy")])
-    big = ceilings.groupby("run_id")["gbps"].last().rename("device_copy_gbps")
-    parts = parts.join(big, on="run_id").assign(pct_of_copy=lambda d: 100 * d["gbps"] / d["copy_gbps"])
+    parts = parts.join(copies, on=["run_id", "variant"]).assign(pct_of_copy=lambda d: 100 * d["gbps"] / d["copy_gbps"])
     parts = parts.sort_values("timestamp", kind="stable")
     if not every_run:
         parts = parts.groupby(["device", "variant"]).tail(1).sort_values("variant", kind="stable")
-    return parts[["variant", "median_ms", "gbps", "copy_ms", "copy_gbps", "pct_of_copy",
-                  "device_copy_gbps", "notes", "sizes", "run_id", "commit", "timestamp",
-                  "device"]].reset_index(drop=True)
+    return parts[["variant", "median_ms", "gbps", "copy_ms", "copy_gbps", "pct_of_copy", "notes", "sizes",
+                  "run_id", "commit", "timestamp", "device"]].reset_index(drop=True)
 
 
 def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
