@@ -30,8 +30,7 @@ from fusedkit.precision import PRECISIONS
 from fusedkit.problems import Problem, Sizes, parse_sizes
 from fusedkit.roofline import Floor, fused_floor_at
 
-PROBLEM = "device"
-"""The records' ``problem`` of every ceiling row."""
+PROBLEM = "device"   # the records' ``problem`` of every ceiling row
 COPY, DRAM_READ, L2_READ = "ceiling_copy", "ceiling_dram_read", "ceiling_l2_read"
 GEMM_PREFIX = "ceiling_gemm_"
 LEGACY = {"d2d_copy": "copy", "bf16_matmul": "gemm"}

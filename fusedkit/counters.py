@@ -128,8 +128,7 @@ def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None
 
 # -- one kernel's source page: where its warps wait, instruction by instruction -----------------
 
-STALL_PREFIX = "stall_"
-"""Columns of a kept source page holding the stall samples of one reason each."""
+STALL_PREFIX = "stall_"   # columns of a kept source page holding the stall samples of one reason each
 
 
 def read_source_page(path: str | os.PathLike[str]) -> pd.DataFrame:

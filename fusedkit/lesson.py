@@ -23,8 +23,7 @@ from fusedkit.harness import measure
 from fusedkit.mode import Mode
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes, presets
 
-HELD = 0.10
-"""A predicted time holds when the measured median lies within this share of it."""
+HELD = 0.10   # a predicted time holds when the measured median lies within this share of it
 
 
 def small_sizes(problem: Problem) -> Sizes:

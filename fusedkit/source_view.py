@@ -21,8 +21,7 @@ from fusedkit import problems
 from fusedkit.kernels import step_path
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc")
-MAX_DIFF = 40
-"""The most diff lines a step shows; the rest of a larger change is in the folded listing."""
+MAX_DIFF = 40   # the most diff lines a step shows; the rest of a larger change is in the folded listing
 SIMILAR = 0.3
 """A function with no namesake in the previous file is compared with the most similar one
 there when at least this share of their code lines match (difflib's ratio); else it is new."""

@@ -25,8 +25,7 @@ REDRAW_DELAY_S = 0.25
 """Seconds from a widget's first change to the redraw of its picture (later changes in between
 are drawn by the same redraw)."""
 
-PICTURE_CLASS = "fusedkit-widget-picture"
-"""The class of every picture; with ``-<model id>``, of one widget's."""
+PICTURE_CLASS = "fusedkit-widget-picture"   # the class of every picture; with ``-<model id>``, of one widget's
 
 STALE_CLASS = "fusedkit-stale-note"
 STALE_NOTE = (

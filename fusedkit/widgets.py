@@ -27,8 +27,7 @@ from fusedkit.plots import variant_bars
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, presets
 from fusedkit.roofline import fused_floor, readable, table
 
-SEEDS_CPU = 2
-"""Builds checked per step on a CPU (each on two inputs, plus an odd shape)."""
+SEEDS_CPU = 2   # builds checked per step on a CPU (each on two inputs, plus an odd shape)
 
 _ROW = dict(flex_flow="row wrap", max_width="100%")
 STATUS_CLASS = "fusedkit-status"
