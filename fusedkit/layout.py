@@ -99,8 +99,6 @@ class GemmCall:
                 raise TypeError(f"{name}={value!r} must be a real number")
             object.__setattr__(self, name, float(value))
 
-    # -- what BLAS reads and writes ---------------------------------------------------
-
     @property
     def a_stored(self) -> tuple[int, int]:
         """(rows, columns) of A as stored column-major: m x k for 'N', k x m for 'T'."""
@@ -117,8 +115,6 @@ class GemmCall:
             return 0 if rows <= 0 or cols <= 0 else ld * (cols - 1) + rows
         return {"A": extent(*self.a_stored, self.lda), "B": extent(*self.b_stored, self.ldb),
                 "C": extent(self.m, self.n, self.ldc)}
-
-    # -- BLAS's own argument rules ----------------------------------------------------
 
     def validate(self) -> list[str]:
         """BLAS's argument checks, as reference SGEMM and xerbla apply them, one string per
@@ -154,8 +150,6 @@ class GemmCall:
             out.append(f"cublasSgemm takes C ints: {', '.join(too_big)} exceed{'s' if len(too_big) == 1 else ''} "
                        f"2**31 - 1")
         return out
-
-    # -- the call as C source -----------------------------------------------------------
 
     def to_c(self) -> str:
         """The call as C source, buffers named W, x and y."""

@@ -109,7 +109,6 @@ class Page:
     def __repr__(self) -> str:
         return self.label
 
-    # numbers ---------------------------------------------------------------------------------
     def row(self, slug: str) -> pd.Series | None:
         hit = self.recorded[self.recorded["variant"] == slug]
         return hit.iloc[0] if len(hit) else None
@@ -141,7 +140,6 @@ class Page:
             text += f"\n\n*(Not recorded on {present.device(self.device)}: {', '.join(dict.fromkeys(missing))}.)*"
         return present.Markdown(text)
 
-    # one step ------------------------------------------------------------------------------
     def step(self, slugs: str | Sequence[str], *, predict: Any = None, basis: str = "",
              against: str | None = None, counters: Sequence[str] = (), code: bool = True,
              previous: str | None = None, extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:

@@ -348,8 +348,6 @@ def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: S
                     arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if moved else None)
 
 
-# -- results at a glance: the best per tier, runs compared, sweeps side by side ----------------
-
 def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
     """Run to run: one row per variant, one dot per run against the variant's median over runs (%),
     its result in colour, eager's spread shaded."""
