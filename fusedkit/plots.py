@@ -33,6 +33,12 @@ def _legend_below(fig: plt.Figure, handles: Sequence[object], labels: Sequence[s
     fig.tight_layout(rect=(0, min(height + 0.01, 0.6), 1, top))
 
 
+def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str, base: int = 2) -> None:
+    ax.set_xscale("log", base=base)
+    ax.set_yscale("log")
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+
+
 def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
                     precision: str = "fp32") -> pd.DataFrame:
     """One point per stage and one for the fused whole, at the best rate the roofline allows: label,
@@ -62,18 +68,13 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
         peak = gpu.peak_tflops(p)
         ax.plot(x, np.minimum(peak, bw * x / 1e12), color=_ROOF_COLOURS.get(p, "grey"),
                 lw=2, label=f"{p} roof: {peak:.0f} TFLOP/s")
-        ridge = peak * 1e12 / bw
-        ax.axvline(ridge, color=_ROOF_COLOURS.get(p, "grey"), ls=":", lw=1)
-    kinds = points["kind"] if "kind" in points else pd.Series(["point"] * len(points))
-    markers = dict(zip(sorted(kinds.unique()), "osD^v<>"))
-    pts = points.assign(kind=list(kinds))
+        ax.axvline(peak * 1e12 / bw, color=_ROOF_COLOURS.get(p, "grey"), ls=":", lw=1)   # the ridge
+    pts = points if "kind" in points else points.assign(kind="point")
+    markers = dict(zip(sorted(pts["kind"].unique()), "osD^v<>"))
     for _, r in pts.iterrows():
         ax.scatter(r["intensity"], r["tflops"], s=60, marker=markers[r["kind"]], zorder=5,
                    color="black" if r["kind"] != "measured" else "#c44e52")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of device memory)")
-    ax.set_ylabel("TFLOP/s")
+    _log_axes(ax, "arithmetic intensity (FLOP per byte of device memory)", "TFLOP/s", base=10)
     src = "measured ceilings" if gpu.measured else "datasheet ceilings"
     ax.set_title(title or f"Roofline on {gpu.name} ({src}, memory {gpu.mem_gbps:.0f} GB/s)")
     legend = ax.legend(loc="upper left", fontsize=8)
@@ -213,10 +214,7 @@ def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
             ax.axvline(cross, color=colour, ls="--", lw=1)
             ax.annotate(f"{prec} ridge\n{dim} = {cross:.0f}", (cross, 0.98), xycoords=("data", "axes fraction"),
                         xytext=(3, 0), textcoords="offset points", va="top", fontsize=8, color=colour)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(dim)
-    ax.set_ylabel("floor (ms)")
+    _log_axes(ax, dim, "floor (ms)")
     src = "measured" if gpu.measured else "datasheet"
     ax.set_title(title or f"{problem.key}: what binds a fused kernel as {dim} grows ({gpu.name}, {src} rates)",
                  fontsize=10)
@@ -225,11 +223,9 @@ def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
     return fig
 
 
-def step_colours(problem: Problem, slugs: Sequence[str] | None = None
-                 ) -> dict[str, tuple[float, float, float]]:
-    """One colour per step of ``problem`` (or ``slugs``), the same in every figure."""
-    slugs = [s for s in (slugs if slugs is not None else [v.slug for v in problem.ladder()])
-             if s != "eager"]
+def step_colours(problem: Problem, slugs: Sequence[str]) -> dict[str, tuple[float, float, float]]:
+    """One colour per step of ``slugs``, eager grey."""
+    slugs = [s for s in slugs if s != "eager"]
     unknown = [s for s in slugs if s not in problem.variants]
     if unknown:
         raise ValueError(f"slugs {', '.join(unknown)} are not steps of {problem.key}")
@@ -265,10 +261,7 @@ def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
         if not older.empty:
             ax.scatter(older[dim], older["median_ms"], s=22, facecolors="none", edgecolors=[colour],
                        lw=1, label=None if not last.empty else label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(dim)
-    ax.set_ylabel("time (ms, lower is better)")
+    _log_axes(ax, dim, "time (ms, lower is better)")
     ax.set_title(title or f"{problem.key}: the newest sweep (line, p10 to p90 shaded) and the older ones (rings)",
                  fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
@@ -308,10 +301,7 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
                         color=ROLE_COLOURS["routed"])
         for r in problem.variant(slug).routes[:-1]:
             ax.axvline(r.max_rows + 0.5, color="black", ls=":", lw=0.8)   # up to max_rows: left
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(dim)
-        ax.set_ylabel("time (ms, p10 to p90 as bars)")
+        _log_axes(ax, dim, "time (ms, p10 to p90 as bars)")
         ax.set_title(f"{problem.key}: step {problem.variant(slug).number} and where it routes", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
