@@ -22,9 +22,7 @@ from fusedkit.kernels import step_path
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc")
 MAX_DIFF = 40   # the most diff lines a step shows; the rest of a larger change is in the folded listing
-SIMILAR = 0.3
-"""A function with no namesake in the previous file is compared with the most similar one
-there when at least this share of their code lines match (difflib's ratio); else it is new."""
+SIMILAR = 0.3   # a function without a namesake is diffed against the most similar one this alike, else new
 
 _BOX = ("overflow-x:auto; max-width:100%; box-sizing:border-box; margin:2px 0 8px 0; "
         "background:#f8f8f8; border:1px solid #e1e4e8; border-radius:4px; "
@@ -37,13 +35,12 @@ _CAPTION = "font-size:12px; margin:6px 0 2px 0; color:#24292f;"
 
 @dataclass(frozen=True)
 class Function:
-    """One function of a source file: name, text (with the comment block above it), first
-    line (1-based) and kind: ``kernel``, ``device`` (a helper kernels call), ``launcher`` (host
-    code that launches or calls kernels) or ``other``."""
+    """One function of a source file: name, text (with the comment block above it) and kind:
+    ``kernel``, ``device`` (a helper kernels call), ``launcher`` (host code that launches kernels)
+    or ``other``."""
 
     name: str
     source: str
-    line: int
     kind: str
 
 
@@ -74,7 +71,7 @@ def _python_functions(text: str) -> list[Function]:
     out = []
     for n in nodes:
         start = _comment_block_above(lines, min([n.lineno] + [d.lineno for d in n.decorator_list]) - 1, "#")
-        out.append(Function(n.name, "\n".join(lines[start:n.end_lineno]), start + 1, kinds[n.name]))
+        out.append(Function(n.name, "\n".join(lines[start:n.end_lineno]), kinds[n.name]))
     return out
 
 
@@ -157,7 +154,7 @@ def _as_function(code: str, lines: list[str], start: int, header: str, end: int)
         kind = "kernel" if "__global__" in header else "device" if "__device__" in header else "launcher"
     first = code.count("\n", 0, start + len(header) - len(header.lstrip()))
     top = _comment_block_above(lines, first, "//")
-    return Function(name, "\n".join(lines[top:code.count("\n", 0, end) + 1]), top + 1, kind)
+    return Function(name, "\n".join(lines[top:code.count("\n", 0, end) + 1]), kind)
 
 
 def parse(path: str | Path) -> list[Function]:
