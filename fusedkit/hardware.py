@@ -46,7 +46,6 @@ class GpuSpec:
     mem_gbps: float          # device memory bandwidth
     l2_mib: float            # L2 cache in MiB (2**20 bytes), as the CUDA device query gives it
     sms: int                 # streaming multiprocessors
-    memory_gb: float         # device memory in GB
     source: str              # where the numbers come from
     matches: tuple[str, ...] = ()   # substrings of torch's device name that identify it
     measured: bool = False   # True when fields were replaced by measurements on this device
@@ -79,24 +78,24 @@ _HOPPER_CLK = (256, 2048, 4096)   # 128 FP32 cores, 4 tensor cores of 512 FP16 F
 _ADA_CLK = (256, 512, 1024)       # L40S (GeForce parts halve FP16 with FP32 accumulation)
 
 SPECS: dict[str, GpuSpec] = {s.name: s for s in [
-    GpuSpec("A100 SXM4 40GB", 19.5, 156.0, 312.0, 1555.0, 40.0, 108, 40.0,
+    GpuSpec("A100 SXM4 40GB", 19.5, 156.0, 312.0, 1555.0, 40.0, 108,
             f"{_A100}; SMs and L2: {_AMPERE_WP}", ("A100-SXM4-40GB", "A100 SXM4 40GB"),
             flop_per_clock_sm=_AMPERE_CLK),
-    GpuSpec("A100 SXM4 80GB", 19.5, 156.0, 312.0, 2039.0, 40.0, 108, 80.0,
+    GpuSpec("A100 SXM4 80GB", 19.5, 156.0, 312.0, 2039.0, 40.0, 108,
             f"{_A100}; SMs and L2: {_AMPERE_WP}", ("A100-SXM4-80GB", "A100 SXM4 80GB", "A100 80GB"),
             flop_per_clock_sm=_AMPERE_CLK),
-    GpuSpec("H100 SXM5", 67.0, 494.7, 989.4, 3350.0, 50.0, 132, 80.0,
+    GpuSpec("H100 SXM5", 67.0, 494.7, 989.4, 3350.0, 50.0, 132,
             f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 80GB HBM3", "H100 SXM", "H100-SXM"),
             flop_per_clock_sm=_HOPPER_CLK),
-    GpuSpec("H100 PCIe", 51.0, 378.0, 756.0, 2000.0, 50.0, 114, 80.0,
+    GpuSpec("H100 PCIe", 51.0, 378.0, 756.0, 2000.0, 50.0, 114,
             f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 PCIe", "H100-PCIE"), flop_per_clock_sm=_HOPPER_CLK),
-    GpuSpec("H200 SXM", 67.0, 494.7, 989.4, 4800.0, 50.0, 132, 141.0,
+    GpuSpec("H200 SXM", 67.0, 494.7, 989.4, 4800.0, 50.0, 132,
             f"{_H200}; SMs and L2 as H100 SXM5: {_HOPPER_WP}", ("H200",), flop_per_clock_sm=_HOPPER_CLK),
-    GpuSpec("L40S", 91.6, 183.0, 362.05, 864.0, 96.0, 142, 48.0,
+    GpuSpec("L40S", 91.6, 183.0, 362.05, 864.0, 96.0, 142,
             f"{_L40S}; SMs and L2: {_ADA_WP}", ("L40S",), flop_per_clock_sm=_ADA_CLK),
-    GpuSpec("RTX 4090", 82.6, 82.6, 165.2, 1008.0, 72.0, 128, 24.0,
+    GpuSpec("RTX 4090", 82.6, 82.6, 165.2, 1008.0, 72.0, 128,
             _ADA_WP, ("RTX 4090",), flop_per_clock_sm=(256, 256, 512)),
-    GpuSpec("B200", 80.0, 1100.0, 2250.0, 8000.0, 126.0, 148, 180.0,
+    GpuSpec("B200", 80.0, 1100.0, 2250.0, 8000.0, 126.0, 148,
             f"{_B200}; L2 and SMs from the CUDA device query", ("B200",)),
 ]}
 
