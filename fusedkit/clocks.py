@@ -208,12 +208,11 @@ def summary_line(readings: pd.DataFrame) -> str:
 
 @dataclass(frozen=True)
 class Window:
-    """The readings over one measurement's timed calls: how many, the median SM clock (MHz) and
-    power (W), and the share with a power or thermal cap active (:data:`CAPS`)."""
+    """The readings over one measurement's timed calls: how many, the median SM clock (MHz), and
+    the share with a power or thermal cap active (:data:`CAPS`)."""
 
     readings: int
     sm_median_mhz: float
-    power_median_w: float
     capped_share: float
 
 
@@ -229,8 +228,7 @@ def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Wi
                     & (clocks["timestamp"] <= end)]
     if inside.empty:
         return None
-    return Window(len(inside), float(inside["sm_mhz"].median()), float(inside["power_w"].median()),
-                  float(capped(inside).mean()))
+    return Window(len(inside), float(inside["sm_mhz"].median()), float(capped(inside).mean()))
 
 
 # --- bringing readings home ----------------------------------------------------------------
