@@ -63,9 +63,8 @@ def gemm_shapes(problem: Problem, sizes: Sizes | Iterable[Sizes] | None = None
 
 
 NOT_ITS_ARITHMETIC = "not a ceiling of its operands"
-"""In the notes of a cuBLAS row whose output was not of the arithmetic its operands name (at one
-row cuBLAS runs tf32 as a kernel without tensor cores, in plain fp32): recorded as the fact it
-is, never read back as a ceiling (:func:`ceilings_frame` leaves it out)."""
+"""In the notes of a cuBLAS row not of its operands' arithmetic (at one shape cuBLAS runs tf32 in
+plain fp32): recorded as the fact it is, never read back as a ceiling."""
 
 
 CEILING_COLUMNS = ("run_id", "timestamp", "commit", "device", "variant", "kind", "operands",

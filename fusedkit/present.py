@@ -138,16 +138,13 @@ TABLE_CSS = [
 ]
 """The tables' style: numbers on one line each, right-aligned; a caption below the table."""
 
-TEXT_CELLS = {"text-align": "left", "white-space": "normal", "overflow-wrap": "break-word"}
-"""Text cells (names, labels) wrap at their spaces and hyphens where the page is narrow: shown
-whole, never cut."""
+TEXT_CELLS = {"text-align": "left", "white-space": "normal", "overflow-wrap": "break-word"}   # whole, never cut
 
 ONE_LINE = {"tier", "recorded", "date", "device", "precision"}
 """Short text columns kept on one line (a date or "fp32-faithful" broken at its hyphen reads badly)."""
 
 LONG_NAMES = {"kernel", "main kernel"}
-"""Text columns whose names are too long for a line (a cuBLAS kernel's name runs to 120
-characters with no space): they wrap anywhere if they must, so the table keeps to the page."""
+"""Text columns of names too long for a line (a cuBLAS kernel's runs to 120 characters): they wrap anywhere."""
 
 
 def breakable(value: Any) -> str:
@@ -182,9 +179,8 @@ def table(df: pd.DataFrame, *, index: bool = False,
 
 
 LONG_CODE = 40
-"""A code span longer than this many characters with no space in it (a cuBLAS kernel's name
-runs to 120) is shown with a zero-width break opportunity after each underscore: whole, never
-cut, and never past the page's edge. The Markdown's text itself is left as it is."""
+"""A code span longer than this with no space in it (a cuBLAS kernel's name) is shown with a
+zero-width break opportunity after each underscore: whole, never past the page's edge."""
 
 _CODE_SPAN = re.compile(r"(?<!`)`([^`\s]{%d,})`(?!`)" % (LONG_CODE + 1))
 _BREAK = "\u200b"   # zero-width space: a line may break here, nothing is drawn

@@ -272,7 +272,8 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
     # A component is a plain name; a probe's config (step@config) or launch (step:launch) is not.
     parts = rows[~rows["variant"].isin(list(problem.variants))
                  & ~rows["variant"].str.startswith(COPY_FOR) & ~rows["variant"].str.contains("[@:]")]
-    parts = parts.join(copies, on=["run_id", "variant"]).assign(pct_of_copy=lambda d: 100 * d["gbps"] / d["copy_gbps"])
+    parts = parts.join(copies, on=["run_id", "variant"])
+    parts = parts.assign(pct_of_copy=100 * parts["gbps"] / parts["copy_gbps"])
     parts = parts.sort_values("timestamp", kind="stable")
     if not every_run:
         parts = parts.groupby(["device", "variant"]).tail(1).sort_values("variant", kind="stable")
@@ -418,9 +419,8 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
 
 
 WIDE_SPREAD = 0.25
-"""A measurement whose spread, (p90 - p10) / median, exceeds this is not one GPU time: a kernel
-bound by the GPU repeats within a few percent, one whose host work per call is about as long
-as its GPU work lands in two modes (the GPU waiting for the host, or not) and spreads wide."""
+"""A spread, (p90 - p10) / median, above this is not one GPU time: a kernel whose host work per call
+is about as long as its GPU work lands in two modes (the GPU waiting for the host, or not)."""
 
 
 def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[str] = (),

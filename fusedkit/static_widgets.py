@@ -13,9 +13,8 @@ from typing import Any
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURE_KEY = "fusedkit_widget_picture"
-"""The metadata key that marks an output as a widget's picture (:mod:`fusedkit.widget_pictures`):
-what JupyterLab shows of a widget once its kernel is gone. A report draws the widget from its
-stored state instead and drops the picture."""
+"""The metadata key of a widget's picture (:mod:`fusedkit.widget_pictures`); a report drops it and
+draws the widget from its stored state."""
 _REF = "IPY_MODEL_"          # how a widget's state refers to another model (a child)
 _MAX_DEPTH = 32              # a cycle of children in a broken state must not recurse forever
 

@@ -21,9 +21,7 @@ from ipywidgets.embed import dependency_state
 
 from fusedkit import static_widgets
 
-REDRAW_DELAY_S = 0.25
-"""Seconds from a widget's first change to the redraw of its picture (later changes in between
-are drawn by the same redraw)."""
+REDRAW_DELAY_S = 0.25   # seconds from a widget's first change to the one redraw of its picture
 
 PICTURE_CLASS = "fusedkit-widget-picture"   # the class of every picture; with ``-<model id>``, of one widget's
 
@@ -36,10 +34,8 @@ STALE_NOTE = (
     ".jupyter-widgets-disconnected .fusedkit-status {display: none}</style>"
     f"<div class='{STALE_CLASS}'>⚠ The kernel that ran this cell has stopped, so these boxes and "
     "buttons do nothing. Run this cell (or Run All) to use them.</div>")
-"""The live widget's first line: empty while the widget is live, a warning once the kernel behind
-it has stopped while the page stays open (CSS on ipywidgets' own ``jupyter-widgets-disconnected``
-class, which a widget's element carries while no kernel holds its model); its boxes and buttons
-then take no input, and its status lines (``fusedkit-status``) are hidden."""
+"""The live widget's first line: empty while it is live, a warning once its kernel has stopped (CSS on
+ipywidgets' ``jupyter-widgets-disconnected`` class); its inputs then disabled, its status lines hidden."""
 
 # The line above a picture: a widget that could not be drawn (ipywidgets marks the failed output
 # itself with its class) directly followed by a picture of it. Nothing else is hidden.
