@@ -315,26 +315,20 @@ def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
              f", plus beta = {call.beta:g} times whatever y's buffer held before the call "
              f"(torch.empty leaves it uninitialised, so the sum is garbage)")
 
-    cache: dict[str, np.ndarray] = {}
-
-    def value(label: str, spec: tuple[str, bool, str, bool]) -> np.ndarray:
-        if label not in cache:
-            p, tp, q, tq = spec
-            cache[label] = (mats[p].T if tp else mats[p]) @ (mats[q].T if tq else mats[q])
-        return cache[label]
-
     products = _products(mats)
+    value = {label: (mats[p].T if tp else mats[p]) @ (mats[q].T if tq else mats[q])
+             for label, (p, tp, q, tq), _ in products}
     compared: list[str] = []
     # 1. The whole buffer, read row-major, as one product laid out row-major.
     for label, spec, (r, c) in products:
         if r * c == out.size:
             compared.append(label)
-            if _rel(adjusted, value(label, spec).reshape(-1)) < _MATCH_TOL:
+            if _rel(adjusted, value[label].reshape(-1)) < _MATCH_TOL:
                 if label == "x @ W.T":
                     if scale or extra:
                         return f"{scale}y = x @ W.T{extra}"
                     return (f"y = x @ W.T, but with a relative error of "
-                            f"{_rel(adjusted, value(label, spec).reshape(-1)):.3g}, above the tolerance")
+                            f"{_rel(adjusted, value[label].reshape(-1)):.3g}, above the tolerance")
                 if label == "W @ x.T":
                     return (f"{scale}y's transpose: the buffer holds y.T = W @ x.T row-major "
                             f"({N} x {M}), which is y in column-major order; read row-major as "
@@ -347,11 +341,11 @@ def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
         if shape == (call.m, call.n):
             if label not in compared:
                 compared.append(label)
-            if _rel(np.asarray(cmat, dtype=np.float64), value(label, spec)) < _MATCH_TOL:
+            if _rel(cmat, value[label]) < _MATCH_TOL:
                 return (f"{scale}C = {_meaning(label, spec)} as a column-major {call.m} x "
                         f"{call.n} matrix with ldc = {call.ldc}, which is not y's row-major "
                         f"({M} x {N}) layout{extra}")
-    y = value("x @ W.T", ("x", False, "W", True)).reshape(-1)
+    y = value["x @ W.T"].reshape(-1)
     tried = ", ".join(compared) if compared else "no product of x and W fits"
     return (f"an unrelated product (rel. error {_rel(out64, y):.3g} against y; "
             f"compared with: {tried})")
