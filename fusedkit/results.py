@@ -22,10 +22,6 @@ from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 COPY_FOR = "d2d_copy_for_"
 """The prefix of a component's same-size copy, timed in the same run as the component."""
 
-# Columns a recorded frame adds to the records' own.
-_ADDED = {"speedup": float, "eager_ms": float, "step": float, "title": str}
-
-
 def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> pd.DataFrame:
     """``df`` plus ``speedup``: eager's time in the same group (run and sizes) over each row's; NaN
     where the group timed no eager."""
@@ -220,19 +216,8 @@ def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None,
     """Every row of the newest clean run that timed each of ``slugs`` at ``sizes`` (a comparison on
     one GPU state), with ``speedup``, ``step`` and ``title``; empty when none did."""
     rows = clean_rows(_at(_read(path), problem, sizes, device))
-    newest = _newest_run(rows, slugs)
-    if newest is None:
-        return _typed_empty(rows)
-    run = _with_steps(add_speedup(rows[rows["run_id"] == newest]), problem)
+    run = _with_steps(add_speedup(rows[rows["run_id"] == _newest_run(rows, slugs)]), problem)
     return _ladder_order(run, problem).reset_index(drop=True)
-
-
-def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:
-    """No rows, with a records frame's columns and a recorded frame's."""
-    out = like.iloc[0:0].copy()
-    for col, kind in _ADDED.items():
-        out[col] = pd.Series(dtype=kind)
-    return out
 
 
 def run_spread(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
