@@ -93,15 +93,15 @@ def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H20
     return add_pct_of_measured(rows, problem, path=path)
 
 
-def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), sizes: Sizes | None = None, *,
-                          device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
+def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), *,
+                          path: str | Path | None = None) -> pd.DataFrame:
     """:func:`recorded` with each variant's ``precision`` and ``problem``; ``precisions`` keeps
     those arithmetics only."""
     unknown = [p for p in precisions if p not in PRECISIONS]
     if isinstance(precisions, str) or unknown:
         raise ValueError(f"precisions={precisions!r}: pass a list of precisions, e.g. ['fp16']; "
                          f"valid: {', '.join(PRECISIONS)}")
-    rows = recorded(problem, sizes, device=device, path=path)
+    rows = recorded(problem, path=path)
     rows = rows.assign(precision=rows["variant"].map(lambda s: problem.variant(s).precision).astype(str),
                        problem=problem.key)
     if precisions:

@@ -53,12 +53,8 @@ def widget_models(nb: Mapping[str, Any]) -> dict[str, dict]:
     return dict(stored.get("state", {}))
 
 
-def render_widget(model_id: str, models: Mapping[str, Mapping[str, Any]]) -> str:
+def render_widget(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int = 0) -> str:
     """Static HTML for the widget ``model_id`` and its children, from ``models``."""
-    return _render(model_id, models, 0)
-
-
-def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) -> str:
     model = models.get(model_id.removeprefix(_REF))
     if model is None or depth > _MAX_DEPTH:
         return "<em style='color:#777'>(widget not stored in this report)</em>"
@@ -75,7 +71,7 @@ def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) 
             # The child's width and overflow go on its flex item, held to the row's width.
             kid = models.get(str(child).removeprefix(_REF), {}).get("state", {})
             parts.append(f"<div style='{_FIT}{_layout_css(kid, models)}'>{head}"
-                         f"{_render(str(child), models, depth + 1)}</div>")
+                         f"{render_widget(str(child), models, depth + 1)}</div>")
         own = _layout_css(state, models, keys=("flex_flow", "align_items", "justify_content"))
         return (f"<div class='fk-widget' style='{_BOX};flex-direction:{_CONTAINERS[name]}{own}'>"
                 f"{''.join(parts)}</div>")
