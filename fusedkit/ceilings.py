@@ -102,13 +102,11 @@ def read_ceilings(path: str | Path | None = None) -> pd.DataFrame:
     return ceilings_frame(records.read_records(path or records.default_path()))
 
 
-_KEY = ["kind", "operands", "m", "n", "k", "bytes"]
-
-
 def _newest_per_key(df: pd.DataFrame) -> pd.DataFrame:
     # A ceiling's key: what was measured. NaN sizes compare equal once filled.
     keyed = df.assign(**{c: df[c].fillna(-1) for c in ("m", "n", "k", "bytes")})
-    newest = keyed.sort_values("timestamp").groupby(_KEY, sort=False).tail(1).index
+    key = ["kind", "operands", "m", "n", "k", "bytes"]
+    newest = keyed.sort_values("timestamp").groupby(key, sort=False).tail(1).index
     return df.loc[newest].sort_values(["kind", "operands", "m", "n", "k"]).reset_index(drop=True)
 
 

@@ -120,15 +120,10 @@ def readings_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
 # --- the file ----------------------------------------------------------------------------
 
 def _text_rows(run_id: str, readings: pd.DataFrame) -> list[dict[str, str]]:
-    out = []
-    for r in readings.itertuples(index=False):
-        row = {"run_id": run_id, "timestamp": _iso(r.timestamp.to_pydatetime())}
-        for c in NUMBERS:
-            v = getattr(r, c)
-            row[c] = "" if pd.isna(v) else repr(float(v))
-        row["event_reasons"] = "" if pd.isna(r.event_reasons) else str(r.event_reasons)
-        out.append(row)
-    return out
+    return [{"run_id": run_id, "timestamp": _iso(r.timestamp.to_pydatetime()),
+             **{c: "" if pd.isna(getattr(r, c)) else repr(float(getattr(r, c))) for c in NUMBERS},
+             "event_reasons": "" if pd.isna(r.event_reasons) else str(r.event_reasons)}
+            for r in readings.itertuples(index=False)]
 
 
 def _check_row(row: dict[str, str]) -> str:

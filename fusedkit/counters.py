@@ -287,9 +287,8 @@ def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = No
 # -- from ncu's CSV to rows ---------------------------------------------------------------------
 
 def _number(text: str) -> float:
-    text = text.strip().replace(",", "")
     try:
-        return float(text)
+        return float(text.strip().replace(",", ""))
     except ValueError:
         return math.nan
 
