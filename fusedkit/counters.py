@@ -371,18 +371,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fusedkit.counters", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect", help="run ncu over every GPU kernel step of a problem")
-    c.add_argument("--problem", required=True)
-    c.add_argument("--out", required=True)
-    c.add_argument("--variants")
-    c.add_argument("--sizes", help="e.g. batch_size=1 (the others at their defaults); several "
-                   "sets separated by ';': \"batch_size=1;batch_size=4\"")
     pr = sub.add_parser("profile", help="(run by collect, under ncu)")
-    pr.add_argument("--problem", required=True)
-    pr.add_argument("--order", required=True)
-    pr.add_argument("--variants", required=True)
-    pr.add_argument("--sizes")
-    i = sub.add_parser("import", help="turn collected ncu CSVs into rows of data/counters.csv")
-    i.add_argument("folder")
+    for a in (c, pr):
+        a.add_argument("--problem", required=True)
+        a.add_argument("--out" if a is c else "--order", required=True)
+        a.add_argument("--variants", required=a is pr)
+        a.add_argument("--sizes", help="e.g. batch_size=1 (the others at their defaults); several "
+                       "sets separated by ';': \"batch_size=1;batch_size=4\"")
+    sub.add_parser("import", help="turn collected ncu CSVs into rows of data/counters.csv").add_argument("folder")
     args = p.parse_args(argv)
     try:   # bad names and sizes: one line naming the parameter, before anything runs
         if args.command == "import":
