@@ -378,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         a.add_argument("--variants", required=a is pr)
         a.add_argument("--sizes", help="e.g. batch_size=1 (the others at their defaults); several "
                        "sets separated by ';': \"batch_size=1;batch_size=4\"")
-    sub.add_parser("import", help="turn collected ncu CSVs into data/counters.csv rows").add_argument("folder")
+    i = sub.add_parser("import", help="turn collected ncu CSVs into rows of data/counters.csv")
+    i.add_argument("folder")
     args = p.parse_args(argv)
     try:   # bad names and sizes: one line naming the parameter, before anything runs
         if args.command == "import":
