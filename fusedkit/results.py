@@ -341,10 +341,9 @@ def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str
 
 def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
                  *, having: Sequence[str] = ()) -> pd.DataFrame:
-    """The newest recorded sweep of ``problem`` over ``dim`` that timed every slug of ``having``, one
-    row per variant and point, with speed-ups at each point."""
-    df, runs = _sweep_runs(problem, dim, device, path, having)
-    return _one_sweep(df, runs["stamp"].idxmax(), problem, dim) if len(runs) else _empty_series(dim)
+    """The newest of :func:`every_sweep`: one row per variant and point, with speed-ups."""
+    every = every_sweep(problem, dim, having=having, device=device, path=path)
+    return every[every["run_id"] == every["run_id"].iloc[-1]].reset_index(drop=True) if len(every) else every
 
 
 def _series_columns(dim: str) -> list[str]:
@@ -360,29 +359,8 @@ def _empty_series(dim: str) -> pd.DataFrame:
                          for c in _series_columns(dim)})
 
 
-def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None,
-                having: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rows, runs) of the sweeps of ``problem`` over ``dim`` that timed ``having``: the clean rows
-    with a column per size, and one row per sweep run (``points``, ``stamp``)."""
-    names = [d.name for d in problem.dims]
-    if dim not in names:
-        raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
-    df = clean_rows(_read(path))
-    df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
-            & df["variant"].isin(list(problem.variants))]
-    if df.empty:
-        return df, pd.DataFrame(columns=["points", "stamp"])
-    parsed = pd.DataFrame([parse_sizes(s) for s in df["sizes"]], index=df.index)
-    df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
-    others = [n for n in names if n != dim]
-    per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
-                                       **{f"n_{o}": (o, "nunique") for o in others})
-    ok = (per_run["points"] > 1) & (per_run[[f"n_{o}" for o in others]] == 1).all(axis=1)   # one dim varies
-    return df, per_run[ok & per_run.index.isin(_runs_timing(df, having))]
-
-
 def _one_sweep(df: pd.DataFrame, run_id: str, problem: Problem, dim: str) -> pd.DataFrame:
-    """The rows of one sweep run of ``df`` (:func:`_sweep_runs`) as a sweep series."""
+    """The rows of one sweep run of ``df`` (:func:`every_sweep`) as a sweep series."""
     run = add_speedup(df[df["run_id"] == run_id])
     run["step"] = run["variant"].map({v.slug: v.number for v in problem.variants.values()})
     run[dim] = run[dim].astype(int)
@@ -410,12 +388,26 @@ is about as long as its GPU work lands in two modes (the GPU waiting for the hos
 
 def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[str] = (),
                 device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
-    """Every recorded sweep over ``dim`` that timed each slug of ``having``, oldest first."""
-    df, runs = _sweep_runs(problem, dim, device, path, having)
+    """Every recorded sweep over ``dim`` (a run that timed more than one point, only ``dim`` varying)
+    that timed each slug of ``having``, oldest first."""
+    names = [d.name for d in problem.dims]
+    if dim not in names:
+        raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
+    df = clean_rows(_read(path))
+    df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
+            & df["variant"].isin(list(problem.variants))]
+    if df.empty:
+        return _empty_series(dim)
+    parsed = pd.DataFrame([parse_sizes(s) for s in df["sizes"]], index=df.index)
+    df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
+    others = [n for n in names if n != dim]
+    per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
+                                       **{f"n_{o}": (o, "nunique") for o in others})
+    ok = (per_run["points"] > 1) & (per_run[[f"n_{o}" for o in others]] == 1).all(axis=1)
+    runs = per_run[ok & per_run.index.isin(_runs_timing(df, having))].sort_values("stamp").index
     if runs.empty:
         return _empty_series(dim)
-    sweeps = [_one_sweep(df, run_id, problem, dim) for run_id in runs.sort_values("stamp").index]
-    return pd.concat(sweeps, ignore_index=True)
+    return pd.concat([_one_sweep(df, run_id, problem, dim) for run_id in runs], ignore_index=True)
 
 
 def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
