@@ -299,17 +299,13 @@ def counter_line(problem: Problem, slug: str, keys: Sequence[str], sizes: Sizes 
 
 def counter_tables(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None) -> str:
     """Every counter of ``slugs``, one row per launch, as HTML folded in a ``<details>``."""
-    frames = []
-    for slug in slugs:
-        raw = _step_counters(problem, slug, sizes)
-        if not raw.empty:
-            view = raw.assign(variant=slug, kernel=[counters.short_kernel(str(k)) for k in raw["kernel"]])
-            for c in [c for c in counters.COUNTER_COLUMNS if c.endswith("_pct")]:
-                view[c] = view[c].where(view[c] <= 100)
-            frames.append(view)
+    frames = [raw.assign(variant=slug, kernel=[counters.short_kernel(str(k)) for k in raw["kernel"]])
+              for slug in slugs if not (raw := _step_counters(problem, slug, sizes)).empty]
     if not frames:
         return ""
     df = pd.concat(frames, ignore_index=True)
+    pct = [c for c in counters.COUNTER_COLUMNS if c.endswith("_pct")]
+    df[pct] = df[pct].where(df[pct] <= 100)
     cols = ["variant"] * (len(slugs) > 1) + ["launch", "kernel", *counters.COUNTER_COLUMNS]
     table = present.table(df[cols]).to_html()
     return (f"<details><summary>Every counter, one row per launch of one call (Nsight Compute; a "
