@@ -169,9 +169,8 @@ def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
 
 def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
                    ceilings: pd.DataFrame) -> Floor | None:
-    """The floor (ms) of a perfectly fused kernel of ``problem`` at ``sizes`` and ``precision`` on
-    measured ``ceilings`` (one row per ceiling, e.g. :func:`newest`), as the module docstring says;
-    None where a needed ceiling is not recorded."""
+    """The floor of a fused kernel (module docstring) of ``problem`` at ``sizes`` and ``precision`` on
+    measured ``ceilings`` (e.g. :func:`newest`); None where a needed ceiling is not recorded."""
     if precision not in PRECISION_CEILING:
         raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
     sizes = problem.sizes(parse_sizes(sizes) if isinstance(sizes, str) else sizes)
@@ -198,10 +197,8 @@ def _precision_of(problem: Problem, row: pd.Series) -> str:
 
 def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path | None = None) -> pd.DataFrame:
     """``df`` with ``pct_of_measured`` (:func:`measured_floor` over ``median_ms``, x 100) and
-    ``ceilings_run``, for each row's ``sizes``, ``device`` and precision (a ``precision`` column,
-    else the variant's, else the row's ``precision=`` note), on the ceilings the row's own run
-    measured (:func:`for_run`): NaN (and "") where it measured none, never another run's, and
-    where the row was not timed with CUDA events."""
+    ``ceilings_run``, each row on the ceilings its own run measured (:func:`for_run`): NaN (and "")
+    where it measured none, never another run's, and where the row was not timed with CUDA events."""
     out = df.copy()
     missing = [c for c in ("variant", "sizes", "device", "median_ms") if c not in out]
     if missing and len(out):

@@ -212,9 +212,8 @@ class Window:
 
 
 def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Window | None:
-    """The readings of ``row``'s run between its ``timed_from`` and ``timed_to``; None where the row
-    has no window (rows before 2026-12-05) or no reading falls in it: never another run's readings,
-    nor the whole run's."""
+    """The readings of ``row``'s run between its ``timed_from`` and ``timed_to``; None where it has no
+    window or no reading falls in it: never another run's readings, nor the whole run's."""
     start, end = row.get("timed_from"), row.get("timed_to")
     if start is None or end is None or pd.isna(start) or pd.isna(end):
         return None

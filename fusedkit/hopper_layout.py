@@ -129,9 +129,8 @@ class Descriptor:
 
 
 def sw128_desc(smem_byte_addr: int) -> int:
-    """The descriptor of a K-major fp16 tile at shared-memory byte address ``smem_byte_addr``
-    (1024-byte aligned, or 32 * k bytes past such a boundary for the k-th 16-wide slice), laid
-    out with 128-byte swizzle: ``hopper.cuh``'s ``sw128_desc``."""
+    """``hopper.cuh``'s ``sw128_desc``: the descriptor of a 128-byte swizzled K-major fp16 tile at
+    ``smem_byte_addr`` (1024-byte aligned, or 32 * k bytes past it for the k-th 16-wide slice)."""
     smem_byte_addr = _check_int("smem_byte_addr", smem_byte_addr, 0, 2**32)
     return Descriptor(start=descriptor_encode(smem_byte_addr), leading=descriptor_encode(16),
                       stride=descriptor_encode(ATOM_BYTES), base_offset=0, swizzle=1).encode()

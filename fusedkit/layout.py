@@ -189,9 +189,8 @@ def _colmajor(flat: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
 
 
 def run_colmajor_sgemm(call: GemmCall, buffers: dict[str, np.ndarray]) -> np.ndarray:
-    """Run ``call`` on SciPy's Fortran sgemm over the flat float32 buffers of x, W and y, exactly as
-    PyTorch stores them; returns y's buffer after the call. BlasArgumentError where BLAS rejects the
-    arguments, BufferOverrunError where the call would touch memory past a buffer."""
+    """y's buffer after ``call`` on SciPy's Fortran sgemm over the flat float32 buffers of x, W and y;
+    BlasArgumentError where BLAS rejects it, BufferOverrunError where it would overrun a buffer."""
     violations = call.validate()
     if violations:
         raise BlasArgumentError(violations)
@@ -384,9 +383,8 @@ def verify_linear_gemm(call: GemmCall, batch: int, in_features: int, out_feature
 
 
 def candidate_calls(batch: int, in_features: int, out_features: int) -> list[tuple[str, GemmCall]]:
-    """The calls one might try for ``y = x @ W.T``, each labelled: the derived call with beta = 1
-    on an output never written, then both operand orders times the four transpose pairs, the
-    shapes and leading dimensions read off the row-major tensors (the derived call among them)."""
+    """The calls one might try for ``y = x @ W.T``, labelled: the derived call with beta = 1, then
+    both operand orders times the four transpose pairs, sizes read off the row-major tensors."""
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     calls = [("beta = 1 on an output never written (torch.empty)",
               GemmCall("T", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x", beta=1.0))]

@@ -261,9 +261,8 @@ def _step_counters(problem: Problem, slug: str, sizes: Sizes | None) -> pd.DataF
 
 
 def counter_summary(problem: Problem, slug: str, sizes: Sizes | None = None) -> dict[str, Any] | None:
-    """The newest counters of ``slug`` (at ``sizes``, else the defaults) reduced to its main kernel
-    (the longest launch) and the call's totals (``launches``, ``total_us``, ``kernel``, ``label``);
-    a share above 100% (Nsight's L2 hit rate of short kernels can read so) as NaN; None if none."""
+    """The newest counters of ``slug`` (at ``sizes``, else the defaults) of its main kernel, the
+    longest launch, and the call's totals; a share above 100% (Nsight can say so) NaN; None if none."""
     raw = _step_counters(problem, slug, sizes)
     if raw.empty:
         return None
@@ -382,9 +381,8 @@ def details(summary: str, body: Any) -> Any:
 
 def clock_table(page: Page, slugs: Sequence[str]) -> pd.DataFrame:
     """The one clocks computation: for cuBLAS's fp16 ceiling in the page's eager run and each of
-    ``slugs``, the SM clock over its timed loop (:func:`fusedkit.clocks.over_window`),
-    its share of the datasheet's rate, and that share at its own clock (the datasheet's rate scaled
-    by that clock over the one the rate implies). A dash where a row has no timing window."""
+    ``slugs``, the SM clock over its timed loop (:func:`fusedkit.clocks.over_window`), its share of
+    the datasheet's rate, and that share at its own clock; a dash where a row has no timing window."""
     readings, rec = clocks.read_clocks(), results.clean_rows(results._read(None))
     hit = rec[(rec["run_id"] == page.rates().run_id) & (rec["variant"] == f"{ceilings.GEMM_PREFIX}fp16")]
     share = float(hit["tflops"].iloc[-1]) / page.gpu.peak_tflops("fp16") if len(hit) else math.nan

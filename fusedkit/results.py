@@ -87,8 +87,7 @@ def _at(rec: pd.DataFrame, problem: Problem, sizes: Sizes | None, device: str) -
 def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
              path: str | Path | None = None, as_of: object = None) -> pd.DataFrame:
     """The result of every ladder variant of ``problem`` at ``sizes`` (default its own) on a device
-    whose name contains ``device``, one row each, with ``pct_of_measured`` against the ceilings of
-    the row's own run (NaN where it measured none); ``as_of``: the records as they stood then."""
+    whose name contains ``device``, with ``pct_of_measured``; ``as_of``: the records as they stood."""
     rows = newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
     return add_pct_of_measured(rows, problem, path=path)
 
@@ -144,9 +143,8 @@ def level(a: pd.Series | Mapping, b: pd.Series | Mapping) -> bool:
 
 
 def page_device(problem: Problem, path: str | Path | None = None) -> str:
-    """The device whose records a page of ``problem`` shows on a machine without a GPU: the
-    newest device with Nsight counters of the problem (a step's evidence is its time and its
-    counters, from one device), else the device of the newest clean record; "" when none."""
+    """The device whose records a page of ``problem`` shows without a GPU: the newest with Nsight
+    counters of the problem (time and counters from one device), else the newest; "" when none."""
     rows = clean_rows(_read(path))
     rows = rows[rows["problem"] == problem.key].sort_values("timestamp", kind="stable")
     counted = set(read_counters().query("problem == @problem.key")["device"])
@@ -412,9 +410,8 @@ def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[s
 
 def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
                  among: Sequence[str] | None = None) -> pd.DataFrame:
-    """Each variant at each point across ``sweeps``: sweeps, best p10, median of medians, lowest and
-    highest median, worst p90, ``wins`` (fastest median among ``among``) and ``wide`` (spread above
-    :data:`WIDE_SPREAD`)."""
+    """Each variant at each point across ``sweeps``: their spread of times, ``wins`` (fastest median
+    among ``among``) and ``wide`` (spread above :data:`WIDE_SPREAD`)."""
     if sweeps.empty:
         raise ValueError("sweeps is empty: no recorded sweep to read a spread from (see every_sweep)")
     among = list(among) if among is not None else [v for v in dict.fromkeys(sweeps["variant"])

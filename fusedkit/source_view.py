@@ -35,9 +35,8 @@ _CAPTION = "font-size:12px; margin:6px 0 2px 0; color:#24292f;"
 
 @dataclass(frozen=True)
 class Function:
-    """One function of a source file: name, text (with the comment block above it) and kind:
-    ``kernel``, ``device`` (a helper kernels call), ``launcher`` (host code that launches kernels)
-    or ``other``."""
+    """One function of a source file, with the comment block above it; ``kind``: ``kernel``, ``device``
+    (a helper kernels call), ``launcher`` (host code that launches kernels) or ``other``."""
 
     name: str
     source: str
@@ -297,9 +296,8 @@ def listing(source: str, names: Iterable[str] | None = None, *, title: str = "",
 
 def show_step(problem_key: str, slug: str, previous: str | None = None, *,
               extra: Sequence[tuple[str, Sequence[str]]] = ()) -> CodeView:
-    """One ladder step's code: what changed against the previous step's file (``previous``: a
-    slug or a source; default :func:`previous_source`), at most :data:`MAX_DIFF` lines, then
-    the whole file and each of ``extra`` (``(source, function names)``) folded."""
+    """One ladder step's code: what changed against the previous file (``previous``: a slug or a
+    source), at most :data:`MAX_DIFF` lines, then the whole file and each ``extra`` folded."""
     p = problems.get(problem_key)
     v = p.variant(slug)
     if not v.source:
