@@ -125,9 +125,8 @@ def of_run(run_id: str, path: str | Path | None = None, *,
 
 
 def for_problem(problem: Problem, ceilings: pd.DataFrame, sizes: Sizes | None = None) -> pd.DataFrame:
-    """The rows of ``ceilings`` that bound ``problem`` at ``sizes`` (default its own): the memory
-    ceilings, then cuBLAS at the problem's own GEMM shapes in order, each in the order of
-    :data:`GEMM_OPERANDS`; other shapes left out."""
+    """The rows of ``ceilings`` that bound ``problem`` at ``sizes``: the memory ceilings, then cuBLAS
+    at its own GEMM shapes in order, each in :data:`GEMM_OPERANDS` order; other shapes left out."""
     shapes, memory = gemm_shapes(problem, sizes), ["copy", "dram_read", "l2_read"]
     ops = {op: i for i, op in enumerate(GEMM_OPERANDS)}
     keys = {}
@@ -148,9 +147,8 @@ def for_run(device: str, run_id: str | None, ceilings: pd.DataFrame) -> pd.DataF
 
 def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
          mnk: tuple[int, int, int] | None = None) -> float:
-    """One ceiling's rate from ``ceilings`` (e.g. :func:`newest`): ``kind`` copy, dram_read or
-    l2_read in GB/s, or gemm in TFLOP/s for ``operands`` (fp32, tf32, fp16, bf16) at ``mnk``
-    (M, N, K); NaN where it is not among them. A copy without a size is the largest one."""
+    """One ceiling's rate from ``ceilings``: copy, dram_read or l2_read in GB/s, or gemm in TFLOP/s of
+    ``operands`` at ``mnk`` (M, N, K); NaN where it is not among them (a copy: the largest)."""
     kinds = {"copy", "dram_read", "l2_read", "gemm"}
     if kind not in kinds:
         raise ValueError(f"kind={kind!r} is not a ceiling; valid: {', '.join(sorted(kinds))}")

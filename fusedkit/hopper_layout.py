@@ -87,9 +87,8 @@ def descriptor_encode(x: int) -> int:
 
 @dataclass(frozen=True)
 class Descriptor:
-    """The fields of a wgmma shared-memory descriptor, as stored (16-byte units where the PTX
-    ISA encodes bytes): ``start``, ``leading`` and ``stride`` (bytes >> 4), ``base_offset`` and
-    ``swizzle`` (the mode: 1 = 128-byte), and ``stray``: the bits set outside every field."""
+    """The fields of a wgmma shared-memory descriptor as stored (``start``, ``leading``, ``stride``:
+    bytes >> 4; ``swizzle`` 1 = 128-byte), and ``stray``: the bits set outside every field."""
 
     start: int
     leading: int

@@ -117,9 +117,8 @@ class GemmCall:
                 "C": extent(self.m, self.n, self.ldc)}
 
     def validate(self) -> list[str]:
-        """BLAS's argument checks, as reference SGEMM and xerbla apply them, one string per
-        violation in SGEMM's order (Fortran's parameter numbers); [] when BLAS accepts the call. A
-        last entry flags values past cublasSgemm's C ``int``."""
+        """BLAS's argument checks as reference SGEMM's xerbla applies them, one string per violation in
+        its parameter order ([] when accepted), then values past cublasSgemm's C ``int``."""
         out: list[str] = []
         for number, name in ((1, "transa"), (2, "transb")):
             value = getattr(self, name)

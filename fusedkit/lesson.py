@@ -143,11 +143,10 @@ class Page:
     def step(self, slugs: str | Sequence[str], *, predict: Any = None, basis: str = "",
              against: str | None = None, counters: Sequence[str] = (), code: bool = True,
              previous: str | None = None, extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
-        """Show one step (or several variants of one file): the code it changed, the prediction
-        (``predict``: ms, or a function of the :class:`Rates` of the run it is held against; one
-        per slug as a mapping), the ``counters`` that decide it (:data:`COUNTER_FIELDS` keys), the
-        measured time and the verdict; with ``against``, whether the predicted *change* from that
-        step is beyond the spread of the two timings (:func:`fusedkit.results.level`)."""
+        """Show one step (or several variants of one file): the code it changed, the prediction (ms,
+        or a function of the :class:`Rates` it is held against; a mapping per slug), the ``counters``
+        that decide it, the measured time and the verdict; with ``against``, whether the predicted
+        *change* from that step is beyond the two timings' spread (:func:`fusedkit.results.level`)."""
         from IPython.display import HTML, display  # noqa: PLC0415
 
         slugs = [slugs] if isinstance(slugs, str) else list(slugs)

@@ -155,11 +155,9 @@ def breakable(value: Any) -> str:
 
 def table(df: pd.DataFrame, *, index: bool = False,
           formats: Mapping[str, Callable[[Any], str]] | None = None) -> Any:
-    """A frame formatted by :func:`format_frame`, as a Styler that hides the row numbers
-    (``index=True`` keeps a meaningful index). Text stays left-aligned and wraps where the page is
-    narrow (:data:`TEXT_CELLS`; :data:`LONG_NAMES` anywhere, :data:`ONE_LINE` not at all), numbers
-    stay right-aligned on one line. A column with no value in any row is left out; where a dash
-    remains, a note under the table says what it means (:data:`MISSING_NOTE`)."""
+    """``df`` formatted (:func:`format_frame`) as a Styler without row numbers (``index=True`` keeps
+    the index): text left and wrapping (:data:`TEXT_CELLS`), numbers right on one line, a column with
+    no value left out, and under a table that shows a dash, :data:`MISSING_NOTE`."""
     df = df.drop(columns=all_missing(df)) if len(df) else df
     shown = format_frame(df, formats)
     numeric = (set(COLUMN_FORMATS) - TEXT_FORMATS) | set(formats or {})

@@ -134,9 +134,8 @@ def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
 
 
 def level(a: pd.Series | Mapping, b: pd.Series | Mapping) -> bool:
-    """The one noise rule: two timings differ only beyond their measured spread. True when the
-    p10-p90 ranges of ``a`` and ``b`` (rows with ``p10_ms`` and ``p90_ms``, else their
-    ``median_ms`` alone) overlap: then neither is faster, whatever their medians say."""
+    """The one noise rule: True when the p10-p90 ranges of ``a`` and ``b`` (else their ``median_ms``)
+    overlap: then neither is faster, whatever their medians say."""
     lo = lambda r: r["p10_ms"] if pd.notna(r.get("p10_ms")) else r["median_ms"]   # noqa: E731
     hi = lambda r: r["p90_ms"] if pd.notna(r.get("p90_ms")) else r["median_ms"]   # noqa: E731
     return not (hi(a) < lo(b) or hi(b) < lo(a))
@@ -278,9 +277,8 @@ def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | N
 
 
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order: time
-    with p10 and p90, tier, shares of the datasheet and measured floors, error, speed-up, and when
-    (with the device where the rows hold several)."""
+    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order, with
+    when each was recorded (and where, when the rows hold several devices)."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
     one = rows["device"].nunique() <= 1
     rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one else run_short_label(r) for _, r in rows.iterrows()],
