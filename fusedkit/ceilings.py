@@ -72,9 +72,8 @@ CEILING_COLUMNS = ("run_id", "timestamp", "commit", "device", "variant", "kind",
 
 
 def ceilings_frame(recs: pd.DataFrame) -> pd.DataFrame:
-    """The ceiling rows of a records frame, one per (run, ceiling): ``kind`` (copy, dram_read,
-    l2_read, gemm), a GEMM's ``operands`` and ``m``, ``n``, ``k``, a buffer's ``bytes``, ``rate`` in
-    ``unit``; a cuBLAS row of other arithmetic than its operands (:data:`NOT_ITS_ARITHMETIC`) left out."""
+    """The ceiling rows of a records frame, one per (run, ceiling): ``kind``, a GEMM's ``operands`` and
+    ``m``, ``n``, ``k``, a buffer's ``bytes``, ``rate`` in ``unit``; :data:`NOT_ITS_ARITHMETIC` left out."""
     df = recs[(recs["problem"] == PROBLEM)
               & (recs["variant"].str.startswith("ceiling_") | recs["variant"].isin(list(LEGACY)))
               & ~recs["notes"].fillna("").str.contains(NOT_ITS_ARITHMETIC, regex=False)]

@@ -72,9 +72,8 @@ def path_for(records_path: str | Path) -> Path:
 
 def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
               tz: timezone = timezone.utc) -> pd.DataFrame:
-    """Readings from nvidia-smi's CSV lines (no header), one column of :data:`COLUMNS` per field in
-    ``columns``: units dropped, "[N/A]" empty, times (nvidia-smi's local clock: this machine's zone
-    with ``local_time``, else ``tz``) as UTC; a line cut short (nvidia-smi stopped mid-write) dropped."""
+    """Readings from nvidia-smi's CSV lines, a column of :data:`COLUMNS` per field in ``columns``: units
+    dropped, "[N/A]" empty, local times (this machine's zone, or ``tz``) as UTC, a cut line dropped."""
     zone = datetime.now().astimezone().tzinfo if local_time else tz
     rows = []
     for cells in csv.reader(io.StringIO(text)):

@@ -64,9 +64,8 @@ class BufferOverrunError(ValueError):
 
 @dataclass(frozen=True)
 class GemmCall:
-    """One ``cublasSgemm`` call, ``C = alpha * op(A) @ op(B) + beta * C``, all column-major: ``a``
-    and ``b`` name the buffer passed as A and B ("W" or "x"), C is y's. Values are checked by
-    :meth:`validate`, not here, so that wrong calls can be built and studied."""
+    """One ``cublasSgemm`` call, ``C = alpha * op(A) @ op(B) + beta * C``, column-major, A and B the
+    buffers ``a`` and ``b`` ("W" or "x"), C y's; checked by :meth:`validate`, so wrong calls can be built."""
 
     transa: Literal["N", "T"]
     transb: Literal["N", "T"]

@@ -175,9 +175,8 @@ class Page:
                 display(HTML(folded))
 
     def _measure(self, slug: str, interpret: bool = True) -> tuple[float, pd.Series | None, str]:
-        """(ms, row, text) of the time a step is held against: live on a GPU, else its recorded
-        row; on a CPU a Triton step is also checked in the interpreter at small sizes (``interpret``:
-        the first variant of a kernel file only, the interpreter ignores the precision flags)."""
+        """(ms, row, text) of the time a step is held against: live on a GPU, else its recorded row; on a
+        CPU the first variant of a Triton file is also checked in the interpreter at small sizes."""
         v = self.problem.variant(slug)
         if self.mode.gpu:
             m = measure(self.problem, v, self.sizes, device="cuda")
