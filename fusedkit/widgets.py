@@ -51,7 +51,7 @@ def _html_line(text: str, colour: str, mark: str) -> str:
 class SizePicker:
     """One text box per dimension of ``problem`` (a whole number each), and a button per preset."""
 
-    DOM_CLASS = "fusedkit-size-picker"   # and with "-p12" its problem's: where a report reads a notebook's sizes
+    DOM_CLASS = "fusedkit-size-picker"   # and with "-p12" its problem's: a report reads the sizes here
 
     def __init__(self, problem: Problem, sizes: Sizes | None = None, *,
                  to_use: str = "re-run the cells below to use them") -> None:
