@@ -1,36 +1,19 @@
-"""The device's own ceilings, measured in the same run as a ladder, and the floor they give.
+"""The device's own ceilings, measured beside a ladder's run (:mod:`fusedkit.device`) and read
+back from the records (``problem`` ``device``), and the floor they give. A datasheet rate is a lead,
+not a ceiling (:mod:`fusedkit.hardware`): under a long tensor-core load the GPU may run slower.
 
-A datasheet rate is a lead, not a ceiling (see :mod:`fusedkit.hardware`): the H200's 989.4
-TFLOP/s of fp16 holds at 1.83 GHz, and under a long tensor-core load the GPU may run slower.
-So each run also measures, on the device at hand and through :mod:`fusedkit.harness.timing`'s one
-timing method (randomised warm-up, CUDA events, the median of many calls):
+- ``ceiling_copy``: a 2 GiB device-to-device copy, bytes read plus written, L2 flushed before each
+  call: the bandwidth a memory-bound kernel gets.
+- ``ceiling_dram_read``, ``ceiling_l2_read``: a read-only kernel (``kernels/common/read_sum.py``)
+  over 2 GiB, the L2 flushed, and over 16 MiB read 64 times a call, served by the L2; bytes read.
+- ``ceiling_gemm_<operands>``: cuBLAS through ``torch.mm`` at a GEMM shape of a problem, x (M, K)
+  times W.T, operands fp32 (TF32 off), tf32, fp16 or bf16, its output checked against float64.
+- older runs' ``d2d_copy`` (the same copy) and ``bf16_matmul`` (n = 8192).
 
-- ``ceiling_copy``: a 2 GiB device-to-device copy (``Tensor.copy_``); bytes read plus written
-  over its time, the L2 flushed before every call. The bandwidth a memory-bound kernel gets.
-- ``ceiling_dram_read``: a read-only kernel (``kernels/common/read_sum.py``: each program sums
-  16 KiB float32 tiles with L2-only ``.cg`` loads into one float) over 2 GiB, far more than
-  the L2 holds, once per call, the L2 flushed before each; bytes read over time.
-- ``ceiling_l2_read``: the same kernel over 16 MiB (a third of the H200's 50 MiB L2), 64
-  passes per call, the L2 *not* flushed: the call before left the buffer there, so every pass
-  is served by L2. Bytes read (16 MiB x 64) over time.
-  Both reads check their output: the partial sums add up to passes x the buffer's sum.
-- ``ceiling_gemm_<operands>``: cuBLAS through ``torch.mm`` at a GEMM shape of a problem,
-  x (M, K) times W.T with W (N, K), as the model's ``nn.Linear`` runs it, for operands fp32
-  (TF32 off), tf32 (TF32 on), fp16 and bf16 (fp32 output through ``out_dtype`` where torch
-  offers it, else 16-bit output, said in the row's notes), on ``randn`` data. Timed as a ladder
-  variant is: before every call x is rewritten with one of two random sets (untimed) and the L2
-  flushed. One timed call's output is checked against float64 on its first rows (fp32 must be
-  fp32-accurate, tf32 must show TF32's rounding), so the rate is of the arithmetic it names.
-
-Rows go to the records (``problem`` ``device``, see ``data/README.md``); the ladder and a
-sweep record them in their own run, so ratios stay within a run. Older runs recorded
-``d2d_copy`` (the same copy) and ``bf16_matmul`` (n = 8192, bf16 output): both are read too.
-
-:func:`measured_floor` is :func:`fusedkit.roofline.fused_floor` on these: the larger of the
-problem's fewest bytes over the copy bandwidth and its FLOPs over cuBLAS's rate at each of its
-GEMM shapes (tf32x3 and fp16x3 count three products; elementwise stages stay at the datasheet
-FP32 rate, nothing measures them and they are < 0.1% of the FLOPs). Our kernels may beat
-cuBLAS, so a ``pct_of_measured`` above 100 means faster than cuBLAS's own GEMM at that shape.
+:func:`measured_floor` is :func:`fusedkit.roofline.fused_floor` on these: the larger of the fewest
+bytes over the copy bandwidth and the FLOPs over cuBLAS's rate at each GEMM shape (tf32x3 and fp16x3
+count three products; elementwise stages at the datasheet FP32 rate, < 0.1% of the FLOPs). A
+``pct_of_measured`` above 100 is faster than cuBLAS's own GEMM at that shape.
 """
 
 from __future__ import annotations
@@ -47,8 +30,7 @@ from fusedkit.precision import PRECISIONS
 from fusedkit.problems import Problem, Sizes, parse_sizes
 from fusedkit.roofline import Floor, fused_floor_at
 
-PROBLEM = "device"
-"""The records' ``problem`` of every ceiling row."""
+PROBLEM = "device"   # the records' ``problem`` of every ceiling row
 COPY, DRAM_READ, L2_READ = "ceiling_copy", "ceiling_dram_read", "ceiling_l2_read"
 GEMM_PREFIX = "ceiling_gemm_"
 LEGACY = {"d2d_copy": "copy", "bf16_matmul": "gemm"}
@@ -67,8 +49,6 @@ PRECISION_CEILING: dict[str, tuple[str, int]] = {
 """A precision (:data:`fusedkit.precision.PRECISIONS`) -> (cuBLAS operands, products per term)."""
 
 
-# --- measuring -----------------------------------------------------------------------------
-
 def gemm_shapes(problem: Problem, sizes: Sizes | Iterable[Sizes] | None = None
                 ) -> list[tuple[int, int, int]]:
     """(M, N, K) of every GEMM stage of ``problem`` at ``sizes`` (one mapping, several, or
@@ -83,23 +63,17 @@ def gemm_shapes(problem: Problem, sizes: Sizes | Iterable[Sizes] | None = None
 
 
 NOT_ITS_ARITHMETIC = "not a ceiling of its operands"
-"""In the notes of a cuBLAS row whose output was not of the arithmetic its operands name (at one
-row cuBLAS runs tf32 as a kernel without tensor cores, in plain fp32): recorded as the fact it
-is, never read back as a ceiling (:func:`ceilings_frame` leaves it out)."""
+"""In the notes of a cuBLAS row not of its operands' arithmetic (at one shape cuBLAS runs tf32 in
+plain fp32): recorded as the fact it is, never read back as a ceiling."""
 
-
-# --- reading back --------------------------------------------------------------------------
 
 CEILING_COLUMNS = ("run_id", "timestamp", "commit", "device", "variant", "kind", "operands",
                    "m", "n", "k", "bytes", "rate", "unit", "median_ms", "notes")
 
 
 def ceilings_frame(recs: pd.DataFrame) -> pd.DataFrame:
-    """The ceiling rows of a records frame (:func:`fusedkit.records.read_records`), one per
-    (run, ceiling): ``kind`` copy, dram_read, l2_read or gemm; ``operands`` of a GEMM; ``m``,
-    ``n``, ``k`` of a GEMM and ``bytes`` of a buffer (NaN where they do not apply); ``rate`` in
-    ``unit`` (GB/s or TFLOP/s). Older runs' ``d2d_copy`` and ``bf16_matmul`` are included; a
-    cuBLAS row of other arithmetic than its operands (:data:`NOT_ITS_ARITHMETIC`) is not."""
+    """The ceiling rows of a records frame, one per (run, ceiling): ``kind``, a GEMM's ``operands`` and
+    ``m``, ``n``, ``k``, a buffer's ``bytes``, ``rate`` in ``unit``; :data:`NOT_ITS_ARITHMETIC` left out."""
     df = recs[(recs["problem"] == PROBLEM)
               & (recs["variant"].str.startswith("ceiling_") | recs["variant"].isin(list(LEGACY)))
               & ~recs["notes"].fillna("").str.contains(NOT_ITS_ARITHMETIC, regex=False)]
@@ -127,21 +101,18 @@ def read_ceilings(path: str | Path | None = None) -> pd.DataFrame:
     return ceilings_frame(records.read_records(path or records.default_path()))
 
 
-_KEY = ["kind", "operands", "m", "n", "k", "bytes"]
-
-
 def _newest_per_key(df: pd.DataFrame) -> pd.DataFrame:
     # A ceiling's key: what was measured. NaN sizes compare equal once filled.
     keyed = df.assign(**{c: df[c].fillna(-1) for c in ("m", "n", "k", "bytes")})
-    newest = keyed.sort_values("timestamp").groupby(_KEY, sort=False).tail(1).index
+    key = ["kind", "operands", "m", "n", "k", "bytes"]
+    newest = keyed.sort_values("timestamp").groupby(key, sort=False).tail(1).index
     return df.loc[newest].sort_values(["kind", "operands", "m", "n", "k"]).reset_index(drop=True)
 
 
-def newest(device: str, path: str | Path | None = None, *,
-           ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
+def newest(device: str, path: str | Path | None = None) -> pd.DataFrame:
     """The newest recorded value of each ceiling on ``device`` (its exact name, e.g. ``NVIDIA
     H200``); empty when none was recorded there."""
-    df = read_ceilings(path) if ceilings is None else ceilings
+    df = read_ceilings(path)
     return _newest_per_key(df[df["device"] == device])
 
 
@@ -153,42 +124,30 @@ def of_run(run_id: str, path: str | Path | None = None, *,
 
 
 def for_problem(problem: Problem, ceilings: pd.DataFrame, sizes: Sizes | None = None) -> pd.DataFrame:
-    """The ceilings of ``ceilings`` (one row per ceiling, e.g. :func:`newest`) that bound
-    ``problem`` at ``sizes`` (default: its own): the memory ceilings (copy, DRAM and L2 reads),
-    then cuBLAS's GEMM rates at the problem's own GEMM shapes (:func:`gemm_shapes`, in order,
-    each in the order of :data:`GEMM_OPERANDS`); rows of other shapes (another problem's, the
-    legacy square matmul) left out. Same columns."""
-    shapes = gemm_shapes(problem, sizes)
-    mnk = list(zip(ceilings["m"], ceilings["n"], ceilings["k"]))
-    gemm = (ceilings["kind"] == "gemm") & pd.Series([t in shapes for t in mnk], index=ceilings.index,
-                                                     dtype=bool)
-    memory = ceilings["kind"].isin(["copy", "dram_read", "l2_read"])
-    order = {"copy": 0, "dram_read": 1, "l2_read": 2, "gemm": 3}
-    out = ceilings[memory | gemm]
-    out = out.assign(_kind=out["kind"].map(order),
-                     _shape=[shapes.index(t) if t in shapes else -1
-                             for t in zip(out["m"], out["n"], out["k"])],
-                     _ops=out["operands"].map({op: i for i, op in enumerate(GEMM_OPERANDS)}))
-    return (out.sort_values(["_kind", "_shape", "_ops"], kind="stable")
-            .drop(columns=["_kind", "_shape", "_ops"]).reset_index(drop=True))
+    """The rows of ``ceilings`` that bound ``problem`` at ``sizes``: the memory ceilings, then cuBLAS
+    at its own GEMM shapes in order, each in :data:`GEMM_OPERANDS` order; other shapes left out."""
+    shapes, memory = gemm_shapes(problem, sizes), ["copy", "dram_read", "l2_read"]
+    ops = {op: i for i, op in enumerate(GEMM_OPERANDS)}
+    keys = {}
+    for i, r in enumerate(ceilings.itertuples(index=False)):
+        if r.kind in memory:
+            keys[i] = (memory.index(r.kind), 0, 0)
+        elif r.kind == "gemm" and (r.m, r.n, r.k) in shapes:
+            keys[i] = (len(memory), shapes.index((r.m, r.n, r.k)), ops.get(r.operands, len(ops)))
+    return ceilings.iloc[sorted(keys, key=keys.get)].reset_index(drop=True)
 
 
 def for_run(device: str, run_id: str | None, ceilings: pd.DataFrame) -> pd.DataFrame:
-    """The ceilings the run ``run_id`` measured on ``device`` itself: a run's "% of measured" is
-    judged on its own clocks and power state, never on another run's (empty where the run
-    measured none; a ceiling it did not measure is missing, not borrowed). With ``run_id`` None
-    (a frame that names no run, e.g. a kernel of one's own): the newest of each on ``device``."""
+    """The ceilings the run ``run_id`` measured on ``device`` itself, never another run's (its
+    clocks and power state differ); with ``run_id`` None, the newest of each on ``device``."""
     on_device = ceilings[ceilings["device"] == device]
-    if run_id is None:
-        return _newest_per_key(on_device)
-    return _newest_per_key(on_device[on_device["run_id"] == run_id])
+    return _newest_per_key(on_device if run_id is None else on_device[on_device["run_id"] == run_id])
 
 
 def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
          mnk: tuple[int, int, int] | None = None) -> float:
-    """One ceiling's rate from ``ceilings`` (e.g. :func:`newest`): ``kind`` copy, dram_read or
-    l2_read in GB/s, or gemm in TFLOP/s for ``operands`` (fp32, tf32, fp16, bf16) at ``mnk``
-    (M, N, K); NaN where it is not among them. A copy without a size is the largest one."""
+    """One ceiling's rate from ``ceilings``: copy, dram_read or l2_read in GB/s, or gemm in TFLOP/s of
+    ``operands`` at ``mnk`` (M, N, K); NaN where it is not among them (a copy: the largest)."""
     kinds = {"copy", "dram_read", "l2_read", "gemm"}
     if kind not in kinds:
         raise ValueError(f"kind={kind!r} is not a ceiling; valid: {', '.join(sorted(kinds))}")
@@ -207,12 +166,8 @@ def rate(ceilings: pd.DataFrame, kind: str, operands: str = "",
 
 def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
                    ceilings: pd.DataFrame) -> Floor | None:
-    """The floor of a perfectly fused kernel of ``problem`` at ``sizes`` and ``precision`` on
-    measured ceilings (one row per ceiling, e.g. :func:`for_run` or :func:`newest`): fewest
-    bytes over ``ceiling_copy``, each GEMM stage's FLOPs over cuBLAS's rate of that precision's
-    operands at the stage's own (M, N, K), divided by the products per term (tf32x3, fp16x3:
-    3); other stages at the device's datasheet FP32 rate. None where a needed ceiling is not
-    recorded. Times in :class:`fusedkit.roofline.Floor` are ms."""
+    """The floor of a fused kernel (module docstring) of ``problem`` at ``sizes`` and ``precision`` on
+    measured ``ceilings`` (e.g. :func:`newest`); None where a needed ceiling is not recorded."""
     if precision not in PRECISION_CEILING:
         raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
     sizes = problem.sizes(parse_sizes(sizes) if isinstance(sizes, str) else sizes)
@@ -221,10 +176,8 @@ def measured_floor(problem: Problem, sizes: Sizes | str, precision: str,
     copy = rate(ceilings, "copy")
     operands, products = PRECISION_CEILING[precision]
     gpu = match_device_name(str(ceilings["device"].iloc[0])) or spec(DEFAULT_GPU)
-    rates = {}
-    for stage in problem.stages(sizes):
-        if stage.kind == "gemm":
-            rates[stage.name] = rate(ceilings, "gemm", operands, stage.mnk) / products
+    rates = {s.name: rate(ceilings, "gemm", operands, s.mnk) / products
+             for s in problem.stages(sizes) if s.kind == "gemm"}
     if not math.isfinite(copy) or not all(math.isfinite(r) for r in rates.values()):
         return None
     return fused_floor_at(problem, sizes, lambda s: rates.get(s.name, gpu.fp32_tflops), copy)
@@ -239,25 +192,15 @@ def _precision_of(problem: Problem, row: pd.Series) -> str:
     return found[1].split(";")[0].strip() if len(found) > 1 else ""
 
 
-def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path | None = None,
-                        ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
-    """``df`` with a ``pct_of_measured`` column: :func:`measured_floor` over ``median_ms``, x 100,
-    for each row's ``sizes``, ``device`` and precision (a ``precision`` column, else the
-    variant's in ``problem``'s registry, else the row's ``precision=`` note), on the ceilings
-    that the row's own run measured where ``df`` has ``run_id`` (:func:`for_run`; without
-    ``run_id``, the newest on its device), and ``ceilings_run``, the run those ceilings come
-    from. NaN (and ``ceilings_run`` "") where the run measured no such ceiling: never another
-    run's, whose clocks and power state differ. NaN too where the row was not timed with CUDA
-    events. ``ceilings`` (from :func:`read_ceilings`) saves re-reading ``path``."""
+def add_pct_of_measured(df: pd.DataFrame, problem: Problem, *, path: str | Path | None = None) -> pd.DataFrame:
+    """``df`` with ``pct_of_measured`` (:func:`measured_floor` over ``median_ms``, x 100) and
+    ``ceilings_run``, each row on the ceilings its own run measured (:func:`for_run`): NaN (and "")
+    where it measured none, never another run's, and where the row was not timed with CUDA events."""
     out = df.copy()
-    if out.empty:
-        out["pct_of_measured"] = pd.Series(dtype="float64")
-        out["ceilings_run"] = pd.Series(dtype="object")
-        return out
     missing = [c for c in ("variant", "sizes", "device", "median_ms") if c not in out]
-    if missing:
+    if missing and len(out):
         raise ValueError(f"add_pct_of_measured: df lacks column(s) {', '.join(missing)}")
-    ceilings = read_ceilings(path) if ceilings is None else ceilings
+    ceilings = read_ceilings(path)
     floors: dict[tuple, tuple[float, str]] = {}
     pct, runs = [], []
     for _, row in out.iterrows():

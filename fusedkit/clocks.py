@@ -1,5 +1,6 @@
 """The GPU's SM clock, power and temperature while a run measures: ``nvidia-smi`` read every
-50 ms beside the run, the readings kept in ``data/clocks.csv`` under the run's ``run_id``.
+50 ms beside the run, the readings kept in ``data/clocks.csv`` under the run's ``run_id``
+(schema in ``data/README.md``; appends are locked and atomic, as ``records.csv``'s).
 
 A datasheet's tensor rate holds at one clock (1.83 GHz on the H200, see
 :meth:`fusedkit.hardware.GpuSpec.implied_clock_ghz`); the GPU boosts above it when cool and
@@ -7,14 +8,6 @@ drops below it when its power cap bites under a long tensor-core load. These rea
 which happened during a run. Nothing here changes a clock or a power setting: nvidia-smi is
 only asked to report (``--query-gpu``).
 
-One reading per row (schema in ``data/README.md``): ``run_id``, ``timestamp`` (UTC, ms),
-``sm_mhz``, ``max_sm_mhz`` (the highest SM clock the GPU allows), ``mem_mhz``, ``power_w``,
-``power_limit_w`` (the enforced software limit), ``temperature_c``, ``util_pct`` (the share
-of nvidia-smi's sample period in which a kernel ran) and ``event_reasons`` (nvidia-smi's
-``clocks_event_reasons.active`` bit mask, e.g. ``0x4``: the power cap holds the clock down).
-Empty means not read. Appends are locked and atomic, as ``records.csv``'s.
-
-Without nvidia-smi (a CPU, CI) :func:`sampling` says so in one line and records nothing.
 ``python -m fusedkit.clocks import FILE`` brings readings home: a ``clocks.csv`` written on a
 GPU machine (rows already here are skipped), or a raw ``nvidia-smi --format=csv`` log, which
 is given the run whose start lies inside its time span (or ``--run-id``).
@@ -31,15 +24,11 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from fusedkit import records
-
-if TYPE_CHECKING:
-    pass
 
 COLUMNS: tuple[str, ...] = ("run_id", "timestamp", "sm_mhz", "max_sm_mhz", "mem_mhz", "power_w",
                             "power_limit_w", "temperature_c", "util_pct", "event_reasons")
@@ -48,8 +37,6 @@ NUMBERS: tuple[str, ...] = COLUMNS[2:9]
 BUSY_UTIL_PCT = 50.0
 """A reading is *busy* when nvidia-smi saw a kernel running at least this share of its sample
 period (``utilization.gpu``); where that was not read, when the GPU was not flagged idle."""
-INTERVAL_MS = 50
-"""Milliseconds between readings."""
 
 # nvidia-smi --query-gpu field (driver 580 spelling) -> our column; older names beside.
 QUERY: dict[str, str] = {"timestamp": "timestamp", "clocks.sm": "sm_mhz",
@@ -70,6 +57,7 @@ CAPS: dict[int, str] = {0x4: "software power cap", 0x8: "hardware slowdown",
 """The reasons that hold the clock below what the load asks for: a power or thermal cap."""
 
 _STAMP = re.compile(r"\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?")
+_HEX = re.compile(r"0x[0-9A-Fa-f]+")
 
 
 def default_path() -> Path:
@@ -82,18 +70,11 @@ def path_for(records_path: str | Path) -> Path:
     return Path(records_path).parent / "clocks.csv"
 
 
-def _local_zone() -> timezone:
-    return datetime.now().astimezone().tzinfo  # type: ignore[return-value]
-
-
 def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
               tz: timezone = timezone.utc) -> pd.DataFrame:
-    """Readings from nvidia-smi's CSV lines (no header), one column name of :data:`COLUMNS`
-    per field in ``columns``. Units after a number ("1980 MHz", "142.9 W") are dropped, "[N/A]"
-    becomes empty. Times are nvidia-smi's local clock: ``local_time`` reads them in this
-    machine's zone, else in ``tz``; they come back as ISO 8601 UTC text with milliseconds.
-    A line that is cut short (the last one, when nvidia-smi was stopped mid-write) is dropped."""
-    zone = _local_zone() if local_time else tz
+    """Readings from nvidia-smi's CSV lines, a column of :data:`COLUMNS` per field in ``columns``: units
+    dropped, "[N/A]" empty, local times (this machine's zone, or ``tz``) as UTC, a cut line dropped."""
+    zone = datetime.now().astimezone().tzinfo if local_time else tz
     rows = []
     for cells in csv.reader(io.StringIO(text)):
         cells = [c.strip() for c in cells]
@@ -106,7 +87,7 @@ def parse_smi(text: str, columns: list[str], *, local_time: bool = False,
                                           else "%Y/%m/%d %H:%M:%S").replace(tzinfo=zone)
                 row[name] = _iso(stamp)
             elif name == "event_reasons":
-                row[name] = cell if re.fullmatch(r"0x[0-9A-Fa-f]+", cell) else ""
+                row[name] = cell if _HEX.fullmatch(cell) else ""
             elif name:
                 number = re.match(r"[-+]?\d+(\.\d+)?", cell)
                 row[name] = repr(float(number.group())) if number else ""
@@ -138,53 +119,40 @@ def readings_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
 # --- the file ----------------------------------------------------------------------------
 
 def _text_rows(run_id: str, readings: pd.DataFrame) -> list[dict[str, str]]:
-    out = []
-    for r in readings.itertuples(index=False):
-        row = {"run_id": run_id, "timestamp": _iso(r.timestamp.to_pydatetime())}
-        for c in NUMBERS:
-            v = getattr(r, c)
-            row[c] = "" if pd.isna(v) else repr(float(v))
-        row["event_reasons"] = "" if pd.isna(r.event_reasons) else str(r.event_reasons)
-        out.append(row)
-    return out
+    return [{"run_id": run_id, "timestamp": _iso(r.timestamp.to_pydatetime()),
+             **{c: "" if pd.isna(getattr(r, c)) else repr(float(getattr(r, c))) for c in NUMBERS},
+             "event_reasons": "" if pd.isna(r.event_reasons) else str(r.event_reasons)}
+            for r in readings.itertuples(index=False)]
 
 
 def _check_row(row: dict[str, str]) -> str:
     """The first fault of one row of text, as a sentence; "" when it is valid."""
     if not row["run_id"].strip():
         return "run_id is empty; it is required"
-    fault = records.timestamp_fault(row["timestamp"])
-    if fault:
-        return fault
-    for c in NUMBERS:
-        if row[c] == "":
-            continue
-        try:
-            x = float(row[c])
-        except ValueError:
-            return f"{c}={row[c]!r} is not a number"
-        if not math.isfinite(x) or x < 0:
-            return f"{c}={row[c]!r}: expected a finite number >= 0"
-    if row["event_reasons"] and not re.fullmatch(r"0x[0-9A-Fa-f]+", row["event_reasons"]):
-        return f"event_reasons={row['event_reasons']!r} is not a hex bit mask such as 0x4"
-    return ""
+    faults = [records.timestamp_fault(row["timestamp"]), *(records.number_fault(c, row[c]) for c in NUMBERS)]
+    if row["event_reasons"] and not _HEX.fullmatch(row["event_reasons"]):
+        faults.append(f"event_reasons={row['event_reasons']!r} is not a hex bit mask such as 0x4")
+    return next((f for f in faults if f), "")
 
 
 def _parse_file(path: Path, text: str) -> list[dict[str, str]]:
     return [row for _, row in records.parse_table(path, text, "clocks", [COLUMNS], _check_row)]
 
 
+def _append(path: Path, rows: list[dict[str, str]]) -> None:
+    records.append_lines(path, records.csv_line(list(COLUMNS)),
+                         "".join(records.csv_line([r[c] for c in COLUMNS]) for r in rows), _parse_file)
+
+
 def record(run_id: str, readings: pd.DataFrame, path: str | Path | None = None) -> int:
-    """Append ``readings`` (a frame as :meth:`fusedkit.device.Sampler.stop` returns) under ``run_id`` to the
-    clocks file (locked, atomic; a malformed existing file is refused, never rewritten).
-    Returns the number of rows appended."""
+    """Append ``readings`` under ``run_id`` to the clocks file (locked, atomic; a malformed file is
+    refused, never rewritten); the number of rows appended."""
     rows = _text_rows(run_id, readings)
     for i, row in enumerate(rows):
         fault = _check_row(row)
         if fault:
             raise ValueError(f"readings[{i}]: {fault}")
-    records.append_lines(path or default_path(), records.csv_line(list(COLUMNS)),
-                         "".join(records.csv_line([r[c] for c in COLUMNS]) for r in rows), _parse_file)
+    _append(Path(path or default_path()), rows)
     return len(rows)
 
 
@@ -195,34 +163,10 @@ def read_clocks(path: str | Path | None = None) -> pd.DataFrame:
     return readings_frame(rows or [dict.fromkeys(COLUMNS, "")]).iloc[0:len(rows)]
 
 
-def of_run(run_id: str, clocks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The readings taken beside the run ``run_id`` (from ``clocks``, default
-    :func:`read_clocks`), oldest first; empty (same columns) when none were recorded."""
-    clocks = read_clocks() if clocks is None else clocks
-    return clocks[clocks["run_id"] == run_id].sort_values("timestamp", kind="stable").reset_index(drop=True)
-
-
 # --- what a run's readings say, in one line (the sampler's) ------------------------------------
 
 def _bits(reasons: pd.Series) -> pd.Series:
     return reasons.fillna("").map(lambda h: int(h, 16) if h else 0)
-
-
-@dataclass(frozen=True)
-class ClockSummary:
-    """One run's readings summed up. Clock, cap and power figures are over the *busy*
-    readings (:func:`busy_readings`); MHz, W and shares in [0, 1]."""
-
-    readings: int
-    busy: int
-    sm_median_mhz: float
-    sm_min_mhz: float
-    sm_max_mhz: float
-    capped_share: float       # busy readings with a power or thermal cap active (:data:`CAPS`)
-    caps_seen: tuple[str, ...]
-    power_median_w: float
-    power_limit_w: float      # median of the recorded limit; NaN where it was not read
-    max_sm_mhz: float         # the GPU's highest allowed SM clock; NaN where not read
 
 
 def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
@@ -234,57 +178,41 @@ def busy_readings(readings: pd.DataFrame) -> pd.DataFrame:
 
 def capped(readings: pd.DataFrame) -> pd.Series:
     """True for each reading where a power or thermal cap (:data:`CAPS`) held the clock."""
-    mask = sum(CAPS)
-    return (_bits(readings["event_reasons"]) & mask) != 0
+    return (_bits(readings["event_reasons"]) & sum(CAPS)) != 0
 
 
-def summarize(readings: pd.DataFrame) -> ClockSummary | None:
-    """:class:`ClockSummary` of one run's readings, or None when there are none."""
+def summary_line(readings: pd.DataFrame) -> str:
+    """One run's readings in one line: "SM clock median 1755 MHz (1350 to 1980) over 812 busy
+    readings, ..."; the clock, cap and power figures over the busy readings (:func:`busy_readings`)."""
     if readings.empty:
-        return None
-    busy = busy_readings(readings)
-    bits = _bits(busy["event_reasons"])
-    seen = tuple(name for bit, name in CAPS.items() if (bits & bit).any())
-    med = lambda s: float(s.median()) if s.notna().any() else math.nan   # noqa: E731
-    return ClockSummary(len(readings), len(busy), med(busy["sm_mhz"]),
-                        float(busy["sm_mhz"].min()) if len(busy) else math.nan,
-                        float(busy["sm_mhz"].max()) if len(busy) else math.nan,
-                        float(capped(busy).mean()) if len(busy) else math.nan, seen,
-                        med(busy["power_w"]), med(readings["power_limit_w"]),
-                        med(readings["max_sm_mhz"]))
-
-
-def summary_line(s: ClockSummary | None) -> str:
-    """One line: "SM clock median 1755 MHz (1350 to 1980) over 812 busy readings, ..."."""
-    if s is None:
         return "no readings"
-    cap = (f"a power or thermal cap active in {100 * s.capped_share:.0f}% of them"
-           + (f" ({', '.join(s.caps_seen)})" if s.caps_seen else ""))
-    limit = f" of a {s.power_limit_w:.0f} W limit" if math.isfinite(s.power_limit_w) else ""
-    top = f", highest allowed {s.max_sm_mhz:.0f} MHz" if math.isfinite(s.max_sm_mhz) else ""
-    return (f"SM clock median {s.sm_median_mhz:.0f} MHz ({s.sm_min_mhz:.0f} to {s.sm_max_mhz:.0f}"
-            f"{top}) over {s.busy} busy readings, {cap}; median power {s.power_median_w:.0f} W{limit}")
+    busy = busy_readings(readings)
+    bits, sm = _bits(busy["event_reasons"]), busy["sm_mhz"]
+    seen = [name for bit, name in CAPS.items() if (bits & bit).any()]
+    cap = (f"a power or thermal cap active in {100 * capped(busy).mean():.0f}% of them"
+           + (f" ({', '.join(seen)})" if seen else ""))
+    limit, top = readings["power_limit_w"].median(), readings["max_sm_mhz"].median()
+    return (f"SM clock median {sm.median():.0f} MHz ({sm.min():.0f} to {sm.max():.0f}"
+            + (f", highest allowed {top:.0f} MHz" if math.isfinite(top) else "")
+            + f") over {len(busy)} busy readings, {cap}; median power {busy['power_w'].median():.0f} W"
+            + (f" of a {limit:.0f} W limit" if math.isfinite(limit) else ""))
 
 
 # --- the clock over a timed loop --------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Window:
-    """The readings taken over one measurement's timed calls (its ``timed_from`` to
-    ``timed_to``): how many, the median SM clock (MHz) and power (W), and the share of them
-    with a power or thermal cap active (:data:`CAPS`)."""
+    """The readings over one measurement's timed calls: how many, the median SM clock (MHz), and
+    the share with a power or thermal cap active (:data:`CAPS`)."""
 
     readings: int
     sm_median_mhz: float
-    power_median_w: float
     capped_share: float
 
 
 def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Window | None:
-    """The clock over exactly the timed loop of ``row`` (a records row with ``run_id``,
-    ``timed_from`` and ``timed_to``): the readings of its run inside that window. None where
-    the row has no window (rows recorded before 2026-12-05 have none) or no reading falls in
-    it: never another run's readings, nor the whole run's."""
+    """The readings of ``row``'s run between its ``timed_from`` and ``timed_to``; None where it has no
+    window or no reading falls in it: never another run's readings, nor the whole run's."""
     start, end = row.get("timed_from"), row.get("timed_to")
     if start is None or end is None or pd.isna(start) or pd.isna(end):
         return None
@@ -293,17 +221,14 @@ def over_window(row: pd.Series | dict, clocks: pd.DataFrame | None = None) -> Wi
                     & (clocks["timestamp"] <= end)]
     if inside.empty:
         return None
-    return Window(len(inside), float(inside["sm_mhz"].median()), float(inside["power_w"].median()),
-                  float(capped(inside).mean()))
+    return Window(len(inside), float(inside["sm_mhz"].median()), float(capped(inside).mean()))
 
 
 # --- bringing readings home ----------------------------------------------------------------
 
 def parse_smi_log(text: str, *, tz: timezone = timezone.utc) -> pd.DataFrame:
-    """Readings of a raw nvidia-smi log written with ``--format=csv`` (a header line naming the
-    fields, units allowed), such as ``data/logs/smi_p45_bench_h200_96996dc.csv``. Fields are
-    matched by name (``clocks.current.sm [MHz]`` is ``clocks.sm``); ``tz`` is the zone of the
-    machine that wrote it. Raises ValueError when the header names no timestamp."""
+    """Readings of a raw ``nvidia-smi --format=csv`` log (a header naming the fields, units allowed,
+    matched by name), written in the zone ``tz``; ValueError when the header names no timestamp."""
     lines = text.splitlines()
     if not lines:
         raise ValueError("the nvidia-smi log is empty")
@@ -333,27 +258,22 @@ def match_run(readings: pd.DataFrame, runs: pd.DataFrame) -> str:
 
 def import_file(src: str | Path, dst: str | Path | None = None, *, run_id: str | None = None,
                 records_path: str | Path | None = None, tz: timezone = timezone.utc) -> tuple[str, int]:
-    """Bring readings home into ``dst`` (default :func:`default_path`). ``src`` is a clocks file
-    (rows already in ``dst`` verbatim are skipped) or a raw nvidia-smi log (see
-    :func:`parse_smi_log`), whose run is ``run_id`` or :func:`match_run` against the records at
-    ``records_path``. Returns (what was imported, in words; rows added)."""
+    """Bring readings home into ``dst``: a clocks file (rows already there skipped) or a raw
+    nvidia-smi log, whose run is ``run_id`` or :func:`match_run`'s; (what, in words; rows added)."""
     src, dst = Path(src), Path(dst) if dst is not None else default_path()
     if not src.is_file():
         raise FileNotFoundError(f"src={str(src)!r} is not a file")
     text = src.read_text(encoding="utf-8")
     if text.startswith(",".join(COLUMNS)):
         rows = _parse_file(src, text)
-        have = {tuple(r.values()) for r in _parse_file(dst, dst.read_text())} if (
-            dst.exists() and dst.read_text().strip()) else set()
+        have = {tuple(r.values()) for _, r in records.read_table(dst, "clocks", [COLUMNS], _check_row)}
         new = [r for r in rows if tuple(r.values()) not in have]
-        records.append_lines(dst, records.csv_line(list(COLUMNS)),
-                             "".join(records.csv_line([r[c] for c in COLUMNS]) for r in new), _parse_file)
+        _append(dst, new)
         return f"{len({r['run_id'] for r in new})} run(s) from {src}", len(new)
     readings = parse_smi_log(text, tz=tz)
     if run_id is None:
         run_id = match_run(readings, records.read_records(records_path or records.default_path()))
-    known = set(read_clocks(dst)["run_id"])
-    if run_id in known:
+    if run_id in set(read_clocks(dst)["run_id"]):
         return f"run {run_id} (already in {dst})", 0
     return f"run {run_id}", record(run_id, readings, dst)
 
@@ -366,17 +286,15 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("file")
     i.add_argument("--run-id", help="the run a raw nvidia-smi log belongs to (default: matched by time)")
     i.add_argument("--records", help="records file to match runs in (default: data/records.csv)")
-    s = sub.add_parser("summary", help="one line per recorded run")
-    s.set_defaults(command="summary")
+    sub.add_parser("summary", help="one line per recorded run")
     args = p.parse_args(argv)
     try:
         if args.command == "import":
             what, n = import_file(args.file, run_id=args.run_id, records_path=args.records)
             print(f"{n} readings of {what} added to {default_path()}")
         else:
-            clocks = read_clocks()
-            for run_id, group in clocks.groupby("run_id", sort=True):
-                print(f"{run_id}: {summary_line(summarize(group))}")
+            for run_id, group in read_clocks().groupby("run_id", sort=True):
+                print(f"{run_id}: {summary_line(group)}")
     except (ValueError, OSError) as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2

@@ -1,19 +1,16 @@
 """Hardware counters of every kernel step, read with Nsight Compute (``ncu``) on a GPU and kept in
-``data/counters.csv``, so that a reader without a GPU sees them too: one row per kernel launch of
-one call of a variant at the sizes given, with the run's context; the columns and the ncu metrics
-behind them are :data:`METRICS` (see ``data/README.md``). Kept source pages (``data/logs/ncu``) say
-where a kernel's warps wait, instruction by instruction.
+``data/counters.csv`` (one row per kernel launch of one call, with the run's context; columns and
+metrics: :data:`METRICS`, ``data/README.md``), so that a reader without a GPU sees them too. Kept
+source pages (``data/logs/ncu``) say where a kernel's warps wait, instruction by instruction.
 
-Collection, on the GPU machine: ``python -m fusedkit.counters collect --problem p12 --out DIR
-[--variants ...] [--sizes batch_size=1]`` runs ncu over ``python -m fusedkit.counters profile``;
-``python -m fusedkit.counters import DIR`` turns its files into rows here.
+On the GPU machine ``python -m fusedkit.counters collect --problem p12 --out DIR [--variants ...]
+[--sizes batch_size=1]`` runs ncu over ``... profile``; ``... import DIR`` turns its files into rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import math
 import os
@@ -26,8 +23,9 @@ from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+import torch
 
-from fusedkit import records
+from fusedkit import problems, records
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
 MARKER = "fusedkit_marker"
@@ -99,22 +97,23 @@ def short_kernel(name: str) -> str:
            if m != base]
     if ops and rest.startswith("<"):
         op = re.sub(r"_kernel(_cuda)?$|Functor$|^CUDAFunctor_", "", ops[-1])
-        out = f"{base}: {op}"
-    else:
-        out = base
-    return out
+        return f"{base}: {op}"
+    return base
+
+
+def _of_variant(problem: Problem | str, variant: str, sizes: str | dict | None,
+                path: str | os.PathLike[str] | None) -> pd.DataFrame:
+    p = problems.get(problem) if isinstance(problem, str) else problem
+    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
+    df = read_counters(path)
+    return df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
 
 
 def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None = None,
                   path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
     """The newest recorded counters of one variant at ``sizes`` (default the problem's), one row per
     launch in order; ``attrs["label"]`` says where they come from."""
-    from fusedkit import problems  # noqa: PLC0415
-
-    p = problems.get(problem) if isinstance(problem, str) else problem
-    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
-    df = read_counters(path)
-    df = df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
+    df = _of_variant(problem, variant, sizes, path)
     if df.empty:
         out = df.iloc[0:0]
         out.attrs["label"] = "no counters recorded"
@@ -127,29 +126,9 @@ def step_counters(problem: Problem | str, variant: str, sizes: str | dict | None
     return out
 
 
-def counter_history(problem: Problem | str, variant: str, sizes: str | dict | None = None,
-                    path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
-    """Every recorded collection of one variant's counters, oldest first: the main kernel's counters
-    with ``total_us`` and the collection's run, time, commit and device."""
-    from fusedkit import problems  # noqa: PLC0415
-
-    p = problems.get(problem) if isinstance(problem, str) else problem
-    want = sizes if isinstance(sizes, str) else fmt_sizes(p.sizes(sizes or p.defaults))
-    df = read_counters(path)
-    df = df[(df["problem"] == p.key) & (df["variant"] == variant) & (df["sizes"] == want)]
-    cols = [*COLUMNS, "total_us"]
-    if df.empty:
-        return df.assign(total_us=pd.Series(dtype=float))[cols]
-    durations = df["duration_us"].fillna(0.0)
-    totals = durations.groupby(df["run_id"]).sum().rename("total_us")
-    main = df.loc[durations.groupby(df["run_id"]).idxmax()].join(totals, on="run_id")
-    return main.sort_values("timestamp", kind="stable")[cols].reset_index(drop=True)
-
-
 # -- one kernel's source page: where its warps wait, instruction by instruction -----------------
 
-STALL_PREFIX = "stall_"
-"""Columns of a kept source page holding the stall samples of one reason each."""
+STALL_PREFIX = "stall_"   # columns of a kept source page holding the stall samples of one reason each
 
 
 def read_source_page(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -182,16 +161,13 @@ def source_regions(page: pd.DataFrame, regions: dict[str, int]) -> pd.DataFrame:
     return out.rename_axis("region")
 
 
-def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike[str] | None = None,
-                 counters_path: str | os.PathLike[str] | None = None) -> list[pd.DataFrame]:
+def source_pages(problem: Problem | str, variant: str, folder: str | os.PathLike[str] | None = None
+                 ) -> list[pd.DataFrame]:
     """Every kept source page of one variant, oldest first, each with ``attrs["commit"]`` and
     ``attrs["when"]``."""
-    from fusedkit import problems  # noqa: PLC0415
-
     p = problems.get(problem) if isinstance(problem, str) else problem
     folder = Path(folder) if folder is not None else default_path().parent / "logs" / "ncu"
-    collected = counter_history(p, variant, path=counters_path)
-    at_commit = collected.groupby("commit")["timestamp"].max().to_dict() if not collected.empty else {}
+    at_commit = _of_variant(p, variant, None, None).groupby("commit")["timestamp"].max().to_dict()
     pages = []
     for path in sorted(folder.glob(f"source_{p.key}_{variant}_*.csv")):
         stem, commit = path.stem.removeprefix(f"source_{p.key}_").rsplit("_", 1)
@@ -221,22 +197,20 @@ def instructions(page: pd.DataFrame, pattern: str) -> pd.DataFrame:
     return out.rename_axis("opcode").sort_values("samples", ascending=False)
 
 
+_MARKER: list = []   # the marker kernel and its buffer, made once, outside the profiler's window
+
+
 def _marker() -> None:
     """Launch the marker kernel: a one-element Triton kernel whose name ncu reports."""
-    import torch  # noqa: PLC0415
     import triton  # noqa: PLC0415
     import triton.language as tl  # noqa: PLC0415
 
-    global _marker_kernel
-    if "_marker_kernel" not in globals():
+    if not _MARKER:
         @triton.jit
         def fusedkit_marker(ptr):
             tl.store(ptr, tl.load(ptr) + 1)
-        _marker_kernel = fusedkit_marker
-    global _marker_buffer
-    if "_marker_buffer" not in globals():
-        _marker_buffer = torch.zeros(1, device="cuda")   # made once, outside the window
-    _marker_kernel[(1,)](_marker_buffer)
+        _MARKER.extend([fusedkit_marker, torch.zeros(1, device="cuda")])
+    _MARKER[0][(1,)](_MARKER[1])
 
 
 def size_list(problem: Problem, sizes: str | Sizes | Sequence[Sizes] | None) -> list[Sizes]:
@@ -261,15 +235,11 @@ def profile(problem: Problem, variants: Sequence[str], order_path: Path,
             sizes: str | Sizes | Sequence[Sizes] | None = None) -> None:
     """Run each variant once inside the profiler's window at each set of sizes, after three warm-up
     calls, a marker kernel before each; write the runs in order to ``order_path``."""
-    import torch  # noqa: PLC0415
-
     runs = []
     for s in size_list(problem, sizes):
         for slug in variants:
-            v = problem.variant(slug)
-            model = problem.make_model(s, seed=1, device="cuda")
+            fn = problem.variant(slug).build(problem.make_model(s, seed=1, device="cuda"))
             inputs = problem.get_inputs(s, seed=1, device="cuda")
-            fn = v.build(model)
             with torch.no_grad():
                 for _ in range(3):
                     fn(*inputs)
@@ -286,20 +256,6 @@ def profile(problem: Problem, variants: Sequence[str], order_path: Path,
                                       "context": asdict(records.RunContext.collect())}))
 
 
-def _runs(order: dict) -> list[tuple[str, str]]:
-    """(variant, sizes) of each profiled call, in order; an order file written before calls
-    could differ in size names its variants and their one sizes instead."""
-    if "runs" in order:
-        return [(v, s) for v, s in order["runs"]]
-    return [(v, order["sizes"]) for v in order["variants"]]
-
-
-def available_metrics(ncu: str) -> set[str]:
-    """Base names of the metrics this device's ncu knows (``ncu --query-metrics``)."""
-    out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, check=False).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip() and "__" in line.split()[0]}
-
-
 def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = None,
             sizes: str | Sizes | Sequence[Sizes] | None = None) -> Path:
     """Run ncu (clocks left alone) over :func:`profile` for the problem's steps (or ``variants``) at
@@ -310,7 +266,8 @@ def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = No
     if not ncu:
         raise FileNotFoundError("ncu (Nsight Compute) is not on the PATH")
     out_dir.mkdir(parents=True, exist_ok=True)
-    known = available_metrics(ncu)
+    listed = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, check=False).stdout
+    known = {line.split()[0] for line in listed.splitlines() if line.strip() and "__" in line.split()[0]}
     # Launch attributes and the duration are always there; other names a device may lack
     # (an unknown metric makes ncu profile nothing), so they are kept only when listed.
     wanted = [m for ms in METRICS.values() for m in ms
@@ -330,21 +287,10 @@ def collect(problem: Problem, out_dir: Path, variants: Sequence[str] | None = No
 # -- from ncu's CSV to rows ---------------------------------------------------------------------
 
 def _number(text: str) -> float:
-    text = text.strip().replace(",", "")
     try:
-        return float(text)
+        return float(text.strip().replace(",", ""))
     except ValueError:
         return math.nan
-
-
-def parse_ncu_csv(text: str) -> list[dict[str, str]]:
-    """The kernel rows of ``ncu --csv --page raw`` output."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        raise ValueError("no ncu CSV header (a line starting with \"ID\") in the output")
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
-    return [r for r in rows if r.get("ID", "").strip().isdigit()]
 
 
 def _unit_scale(units: dict[str, str], metric: str) -> float:
@@ -367,12 +313,14 @@ def rows_from_ncu(text: str, order: dict) -> list[dict[str, object]]:
     """Counter rows from ncu's kernel rows and the order file: the launches of each call between its
     markers, with the run's context."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
-    header = next(csv.reader([lines[start]]))
-    units = dict(zip(header, next(csv.reader([lines[start + 1]]))))
-    kernels = parse_ncu_csv(text)
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("no ncu CSV header (a line starting with \"ID\") in the output")
+    units = dict(zip(*csv.reader(lines[start:start + 2])))
+    kernels = [r for r in csv.DictReader(lines[start:]) if r.get("ID", "").strip().isdigit()]
     ctx = order["context"]
-    runs = _runs(order)
+    # (variant, sizes) of each profiled call; an older order file names its variants and one sizes
+    runs = order["runs"] if "runs" in order else [(v, order["sizes"]) for v in order["variants"]]
     out: list[dict[str, object]] = []
     variant_index, launch = -1, 0
     for i, k in enumerate(kernels):
@@ -412,30 +360,24 @@ def import_dir(folder: Path, path: Path | None = None) -> int:
         rows += rows_from_ncu(raw.read_text(), order)
     if not rows:
         return 0
-    new = pd.DataFrame(rows, columns=list(COLUMNS))
-    old = pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists() else None
-    both = new.astype(str).replace("nan", "") if old is None else pd.concat(
-        [old, new.astype(str).replace("nan", "")], ignore_index=True)
-    both.to_csv(path, index=False)
+    new = pd.DataFrame(rows, columns=list(COLUMNS)).astype(str).replace("nan", "")
+    if path.exists():
+        new = pd.concat([pd.read_csv(path, dtype=str, keep_default_na=False), new], ignore_index=True)
+    new.to_csv(path, index=False)
     return len(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fusedkit import problems  # noqa: PLC0415
-
     p = argparse.ArgumentParser(prog="python -m fusedkit.counters", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect", help="run ncu over every GPU kernel step of a problem")
-    c.add_argument("--problem", required=True)
-    c.add_argument("--out", required=True)
-    c.add_argument("--variants")
-    c.add_argument("--sizes", help="e.g. batch_size=1 (the others at their defaults); several "
-                   "sets separated by ';': \"batch_size=1;batch_size=4\"")
     pr = sub.add_parser("profile", help="(run by collect, under ncu)")
-    pr.add_argument("--problem", required=True)
-    pr.add_argument("--order", required=True)
-    pr.add_argument("--variants", required=True)
-    pr.add_argument("--sizes")
+    for a in (c, pr):
+        a.add_argument("--problem", required=True)
+        a.add_argument("--out" if a is c else "--order", required=True)
+        a.add_argument("--variants", required=a is pr)
+        a.add_argument("--sizes", help="e.g. batch_size=1 (the others at their defaults); several "
+                       "sets separated by ';': \"batch_size=1;batch_size=4\"")
     i = sub.add_parser("import", help="turn collected ncu CSVs into rows of data/counters.csv")
     i.add_argument("folder")
     args = p.parse_args(argv)

@@ -29,7 +29,7 @@ from fusedkit.ceilings import (COPY, COPY_BYTES, DRAM_READ, DRAM_READ_BYTES, GEM
                                GEMM_PREFIX, L2_PASSES, L2_READ, L2_READ_BYTES, NOT_ITS_ARITHMETIC,
                                PROBLEM, gemm_shapes, of_run)
 from fusedkit.clocks import (ALIASES, QUERY, empty_readings, parse_smi, path_for, record,
-                             summarize, summary_line)
+                             summary_line)
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.harness.timing import Timing, time_copy, time_fn
 from fusedkit.kernels import load_step
@@ -326,6 +326,6 @@ def sampling(run_id: str, path: str | Path, *, say: Callable[[str], None] = prin
                 say(f"clocks: nvidia-smi gave no readings ({sampler.error or 'none parsed'})")
             else:
                 record(run_id, readings, path)
-                say(f"clocks: {summary_line(summarize(readings))} ({len(readings)} readings in {path})")
+                say(f"clocks: {summary_line(readings)} ({len(readings)} readings in {path})")
 
 

@@ -1,14 +1,12 @@
 """Peak rates of the GPUs people learn on, each with the datasheet it comes from.
 
-Rates are *dense* (no 2:4 sparsity) and in TFLOP/s; bandwidth in GB/s (1e9 bytes/s).
-Datasheet peaks are leads, not ceilings you will reach. A datasheet rate is SMs x FLOP per
-clock per SM x a clock, and NVIDIA does not quote every unit at the same clock: on the H100 and
-H200 SXM the FP32 figure (67 TFLOP/s) works out at the 1.98 GHz maximum boost, the tensor
-figures (494.7 TF32, 989.4 FP16 / BF16) at about 1.83 GHz (:meth:`GpuSpec.implied_clock_ghz`).
-Under a long tensor-core load the GPU may run slower still (its power cap). The ``% of floor``
-of the records is taken against these figures (with the copy bandwidth measured in the same
-run); :mod:`fusedkit.ceilings` measures the device's own ceilings (copy, L2 and DRAM reads,
-cuBLAS at each problem's GEMM shapes) for a ``% of measured ceiling`` beside it.
+Rates are *dense* (no 2:4 sparsity) TFLOP/s, bandwidth GB/s (1e9 bytes/s): leads, not ceilings you
+will reach. A datasheet rate is SMs x FLOP per clock per SM x a clock, and NVIDIA does not quote
+every unit at the same clock: on the H100 and H200 SXM the FP32 figure (67 TFLOP/s) works out at
+the 1.98 GHz maximum boost, the tensor figures (494.7 TF32, 989.4 FP16 / BF16) at about 1.83 GHz
+(:meth:`GpuSpec.implied_clock_ghz`); under a long tensor-core load the GPU may run slower still.
+The records' ``% of floor`` is taken against these figures; :mod:`fusedkit.ceilings` reads the
+device's own measured ceilings for a ``% of measured`` beside it.
 """
 
 from __future__ import annotations
@@ -30,6 +28,13 @@ _ADA_WP = "NVIDIA Ada GPU Architecture whitepaper v2.1 (2023), appendix A tables
 _B200 = "NVIDIA Blackwell Architecture Technical Brief (2024), HGX B200 at 1000 W"
 
 
+def precision_unit(precision: str) -> str:
+    """The :class:`GpuSpec` rate of the unit ``precision`` runs on (``"tf32_tflops"``)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
+    return PRECISIONS[precision]
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     """One GPU's datasheet numbers. Rates in TFLOP/s (dense), bandwidth in GB/s."""
@@ -41,45 +46,29 @@ class GpuSpec:
     mem_gbps: float          # device memory bandwidth
     l2_mib: float            # L2 cache in MiB (2**20 bytes), as the CUDA device query gives it
     sms: int                 # streaming multiprocessors
-    memory_gb: float         # device memory in GB
     source: str              # where the numbers come from
     matches: tuple[str, ...] = ()   # substrings of torch's device name that identify it
     measured: bool = False   # True when fields were replaced by measurements on this device
     # Datasheet values: dense FLOP per clock per SM of the units behind fp32_tflops, tf32_tflops
     # and bf16_tflops (an FMA is 2 FLOP), from the architecture whitepaper; () where not known.
     flop_per_clock_sm: tuple[int, int, int] = ()
-    tdp_w: float | None = None   # datasheet maximum board power (TDP), W
-
-    @property
-    def l2_mb(self) -> float:
-        """L2 cache in MB (1e6 bytes): :attr:`l2_mib` x 2**20 / 1e6 (the H200's 50 MiB is 52.4 MB)."""
-        return self.l2_mib * 2**20 / 1e6
 
     def peak_tflops(self, precision: str) -> float:
         """Peak rate of the unit that a ``precision`` (see :data:`PRECISIONS`) runs on."""
-        unit = PRECISIONS.get(precision)
-        if unit is None:
-            raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
-        return getattr(self, unit) / PASSES.get(precision, 1)
+        return getattr(self, precision_unit(precision)) / PASSES.get(precision, 1)
 
     def implied_clock_ghz(self, precision: str) -> float:
-        """The SM clock in GHz at which the datasheet's rate of ``precision``'s unit is reached:
-        rate / (SMs x FLOP per clock per SM), both datasheet values (H200 SXM: bf16 989.4e12 /
-        (132 x 4096) = 1.83 GHz; fp32 67e12 / (132 x 256) = 1.98 GHz, its maximum boost).
-        Raises ValueError where the per-SM figures are not in the table."""
-        unit = PRECISIONS.get(precision)
-        if unit is None:
-            raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
+        """The SM clock (GHz) at which the datasheet's rate of ``precision``'s unit is reached: rate /
+        (SMs x FLOP per clock per SM); H200 SXM: bf16 989.4e12 / (132 x 4096) = 1.83 GHz."""
+        unit = precision_unit(precision)
         if not self.flop_per_clock_sm:
             raise ValueError(f"gpu={self.name!r} has no FLOP-per-clock figures in the spec table")
         per_clock = dict(zip(_UNITS, self.flop_per_clock_sm))[unit]
         return getattr(self, unit) * 1e12 / (self.sms * per_clock) / 1e9
 
-    def with_measurements(self, *, mem_gbps: float | None = None,
-                          bf16_tflops: float | None = None) -> "GpuSpec":
-        """A copy with measured ceilings in place of datasheet ones (labelled ``measured``)."""
-        changes = {k: v for k, v in (("mem_gbps", mem_gbps), ("bf16_tflops", bf16_tflops)) if v}
-        return replace(self, measured=True, **changes) if changes else self
+    def with_measurements(self, *, mem_gbps: float) -> "GpuSpec":
+        """A copy with the measured copy bandwidth in place of the datasheet's (labelled ``measured``)."""
+        return replace(self, measured=True, mem_gbps=mem_gbps)
 
 
 _UNITS = ("fp32_tflops", "tf32_tflops", "bf16_tflops")   # the order of flop_per_clock_sm
@@ -89,27 +78,25 @@ _HOPPER_CLK = (256, 2048, 4096)   # 128 FP32 cores, 4 tensor cores of 512 FP16 F
 _ADA_CLK = (256, 512, 1024)       # L40S (GeForce parts halve FP16 with FP32 accumulation)
 
 SPECS: dict[str, GpuSpec] = {s.name: s for s in [
-    GpuSpec("A100 SXM4 40GB", 19.5, 156.0, 312.0, 1555.0, 40.0, 108, 40.0,
+    GpuSpec("A100 SXM4 40GB", 19.5, 156.0, 312.0, 1555.0, 40.0, 108,
             f"{_A100}; SMs and L2: {_AMPERE_WP}", ("A100-SXM4-40GB", "A100 SXM4 40GB"),
-            flop_per_clock_sm=_AMPERE_CLK, tdp_w=400.0),
-    GpuSpec("A100 SXM4 80GB", 19.5, 156.0, 312.0, 2039.0, 40.0, 108, 80.0,
+            flop_per_clock_sm=_AMPERE_CLK),
+    GpuSpec("A100 SXM4 80GB", 19.5, 156.0, 312.0, 2039.0, 40.0, 108,
             f"{_A100}; SMs and L2: {_AMPERE_WP}", ("A100-SXM4-80GB", "A100 SXM4 80GB", "A100 80GB"),
-            flop_per_clock_sm=_AMPERE_CLK, tdp_w=400.0),
-    GpuSpec("H100 SXM5", 67.0, 494.7, 989.4, 3350.0, 50.0, 132, 80.0,
+            flop_per_clock_sm=_AMPERE_CLK),
+    GpuSpec("H100 SXM5", 67.0, 494.7, 989.4, 3350.0, 50.0, 132,
             f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 80GB HBM3", "H100 SXM", "H100-SXM"),
-            flop_per_clock_sm=_HOPPER_CLK, tdp_w=700.0),
-    GpuSpec("H100 PCIe", 51.0, 378.0, 756.0, 2000.0, 50.0, 114, 80.0,
-            f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 PCIe", "H100-PCIE"),
-            flop_per_clock_sm=_HOPPER_CLK, tdp_w=350.0),
-    GpuSpec("H200 SXM", 67.0, 494.7, 989.4, 4800.0, 50.0, 132, 141.0,
-            f"{_H200}; SMs and L2 as H100 SXM5: {_HOPPER_WP}", ("H200",),
-            flop_per_clock_sm=_HOPPER_CLK, tdp_w=700.0),
-    GpuSpec("L40S", 91.6, 183.0, 362.05, 864.0, 96.0, 142, 48.0,
-            f"{_L40S}; SMs and L2: {_ADA_WP}", ("L40S",), flop_per_clock_sm=_ADA_CLK, tdp_w=350.0),
-    GpuSpec("RTX 4090", 82.6, 82.6, 165.2, 1008.0, 72.0, 128, 24.0,
-            _ADA_WP, ("RTX 4090",), flop_per_clock_sm=(256, 256, 512), tdp_w=450.0),
-    GpuSpec("B200", 80.0, 1100.0, 2250.0, 8000.0, 126.0, 148, 180.0,
-            f"{_B200}; L2 and SMs from the CUDA device query", ("B200",), tdp_w=1000.0),
+            flop_per_clock_sm=_HOPPER_CLK),
+    GpuSpec("H100 PCIe", 51.0, 378.0, 756.0, 2000.0, 50.0, 114,
+            f"{_H100}; SMs and L2: {_HOPPER_WP}", ("H100 PCIe", "H100-PCIE"), flop_per_clock_sm=_HOPPER_CLK),
+    GpuSpec("H200 SXM", 67.0, 494.7, 989.4, 4800.0, 50.0, 132,
+            f"{_H200}; SMs and L2 as H100 SXM5: {_HOPPER_WP}", ("H200",), flop_per_clock_sm=_HOPPER_CLK),
+    GpuSpec("L40S", 91.6, 183.0, 362.05, 864.0, 96.0, 142,
+            f"{_L40S}; SMs and L2: {_ADA_WP}", ("L40S",), flop_per_clock_sm=_ADA_CLK),
+    GpuSpec("RTX 4090", 82.6, 82.6, 165.2, 1008.0, 72.0, 128,
+            _ADA_WP, ("RTX 4090",), flop_per_clock_sm=(256, 256, 512)),
+    GpuSpec("B200", 80.0, 1100.0, 2250.0, 8000.0, 126.0, 148,
+            f"{_B200}; L2 and SMs from the CUDA device query", ("B200",)),
 ]}
 
 DEFAULT_GPU = "H200 SXM"   # what the notebooks assume when no GPU is present
@@ -125,10 +112,7 @@ def spec(name: str) -> GpuSpec:
 
 def match_device_name(device_name: str) -> GpuSpec | None:
     """The spec whose identifying substring appears in a torch device name, or None."""
-    for s in SPECS.values():
-        if any(m.lower() in device_name.lower() for m in s.matches):
-            return s
-    return None
+    return next((s for s in SPECS.values() if any(m.lower() in device_name.lower() for m in s.matches)), None)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,8 @@
-"""Hopper's layouts in Python: the 128-byte swizzle, the wgmma shared-memory descriptor and the wgmma
-accumulator fragment, as ``kernels/common/hopper.cuh`` and the epilogues use them, so that a
-notebook can draw them and an exercise can check a descriptor without a GPU. Each formula is derived
-from NVIDIA's PTX ISA ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions": the
-shared memory matrix layout, the matrix descriptor format, the register fragment of D);
-tests/test_hopper_layout.py holds them against the CUDA versions. Addresses and offsets are bytes;
-descriptor fields hold bytes >> 4.
+"""Hopper's layouts in Python: the 128-byte swizzle, the wgmma shared-memory descriptor and the
+wgmma accumulator fragment, as ``kernels/common/hopper.cuh`` uses them, derived from NVIDIA's PTX ISA
+(the wgmma section: shared memory matrix layout, matrix descriptor format, register fragment of D)
+and held against the CUDA versions by tests/test_hopper_layout.py. Offsets are bytes; descriptor
+fields hold bytes >> 4.
 """
 
 from __future__ import annotations
@@ -66,17 +64,13 @@ def swizzle_atom() -> np.ndarray:
 
 # -- the shared-memory matrix descriptor ----------------------------------------------------------
 #
-# "Matrix Descriptor Format": a 64-bit register describing an operand tile in shared memory,
-#     bits  0-13  matrix-descriptor-encode(start address)
-#     bits 16-29  matrix-descriptor-encode(leading dimension byte offset)
-#     bits 32-45  matrix-descriptor-encode(stride dimension byte offset)
-#     bits 49-51  matrix base offset (0 when the swizzle pattern starts on its boundary: 1024 bytes)
-#     bits 62-63  swizzling mode: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
-# with matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4: 18 bits of byte address, in 16-byte
-# units, 14 bits. For a K-major operand with 128-byte swizzle, "Leading Dimension Byte Offset"
-# says the leading offset is "not used, assumed to be 1" (a k16 slice, 32 bytes, never leaves
-# its row), and "Stride Dimension Byte Offset" is "the offset from the first 8 rows to the next
-# 8 rows": one atom, 1024 bytes. hopper.cuh's sw128_desc packs exactly these:
+# "Matrix Descriptor Format": a 64-bit register describing an operand tile in shared memory, its
+# fields as FIELD_BITS below (the base offset 0 when the swizzle pattern starts on its 1024-byte
+# boundary), the addresses as matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4: 18 bits of byte
+# address in 16-byte units, 14 bits. For a K-major operand with 128-byte swizzle, "Leading
+# Dimension Byte Offset" says the leading offset is "not used, assumed to be 1" (a k16 slice, 32
+# bytes, never leaves its row), and "Stride Dimension Byte Offset" is "the offset from the first 8
+# rows to the next 8 rows": one atom, 1024 bytes. hopper.cuh's sw128_desc packs exactly these:
 #     start = encode(addr), leading = encode(16) = 1, stride = encode(1024) = 64, base 0, mode 1.
 
 SWIZZLE_MODES = {0: "no swizzle", 1: "128-byte swizzle", 2: "64-byte swizzle", 3: "32-byte swizzle"}
@@ -93,9 +87,8 @@ def descriptor_encode(x: int) -> int:
 
 @dataclass(frozen=True)
 class Descriptor:
-    """The fields of a wgmma shared-memory descriptor, as stored (16-byte units where the PTX
-    ISA encodes bytes): ``start``, ``leading`` and ``stride`` (bytes >> 4), ``base_offset`` and
-    ``swizzle`` (the mode: 1 = 128-byte), and ``stray``: the bits set outside every field."""
+    """The fields of a wgmma shared-memory descriptor as stored (``start``, ``leading``, ``stride``:
+    bytes >> 4; ``swizzle`` 1 = 128-byte), and ``stray``: the bits set outside every field."""
 
     start: int
     leading: int
@@ -135,9 +128,8 @@ class Descriptor:
 
 
 def sw128_desc(smem_byte_addr: int) -> int:
-    """The descriptor of a K-major fp16 tile at shared-memory byte address ``smem_byte_addr``
-    (1024-byte aligned, or 32 * k bytes past such a boundary for the k-th 16-wide slice), laid
-    out with 128-byte swizzle: ``hopper.cuh``'s ``sw128_desc``."""
+    """``hopper.cuh``'s ``sw128_desc``: the descriptor of a 128-byte swizzled K-major fp16 tile at
+    ``smem_byte_addr`` (1024-byte aligned, or 32 * k bytes past it for the k-th 16-wide slice)."""
     smem_byte_addr = _check_int("smem_byte_addr", smem_byte_addr, 0, 2**32)
     return Descriptor(start=descriptor_encode(smem_byte_addr), leading=descriptor_encode(16),
                       stride=descriptor_encode(ATOM_BYTES), base_offset=0, swizzle=1).encode()
@@ -197,21 +189,3 @@ def accumulator_owner(row: int, col: int, n: int = 128) -> tuple[int, int]:
     slab, c = divmod(col, 8)
     pair, e = divmod(c, 2)
     return 32 * warp + 4 * quad + pair, 4 * slab + 2 * half + e
-
-
-def fragment_map(n: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """(thread, register) of every element of the 64 x ``n`` tile, as two int arrays (64, n)."""
-    n = _check_n(n)
-    thread = np.empty((FRAGMENT_ROWS, n), dtype=int)
-    reg = np.empty((FRAGMENT_ROWS, n), dtype=int)
-    for t in range(WARPGROUP_THREADS):
-        for i in range(n // 2):
-            r, c = accumulator_position(t, i, n)
-            thread[r, c], reg[r, c] = t, i
-    return thread, reg
-
-
-__all__ = ["ATOM_BYTES", "ATOM_ROWS", "CHUNKS", "CHUNK_BYTES", "Descriptor", "FIELD_BITS",
-           "FRAGMENT_ROWS", "ROW_BYTES", "SWIZZLE_MODES", "WARPGROUP_THREADS", "accumulator_col",
-           "accumulator_owner", "accumulator_position", "accumulator_row", "descriptor_encode",
-           "fragment_map", "sw128_desc", "sw128_offset", "swizzle_atom", "swizzled_chunk"]

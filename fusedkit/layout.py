@@ -3,12 +3,8 @@
 PyTorch stores x (M, K), W (N, K) and y (M, N) row-major; BLAS reads column-major, and a row-major
 (R, C) buffer read column-major with ``ld = C`` is its transpose. So ask BLAS for ``y.T = W @ x.T``:
 A = W's buffer with ``transa = T``, B = x's with ``transb = N``, m = N, n = M, k = K, lda = ldb = K,
-ldc = N; the column-major (N x M) result, read row-major, is y.
-
-:func:`derive_linear_gemm` derives that call, :meth:`GemmCall.validate` applies BLAS's own argument
-rules, :func:`run_colmajor_sgemm` runs any call on a real column-major BLAS (SciPy's Fortran
-``sgemm``) and :func:`verify_linear_gemm` says what a call really computed;
-:func:`wrong_calls_table` runs the calls people try.
+ldc = N; the column-major (N x M) result, read row-major, is y. Any call runs here on a real
+column-major BLAS (SciPy's Fortran ``sgemm``), and what a wrong one computes is read off its output.
 """
 
 from __future__ import annotations
@@ -54,11 +50,7 @@ def _check_linear_sizes(batch: object, in_features: object, out_features: object
             _check_int("out_features", out_features, 1))
 
 
-class InvalidGemmCall(ValueError):
-    """A call that cannot run: BLAS rejects it, or it would touch memory past a buffer."""
-
-
-class BlasArgumentError(InvalidGemmCall):
+class BlasArgumentError(ValueError):
     """BLAS's xerbla (cuBLAS: CUBLAS_STATUS_INVALID_VALUE) rejects the arguments."""
 
     def __init__(self, violations: list[str]) -> None:
@@ -66,15 +58,14 @@ class BlasArgumentError(InvalidGemmCall):
         super().__init__("BLAS rejects the arguments: " + "; ".join(violations))
 
 
-class BufferOverrunError(InvalidGemmCall):
+class BufferOverrunError(ValueError):
     """The call would read or write past the end of one of its buffers."""
 
 
 @dataclass(frozen=True)
 class GemmCall:
-    """One ``cublasSgemm`` call, ``C = alpha * op(A) @ op(B) + beta * C``, all column-major: ``a``
-    and ``b`` name the buffer passed as A and B ("W" or "x"), C is y's. Values are checked by
-    :meth:`validate`, not here, so that wrong calls can be built and studied."""
+    """One ``cublasSgemm`` call, ``C = alpha * op(A) @ op(B) + beta * C``, column-major, A and B the
+    buffers ``a`` and ``b`` ("W" or "x"), C y's; checked by :meth:`validate`, so wrong calls can be built."""
 
     transa: Literal["N", "T"]
     transb: Literal["N", "T"]
@@ -107,8 +98,6 @@ class GemmCall:
                 raise TypeError(f"{name}={value!r} must be a real number")
             object.__setattr__(self, name, float(value))
 
-    # -- what BLAS reads and writes ---------------------------------------------------
-
     @property
     def a_stored(self) -> tuple[int, int]:
         """(rows, columns) of A as stored column-major: m x k for 'N', k x m for 'T'."""
@@ -126,12 +115,9 @@ class GemmCall:
         return {"A": extent(*self.a_stored, self.lda), "B": extent(*self.b_stored, self.ldb),
                 "C": extent(self.m, self.n, self.ldc)}
 
-    # -- BLAS's own argument rules ----------------------------------------------------
-
     def validate(self) -> list[str]:
-        """BLAS's argument checks, as reference SGEMM and xerbla apply them, one string per
-        violation in SGEMM's order (Fortran's parameter numbers); [] when BLAS accepts the call. A
-        last entry flags values past cublasSgemm's C ``int``."""
+        """BLAS's argument checks as reference SGEMM's xerbla applies them, one string per violation in
+        its parameter order ([] when accepted), then values past cublasSgemm's C ``int``."""
         out: list[str] = []
         for number, name in ((1, "transa"), (2, "transb")):
             value = getattr(self, name)
@@ -163,20 +149,11 @@ class GemmCall:
                        f"2**31 - 1")
         return out
 
-    # -- the call as C source -----------------------------------------------------------
-
-    def to_c(self, commented: bool = False) -> str:
-        """The call as C source (``commented``: each number labelled ``/*m=*/``), buffers named W, x
-        and y."""
+    def to_c(self) -> str:
+        """The call as C source, buffers named W, x and y."""
         op = {"N": "CUBLAS_OP_N", "T": "CUBLAS_OP_T", "C": "CUBLAS_OP_C"}
-        ta, tb = op.get(self.transa.upper(), self.transa), op.get(self.transb.upper(), self.transb)
-        if not commented:
-            args = [ta, tb, self.m, self.n, self.k, "&alpha", self.a, self.lda,
-                    self.b, self.ldb, "&beta", "y", self.ldc]
-        else:
-            args = [ta, tb, f"/*m=*/{self.m}", f"/*n=*/{self.n}", f"/*k=*/{self.k}", "&alpha",
-                    f"/*A=*/{self.a}", f"/*lda=*/{self.lda}", f"/*B=*/{self.b}",
-                    f"/*ldb=*/{self.ldb}", "&beta", "/*C=*/y", f"/*ldc=*/{self.ldc}"]
+        args = [op.get(self.transa.upper(), self.transa), op.get(self.transb.upper(), self.transb),
+                self.m, self.n, self.k, "&alpha", self.a, self.lda, self.b, self.ldb, "&beta", "y", self.ldc]
         return "cublasSgemm(handle, " + ", ".join(str(a) for a in args) + ")"
 
 
@@ -205,14 +182,13 @@ def _as_flat_float32(name: str, buffer: object) -> np.ndarray:
 def _colmajor(flat: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
     """The (rows x cols) column-major matrix with leading dimension ``ld`` over ``flat``: how BLAS
     addresses the pointer it is given."""
-    return np.ndarray((rows, cols), dtype=np.float32, buffer=flat,
+    return np.ndarray((rows, cols), dtype=flat.dtype, buffer=flat,
                       strides=(flat.itemsize, flat.itemsize * ld))
 
 
 def run_colmajor_sgemm(call: GemmCall, buffers: dict[str, np.ndarray]) -> np.ndarray:
-    """Run ``call`` on SciPy's Fortran sgemm over the flat float32 buffers of x, W and y, exactly as
-    PyTorch stores them; returns y's buffer after the call. BlasArgumentError where BLAS rejects the
-    arguments, BufferOverrunError where the call would touch memory past a buffer."""
+    """y's buffer after ``call`` on SciPy's Fortran sgemm over the flat float32 buffers of x, W and y;
+    BlasArgumentError where BLAS rejects it, BufferOverrunError where it would overrun a buffer."""
     violations = call.validate()
     if violations:
         raise BlasArgumentError(violations)
@@ -274,11 +250,8 @@ class Verdict:
 
 
 def _products(mats: dict[str, np.ndarray]) -> list[tuple[str, tuple[str, bool, str, bool], tuple[int, int]]]:
-    """Every product op(P) @ op(Q) of P, Q in {x, W} whose inner sizes agree.
-
-    Ordered y = x @ W.T first, then y.T = W @ x.T, then the rest. Each entry is
-    (label, (P, P transposed, Q, Q transposed), result shape); nothing is computed yet.
-    """
+    """(label, (P, P transposed, Q, Q transposed), shape) of every product op(P) @ op(Q) of P, Q in
+    {x, W} whose inner sizes agree: y = x @ W.T first, then y.T = W @ x.T, then the rest."""
     found = []
     for p in ("x", "W"):
         for q in ("x", "W"):
@@ -318,14 +291,6 @@ def _rel(got: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(got - ref)) / (scale if scale > 0 else 1.0)
 
 
-def _colmajor_bool(mask: np.ndarray, call: GemmCall) -> None:
-    """Set ``mask`` True where C (m x n, leading dimension ldc) lies in y's buffer."""
-    if call.m > 0 and call.n > 0:
-        view = np.ndarray((call.m, call.n), dtype=bool, buffer=mask,
-                          strides=(mask.itemsize, mask.itemsize * call.ldc))
-        view[...] = True
-
-
 def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
               mats: dict[str, np.ndarray], M: int, N: int) -> str:
     """Say what ``out`` (y's buffer after ``call``; ``prior`` before it) holds."""
@@ -338,7 +303,7 @@ def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
     # Undo alpha and beta on the part of the buffer the call writes, so the product shows.
     adjusted = out64.copy()
     written = np.zeros(out.size, dtype=bool)
-    _colmajor_bool(written, call)
+    _colmajor(written, call.m, call.n, call.ldc)[...] = True   # where C lies in y's buffer
     adjusted[written] -= call.beta * prior64[written]
     if call.alpha != 0:
         adjusted[written] /= call.alpha
@@ -347,26 +312,20 @@ def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
              f", plus beta = {call.beta:g} times whatever y's buffer held before the call "
              f"(torch.empty leaves it uninitialised, so the sum is garbage)")
 
-    cache: dict[str, np.ndarray] = {}
-
-    def value(label: str, spec: tuple[str, bool, str, bool]) -> np.ndarray:
-        if label not in cache:
-            p, tp, q, tq = spec
-            cache[label] = (mats[p].T if tp else mats[p]) @ (mats[q].T if tq else mats[q])
-        return cache[label]
-
     products = _products(mats)
+    value = {label: (mats[p].T if tp else mats[p]) @ (mats[q].T if tq else mats[q])
+             for label, (p, tp, q, tq), _ in products}
     compared: list[str] = []
     # 1. The whole buffer, read row-major, as one product laid out row-major.
     for label, spec, (r, c) in products:
         if r * c == out.size:
             compared.append(label)
-            if _rel(adjusted, value(label, spec).reshape(-1)) < _MATCH_TOL:
+            if _rel(adjusted, value[label].reshape(-1)) < _MATCH_TOL:
                 if label == "x @ W.T":
                     if scale or extra:
                         return f"{scale}y = x @ W.T{extra}"
                     return (f"y = x @ W.T, but with a relative error of "
-                            f"{_rel(adjusted, value(label, spec).reshape(-1)):.3g}, above the tolerance")
+                            f"{_rel(adjusted, value[label].reshape(-1)):.3g}, above the tolerance")
                 if label == "W @ x.T":
                     return (f"{scale}y's transpose: the buffer holds y.T = W @ x.T row-major "
                             f"({N} x {M}), which is y in column-major order; read row-major as "
@@ -379,11 +338,11 @@ def _identify(call: GemmCall, out: np.ndarray, prior: np.ndarray,
         if shape == (call.m, call.n):
             if label not in compared:
                 compared.append(label)
-            if _rel(np.asarray(cmat, dtype=np.float64), value(label, spec)) < _MATCH_TOL:
+            if _rel(cmat, value[label]) < _MATCH_TOL:
                 return (f"{scale}C = {_meaning(label, spec)} as a column-major {call.m} x "
                         f"{call.n} matrix with ldc = {call.ldc}, which is not y's row-major "
                         f"({M} x {N}) layout{extra}")
-    y = value("x @ W.T", ("x", False, "W", True)).reshape(-1)
+    y = value["x @ W.T"].reshape(-1)
     tried = ", ".join(compared) if compared else "no product of x and W fits"
     return (f"an unrelated product (rel. error {_rel(out64, y):.3g} against y; "
             f"compared with: {tried})")
@@ -397,43 +356,33 @@ def verify_linear_gemm(call: GemmCall, batch: int, in_features: int, out_feature
     if seed is None:
         seed = secrets.randbits(63)
     seed = _check_int("seed", seed, 0, 2**63 - 1)
-    violations = call.validate()
-    if violations:
-        return Verdict(False, math.nan, math.nan,
-                       "BLAS rejects the arguments: " + "; ".join(violations), seed)
     buffers = draw_linear_buffers(M, K, N, seed)
     try:
         out = run_colmajor_sgemm(call, buffers)
-    except BufferOverrunError as err:
+    except (BlasArgumentError, BufferOverrunError) as err:
         return Verdict(False, math.nan, math.nan, str(err).removeprefix("invalid: "), seed)
 
     mats = {"x": buffers["x"].astype(np.float64).reshape(M, K),
             "W": buffers["W"].astype(np.float64).reshape(N, K)}
     y = mats["x"] @ mats["W"].T
     got = out.astype(np.float64).reshape(M, N)
-    if np.all(np.isfinite(got)):
-        diff = np.abs(got - y)
-        rel, max_abs = _rel(got, y), float(diff.max())
-        # fp32's own bound on any order of summation: |fl(x.w) - x.w| <= gamma_K |x|.|w|,
-        # gamma_K = K u / (1 - K u), u = 2^-24. A sum that nearly cancels (one output of a
-        # few terms) can pass `tol` relative to |y| by rounding alone; a wrong call is far
-        # outside both.
-        u = 2.0 ** -24
-        gamma = K * u / (1 - K * u)
-        within_rounding = bool(np.all(diff <= gamma * (np.abs(mats["x"]) @ np.abs(mats["W"]).T)))
-    else:
-        rel = max_abs = math.inf
-        within_rounding = False
-    ok = rel < tol or within_rounding
+    if not np.all(np.isfinite(got)):
+        return Verdict(False, math.inf, math.inf, _identify(call, out, buffers["y"], mats, M, N), seed)
+    diff = np.abs(got - y)
+    rel, max_abs = _rel(got, y), float(diff.max())
+    # fp32's own bound on any order of summation: |fl(x.w) - x.w| <= gamma_K |x|.|w|, gamma_K =
+    # K u / (1 - K u), u = 2^-24. A sum that nearly cancels (one output of a few terms) can pass
+    # `tol` relative to |y| by rounding alone; a wrong call is far outside both.
+    gamma = K * 2.0 ** -24 / (1 - K * 2.0 ** -24)
+    ok = rel < tol or bool(np.all(diff <= gamma * (np.abs(mats["x"]) @ np.abs(mats["W"]).T)))
     computes = (f"y = x @ W.T, row-major ({M} x {N}): correct" if ok
                 else _identify(call, out, buffers["y"], mats, M, N))
     return Verdict(ok, rel, max_abs, computes, seed)
 
 
 def candidate_calls(batch: int, in_features: int, out_features: int) -> list[tuple[str, GemmCall]]:
-    """The calls one might try for ``y = x @ W.T``, each labelled: the derived call with beta = 1
-    on an output never written, then both operand orders times the four transpose pairs, the
-    shapes and leading dimensions read off the row-major tensors (the derived call among them)."""
+    """The calls one might try for ``y = x @ W.T``, labelled: the derived call with beta = 1, then
+    both operand orders times the four transpose pairs, sizes read off the row-major tensors."""
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     calls = [("beta = 1 on an output never written (torch.empty)",
               GemmCall("T", "N", m=N, n=M, k=K, lda=K, ldb=K, ldc=N, a="W", b="x", beta=1.0))]
@@ -469,10 +418,8 @@ def describe_call(call: GemmCall, correct: GemmCall) -> str:
 
 
 def wrong_calls_table(batch: int, in_features: int, out_features: int) -> pd.DataFrame:
-    """Every call of :func:`candidate_calls` and two more people try (x first with ``ldc = M``;
-    the derived call with only its transposes swapped), each run on a real column-major BLAS
-    (:func:`verify_linear_gemm`): what it changes against the derived call, the call, whether it
-    is right, and what it computes instead (found from its output, not written by hand)."""
+    """Every call of :func:`candidate_calls` and two more people try, each run on a real BLAS: what
+    it changes against the derived call, the call, whether it is right, and what it computes instead."""
 
     M, K, N = _check_linear_sizes(batch, in_features, out_features)
     right = derive_linear_gemm(M, K, N)
@@ -482,5 +429,5 @@ def wrong_calls_table(batch: int, in_features: int, out_features: int) -> pd.Dat
               if c not in tries]
     verdicts = [verify_linear_gemm(c, batch=M, in_features=K, out_features=N) for c in tries]
     return pd.DataFrame({"against the derived call": [describe_call(c, right) for c in tries],
-                         "call": [c.to_c().splitlines()[0] for c in tries],
+                         "call": [c.to_c() for c in tries],
                          "correct": [v.ok for v in verdicts], "what it computes": [v.computes for v in verdicts]})

@@ -1,17 +1,14 @@
-"""One notebook page's numbers and one ladder step as a reader needs it.
-
-A :class:`Page` takes its numbers from one device: on a GPU the one at hand, measured live;
-on a CPU the records of :func:`fusedkit.results.page_device`, each number labelled with its
-device and date. :meth:`Page.step` shows a step in one order: what the code changed (a short
-diff, the whole file folded), the prediction, one line of the counters that decide it, the
-measured time with its p10 and p90, and one line that says whether the prediction held, judged
-by the one noise rule (:func:`fusedkit.results.level`). Every number of a sentence comes from
-the records (:meth:`Page.say`), never typed into the prose.
+"""One notebook page's numbers and one ladder step as a reader needs it. A :class:`Page` takes its
+numbers from one device: on a GPU the one at hand, measured live; on a CPU the records of
+:func:`fusedkit.results.page_device`, each labelled with its device and date. Every number of a
+sentence comes from them (:meth:`Page.say`), never typed into the prose.
 """
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import math
 import string
 from dataclasses import dataclass
@@ -20,12 +17,13 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 import torch
 
-from fusedkit import ceilings, counters, hardware, present, results
+from fusedkit import ceilings, clocks, counters, hardware, present, records, results, source_view
+from fusedkit.device import time_ceilings
+from fusedkit.harness import measure
 from fusedkit.mode import Mode
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes, presets
 
-HELD = 0.10
-"""A predicted time holds when the measured median lies within this share of it."""
+HELD = 0.10   # a predicted time holds when the measured median lies within this share of it
 
 
 def small_sizes(problem: Problem) -> Sizes:
@@ -39,9 +37,8 @@ def short_sizes(sizes: Sizes | str) -> str:
 
 
 def lab_sizes(problem: Problem, sizes: Sizes, rows: int, device: str = "cpu") -> tuple[Sizes, str]:
-    """``sizes`` cut to at most ``rows`` rows of the batch (errors are per element), or, where
-    even those do not run on ``device``, KernelBench's other sizes at those rows; with one line
-    saying why they differ from ``sizes`` ("" when they do not)."""
+    """``sizes`` cut to at most ``rows`` rows of the batch (else KernelBench's other sizes at those
+    rows, where even those do not run on ``device``), and one line saying why ("" when unchanged)."""
     batch = problem.dims[0].name
     cut = problem.sizes(sizes, **{batch: min(problem.sizes(sizes)[batch], rows)})
     try:
@@ -83,7 +80,7 @@ class Rates:
 
     def floor_ms(self, precision: str) -> float:
         """The measured floor of a fused kernel in ``precision`` (:func:`ceilings.measured_floor`)."""
-        f = ceilings.measured_floor(self.problem, self.sizes, precision, self.frame) if len(self.frame) else None
+        f = ceilings.measured_floor(self.problem, self.sizes, precision, self.frame)
         return f.floor_ms if f is not None else math.nan
 
 
@@ -112,9 +109,8 @@ class Page:
     def __repr__(self) -> str:
         return self.label
 
-    # numbers ---------------------------------------------------------------------------------
     def row(self, slug: str) -> pd.Series | None:
-        hit = self.recorded[self.recorded["variant"] == slug] if not self.recorded.empty else self.recorded
+        hit = self.recorded[self.recorded["variant"] == slug]
         return hit.iloc[0] if len(hit) else None
 
     def t(self, slug: str, column: str = "median_ms") -> float:
@@ -127,9 +123,7 @@ class Page:
         on a GPU those measured here."""
         if self.mode.gpu:
             if self._live is None:
-                from fusedkit import records  # noqa: PLC0415
-
-                rows = ceilings.measure(records.RunContext.collect(), ceilings.gemm_shapes(self.problem, self.sizes))
+                rows = time_ceilings(records.RunContext.collect(), ceilings.gemm_shapes(self.problem, self.sizes))
                 self._live = Rates(self.problem, self.sizes, ceilings.ceilings_frame(pd.DataFrame(rows)))
             return self._live
         r = self.row(slug or "eager")
@@ -138,113 +132,89 @@ class Page:
         return Rates(self.problem, self.sizes, frame, run)
 
     def say(self, template: str, **values: Any) -> present.Markdown:
-        """Markdown whose ``{slug.field}`` are the page's recorded numbers, formatted (fields of
-        :class:`RowView`); other ``{names}`` come from ``values``. A missing number reads as a
-        dash and a note says so."""
+        """Markdown whose ``{slug.field}`` are the page's recorded numbers (:class:`RowView`), other
+        ``{names}`` from ``values``; a missing number reads as a dash, and a note says so."""
         missing: list[str] = []
         text = string.Formatter().vformat(template, (), _Numbers(self, values, missing))
         if missing:
             text += f"\n\n*(Not recorded on {present.device(self.device)}: {', '.join(dict.fromkeys(missing))}.)*"
         return present.Markdown(text)
 
-    # one step ------------------------------------------------------------------------------
     def step(self, slugs: str | Sequence[str], *, predict: Any = None, basis: str = "",
              against: str | None = None, counters: Sequence[str] = (), code: bool = True,
-             previous: str | None = None, names: Sequence[str] | None = None,
-             extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
-        """Show one step (or several variants of one file): the code it changed, the prediction
-        (``predict``: ms, or a function of the :class:`Rates` of the run it is held against; one
-        per slug as a mapping), the ``counters`` that decide it (:data:`COUNTER_FIELDS` keys) with
-        every counter folded, the measured time, and the verdict. ``against`` names the step a
-        predicted *change* is measured from: the verdict then asks whether the change is beyond
-        the spread of the two timings (:func:`fusedkit.results.level`)."""
+             previous: str | None = None, extra: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
+        """Show one step (or several variants of one file): the code it changed, the prediction (ms,
+        or a function of the :class:`Rates` it is held against; a mapping per slug), the ``counters``
+        that decide it, the measured time and the verdict; with ``against``, whether the predicted
+        *change* from that step is beyond the two timings' spread (:func:`fusedkit.results.level`)."""
         from IPython.display import HTML, display  # noqa: PLC0415
-        from fusedkit import source_view  # noqa: PLC0415
 
         slugs = [slugs] if isinstance(slugs, str) else list(slugs)
         unknown = [s for s in slugs if s not in self.problem.variants]
         if unknown:
             raise ValueError(f"slugs={unknown}: not variants of {self.problem.key}")
         if code and self.problem.variant(slugs[0]).source:
-            display(source_view.show_step(self.problem.key, slugs[0], previous, names=names, extra=extra))
+            display(source_view.show_step(self.problem.key, slugs[0], previous, extra=extra))
         lines = []
         for i, slug in enumerate(slugs):
             name = f"`{slug}`: " if len(slugs) > 1 else ""
-            measured = self._measure(slug, interpret=i == 0)
+            measured, row, text = self._measure(slug, interpret=i == 0)
             guess = predict.get(slug) if isinstance(predict, Mapping) else predict
-            ms = self._predicted(guess, measured)
+            ms = self._predicted(guess, slug)
             if ms is not None:
                 lines.append(f"{name}**Prediction:** {_ms_text(ms)}" + (f" ({basis})" if basis else ""))
             if counters:
                 lines.append(name + counter_line(self.problem, slug, counters, self.sizes))
-            lines.append(f"{name}**Measured:** {measured['text']}")
+            lines.append(f"{name}**Measured:** {text}")
             if ms is not None:
-                lines.append(f"{name}**Verdict:** " + self._verdict(ms, measured, against))
+                lines.append(f"{name}**Verdict:** " + self._verdict(ms, measured, row, against))
         display(present.Markdown("\n\n".join(lines)))
         if counters:
             folded = counter_tables(self.problem, slugs, self.sizes)
             if folded:
                 display(HTML(folded))
 
-    def _measure(self, slug: str, interpret: bool = True) -> dict[str, Any]:
-        """The time a step is held against: live on a GPU, else its recorded row; on a CPU a
-        Triton step is also checked live in the interpreter at small sizes (``interpret``: the
-        first variant of a kernel file only, the interpreter ignores the precision flags)."""
-        from fusedkit.harness import measure  # noqa: PLC0415 - the harness imports the kernels
-
+    def _measure(self, slug: str, interpret: bool = True) -> tuple[float, pd.Series | None, str]:
+        """(ms, row, text) of the time a step is held against: live on a GPU, else its recorded row; on a
+        CPU the first variant of a Triton file is also checked in the interpreter at small sizes."""
         v = self.problem.variant(slug)
-        out: dict[str, Any] = {"ms": math.nan, "row": None}
         if self.mode.gpu:
             m = measure(self.problem, v, self.sizes, device="cuda")
             if not m.ok:
-                out["text"] = f"not measured here: {m.failure}"
-                return out
+                return math.nan, None, f"not measured here: {m.failure}"
             row = pd.Series(m.row())
-            out.update(ms=m.timing.median_ms, row=row, text=_timing_text(row, f"live on {self.device}"))
-            return out
-        r = self.row(slug)
+            return m.timing.median_ms, row, _timing_text(row, f"live on {self.device}")
         live = ""
         if v.triton and interpret:
             small = small_sizes(self.problem)
             m = measure(self.problem, v, small, device="cpu", time_it=False, seeds=1)
             live = (f"; in Triton's CPU interpreter at {short_sizes(small)}: "
                     + (f"{m.tier or 'logic right'}" if m.ok else ("not run: " if m.skipped else "FAILED: ") + m.failure))
+        r = self.row(slug)
         if r is None:
-            out["text"] = f"not recorded on {present.device(self.device)} at {short_sizes(self.sizes)}{live}"
-            return out
-        out.update(ms=float(r["median_ms"]), row=r, text=_timing_text(r, results.run_short_label(r)) + live)
-        return out
+            return math.nan, None, f"not recorded on {present.device(self.device)} at {short_sizes(self.sizes)}{live}"
+        return float(r["median_ms"]), r, _timing_text(r, results.run_short_label(r)) + live
 
-    def _predicted(self, guess: Any, measured: Mapping[str, Any]) -> float | None:
+    def _predicted(self, guess: Any, slug: str) -> float | None:
         if guess is None:
             return None
-        if callable(guess):
-            row = measured["row"]
-            rates = self.rates() if self.mode.gpu else Rates(
-                self.problem, self.sizes, ceilings.for_problem(self.problem, ceilings.of_run(
-                    str(row["run_id"]) if row is not None else "", ceilings=self._ceilings), self.sizes))
-            guess = guess(rates)
-        ms = float(guess)
+        ms = float(guess(self.rates(slug)) if callable(guess) else guess)
         return ms if math.isfinite(ms) and ms > 0 else None
 
-    def _verdict(self, predicted: float, measured: Mapping[str, Any], against: str | None) -> str:
-        ms, row = measured["ms"], measured["row"]
+    def _verdict(self, predicted: float, ms: float, row: pd.Series | None, against: str | None) -> str:
         if not math.isfinite(ms):
             return "nothing measured to hold it against."
         if against is None:
             ratio = ms / predicted
-            held = abs(ratio - 1) <= HELD
-            return (f"measured {ratio:.2f}x the prediction: " +
-                    ("**held** (within ±10%)." if held else "**missed**."))
+            return f"measured {ratio:.2f}x the prediction: " + (
+                f"**held** (within ±{HELD:.0%})." if abs(ratio - 1) <= HELD else "**missed**.")
         base = self.row(against)
         if base is None or row is None:
             return f"no recorded `{against}` to measure the change from."
         change, told = ms - float(base["median_ms"]), predicted - float(base["median_ms"])
-        same = row.get("run_id") == base.get("run_id")
-        where = "" if same else " (another run)"
-        spread = results.level(row, base)
+        where = "" if row.get("run_id") == base.get("run_id") else " (another run)"
         said = f"predicted {present.ms_diff(told)} ms against `{against}`{where}, measured {present.ms_diff(change)} ms"
-        if spread:
+        if results.level(row, base):
             return f"{said}: **no measurable change**, the two p10–p90 ranges overlap."
         if (told > 0) != (change > 0):
             return f"{said}: **the sign was wrong**."
@@ -282,14 +252,16 @@ COUNTER_FIELDS = {
 """Counter keys a step names: (column of ``data/counters.csv``, format, what it is)."""
 
 
-def counter_summary(problem: Problem, slug: str, sizes: Sizes | None = None) -> dict[str, Any] | None:
-    """The newest recorded counters of ``slug`` reduced to its main kernel (the longest launch)
-    and the call's totals (``launches``, ``total_us``, ``kernel``, ``label``, ``timestamp``);
-    a share above 100% (Nsight's L2 hit rate of short kernels can read so) is left out, NaN.
-    None when none are recorded (at ``sizes``, else at the defaults)."""
+def _step_counters(problem: Problem, slug: str, sizes: Sizes | None) -> pd.DataFrame:
+    """The newest counters of ``slug`` at ``sizes``, else at the defaults."""
     raw = counters.step_counters(problem, slug, sizes)
-    if raw.empty and sizes is not None:
-        raw = counters.step_counters(problem, slug)
+    return raw if not raw.empty or sizes is None else counters.step_counters(problem, slug)
+
+
+def counter_summary(problem: Problem, slug: str, sizes: Sizes | None = None) -> dict[str, Any] | None:
+    """The newest counters of ``slug`` (at ``sizes``, else the defaults) of its main kernel, the
+    longest launch, and the call's totals; a share above 100% (Nsight can say so) NaN; None if none."""
+    raw = _step_counters(problem, slug, sizes)
     if raw.empty:
         return None
     main = raw.loc[raw["duration_us"].fillna(0.0).idxmax()]
@@ -324,20 +296,14 @@ def counter_line(problem: Problem, slug: str, keys: Sequence[str], sizes: Sizes 
 
 def counter_tables(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None) -> str:
     """Every counter of ``slugs``, one row per launch, as HTML folded in a ``<details>``."""
-    frames = []
-    for slug in slugs:
-        raw = counters.step_counters(problem, slug, sizes)
-        raw = raw if not raw.empty else counters.step_counters(problem, slug)
-        if not raw.empty:
-            view = raw.assign(variant=slug, kernel=[counters.short_kernel(str(k)) for k in raw["kernel"]])
-            for c in [c for c in counters.COUNTER_COLUMNS if c.endswith("_pct")]:
-                view[c] = view[c].where(view[c] <= 100)
-            frames.append(view)
+    frames = [raw.assign(variant=slug, kernel=[counters.short_kernel(str(k)) for k in raw["kernel"]])
+              for slug in slugs if not (raw := _step_counters(problem, slug, sizes)).empty]
     if not frames:
         return ""
     df = pd.concat(frames, ignore_index=True)
-    cols = ["variant", "launch", "kernel", *counters.COUNTER_COLUMNS] if len(slugs) > 1 else \
-           ["launch", "kernel", *counters.COUNTER_COLUMNS]
+    pct = [c for c in counters.COUNTER_COLUMNS if c.endswith("_pct")]
+    df[pct] = df[pct].where(df[pct] <= 100)
+    cols = ["variant"] * (len(slugs) > 1) + ["launch", "kernel", *counters.COUNTER_COLUMNS]
     table = present.table(df[cols]).to_html()
     return (f"<details><summary>Every counter, one row per launch of one call (Nsight Compute; a "
             f"share Nsight reported above 100% is left out)</summary><div style='overflow-x:auto'>"
@@ -368,8 +334,8 @@ class RowView:
             value, unit = c.get(col, math.nan), ""
         elif key in self.FIELDS:
             col, fmt, unit = self.FIELDS[key]
-            value = self._page.t(self._slug, col) if col != "tier" else (
-                self._page.row(self._slug)["tier"] if self._page.row(self._slug) is not None else math.nan)
+            row = self._page.row(self._slug)
+            value = row[col] if row is not None else math.nan
         else:
             raise AttributeError(f"{key!r}: a step offers {', '.join(self.FIELDS)} and the counters "
                                  f"{', '.join(COUNTER_FIELDS)}")
@@ -396,9 +362,6 @@ def details(summary: str, body: Any) -> Any:
     from IPython.display import HTML  # noqa: PLC0415
 
     if hasattr(body, "savefig"):
-        import base64  # noqa: PLC0415
-        import io  # noqa: PLC0415
-
         import matplotlib.pyplot as plt  # noqa: PLC0415
 
         buf = io.BytesIO()
@@ -414,21 +377,14 @@ def details(summary: str, body: Any) -> Any:
 
 # -- the clock over each timed loop --------------------------------------------------------------
 
-def clock_table(page: Page, slugs: Sequence[str], ceilings_of: Sequence[str] = ("fp16",)) -> pd.DataFrame:
-    """The one clocks computation: for cuBLAS's ceilings of ``ceilings_of`` in the page's eager
-    run and for each of ``slugs``, the SM clock over exactly its timed loop
-    (:func:`fusedkit.clocks.over_window`), its share of the datasheet's rate, and that share
-    against the rate at its own clock (the datasheet's scaled by that clock over the clock the
-    datasheet's rate implies). A dash where a row has no timing window."""
-    from fusedkit import clocks  # noqa: PLC0415 - clocks reads the records too
-
+def clock_table(page: Page, slugs: Sequence[str]) -> pd.DataFrame:
+    """The one clocks computation: for cuBLAS's fp16 ceiling in the page's eager run and each of
+    ``slugs``, the SM clock over its timed loop (:func:`fusedkit.clocks.over_window`), its share of
+    the datasheet's rate, and that share at its own clock; a dash where a row has no timing window."""
     readings, rec = clocks.read_clocks(), results.clean_rows(results._read(None))
-    run, rows = page.rates().run_id, []
-    for ops in ceilings_of:
-        hit = rec[(rec["run_id"] == run) & (rec["variant"] == f"{ceilings.GEMM_PREFIX}{ops}")]
-        if len(hit):
-            rows.append((f"cuBLAS {ops} (ceiling)", hit.iloc[-1], ops,
-                         float(hit.iloc[-1]["tflops"]) / page.gpu.peak_tflops(ops)))
+    hit = rec[(rec["run_id"] == page.rates().run_id) & (rec["variant"] == f"{ceilings.GEMM_PREFIX}fp16")]
+    share = float(hit["tflops"].iloc[-1]) / page.gpu.peak_tflops("fp16") if len(hit) else math.nan
+    rows = [("cuBLAS fp16 (ceiling)", hit.iloc[-1], "fp16", share)] if len(hit) else []
     for slug in slugs:
         r = page.row(slug)
         if r is not None:

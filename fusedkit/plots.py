@@ -1,7 +1,5 @@
-"""The figures the notebooks draw. Each names the device and the source of its numbers in its title;
-its key sits outside the axes it explains (the roofline's in its empty corner), and it draws without
-a warning (tests/test_plot_warnings.py). A figure that closes itself is shown where a cell displays
-it.
+"""The figures the notebooks draw. Each names its device and the source of its numbers in its title,
+keeps its key outside the axes it explains, and draws without a warning (tests/test_plot_warnings.py).
 """
 
 from __future__ import annotations
@@ -9,15 +7,16 @@ from __future__ import annotations
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 from matplotlib.transforms import Bbox
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from fusedkit import present
+from fusedkit import hopper_layout as hl, present
 from fusedkit.hardware import GpuSpec
 from fusedkit.problems import Problem, Sizes
-from fusedkit.roofline import fused_floor, ridge_point, stage_floor
+from fusedkit.roofline import Floor, fused_floor, ridge_point, stage_floor
 
 sns.set_theme(style="whitegrid", context="notebook")
 
@@ -34,31 +33,33 @@ def _legend_below(fig: plt.Figure, handles: Sequence[object], labels: Sequence[s
     fig.tight_layout(rect=(0, min(height + 0.01, 0.6), 1, top))
 
 
+def _log_axes(ax: plt.Axes, xlabel: str, ylabel: str, base: int = 2) -> None:
+    ax.set_xscale("log", base=base)
+    ax.set_yscale("log")
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+
+
 def roofline_points(problem: Problem, sizes: Sizes, gpu: GpuSpec,
                     precision: str = "fp32") -> pd.DataFrame:
     """One point per stage and one for the fused whole, at the best rate the roofline allows: label,
     intensity (FLOP/B), tflops, floor_ms, kind."""
-    rows = []
-    for s in problem.stages(sizes):
-        f = stage_floor(s, gpu, precision)
-        rows.append({"label": s.name, "intensity": f.intensity,
-                     "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12,
-                     "floor_ms": f.floor_ms, "kind": "stage (unfused)"})
-    f = fused_floor(problem, sizes, gpu, precision)
-    rows.append({"label": "fused: " + problem.title, "intensity": f.intensity,
-                 "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12, "floor_ms": f.floor_ms,
-                 "kind": "fused"})
-    return pd.DataFrame(rows)
+    def point(label: str, f: Floor, kind: str) -> dict:
+        return {"label": label, "intensity": f.intensity, "tflops": f.flops / (f.floor_ms * 1e-3) / 1e12,
+                "floor_ms": f.floor_ms, "kind": kind}
+
+    rows = [point(s.name, stage_floor(s, gpu, precision), "stage (unfused)") for s in problem.stages(sizes)]
+    fused = fused_floor(problem, sizes, gpu, precision)
+    return pd.DataFrame([*rows, point("fused: " + problem.title, fused, "fused")])
 
 
 def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
                    precisions: Sequence[str] = ("fp32", "tf32", "bf16"),
-                   title: str = "", ax: plt.Axes | None = None) -> plt.Figure:
+                   title: str = "") -> plt.Figure:
     """Log-log roofline of ``gpu``: the memory roof, one compute roof per precision, and ``points``
     (label, intensity, tflops, optional kind)."""
     if points.empty:
         raise ValueError("points is empty: nothing to place on the roofline")
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(8.5, 5.2))
+    fig, ax = plt.subplots(figsize=(8.5, 5.2))
     lo = min(0.05, points["intensity"].min() / 2)
     hi = max(5e3, points["intensity"].max() * 2)
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
@@ -67,18 +68,13 @@ def roofline_chart(gpu: GpuSpec, points: pd.DataFrame, *,
         peak = gpu.peak_tflops(p)
         ax.plot(x, np.minimum(peak, bw * x / 1e12), color=_ROOF_COLOURS.get(p, "grey"),
                 lw=2, label=f"{p} roof: {peak:.0f} TFLOP/s")
-        ridge = peak * 1e12 / bw
-        ax.axvline(ridge, color=_ROOF_COLOURS.get(p, "grey"), ls=":", lw=1)
-    kinds = points["kind"] if "kind" in points else pd.Series(["point"] * len(points))
-    markers = dict(zip(sorted(kinds.unique()), "osD^v<>"))
-    pts = points.assign(kind=list(kinds))
+        ax.axvline(peak * 1e12 / bw, color=_ROOF_COLOURS.get(p, "grey"), ls=":", lw=1)   # the ridge
+    pts = points if "kind" in points else points.assign(kind="point")
+    markers = dict(zip(sorted(pts["kind"].unique()), "osD^v<>"))
     for _, r in pts.iterrows():
         ax.scatter(r["intensity"], r["tflops"], s=60, marker=markers[r["kind"]], zorder=5,
                    color="black" if r["kind"] != "measured" else "#c44e52")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of device memory)")
-    ax.set_ylabel("TFLOP/s")
+    _log_axes(ax, "arithmetic intensity (FLOP per byte of device memory)", "TFLOP/s", base=10)
     src = "measured ceilings" if gpu.measured else "datasheet ceilings"
     ax.set_title(title or f"Roofline on {gpu.name} ({src}, memory {gpu.mem_gbps:.0f} GB/s)")
     legend = ax.legend(loc="upper left", fontsize=8)
@@ -145,29 +141,23 @@ def _place_numbers(ax: plt.Axes, merged: pd.DataFrame, avoid: Sequence[object] =
         numbers.append((text.get_window_extent(renderer), rate))
 
 
-def variant_bars(df: pd.DataFrame, *, time_col: str = "median_ms", label_col: str = "variant",
-                 baseline: str = "eager", title: str = "") -> plt.Figure:
-    """Horizontal bars of each variant's time, eager's bar marked, each labelled with its speed-up
-    over eager in its own run."""
-    if df.empty:
-        raise ValueError("df is empty: no variants to plot")
-    if baseline not in set(df[label_col]):
-        raise ValueError(f"baseline={baseline!r} is not among the variants: {', '.join(df[label_col])}")
-    base = float(df.loc[df[label_col] == baseline, time_col].iloc[0])
-    d = df.sort_values(time_col, ascending=False).reset_index(drop=True)
-    speedups = d["speedup"] if "speedup" in d else base / d[time_col]
+def variant_bars(df: pd.DataFrame, *, title: str = "") -> plt.Figure:
+    """Horizontal bars of each variant's ``median_ms`` (p10 to p90 whiskered where given), coloured
+    by tier where given, each labelled with its ``speedup`` over eager in its own run."""
+    if df.empty or "speedup" not in df:
+        raise ValueError("df needs rows with variant, median_ms and speedup (results.add_speedup)")
+    d = df.sort_values("median_ms", ascending=False).reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(d) + 1.6))
     hue = "tier" if "tier" in d else None
-    sns.barplot(data=d, y=label_col, x=time_col, hue=hue, dodge=False, ax=ax, orient="h")
+    sns.barplot(data=d, y="variant", x="median_ms", hue=hue, dodge=False, ax=ax, orient="h")
     if {"p10_ms", "p90_ms"} <= set(d.columns):
-        ax.errorbar(d[time_col], range(len(d)),
-                    xerr=[d[time_col] - d["p10_ms"], d["p90_ms"] - d[time_col]],
+        ax.errorbar(d["median_ms"], range(len(d)), xerr=[d["median_ms"] - d["p10_ms"], d["p90_ms"] - d["median_ms"]],
                     fmt="none", ecolor="black", capsize=3, lw=1)
-    for i, (t, x) in enumerate(zip(d[time_col], speedups)):
+    for i, (t, x) in enumerate(zip(d["median_ms"], d["speedup"])):
         ax.text(t, i, f"  {present.ms(t)} ms, {present.speedup(x)}", va="center", fontsize=8)
     ax.set_xlabel("median time (ms, lower is better)")
     ax.set_ylabel("")
-    ax.set_xlim(0, d[time_col].max() * 1.35)
+    ax.set_xlim(0, d["median_ms"].max() * 1.35)
     if hue is not None:   # the tiers' key above the bars, under the title, not over the bars
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(len(ax.get_legend_handles_labels()[1]), 1),
                   fontsize=8, frameon=False, title=None)
@@ -203,17 +193,13 @@ def ridge_crossing(problem: Problem, sizes: Sizes, dim: str, gpu: GpuSpec,
 
 
 def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
-                values: Sequence[int] | None = None, precisions: Sequence[str] = ("fp32", "fp16x3"),
-                title: str = "") -> plt.Figure:
+                precisions: Sequence[str] = ("fp32", "fp16x3"), title: str = "") -> plt.Figure:
     """The floors of a fused kernel against ``dim``, log-log: the memory floor and one compute floor
     per precision, each ridge crossing dashed."""
     if dim not in {d.name for d in problem.dims}:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: "
                          f"{', '.join(d.name for d in problem.dims)}")
-    top = max(problem.defaults[dim], 1024)
-    values = list(values) if values is not None else [2**i for i in range(int(np.log2(top)) + 1)]
-    if not values or min(values) < 1:
-        raise ValueError(f"values={values!r}: sizes of {dim}, integers >= 1")
+    values = [2**i for i in range(int(np.log2(max(problem.defaults[dim], 1024))) + 1)]
     base = problem.defaults
     fig, ax = plt.subplots(figsize=(8.2, 4.6))
     memory = [fused_floor(problem, {**base, dim: v}, gpu, precisions[0]).memory_ms for v in values]
@@ -228,10 +214,7 @@ def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
             ax.axvline(cross, color=colour, ls="--", lw=1)
             ax.annotate(f"{prec} ridge\n{dim} = {cross:.0f}", (cross, 0.98), xycoords=("data", "axes fraction"),
                         xytext=(3, 0), textcoords="offset points", va="top", fontsize=8, color=colour)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(dim)
-    ax.set_ylabel("floor (ms)")
+    _log_axes(ax, dim, "floor (ms)")
     src = "measured" if gpu.measured else "datasheet"
     ax.set_title(title or f"{problem.key}: what binds a fused kernel as {dim} grows ({gpu.name}, {src} rates)",
                  fontsize=10)
@@ -240,11 +223,9 @@ def floor_chart(problem: Problem, gpu: GpuSpec, *, dim: str = "batch_size",
     return fig
 
 
-def step_colours(problem: Problem, slugs: Sequence[str] | None = None
-                 ) -> dict[str, tuple[float, float, float]]:
-    """One colour per step of ``problem`` (or ``slugs``), the same in every figure."""
-    slugs = [s for s in (slugs if slugs is not None else [v.slug for v in problem.ladder()])
-             if s != "eager"]
+def step_colours(problem: Problem, slugs: Sequence[str]) -> dict[str, tuple[float, float, float]]:
+    """One colour per step of ``slugs``, eager grey."""
+    slugs = [s for s in slugs if s != "eager"]
     unknown = [s for s in slugs if s not in problem.variants]
     if unknown:
         raise ValueError(f"slugs {', '.join(unknown)} are not steps of {problem.key}")
@@ -253,8 +234,7 @@ def step_colours(problem: Problem, slugs: Sequence[str] | None = None
 
 
 def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
-                 variants: Sequence[str] | None = None, title: str = "", ax: plt.Axes | None = None
-                 ) -> plt.Figure:
+                 variants: Sequence[str] | None = None, title: str = "") -> plt.Figure:
     """Time against ``dim`` for each variant over recorded sweeps: the newest sweep's medians as a
     line with p10 to p90 shaded, every older sweep's median as a ring."""
     need = {"variant", dim, "median_ms", "p10_ms", "p90_ms", "run_id", "timestamp"}
@@ -265,8 +245,7 @@ def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
                          "build it with results.every_sweep")
     variants = list(variants) if variants is not None else list(dict.fromkeys(sweeps["variant"]))
     colours = step_colours(problem, variants)
-    own = ax is None
-    fig, ax = plt.subplots(figsize=(8.2, 4.8)) if own else (ax.figure, ax)
+    fig, ax = plt.subplots(figsize=(8.2, 4.8))
     newest = sweeps.sort_values("timestamp")["run_id"].iloc[-1]
     for v in variants:
         rows = sweeps[sweeps["variant"] == v]
@@ -282,18 +261,12 @@ def spread_chart(sweeps: pd.DataFrame, dim: str, *, problem: Problem,
         if not older.empty:
             ax.scatter(older[dim], older["median_ms"], s=22, facecolors="none", edgecolors=[colour],
                        lw=1, label=None if not last.empty else label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(dim)
-    ax.set_ylabel("time (ms, lower is better)")
+    _log_axes(ax, dim, "time (ms, lower is better)")
     ax.set_title(title or f"{problem.key}: the newest sweep (line, p10 to p90 shaded) and the older ones (rings)",
                  fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
-    if own:   # the key under the axes; in a panel of a larger figure, right of its axes
-        _legend_below(fig, handles, labels, ncol=min(3, max(len(labels), 1)))
-        plt.close(fig)
-    else:
-        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _legend_below(fig, handles, labels, ncol=min(3, max(len(labels), 1)))
+    plt.close(fig)
     return fig
 
 
@@ -328,10 +301,7 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
                         color=ROLE_COLOURS["routed"])
         for r in problem.variant(slug).routes[:-1]:
             ax.axvline(r.max_rows + 0.5, color="black", ls=":", lw=0.8)   # up to max_rows: left
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(dim)
-        ax.set_ylabel("time (ms, p10 to p90 as bars)")
+        _log_axes(ax, dim, "time (ms, p10 to p90 as bars)")
         ax.set_title(f"{problem.key}: step {problem.variant(slug).number} and where it routes", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -349,9 +319,8 @@ def route_chart(panels: Sequence[tuple[Problem, str, pd.DataFrame]], dim: str = 
     return fig
 
 
-def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: Sequence[str], *,
-                 gap_pt: float = 9.0, fontsize: float = 7) -> None:
-    """Label scattered points, each label moved off the others' boxes."""
+def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: Sequence[str]) -> None:
+    """Label scattered points, each label at least 9 points above the one below it."""
     if not (len(x) == len(y) == len(labels)):
         raise ValueError(f"x, y and labels must have one entry per point; got {len(x)}, {len(y)}, {len(labels)}")
     if not len(labels):
@@ -361,15 +330,13 @@ def label_points(ax: plt.Axes, x: Sequence[float], y: Sequence[float], labels: S
     placed = -np.inf
     for i in np.argsort(pts[:, 1]):
         here = pts[i, 1] * to_pt
-        at = max(here - 3.0, placed + gap_pt)
+        at = max(here - 3.0, placed + 9.0)
         placed = at
         moved = at - (here - 3.0) > 1.0
         ax.annotate(labels[i], (x[i], y[i]), xytext=(6, at - here), textcoords="offset points",
-                    fontsize=fontsize, va="bottom", bbox={"fc": "white", "ec": "none", "alpha": 0.75, "pad": 0.4},
+                    fontsize=7, va="bottom", bbox={"fc": "white", "ec": "none", "alpha": 0.75, "pad": 0.4},
                     arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"} if moved else None)
 
-
-# -- results at a glance: the best per tier, runs compared, sweeps side by side ----------------
 
 def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
     """Run to run: one row per variant, one dot per run against the variant's median over runs (%),
@@ -407,19 +374,12 @@ def run_spread_chart(spread: pd.DataFrame, *, title: str = "") -> plt.Figure:
     return fig
 
 
-STALL_REASONS = {
-    "long_sb": "long scoreboard (global memory, mbarrier)",
-    "barrier": "barrier (wgmma wait)",
-    "wait": "fixed latency",
-    "selected": "nothing: issuing",
-    "not_selected": "another warp issued",
-    "dispatch": "dispatch",
-    "mio": "MIO queue (shared memory, wgmma issue)",
-    "short_sb": "short scoreboard (SFU, shared memory)",
-    "math": "a math pipe",
-    "branch_resolving": "a branch",
-    "lg": "global-memory queue",
-}
+STALL_REASONS = {   # ncu's stall reasons, as the key names them
+    "long_sb": "long scoreboard (global memory, mbarrier)", "barrier": "barrier (wgmma wait)",
+    "wait": "fixed latency", "selected": "nothing: issuing", "not_selected": "another warp issued",
+    "dispatch": "dispatch", "mio": "MIO queue (shared memory, wgmma issue)",
+    "short_sb": "short scoreboard (SFU, shared memory)", "math": "a math pipe",
+    "branch_resolving": "a branch", "lg": "global-memory queue"}
 
 
 def stall_chart(regions: dict[str, pd.DataFrame], *, reasons: int = 6, title: str = "") -> plt.Figure:
@@ -466,10 +426,6 @@ def _cell_grid(ax: plt.Axes, rows: int, cols: int) -> None:
 def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
     """The 128-byte swizzle atom: 8 rows of 8 16-byte chunks as the kernel means them and as TMA
     stores them, chunk ``highlight`` marked."""
-    from matplotlib.patches import Rectangle  # noqa: PLC0415
-
-    from fusedkit import hopper_layout as hl  # noqa: PLC0415
-
     highlight = hl._check_int("highlight", highlight, 0, hl.CHUNKS)
     stored = hl.swizzle_atom()
     logical = np.tile(np.arange(hl.CHUNKS), (hl.ATOM_ROWS, 1))
@@ -504,15 +460,10 @@ def swizzle_atom_figure(highlight: int = 2) -> plt.Figure:
     return fig
 
 
-def accumulator_fragment_figure(cols: int = 16, n: int = 128) -> plt.Figure:
-    """The fp32 accumulator of wgmma m64nNk16: the thread and register holding each element of the
-    first ``cols`` columns, coloured by warp."""
-    from fusedkit import hopper_layout as hl  # noqa: PLC0415
-
-    n = hl._check_n(n)
-    cols = hl._check_int("cols", cols, 8, n + 1)
-    if cols % 8:
-        raise ValueError(f"cols={cols}: show whole 8-column slabs (a multiple of 8 up to n={n})")
+def accumulator_fragment_figure() -> plt.Figure:
+    """The fp32 accumulator of wgmma m64n128k16: the thread and register holding each element of the
+    first 16 columns (two 8-column slabs), coloured by warp."""
+    cols, n = 16, 128
     warp_colours = sns.color_palette("pastel", 4)
     dark = sns.color_palette("muted", 4)
     fig, ax = plt.subplots(figsize=(8.2, 12.5))

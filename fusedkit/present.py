@@ -7,9 +7,10 @@ missing value is an en dash, never ``nan``. :func:`format_frame` applies the rul
 
 from __future__ import annotations
 
+import html
 import math
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
@@ -37,38 +38,22 @@ def _num(spec: str, suffix: str = "") -> Callable[[Any], str]:
     return fmt
 
 
-ms = _num(".3f")
-"""Milliseconds: ``2.724``."""
-us = _num(".1f")
-"""Microseconds: ``28.8``."""
-tflops = _num(".1f")
-"""TFLOP/s: ``157.7``."""
-pct = _num(".0f", "%")
-"""A share in percent (the value is already in percent): ``75%``."""
-err = _num(".1e")
-"""A relative or absolute error: ``1.6e-06``."""
-speedup = _num(".2f", "x")
-"""A ratio of times: ``3.12x``."""
-gbps = _num(".0f")
-"""GB/s: ``3174``."""
-mb = _num(".0f")
-"""Megabytes (or KB, GiB: any size shown as an integer): ``67``."""
-gb = _num(".2f")
-"""Gigabytes moved, as a profiler counts them: ``1.07``."""
-count = _num(".0f")
-"""An integer count (a step number, registers, a launch's grid)."""
-ratio = _num(".1f")
-"""A ratio of two counts (sectors per request): ``4.0``."""
+ms = _num(".3f")              # milliseconds: 2.724
+us = _num(".1f")              # microseconds: 28.8
+tflops = _num(".1f")          # TFLOP/s: 157.7
+pct = _num(".0f", "%")        # a share already in percent: 75%
+err = _num(".1e")             # a relative or absolute error: 1.6e-06
+speedup = _num(".2f", "x")    # a ratio of times: 3.12x
+gbps = _num(".0f")            # GB/s: 3174
+mb = _num(".0f")              # megabytes (or KB, GiB: any size shown as an integer): 67
+gb = _num(".2f")              # gigabytes moved, as a profiler counts them: 1.07
+count = _num(".0f")           # an integer count (a step number, registers, a launch's grid)
+ratio = _num(".1f")           # a ratio of two counts (sectors per request): 4.0
 
 
 def ms_diff(value: Any) -> str:
     """A difference of times, signed: ``+0.018``."""
     return MISSING if _missing(value) else f"{float(value):+.3f}"
-
-
-def us_diff(ms: Any) -> str:
-    """A small difference of times given in ms, signed, in µs: ``-0.4`` for -0.0004 ms."""
-    return MISSING if _missing(ms) else f"{1e3 * float(ms):+.1f}"
 
 
 def sizes(value: Any) -> str:
@@ -92,28 +77,17 @@ def share(fraction: Any) -> str:
     return MISSING if _missing(fraction) else pct(100.0 * float(fraction))
 
 
-# Column name -> formatter. Names as the notebooks' tables spell them (results.ladder_table,
-# lesson.run_step) and as data/records.csv and data/counters.csv spell them.
+# Column name -> formatter. Names as the notebooks' tables spell them (results.ladder_table)
+# and as data/records.csv and data/counters.csv spell them.
 COLUMN_FORMATS: dict[str, Callable[[Any], str]] = {
     "ms": ms, "median_ms": ms, "p10_ms": ms, "p90_ms": ms, "floor ms": ms, "floor_ms": ms,
-    "µs": us, "us": us, "duration_us": us, "duration µs": us,
-    "TFLOP/s": tflops, "tflops": tflops,
-    "% of floor": pct, "pct_of_floor": pct,
-    "% of measured": pct, "pct_of_measured": pct,
-    "rel. error": err, "rel_error": err, "max_abs_error": err, "max abs error": err,
-    "speedup": speedup, "speed-up": speedup,
-    "GB/s": gbps, "gbps": gbps,
-    "call memory MB": mb, "peak_mem_mb": mb, "MB": mb,
-    "step": count, "launch": count, "registers": count, "grid": count, "block": count,
-    "repeats": count,
+    "µs": us, "duration_us": us, "TFLOP/s": tflops, "tflops": tflops, "% of floor": pct, "pct_of_floor": pct,
+    "% of measured": pct, "pct_of_measured": pct, "rel. error": err, "rel_error": err, "max_abs_error": err,
+    "speedup": speedup, "GB/s": gbps, "gbps": gbps, "peak_mem_mb": mb, "MB": mb,
+    "step": count, "launch": count, "registers": count, "grid": count, "block": count, "repeats": count,
     "sm_pct": pct, "tensor_pct": pct, "fma_pct": pct, "dram_pct": pct, "occupancy_pct": pct,
-    "l2_hit_pct": pct, "SM %": pct, "tensor %": pct, "FMA %": pct, "DRAM %": pct,
-    "occupancy %": pct, "L2 hit %": pct,
-    "dram_gb": gb, "DRAM GB": gb,
-    "smem_kb": mb, "smem KB": mb, "local_bytes": count, "local bytes": count,
-    "gld_sectors_per_request": ratio, "sectors/request": ratio, "l1_hit_pct": pct, "L1 hit %": pct,
-    "l2_l1_gb": gb, "L2→L1 GB": gb, "smem_ld_conflicts": count, "smem ld conflicts": count,
-    "smem_st_conflicts": count, "smem st conflicts": count,
+    "l2_hit_pct": pct, "l1_hit_pct": pct, "dram_gb": gb, "l2_l1_gb": gb, "smem_kb": mb, "local_bytes": count,
+    "gld_sectors_per_request": ratio, "smem_ld_conflicts": count, "smem_st_conflicts": count,
     # the by-batch checks (fusedkit.results.route_check, route_rule)
     "eager_ms": ms, "routed_ms": ms, "routed_p10_ms": ms, "routed_p90_ms": ms,
     "routed_speedup": speedup, "routed_step": count, "sizes": sizes, "device": device,
@@ -123,28 +97,14 @@ TEXT_FORMATS = {"sizes", "device"}
 
 
 def formatter(column: str) -> Callable[[Any], str] | None:
-    """The formatter for a column name, or None for text columns."""
-    if column in COLUMN_FORMATS:
-        return COLUMN_FORMATS[column]
-    if re.fullmatch(r"ms_at_\d+", column):
-        return ms
-    return None
-
-
-def fmt(column: str, value: Any) -> str:
-    """One value formatted as its column is (text columns as they are)."""
-    f = formatter(column)
-    if f is not None:
-        return f(value)
-    return MISSING if _missing(value) else str(value)
+    """The formatter for a column name (``ms_at_<rows>`` too), or None for an unknown column."""
+    return COLUMN_FORMATS.get(column) or (ms if re.fullmatch(r"ms_at_\d+", column) else None)
 
 
 def format_frame(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]] | None = None
                  ) -> pd.DataFrame:
-    """``df`` with every known column written as text by the rules above (``step`` as an
-    integer, never ``0.000000``); the values of unknown columns are left as they are, except
-    that a missing value in any column becomes an en dash (never ``nan``). ``formats`` adds or
-    overrides formatters by column name."""
+    """``df`` with every known column written as text by the rules above, other columns as they
+    are but for a missing value, an en dash; ``formats`` adds or overrides formatters by column."""
     out = df.copy()
     extra = dict(formats or {})
     for col in out.columns:
@@ -155,7 +115,7 @@ def format_frame(df: pd.DataFrame, formats: Mapping[str, Callable[[Any], str]] |
             out[col] = pd.Series([MISSING if _missing(v) else v for v in out[col]], index=out.index,
                                  dtype=object)
     if out.index.name in COLUMN_FORMATS:
-        out.index = pd.Index([fmt(out.index.name, v) for v in out.index], name=out.index.name)
+        out.index = pd.Index([COLUMN_FORMATS[out.index.name](v) for v in out.index], name=out.index.name)
     return out
 
 
@@ -178,32 +138,32 @@ TABLE_CSS = [
 ]
 """The tables' style: numbers on one line each, right-aligned; a caption below the table."""
 
-TEXT_CELLS = {"text-align": "left", "white-space": "normal", "overflow-wrap": "break-word"}
-"""Text cells (names, labels) wrap at their spaces and hyphens where the page is narrow: shown
-whole, never cut."""
+TEXT_CELLS = {"text-align": "left", "white-space": "normal", "overflow-wrap": "break-word"}   # whole, never cut
 
 ONE_LINE = {"tier", "recorded", "date", "device", "precision"}
 """Short text columns kept on one line (a date or "fp32-faithful" broken at its hyphen reads badly)."""
 
 LONG_NAMES = {"kernel", "main kernel"}
-"""Text columns whose names are too long for a line (a cuBLAS kernel's name runs to 120
-characters with no space): they wrap anywhere if they must, so the table keeps to the page."""
+"""Text columns of names too long for a line (a cuBLAS kernel's runs to 120 characters): they wrap anywhere."""
 
 
 def breakable(value: Any) -> str:
     """A cell or header as HTML that may break after its underscores (``routed_<wbr>p10_ms``):
     a snake_case name or slug wraps where the page is narrow, shown and copied whole."""
-    import html  # noqa: PLC0415
-
     return re.sub(r"(?<=[^_])(_+)(?=[^_])", r"\1<wbr>", html.escape(str(value)))
 
 
-def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:
-    """An already formatted frame (:func:`format_frame`) as a Styler in the tables' style: the
-    ``text_columns`` left-aligned and wrapping (:data:`TEXT_CELLS`; :data:`LONG_NAMES` anywhere,
-    :data:`ONE_LINE` not at all), the rest one line each; under a table that shows a dash, :data:`MISSING_NOTE`."""
+def table(df: pd.DataFrame, *, index: bool = False,
+          formats: Mapping[str, Callable[[Any], str]] | None = None) -> Any:
+    """``df`` formatted (:func:`format_frame`) as a Styler without row numbers (``index=True`` keeps
+    the index): text left and wrapping (:data:`TEXT_CELLS`), numbers right on one line, a column with
+    no value left out, and under a table that shows a dash, :data:`MISSING_NOTE`."""
+    df = df.drop(columns=all_missing(df)) if len(df) else df
+    shown = format_frame(df, formats)
+    numeric = (set(COLUMN_FORMATS) - TEXT_FORMATS) | set(formats or {})
+    text = [c for c in df.columns if str(c) not in numeric and not re.fullmatch(r"ms_at_\d+", str(c))
+            and not pd.api.types.is_numeric_dtype(df[c])]
     styler = shown.style.set_table_styles(TABLE_CSS).format_index(breakable, axis=1)
-    text = [c for c in text_columns if c in shown.columns]
     if text:
         styler = styler.format(breakable, subset=text)   # per column (``#T td.colN``), so that it outranks the tables' ``#T td``
         wrap = lambda c: ({**TEXT_CELLS, "overflow-wrap": "anywhere"} if c in LONG_NAMES else  # noqa: E731
@@ -213,38 +173,20 @@ def styled(shown: pd.DataFrame, text_columns: Sequence[Any] = ()) -> Any:
                                           for c in text}, overwrite=False)
     if any((shown[c].astype(str) == MISSING).any() for c in shown.columns):
         styler = styler.set_caption(MISSING_NOTE)
-    return styler
-
-
-def table(df: pd.DataFrame, *, index: bool = False,
-          formats: Mapping[str, Callable[[Any], str]] | None = None, keep_empty: bool = False) -> Any:
-    """A frame formatted by :func:`format_frame`, as a Styler that hides the row numbers
-    (``index=True`` keeps a meaningful index). Text stays left-aligned and wraps, numbers stay
-    right-aligned on one line. A column with no value in any row is left out (``keep_empty``
-    keeps it); where a dash remains, a note under the table says what it means."""
-    if not keep_empty:
-        df = df.drop(columns=all_missing(df)) if len(df) else df
-    shown = format_frame(df, formats)
-    numeric = (set(COLUMN_FORMATS) - TEXT_FORMATS) | set(formats or {})
-    text_cols = [c for c in df.columns if str(c) not in numeric and not re.fullmatch(r"ms_at_\d+", str(c))
-                 and not pd.api.types.is_numeric_dtype(df[c])]
-    styler = styled(shown, text_cols)
     return styler if index else styler.hide(axis="index")
 
 
 LONG_CODE = 40
-"""A code span longer than this many characters with no space in it (a cuBLAS kernel's name
-runs to 120) is shown with a zero-width break opportunity after each underscore: whole, never
-cut, and never past the page's edge. The Markdown's text itself is left as it is."""
+"""A code span longer than this with no space in it (a cuBLAS kernel's name) is shown with a
+zero-width break opportunity after each underscore: whole, never past the page's edge."""
 
 _CODE_SPAN = re.compile(r"(?<!`)`([^`\s]{%d,})`(?!`)" % (LONG_CODE + 1))
 _BREAK = "\u200b"   # zero-width space: a line may break here, nothing is drawn
 
 
 class Markdown:
-    """Markdown text that displays as rendered Markdown in a notebook (and in the HTML
-    report), and as itself in plain text. A code span too long for a line (:data:`LONG_CODE`)
-    may break after its underscores when shown."""
+    """Markdown shown rendered in a notebook and the report, as itself in plain text; a code span
+    too long for a line (:data:`LONG_CODE`) may break after its underscores."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -254,9 +196,6 @@ class Markdown:
                               self.text)
 
     def __repr__(self) -> str:
-        return self.text
-
-    def __str__(self) -> str:
         return self.text
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:

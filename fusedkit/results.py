@@ -1,11 +1,9 @@
 """Read measurements back from ``data/``: one definition of a result, of the best, of the noise, of a
-route and of the by-batch range, shared by the notebooks, the report index, the export and the
-README.
+route and of the by-batch range, for the notebooks, the report index, the export and the README.
 
 A variant's *result* is its newest *clean* measurement (a GPU timing with CUDA events, of a commit
-without ``+dirty``, not an ``export:`` row) in a run that timed eager at the same sizes; its speed-
-up is eager's time in that run over its own (:func:`recorded`). Speed-ups are only taken within one
-run; two times differ only beyond their measured spread (:func:`level`).
+without ``+dirty``, not an ``export:`` row) in a run that timed eager at the same sizes; its speed-up
+is eager's time in that run over its own. Two times differ only beyond their spread (:func:`level`).
 """
 
 from __future__ import annotations
@@ -15,24 +13,14 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from fusedkit import records
+from fusedkit import problems, records
+from fusedkit.ceilings import add_pct_of_measured, ceilings_frame
+from fusedkit.counters import read_counters
 from fusedkit.precision import KERNEL_TIERS, PRECISIONS
 from fusedkit.problems import Problem, Sizes, fmt_sizes, parse_sizes
 
-CLEAN_TIMER = "cuda-events"
-"""The timer of a clean measurement: CUDA events on a GPU (:mod:`fusedkit.harness.timing`)."""
-DIRTY = "+dirty"
-"""The suffix of a commit measured with uncommitted changes (:func:`fusedkit.records.current_commit`)."""
-EXPORT = "export:"
-"""The prefix of a row that timed an exported KernelBench file beside its variant."""
-NOT_COMPONENT = "[@:]"
-"""What a variant name holds when it is a probe's configuration or launch of a step, not a component."""
 COPY_FOR = "d2d_copy_for_"
 """The prefix of a component's same-size copy, timed in the same run as the component."""
-
-# Columns a recorded frame adds to the records' own.
-_ADDED = {"speedup": float, "eager_ms": float, "step": float, "title": str}
-
 
 def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> pd.DataFrame:
     """``df`` plus ``speedup``: eager's time in the same group (run and sizes) over each row's; NaN
@@ -51,21 +39,17 @@ def add_speedup(df: pd.DataFrame, by: tuple[str, ...] = ("run_id", "sizes")) -> 
 
 def clean_rows(rec: pd.DataFrame) -> pd.DataFrame:
     """The rows of a records frame that are clean measurements (module docstring)."""
-    ok = ((rec["timer"] == CLEAN_TIMER) & (rec["median_ms"] > 0)
-          & ~rec["commit"].str.endswith(DIRTY) & ~rec["variant"].str.startswith(EXPORT))
+    ok = ((rec["timer"] == "cuda-events") & (rec["median_ms"] > 0)
+          & ~rec["commit"].str.endswith("+dirty") & ~rec["variant"].str.startswith("export:"))
     return rec[ok]
 
 
-def _as_utc(when: object) -> pd.Timestamp:
-    t = pd.Timestamp(when)
-    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
-
-
 def _with_steps(rows: pd.DataFrame, problem: Problem) -> pd.DataFrame:
-    """``rows`` plus the ladder's ``step`` (number) and ``title`` of each variant (NaN and ""
-    for a component)."""
+    """``rows`` (with ``speedup``) plus ``eager_ms`` and the ladder's ``step`` (number) and ``title``
+    of each variant (NaN and "" for a component)."""
     steps = {v.slug: (v.number, v.title) for v in problem.variants.values()}
-    return rows.assign(step=rows["variant"].map(lambda s: steps.get(s, (None, ""))[0]).astype(float),
+    return rows.assign(eager_ms=rows["speedup"] * rows["median_ms"],
+                       step=rows["variant"].map(lambda s: steps.get(s, (None, ""))[0]).astype(float),
                        title=rows["variant"].map(lambda s: steps.get(s, (None, ""))[1]))
 
 
@@ -76,15 +60,14 @@ def _ladder_order(rows: pd.DataFrame, problem: Problem, *keys: str) -> pd.DataFr
 
 
 def newest_clean(rec: pd.DataFrame, problem: Problem, *, as_of: object = None) -> pd.DataFrame:
-    """Each device's, sizes' and ladder variant's newest clean row in a run that timed eager at
-    those sizes, with ``speedup``, ``eager_ms``, ``step`` and ``title``; ``as_of`` keeps rows taken
-    by then."""
+    """Each device's, sizes' and ladder variant's result (module docstring), with ``speedup``,
+    ``eager_ms``, ``step`` and ``title``; ``as_of`` keeps rows taken by then."""
     rows = clean_rows(rec[rec["problem"] == problem.key])
     if as_of is not None:
-        rows = rows[rows["timestamp"] <= _as_utc(as_of)]
+        t = pd.Timestamp(as_of)
+        rows = rows[rows["timestamp"] <= (t if t.tzinfo else t.tz_localize("UTC"))]
     rows = add_speedup(rows)     # among clean rows: a dirty eager gives no one a speed-up
     rows = rows[rows["variant"].isin(list(problem.variants)) & rows["speedup"].notna()]
-    rows = rows.assign(eager_ms=rows["speedup"] * rows["median_ms"])
     newest = rows.sort_values("timestamp", kind="stable").groupby(["device", "sizes", "variant"]).tail(1)
     return _ladder_order(_with_steps(newest, problem), problem, "device", "sizes").reset_index(drop=True)
 
@@ -104,23 +87,20 @@ def _at(rec: pd.DataFrame, problem: Problem, sizes: Sizes | None, device: str) -
 def recorded(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
              path: str | Path | None = None, as_of: object = None) -> pd.DataFrame:
     """The result of every ladder variant of ``problem`` at ``sizes`` (default its own) on a device
-    whose name contains ``device``, one row each, with ``pct_of_measured`` against the ceilings of
-    the row's own run (NaN where it measured none); ``as_of``: the records as they stood then."""
-    from fusedkit.ceilings import add_pct_of_measured  # noqa: PLC0415 - ceilings reads records too
-
+    whose name contains ``device``, with ``pct_of_measured``; ``as_of``: the records as they stood."""
     rows = newest_clean(_at(_read(path), problem, sizes, device), problem, as_of=as_of)
     return add_pct_of_measured(rows, problem, path=path)
 
 
-def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), sizes: Sizes | None = None, *,
-                          device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
+def recorded_by_precision(problem: Problem, precisions: Sequence[str] = (), *,
+                          path: str | Path | None = None) -> pd.DataFrame:
     """:func:`recorded` with each variant's ``precision`` and ``problem``; ``precisions`` keeps
     those arithmetics only."""
     unknown = [p for p in precisions if p not in PRECISIONS]
     if isinstance(precisions, str) or unknown:
         raise ValueError(f"precisions={precisions!r}: pass a list of precisions, e.g. ['fp16']; "
                          f"valid: {', '.join(PRECISIONS)}")
-    rows = recorded(problem, sizes, device=device, path=path)
+    rows = recorded(problem, path=path)
     rows = rows.assign(precision=rows["variant"].map(lambda s: problem.variant(s).precision).astype(str),
                        problem=problem.key)
     if precisions:
@@ -136,8 +116,7 @@ def ours(problem: Problem, slug: str) -> bool:
 
 def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
     """The one definition of "the best": for each tier of :data:`KERNEL_TIERS`, the step of ours
-    (:func:`ours`) meeting at least that tier with the highest same-run speed-up in ``rows`` (one
-    device and sizes)."""
+    meeting at least that tier with the highest same-run speed-up in ``rows`` (one device, sizes)."""
     if rows.empty:
         return {}
     for col in ("device", "sizes"):
@@ -155,20 +134,16 @@ def best_by_tier(rows: pd.DataFrame, problem: Problem) -> dict[str, pd.Series]:
 
 
 def level(a: pd.Series | Mapping, b: pd.Series | Mapping) -> bool:
-    """The one noise rule: two timings differ only beyond their measured spread. True when the
-    p10-p90 ranges of ``a`` and ``b`` (rows with ``p10_ms`` and ``p90_ms``, else their
-    ``median_ms`` alone) overlap: then neither is faster, whatever their medians say."""
+    """The one noise rule: True when the p10-p90 ranges of ``a`` and ``b`` (else their ``median_ms``)
+    overlap: then neither is faster, whatever their medians say."""
     lo = lambda r: r["p10_ms"] if pd.notna(r.get("p10_ms")) else r["median_ms"]   # noqa: E731
     hi = lambda r: r["p90_ms"] if pd.notna(r.get("p90_ms")) else r["median_ms"]   # noqa: E731
     return not (hi(a) < lo(b) or hi(b) < lo(a))
 
 
 def page_device(problem: Problem, path: str | Path | None = None) -> str:
-    """The device whose records a page of ``problem`` shows on a machine without a GPU: the
-    newest device with Nsight counters of the problem (a step's evidence is its time and its
-    counters, from one device), else the device of the newest clean record; "" when none."""
-    from fusedkit.counters import read_counters  # noqa: PLC0415
-
+    """The device whose records a page of ``problem`` shows without a GPU: the newest with Nsight
+    counters of the problem (time and counters from one device), else the newest; "" when none."""
     rows = clean_rows(_read(path))
     rows = rows[rows["problem"] == problem.key].sort_values("timestamp", kind="stable")
     counted = set(read_counters().query("problem == @problem.key")["device"])
@@ -183,8 +158,6 @@ _TIER_ORDER = ("reference", *KERNEL_TIERS)
 def best_per_tier(rec: pd.DataFrame, problem: Problem | str, sizes: Sizes | None = None) -> pd.DataFrame:
     """Per device and sizes, eager (the reference) and the best of ours per tier among the newest
     clean rows of ``rec`` (:func:`best_by_tier`); ``variant_tier`` is the kernel's own tier."""
-    from fusedkit import problems  # noqa: PLC0415
-
     p = problems.get(problem) if isinstance(problem, str) else problem
     df = rec[rec["problem"] == p.key]
     if sizes is not None:
@@ -222,66 +195,33 @@ def caption(rows: pd.DataFrame | pd.Series) -> str:
     return f"{devices}, {first}" if first == last else f"{devices}, {first} to {last}"
 
 
+def _newest_run(rows: pd.DataFrame, slugs: Sequence[str]) -> str | None:
+    """The newest run of ``rows`` that timed every one of ``slugs``; None when none did."""
+    if isinstance(slugs, str):
+        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
+    timed = rows[rows["run_id"].isin(_runs_timing(rows, slugs))]
+    return str(timed.sort_values("timestamp", kind="stable")["run_id"].iloc[-1]) if len(timed) else None
+
+
+def _runs_timing(rows: pd.DataFrame, slugs: Sequence[str]) -> set[str]:
+    """The runs of ``rows`` that timed every one of ``slugs``."""
+    return set(rows["run_id"]).intersection(*(rows.loc[rows["variant"] == s, "run_id"] for s in slugs))
+
+
 def same_run(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
              device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
     """Every row of the newest clean run that timed each of ``slugs`` at ``sizes`` (a comparison on
     one GPU state), with ``speedup``, ``step`` and ``title``; empty when none did."""
-    if isinstance(slugs, str):
-        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
     rows = clean_rows(_at(_read(path), problem, sizes, device))
-    timed = set(rows["run_id"])
-    for slug in slugs:
-        timed &= set(rows.loc[rows["variant"] == slug, "run_id"])
-    if not timed:
-        return _typed_empty(rows)
-    runs = rows[rows["run_id"].isin(timed)].sort_values("timestamp", kind="stable")
-    run = add_speedup(rows[rows["run_id"] == runs["run_id"].iloc[-1]])
-    run = _with_steps(run, problem).assign(eager_ms=lambda d: d["speedup"] * d["median_ms"])
+    run = _with_steps(add_speedup(rows[rows["run_id"] == _newest_run(rows, slugs)]), problem)
     return _ladder_order(run, problem).reset_index(drop=True)
 
 
-def main_run_id(df: pd.DataFrame, problem: Problem) -> str | None:
-    """Of the runs in ``df`` that timed eager, the one that timed the most ladder variants, newest
-    among equals."""
-    runs = df.loc[df["variant"] == "eager", ["run_id", "timestamp"]]
-    if runs.empty:
-        return None
-    counts = df[df["variant"].isin(list(problem.variants))].groupby("run_id")["variant"].nunique()
-    runs = runs.assign(n=runs["run_id"].map(counts)).sort_values(["n", "timestamp"])
-    return str(runs["run_id"].iloc[-1])
-
-
-def latest_run(problem: Problem, sizes: Sizes | None = None, *, device: str = "",
-               path: str | Path | None = None, having: Sequence[str] = (),
-               newest: bool = False) -> pd.DataFrame:
-    """The rows of the most complete clean run that timed eager (``newest``: the newest that timed
-    ``having``), with speed-ups; a view of one whole run, not a result."""
-    if newest:
-        return same_run(problem, ["eager", *having], sizes, device=device, path=path)
-    df = clean_rows(_at(_read(path), problem, sizes, device))
-    for slug in having:
-        df = df[df["run_id"].isin(df.loc[df["variant"] == slug, "run_id"])]
-    run_id = main_run_id(df, problem)
-    if run_id is None:   # same columns as a real run, so callers need no special case
-        return _typed_empty(df)
-    run = _with_steps(add_speedup(df[df["run_id"] == run_id]), problem)
-    return run.assign(eager_ms=run["speedup"] * run["median_ms"]).reset_index(drop=True)
-
-
-def _typed_empty(like: pd.DataFrame) -> pd.DataFrame:
-    """No rows, with a records frame's columns and a recorded frame's."""
-    out = like.iloc[0:0].copy()
-    for col, kind in _ADDED.items():
-        out[col] = pd.Series(dtype=kind)
-    return out
-
-
 def run_spread(problem: Problem, sizes: Sizes | None = None, *, device: str = "H200",
-               path: str | Path | None = None, min_runs: int = 3) -> pd.DataFrame:
-    """Every clean measurement of each variant timed in at least ``min_runs`` runs, against the
-    variant's median over them (``vs_median_pct``), ``recorded`` marking its result."""
-    if min_runs < 2:
-        raise ValueError(f"min_runs={min_runs}: a spread needs at least 2 runs")
+               path: str | Path | None = None) -> pd.DataFrame:
+    """Every clean measurement of each variant timed in at least three runs, against the variant's
+    median over them (``vs_median_pct``), ``recorded`` marking its result."""
+    min_runs = 3
     rows = clean_rows(_at(_read(path), problem, sizes, device))
     rows = rows[rows["variant"].isin(list(problem.variants))]
     rows = rows.sort_values("timestamp", kind="stable").groupby(["device", "run_id", "variant"]).tail(1)
@@ -306,50 +246,39 @@ def components(problem: Problem, sizes: Sizes | None = None, *, device: str = "H
                path: str | Path | None = None, every_run: bool = False) -> pd.DataFrame:
     """The components of ``problem`` (a kernel timed alone), each with its same-size copy of the
     same run (``copy_ms``, ``copy_gbps``, ``pct_of_copy``): the newest, or every run's."""
-    rec = _read(path)
-    rows = clean_rows(_at(rec, problem, sizes, device))
+    rows = clean_rows(_at(_read(path), problem, sizes, device))
     copies = rows[rows["variant"].str.startswith(COPY_FOR)]
     copies = copies.assign(variant=copies["variant"].str.removeprefix(COPY_FOR))
     copies = copies.set_index(["run_id", "variant"])[["median_ms", "gbps"]]
     copies.columns = ["copy_ms", "copy_gbps"]
     # A component is a plain name; a probe's config (step@config) or launch (step:launch) is not.
     parts = rows[~rows["variant"].isin(list(problem.variants))
-                 & ~rows["variant"].str.startswith(COPY_FOR) & ~rows["variant"].str.contains(NOT_COMPONENT)]
+                 & ~rows["variant"].str.startswith(COPY_FOR) & ~rows["variant"].str.contains("[@:]")]
     parts = parts.join(copies, on=["run_id", "variant"])
-    ceilings = clean_rows(rec[(rec["problem"] == "device") & (rec["variant"] == "d2d_copy")])
-    big = ceilings.groupby("run_id")["gbps"].last().rename("device_copy_gbps")
-    parts = parts.join(big, on="run_id").assign(pct_of_copy=lambda d: 100 * d["gbps"] / d["copy_gbps"])
+    parts = parts.assign(pct_of_copy=100 * parts["gbps"] / parts["copy_gbps"])
     parts = parts.sort_values("timestamp", kind="stable")
     if not every_run:
         parts = parts.groupby(["device", "variant"]).tail(1).sort_values("variant", kind="stable")
-    return parts[["variant", "median_ms", "gbps", "copy_ms", "copy_gbps", "pct_of_copy",
-                  "device_copy_gbps", "notes", "sizes", "run_id", "commit", "timestamp",
-                  "device"]].reset_index(drop=True)
+    return parts[["variant", "median_ms", "gbps", "copy_ms", "copy_gbps", "pct_of_copy", "notes", "sizes",
+                  "run_id", "commit", "timestamp", "device"]].reset_index(drop=True)
 
 
 def same_run_components(problem: Problem, slugs: Sequence[str], sizes: Sizes | None = None, *,
                         device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
     """Components side by side: those of the newest run that timed every one of ``slugs``, in that
     order."""
-    if isinstance(slugs, str):
-        raise TypeError(f"slugs={slugs!r}: pass a list of names, e.g. [{slugs!r}]")
     every = components(problem, sizes, device=device, path=path, every_run=True)
-    timed = set(every["run_id"])
-    for slug in slugs:
-        timed &= set(every.loc[every["variant"] == slug, "run_id"])
-    if not timed:
+    newest = _newest_run(every, slugs)
+    if newest is None:
         return every.iloc[0:0].reset_index(drop=True)
-    newest = every[every["run_id"].isin(timed)].sort_values("timestamp", kind="stable")["run_id"].iloc[-1]
     run = every[(every["run_id"] == newest) & every["variant"].isin(list(slugs))]
     order = {s: i for i, s in enumerate(slugs)}
     return run.sort_values("variant", key=lambda v: v.map(order)).reset_index(drop=True)
 
 
 def ladder_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order:
-    the median with its p10 and p90 (the one noise rule reads them), the tier, the shares of the
-    datasheet floor and of the floor measured in the row's own run, the error, the speed-up over
-    eager in its own run, and when it was recorded (with the device where the rows hold several)."""
+    """The ladder's rows (a :func:`recorded` frame) as a reader compares them, in step order, with
+    when each was recorded (and where, when the rows hold several devices)."""
     rows = rows[rows["step"].notna()].sort_values(["step", "median_ms"], ascending=[True, False])
     one = rows["device"].nunique() <= 1
     rows = rows.assign(recorded=[f"{r['timestamp']:%Y-%m-%d}" if one else run_short_label(r) for _, r in rows.iterrows()],
@@ -393,8 +322,6 @@ def run_short_label(run: pd.DataFrame | pd.Series) -> str:
 def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str, float]:
     """``copy_gbps`` and ``bf16_tflops`` measured beside ``rows`` (the newest of their runs'); {}
     for none."""
-    from fusedkit.ceilings import ceilings_frame  # noqa: PLC0415 - ceilings reads records too
-
     if rows.empty:
         return {}
     have = ceilings_frame(clean_rows(_read(path)))
@@ -409,16 +336,10 @@ def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str
 
 
 def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
-                 *, fixed: Mapping[str, int] | None = None, having: Sequence[str] = (),
-                 newest: bool = False) -> pd.DataFrame:
-    """The most complete (``newest``: the newest) recorded sweep of ``problem`` over ``dim`` that
-    timed every slug of ``having``, one row per variant and point, with speed-ups at each point;
-    ``fixed`` narrows the other sizes."""
-    df, runs = _sweep_runs(problem, dim, device, path, fixed, having)
-    if runs.empty:
-        return _empty_series(_series_columns(dim), dim)
-    runs = runs.sort_values(["stamp"] if newest else ["variants", "stamp"])
-    return _one_sweep(df, runs.index[-1], problem, dim)
+                 *, having: Sequence[str] = ()) -> pd.DataFrame:
+    """The newest of :func:`every_sweep`: one row per variant and point, with speed-ups."""
+    every = every_sweep(problem, dim, having=having, device=device, path=path)
+    return every[every["run_id"] == every["run_id"].iloc[-1]].reset_index(drop=True) if len(every) else every
 
 
 def _series_columns(dim: str) -> list[str]:
@@ -427,45 +348,19 @@ def _series_columns(dim: str) -> list[str]:
             "p10_ms", "p90_ms", "sizes", "run_id", "device", "timestamp", "commit"]
 
 
-def _sweep_runs(problem: Problem, dim: str, device: str, path: str | Path | None,
-                fixed: Mapping[str, int] | None, having: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rows, runs) of the sweeps of ``problem`` over ``dim``: the clean rows with a column per
-    size, and one row per sweep run (``points``, ``stamp``, ``variants``)."""
-    names = [d.name for d in problem.dims]
-    if dim not in names:
-        raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
-    df = clean_rows(_read(path))
-    df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
-            & df["variant"].isin(list(problem.variants))]
-    if df.empty:
-        return df, pd.DataFrame(columns=["points", "stamp", "variants"])
-    parsed = pd.DataFrame([parse_sizes(s) for s in df["sizes"]], index=df.index)
-    df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
-    others = [n for n in names if n != dim]
-    for name, value in (fixed or {}).items():
-        if name not in others:
-            raise ValueError(f"fixed={{{name!r}: {value!r}}}: fixed names the other sizes of "
-                             f"{problem.key}; valid: {', '.join(others)}")
-        df = df[df[name] == value]
-    per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
-                                       variants=("variant", "nunique"),
-                                       **{f"n_{o}": (o, "nunique") for o in others})
-    ok = (per_run["points"] > 1)
-    for o in others:
-        ok &= per_run[f"n_{o}"] == 1
-    for slug in having:
-        ok &= per_run.index.isin(df.loc[df["variant"] == slug, "run_id"])
-    return df, per_run[ok]
+def _empty_series(dim: str) -> pd.DataFrame:
+    """A sweep series with no rows, typed like a real one."""
+    numbers = ("median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "p10_ms", "p90_ms")
+    return pd.DataFrame({c: pd.Series(dtype="int64" if c in (dim, "step") else float if c in numbers else str)
+                         for c in _series_columns(dim)})
 
 
 def _one_sweep(df: pd.DataFrame, run_id: str, problem: Problem, dim: str) -> pd.DataFrame:
-    """The rows of one sweep run of ``df`` (:func:`_sweep_runs`) as a sweep series."""
+    """The rows of one sweep run of ``df`` (:func:`every_sweep`) as a sweep series."""
     run = add_speedup(df[df["run_id"] == run_id])
     run["step"] = run["variant"].map({v.slug: v.number for v in problem.variants.values()})
     run[dim] = run[dim].astype(int)
-    place = {v.slug: i for i, v in enumerate(problem.ladder())}   # ladder order: eager first
-    run = run.assign(_place=run["variant"].map(place)).sort_values(["_place", dim])
-    return run[_series_columns(dim)].reset_index(drop=True)
+    return _ladder_order(run.sort_values(dim), problem)[_series_columns(dim)].reset_index(drop=True)
 
 
 def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
@@ -473,8 +368,7 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     """``slug`` in the newest sweep that timed it (a by-batch step: with eager and every step it
     routes to), or its one recorded point; ``sweep`` says which."""
     routed = _route_slugs(problem, slug) if problem.variant(slug).routes else []
-    series = sweep_series(problem, dim, device, path, having=["eager", slug, *routed] if routed else [slug],
-                          newest=True)
+    series = sweep_series(problem, dim, device, path, having=["eager", slug, *routed] if routed else [slug])
     points = series[series["variant"] == slug].assign(sweep=True)
     if not points.empty:
         return points.sort_values(dim).reset_index(drop=True)
@@ -484,26 +378,38 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
 
 
 WIDE_SPREAD = 0.25
-"""A measurement whose spread, (p90 - p10) / median, exceeds this is not one GPU time: a kernel
-bound by the GPU repeats within a few percent, one whose host work per call is about as long
-as its GPU work lands in two modes (the GPU waiting for the host, or not) and spreads wide."""
+"""A spread, (p90 - p10) / median, above this is not one GPU time: a kernel whose host work per call
+is about as long as its GPU work lands in two modes (the GPU waiting for the host, or not)."""
 
 
 def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[str] = (),
                 device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
-    """Every recorded sweep over ``dim`` that timed each slug of ``having``, oldest first."""
-    df, runs = _sweep_runs(problem, dim, device, path, None, having)
+    """Every recorded sweep over ``dim`` (a run that timed more than one point, only ``dim`` varying)
+    that timed each slug of ``having``, oldest first."""
+    names = [d.name for d in problem.dims]
+    if dim not in names:
+        raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
+    df = clean_rows(_read(path))
+    df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
+            & df["variant"].isin(list(problem.variants))]
+    if df.empty:
+        return _empty_series(dim)
+    parsed = pd.DataFrame([parse_sizes(s) for s in df["sizes"]], index=df.index)
+    df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
+    others = [n for n in names if n != dim]
+    per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
+                                       **{f"n_{o}": (o, "nunique") for o in others})
+    ok = (per_run["points"] > 1) & (per_run[[f"n_{o}" for o in others]] == 1).all(axis=1)
+    runs = per_run[ok & per_run.index.isin(_runs_timing(df, having))].sort_values("stamp").index
     if runs.empty:
-        return _empty_series(_series_columns(dim), dim)
-    sweeps = [_one_sweep(df, run_id, problem, dim) for run_id in runs.sort_values("stamp").index]
-    return pd.concat(sweeps, ignore_index=True)
+        return _empty_series(dim)
+    return pd.concat([_one_sweep(df, run_id, problem, dim) for run_id in runs], ignore_index=True)
 
 
 def sweep_spread(sweeps: pd.DataFrame, dim: str = "batch_size",
                  among: Sequence[str] | None = None) -> pd.DataFrame:
-    """Each variant at each point across ``sweeps``: sweeps, best p10, median of medians, lowest and
-    highest median, worst p90, ``wins`` (fastest median among ``among``) and ``wide`` (spread above
-    :data:`WIDE_SPREAD`)."""
+    """Each variant at each point across ``sweeps``: their spread of times, ``wins`` (fastest median
+    among ``among``) and ``wide`` (spread above :data:`WIDE_SPREAD`)."""
     if sweeps.empty:
         raise ValueError("sweeps is empty: no recorded sweep to read a spread from (see every_sweep)")
     among = list(among) if among is not None else [v for v in dict.fromkeys(sweeps["variant"])
@@ -546,7 +452,7 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
     """The by-batch step against the step each point routes to, in the newest sweep that timed them
     all, point by point: both timings, ``ratio``, ``verdict`` and ``wide``."""
     candidates = _route_slugs(problem, slug)
-    series = sweep_series(problem, dim, device, path, having=["eager", slug, *candidates], newest=True)
+    series = sweep_series(problem, dim, device, path, having=["eager", slug, *candidates])
     cols = [dim, "routed", "routed_step", "ms", "p10_ms", "p90_ms", "speedup", "routed_ms",
             "routed_p10_ms", "routed_p90_ms", "routed_speedup", "eager_ms", "ratio", "verdict",
             "wide", "run_id", "device", "timestamp", "commit"]
@@ -578,11 +484,10 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
 
 def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
                path: str | Path | None = None) -> pd.DataFrame:
-    """The one routing rule, read from the records: at each point of the newest sweep that timed
-    eager and every candidate, the step with the lowest p90 (``chosen``), beside the one routed to
-    now."""
+    """The one routing rule: at each point of the newest sweep that timed eager and every candidate,
+    the step with the lowest p90 (``chosen``), beside the one routed to now."""
     candidates = _route_slugs(problem, slug)
-    series = sweep_series(problem, dim, device, path, having=["eager", *candidates], newest=True)
+    series = sweep_series(problem, dim, device, path, having=["eager", *candidates])
     rows = []
     for point, g in series[series["variant"].isin(candidates)].groupby(dim):
         rows.append({dim: int(point), "routed": route_for(problem, slug, int(point), list(g["variant"])),
@@ -596,9 +501,8 @@ def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
 
 def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device: str = "H200",
                    path: str | Path | None = None) -> dict[str, float] | None:
-    """The one statement of a by-batch step's speed-up over eager across batch sizes
-    (:func:`step_sweep`): ``lo``, ``hi``, ``points``, ``at_lo`` and ``caption``; None without a
-    sweep."""
+    """The one statement of a by-batch step's speed-up over eager across batch sizes: ``lo``,
+    ``hi``, ``points``, ``at_lo`` and ``caption``; None without a sweep."""
     points = step_sweep(problem, slug, device=device, path=path)
     points = points[points["sweep"]]
     if points.empty:
@@ -606,13 +510,3 @@ def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device:
     return {"lo": float(points["speedup"].min()), "hi": float(points["speedup"].max()),
             "points": len(points), "at_lo": int(points.loc[points["speedup"].idxmin(), "batch_size"]),
             "caption": caption(points)}
-
-
-def _empty_series(cols: list[str], dim: str) -> pd.DataFrame:
-    """A sweep series with no rows, typed like a real one."""
-    out = pd.DataFrame({c: pd.Series(dtype=str) for c in cols})
-    for c in (dim, "step"):
-        out[c] = pd.Series(dtype="int64")
-    for c in ("median_ms", "pct_of_floor", "tflops", "gbps", "speedup", "p10_ms", "p90_ms"):
-        out[c] = pd.Series(dtype=float)
-    return out

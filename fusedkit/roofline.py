@@ -1,14 +1,9 @@
 """Roofline arithmetic: FLOPs, fewest bytes, arithmetic intensity and the two time floors.
 
-For a stage that does F FLOPs and must move B bytes, on a unit of peak rate P (FLOP/s)
-fed by memory of bandwidth W (bytes/s):
-
-    compute floor = F / P,   memory floor = B / W,   floor = max of the two.
-
-Intensity F / B against the ridge point P / W says which floor binds. GEMM stages run at
-the chosen precision's rate (tensor cores for tf32 / bf16); elementwise and reduction
-stages on the FP32 CUDA cores. Storage is fp32 (4 bytes) unless ``element_bytes`` says
-otherwise.
+For a stage of F FLOPs that must move B bytes, on a unit of peak rate P fed by memory of bandwidth W:
+compute floor = F / P, memory floor = B / W, floor = the larger. Intensity F / B against the ridge
+point P / W says which binds. GEMM stages run at the precision's rate (tensor cores for tf32 / bf16),
+elementwise and reduction stages on the FP32 CUDA cores; storage is fp32.
 """
 
 from __future__ import annotations
@@ -18,8 +13,7 @@ from typing import Callable
 
 import pandas as pd
 
-from fusedkit.hardware import GpuSpec
-from fusedkit.precision import PRECISIONS
+from fusedkit.hardware import GpuSpec, precision_unit
 from fusedkit.problems import Problem, Sizes, Stage
 
 
@@ -54,69 +48,43 @@ class Floor:
         return "compute" if self.compute_ms >= self.memory_ms else "memory"
 
 
-def _check_precision(precision: str) -> None:
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r} is not known; valid: {', '.join(PRECISIONS)}")
-
-
 def stage_floor(stage: Stage, gpu: GpuSpec, precision: str = "fp32") -> Floor:
     """Floors of one stage: GEMMs at ``precision``'s rate, the rest on FP32 cores."""
-    _check_precision(precision)
+    precision_unit(precision)   # checked here: only a GEMM's rate depends on it
     peak = gpu.peak_tflops(precision if stage.kind == "gemm" else "fp32")
     return Floor(stage.flops, stage.bytes, peak, gpu.mem_gbps)
 
 
-def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
-                element_bytes: int = 4) -> Floor:
+def fused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32") -> Floor:
     """Floors of a perfectly fused kernel: all FLOPs, only the fewest bytes."""
-    _check_precision(precision)
-    return fused_floor_at(problem, sizes, lambda s: stage_floor(s, gpu, precision).peak_tflops,
-                          gpu.mem_gbps, element_bytes)
+    return fused_floor_at(problem, sizes, lambda s: stage_floor(s, gpu, precision).peak_tflops, gpu.mem_gbps)
 
 
 def fused_floor_at(problem: Problem, sizes: Sizes, stage_tflops: Callable[[Stage], float],
-                   mem_gbps: float, element_bytes: int = 4) -> Floor:
-    """:func:`fused_floor` with each stage's rate (TFLOP/s) given by ``stage_tflops(stage)`` and
-    a memory bandwidth ``mem_gbps`` (GB/s): the same sum with measured ceilings in place of the
-    datasheet's (:func:`fusedkit.ceilings.measured_floor`)."""
-    stages = problem.stages(sizes, element_bytes)
-    floors = [Floor(s.flops, s.bytes, stage_tflops(s), mem_gbps) for s in stages]
+                   mem_gbps: float) -> Floor:
+    """:func:`fused_floor` at each stage's rate ``stage_tflops(stage)`` (TFLOP/s) and ``mem_gbps``
+    (GB/s): measured ceilings in place of the datasheet's (:func:`fusedkit.ceilings.measured_floor`)."""
+    floors = [Floor(s.flops, s.bytes, stage_tflops(s), mem_gbps) for s in problem.stages(sizes)]
     flops = sum(f.flops for f in floors)
     compute_ms = sum(f.compute_ms for f in floors)
     # Express the mixed-unit compute time as one effective rate, so Floor stays simple.
     eff_tflops = flops / (compute_ms * 1e-3) / 1e12
-    return Floor(flops, problem.min_bytes(sizes, element_bytes), eff_tflops, mem_gbps)
+    return Floor(flops, problem.min_bytes(sizes), eff_tflops, mem_gbps)
 
 
-def unfused_floor(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
-                  element_bytes: int = 4) -> float:
-    """Floor in ms of running the stages one after another (each its own pass)."""
-    return sum(stage_floor(s, gpu, precision).floor_ms
-               for s in problem.stages(sizes, element_bytes))
-
-
-def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32",
-          element_bytes: int = 4) -> pd.DataFrame:
+def table(problem: Problem, sizes: Sizes, gpu: GpuSpec, precision: str = "fp32") -> pd.DataFrame:
     """Per-stage roofline table with an unfused total and a fused row."""
-    rows = []
-
-    def row(name: str, kind: str, f: Floor, floor_ms: float | None = None) -> dict:
+    def row(name: str, kind: str, f: Floor) -> dict:
         return {"stage": name, "kind": kind, "GFLOP": f.flops / 1e9, "MB": f.bytes / 1e6,
                 "FLOP/B": f.intensity, "compute ms": f.compute_ms, "memory ms": f.memory_ms,
-                "floor ms": f.floor_ms if floor_ms is None else floor_ms, "bound": f.bound}
+                "floor ms": f.floor_ms, "bound": f.bound}
 
-    stages = problem.stages(sizes, element_bytes)
-    for s in stages:
-        rows.append(row(s.name, s.kind, stage_floor(s, gpu, precision)))
-    un = [stage_floor(s, gpu, precision) for s in stages]
-    total = Floor(sum(f.flops for f in un), sum(f.bytes for f in un), 1.0, gpu.mem_gbps)
-    r = row("total, unfused (sum of stages)", "", total, sum(f.floor_ms for f in un))
-    r["compute ms"] = sum(f.compute_ms for f in un)
-    r["memory ms"] = sum(f.memory_ms for f in un)
-    r["bound"] = "compute" if r["compute ms"] >= r["memory ms"] else "memory"
-    rows.append(r)
-    rows.append(row("total, fused (fewest bytes)", "", fused_floor(problem, sizes, gpu, precision,
-                                                               element_bytes)))
+    rows = [row(s.name, s.kind, stage_floor(s, gpu, precision)) for s in problem.stages(sizes)]
+    total = {c: sum(r[c] for r in rows) for c in ("GFLOP", "MB", "compute ms", "memory ms", "floor ms")}
+    rows.append({"stage": "total, unfused (sum of stages)", "kind": "", **total,
+                 "FLOP/B": 1e3 * total["GFLOP"] / total["MB"],
+                 "bound": "compute" if total["compute ms"] >= total["memory ms"] else "memory"})
+    rows.append(row("total, fused (fewest bytes)", "", fused_floor(problem, sizes, gpu, precision)))
     return pd.DataFrame(rows)
 
 
@@ -126,10 +94,8 @@ _TIME_COLUMNS = ("compute", "memory", "floor")
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
-    """:func:`table`'s frame with its work, bytes and times each in the unit in which its
-    largest value is at least 1 (GFLOP, MFLOP or kFLOP; MB, kB or B; ms, µs or ns, the three
-    times in one unit), to 3 significant digits: at small sizes (17 x 33 x 65) every GFLOP and
-    ms rounded to 0.0 and 0.000."""
+    """:func:`table`'s frame with work, bytes and times (the three in one unit) each in the unit in
+    which its largest value is at least 1, to 3 significant digits: small sizes never read 0.000."""
     out = df.copy()
 
     def signif(values: pd.Series) -> pd.Series:

@@ -1,12 +1,10 @@
 """Code on the page: what a step changed, as a short diff, with the whole file folded under it.
 
-A step file is read by function: Triton kernels (``@triton.jit``) and the Python functions that
-launch them; in CUDA and C++ files every function, found by matching braces, each with the
-comment block right above it. A step shows the code lines of its kernels and device helpers
-that differ from their counterparts in the previous step's file (the function of the same name,
-else the most similar one), at most :data:`MAX_DIFF` lines with one line of context, comments
-and blank lines left out; the whole file follows in a folded ``<details>``. The HTML carries its
-own inline styles (Pygments), so it reads the same in JupyterLab and in the exported report.
+A file is read by function (Triton kernels and the Python that launches them; in CUDA and C++ every
+function, found by matching braces), each with the comment block above it. A step shows the code
+lines of its kernels and device helpers that differ from their counterparts in the previous step's
+file (same name, else the most similar), comments left out. The HTML carries its own inline styles
+(Pygments), so it reads the same in JupyterLab and in the exported report.
 """
 
 from __future__ import annotations
@@ -19,14 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from fusedkit.kernels import KERNELS, step_path
+from fusedkit import problems
+from fusedkit.kernels import step_path
 
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc")
-MAX_DIFF = 40
-"""The most diff lines a step shows; the rest of a larger change is in the folded listing."""
-SIMILAR = 0.3
-"""A function with no namesake in the previous file is compared with the most similar one
-there when at least this share of their code lines match (difflib's ratio); else it is new."""
+MAX_DIFF = 40   # the most diff lines a step shows; the rest of a larger change is in the folded listing
+SIMILAR = 0.3   # a function without a namesake is diffed against the most similar one this alike, else new
 
 _BOX = ("overflow-x:auto; max-width:100%; box-sizing:border-box; margin:2px 0 8px 0; "
         "background:#f8f8f8; border:1px solid #e1e4e8; border-radius:4px; "
@@ -39,18 +35,12 @@ _CAPTION = "font-size:12px; margin:6px 0 2px 0; color:#24292f;"
 
 @dataclass(frozen=True)
 class Function:
-    """One function of a source file: name, text (with the comment block above it), first
-    line (1-based) and kind: ``kernel``, ``device`` (a helper kernels call), ``launcher`` (host
-    code that launches or calls kernels) or ``other``."""
+    """One function of a source file, with the comment block above it; ``kind``: ``kernel``, ``device``
+    (a helper kernels call), ``launcher`` (host code that launches kernels) or ``other``."""
 
     name: str
     source: str
-    line: int
     kind: str
-
-    @property
-    def lines(self) -> list[str]:
-        return self.source.splitlines()
 
 
 # -- parsing -----------------------------------------------------------------------------------
@@ -80,7 +70,7 @@ def _python_functions(text: str) -> list[Function]:
     out = []
     for n in nodes:
         start = _comment_block_above(lines, min([n.lineno] + [d.lineno for d in n.decorator_list]) - 1, "#")
-        out.append(Function(n.name, "\n".join(lines[start:n.end_lineno]), start + 1, kinds[n.name]))
+        out.append(Function(n.name, "\n".join(lines[start:n.end_lineno]), kinds[n.name]))
     return out
 
 
@@ -163,7 +153,7 @@ def _as_function(code: str, lines: list[str], start: int, header: str, end: int)
         kind = "kernel" if "__global__" in header else "device" if "__device__" in header else "launcher"
     first = code.count("\n", 0, start + len(header) - len(header.lstrip()))
     top = _comment_block_above(lines, first, "//")
-    return Function(name, "\n".join(lines[top:code.count("\n", 0, end) + 1]), top + 1, kind)
+    return Function(name, "\n".join(lines[top:code.count("\n", 0, end) + 1]), kind)
 
 
 def parse(path: str | Path) -> list[Function]:
@@ -177,25 +167,14 @@ def parse(path: str | Path) -> list[Function]:
                      f"{', '.join(CUDA_SUFFIXES)}")
 
 
-def source_path(source: str | Path) -> Path:
-    """``"p12/03_cublas_epilogue.cu"``, ``"common/torch_cuda.h"`` or a Path, as a file path."""
-    if isinstance(source, Path):
-        if not source.is_file():
-            raise FileNotFoundError(f"source={source}: no such file")
-        return source
+def source_path(source: str) -> Path:
+    """``"p12/03_cublas_epilogue.cu"`` or ``"common/torch_cuda.h"`` as a file path."""
     folder, _, filename = source.partition("/")
-    if folder == "common":
-        path = KERNELS / "common" / filename
-        if not path.is_file():
-            raise FileNotFoundError(f"source={source!r}: no such file under fusedkit/kernels")
-        return path
     return step_path(folder, filename)
 
 
 def previous_source(problem_key: str, slug: str) -> str | None:
     """The file of the step before ``slug`` (the nearest lower step number with another file)."""
-    from fusedkit import problems  # noqa: PLC0415 - problems imports torch and the kernels
-
     p = problems.get(problem_key)
     v = p.variant(slug)
     before = [w for w in p.ladder() if w.source and w.source != v.source and w.number < v.number]
@@ -207,7 +186,8 @@ def previous_source(problem_key: str, slug: str) -> str | None:
 def _code(fn: Function) -> list[str]:
     """The code lines of ``fn``, comments (whole-line and trailing) and blank lines left out."""
     marker = "#" if fn.source.lstrip().startswith(("@", "def", "#")) else "//"
-    return [_uncommented(raw, marker) for raw, m in zip(fn.lines, _mask(fn.source).splitlines()) if m.strip()]
+    return [_uncommented(raw, marker) for raw, m in zip(fn.source.splitlines(), _mask(fn.source).splitlines())
+            if m.strip()]
 
 
 def _uncommented(line: str, marker: str) -> str:
@@ -227,20 +207,13 @@ def _norm(lines: Sequence[str]) -> list[str]:
     return [" ".join(line.split()) for line in lines]
 
 
-def diff_lines(source: str | Path, previous: str | Path | None, names: Iterable[str] | None = None
-               ) -> list[tuple[str, str]]:
-    """What ``source`` changed against ``previous``: (sign, line) pairs, sign ``+`` (added),
-    ``-`` (removed), `` `` (context) or ``@`` (a function's name), over the kernels and device
-    helpers of ``source`` (or only ``names``), each against its counterpart in ``previous``."""
-    fns = parse(source_path(source))
-    wanted = list(names) if names is not None else [f.name for f in fns if f.kind in ("kernel", "device")]
-    unknown = [n for n in wanted if n not in {f.name for f in fns}]
-    if unknown:
-        raise KeyError(f"names={unknown}: not functions of {source}; it has "
-                       f"{', '.join(f.name for f in fns)}")
+def diff_lines(source: str, previous: str | None) -> list[tuple[str, str]]:
+    """What the kernels and device helpers of ``source`` changed against their counterparts in
+    ``previous``: (sign, line) pairs, sign ``+``, ``-``, `` `` (context) or ``@`` (a function)."""
+    fns = [f for f in parse(source_path(source)) if f.kind in ("kernel", "device")]
     before = parse(source_path(previous)) if previous else []
     out: list[tuple[str, str]] = []
-    for fn in sorted((f for f in fns if f.name in wanted), key=lambda f: f.kind != "kernel"):   # kernels first
+    for fn in sorted(fns, key=lambda f: f.kind != "kernel"):   # kernels first
         cur = _code(fn)
         match = next((p for p in before if p.name == fn.name), None)
         if match is None and before:
@@ -299,7 +272,7 @@ def _block(lines: list[tuple[str, str]], suffix: str) -> str:
     return f'<div class="fk-code" style="{_BOX}"><pre style="{_PRE}">{rows}</pre></div>'
 
 
-def listing(source: str | Path, names: Iterable[str] | None = None, *, title: str = "",
+def listing(source: str, names: Iterable[str] | None = None, *, title: str = "",
             folded: bool = True) -> CodeView:
     """``source`` whole, or only its functions ``names``, highlighted; folded in a
     ``<details>`` whose summary says what it holds (``folded=False``: shown open)."""
@@ -322,13 +295,9 @@ def listing(source: str | Path, names: Iterable[str] | None = None, *, title: st
 
 
 def show_step(problem_key: str, slug: str, previous: str | None = None, *,
-              names: Iterable[str] | None = None,
               extra: Sequence[tuple[str, Sequence[str]]] = ()) -> CodeView:
-    """One ladder step's code: what changed against the previous step's file (``previous``: a
-    slug or a source; default :func:`previous_source`), at most :data:`MAX_DIFF` lines, then
-    the whole file and each of ``extra`` (``(source, function names)``) folded."""
-    from fusedkit import problems  # noqa: PLC0415
-
+    """One ladder step's code: what changed against the previous file (``previous``: a slug or a
+    source), at most :data:`MAX_DIFF` lines, then the whole file and each ``extra`` folded."""
     p = problems.get(problem_key)
     v = p.variant(slug)
     if not v.source:
@@ -338,7 +307,7 @@ def show_step(problem_key: str, slug: str, previous: str | None = None, *,
             previous if "/" in previous else p.variant(previous).source or None)
     if prev and (Path(prev).suffix == ".py") != (Path(v.source).suffix == ".py"):
         prev = None                       # another language: every line is new
-    lines = diff_lines(v.source, prev, names)
+    lines = diff_lines(v.source, prev)
     changed = sum(s in "+-" for s, _ in lines)
     against = f"against {prev}" if prev else "new (no earlier file in its language)"
     head = f"{v.source}, {against}: {changed} lines changed"

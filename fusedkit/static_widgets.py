@@ -1,8 +1,6 @@
 """Static HTML for the ipywidgets a notebook displayed, drawn from the widget state nbclient stored, so
 that a report opens with no network and no widget manager: containers lay out their children, inputs
-show ``description: value``, buttons appear greyed out, layouts are kept and held to the page's
-width. ``StaticWidgetsPreprocessor`` does it for a whole notebook inside nbconvert and captions each
-widget as a snapshot (:data:`SNAPSHOT_NOTE`).
+show ``description: value``, buttons are greyed out, layouts are kept within the page's width.
 """
 
 from __future__ import annotations
@@ -15,9 +13,8 @@ from typing import Any
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURE_KEY = "fusedkit_widget_picture"
-"""The metadata key that marks an output as a widget's picture (:mod:`fusedkit.widget_pictures`):
-what JupyterLab shows of a widget once its kernel is gone. A report draws the widget from its
-stored state instead and drops the picture."""
+"""The metadata key of a widget's picture (:mod:`fusedkit.widget_pictures`); a report drops it and
+draws the widget from its stored state."""
 _REF = "IPY_MODEL_"          # how a widget's state refers to another model (a child)
 _MAX_DEPTH = 32              # a cycle of children in a broken state must not recurse forever
 
@@ -56,12 +53,8 @@ def widget_models(nb: Mapping[str, Any]) -> dict[str, dict]:
     return dict(stored.get("state", {}))
 
 
-def render_widget(model_id: str, models: Mapping[str, Mapping[str, Any]]) -> str:
+def render_widget(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int = 0) -> str:
     """Static HTML for the widget ``model_id`` and its children, from ``models``."""
-    return _render(model_id, models, 0)
-
-
-def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) -> str:
     model = models.get(model_id.removeprefix(_REF))
     if model is None or depth > _MAX_DEPTH:
         return "<em style='color:#777'>(widget not stored in this report)</em>"
@@ -70,9 +63,7 @@ def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) 
     desc = _description(state)
 
     if name in _CONTAINERS:
-        titles = state.get("titles") or state.get("_titles") or []
-        if isinstance(titles, Mapping):   # ipywidgets 7 stored {index: title}
-            titles = [titles.get(str(i), "") for i in range(len(state.get("children", [])))]
+        titles = state.get("titles") or []   # ipywidgets 8 (pyproject.toml)
         parts = []
         for i, child in enumerate(state.get("children", [])):
             title = titles[i] if i < len(titles) and titles[i] else ""
@@ -80,7 +71,7 @@ def _render(model_id: str, models: Mapping[str, Mapping[str, Any]], depth: int) 
             # The child's width and overflow go on its flex item, held to the row's width.
             kid = models.get(str(child).removeprefix(_REF), {}).get("state", {})
             parts.append(f"<div style='{_FIT}{_layout_css(kid, models)}'>{head}"
-                         f"{_render(str(child), models, depth + 1)}</div>")
+                         f"{render_widget(str(child), models, depth + 1)}</div>")
         own = _layout_css(state, models, keys=("flex_flow", "align_items", "justify_content"))
         return (f"<div class='fk-widget' style='{_BOX};flex-direction:{_CONTAINERS[name]}{own}'>"
                 f"{''.join(parts)}</div>")
@@ -113,20 +104,14 @@ def _layout_css(state: Mapping[str, Any], models: Mapping[str, Mapping[str, Any]
     if not isinstance(layout, str):
         return ""
     traits = models.get(layout.removeprefix(_REF), {}).get("state", {})
-    css = []
-    for key in keys:
-        value = traits.get(key)
-        if value not in (None, "") and isinstance(value, (str, int, float)):
-            css.append(f";{_LAYOUT_CSS[key]}:{html.escape(str(value), quote=True)}")
-    return "".join(css)
+    return "".join(f";{_LAYOUT_CSS[k]}:{html.escape(str(traits[k]), quote=True)}" for k in keys
+                   if traits.get(k) not in (None, "") and isinstance(traits[k], (str, int, float)))
 
 
 def _description(state: Mapping[str, Any]) -> str:
     text = str(state.get("description", "") or "")
-    if not text:
-        return ""
     shown = text if state.get("description_allow_html") else html.escape(text)
-    return f"<span style='{_LABEL}'>{shown}:</span>"
+    return f"<span style='{_LABEL}'>{shown}:</span>" if text else ""
 
 
 def _field(desc: str, value: str) -> str:
@@ -165,11 +150,6 @@ def _output(out: Mapping[str, Any]) -> str:
     return f"<pre style='{_PRE}'>{html.escape(''.join(text) if isinstance(text, list) else str(text))}</pre>"
 
 
-def is_picture(output: Mapping[str, Any]) -> bool:
-    """True for an output that is a widget's own picture (:data:`PICTURE_KEY`)."""
-    return bool(output.get("metadata", {}).get(PICTURE_KEY))
-
-
 def snapshot(widget_html: str) -> str:
     """A statically drawn widget under a caption saying what it is."""
     return (f"<div class='fk-snapshot' style='{_FIT}'>"
@@ -178,13 +158,12 @@ def snapshot(widget_html: str) -> str:
 
 
 def _preprocess(nb: Any, resources: dict) -> tuple[Any, dict]:
-    """Replace every widget output of ``nb`` by static HTML rendered from its stored state
-    (under :data:`SNAPSHOT_NOTE`), drop the state from the exported copy, and drop each widget's
-    own picture (:data:`PICTURE_KEY`), which would draw the widget twice."""
+    """Every widget output of ``nb`` drawn from its stored state (under :data:`SNAPSHOT_NOTE`), the
+    state and each widget's own picture (:data:`PICTURE_KEY`, a second drawing) dropped."""
     models = widget_models(nb)
     for cell in nb.cells:
         if "outputs" in cell:
-            cell.outputs = [o for o in cell.outputs if not is_picture(o)]
+            cell.outputs = [o for o in cell.outputs if not o.get("metadata", {}).get(PICTURE_KEY)]
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is not None:

@@ -1,12 +1,10 @@
 """A widget shown beside a static drawing of itself, which the notebook file keeps.
 
-Once the kernel that drew a widget has ended, a reopened notebook has no model to draw it from; and
-saving the models into the notebook marks it unsaved on every open. So the workbook leaves
-JupyterLab's ``saveState`` off and :func:`show` displays each widget, then its picture as the next
-output of the same cell (:func:`fusedkit.static_widgets.render_widget`), redrawn a moment after each
-change from whatever thread made it. While the live widget is on the page a style hides the picture;
-when no widget could be drawn the picture shows. A widget whose kernel stopped says so on its first
-line (:data:`STALE_NOTE`) and takes no input.
+A reopened notebook has no model to draw a widget from once its kernel has ended, and saved models
+mark it unsaved on every open. So JupyterLab's ``saveState`` stays off and :func:`show` displays each
+widget, then its picture as the next output of the same cell, redrawn a moment after each change.
+While the live widget is on the page a style hides the picture; a widget whose kernel stopped says
+so on its first line (:data:`STALE_NOTE`) and takes no input.
 """
 
 from __future__ import annotations
@@ -23,12 +21,9 @@ from ipywidgets.embed import dependency_state
 
 from fusedkit import static_widgets
 
-REDRAW_DELAY_S = 0.25
-"""Seconds from a widget's first change to the redraw of its picture (later changes in between
-are drawn by the same redraw)."""
+REDRAW_DELAY_S = 0.25   # seconds from a widget's first change to the one redraw of its picture
 
-PICTURE_CLASS = "fusedkit-widget-picture"
-"""The class of every picture; with ``-<model id>``, of one widget's."""
+PICTURE_CLASS = "fusedkit-widget-picture"   # the class of every picture; with ``-<model id>``, of one widget's
 
 STALE_CLASS = "fusedkit-stale-note"
 STALE_NOTE = (
@@ -39,10 +34,8 @@ STALE_NOTE = (
     ".jupyter-widgets-disconnected .fusedkit-status {display: none}</style>"
     f"<div class='{STALE_CLASS}'>⚠ The kernel that ran this cell has stopped, so these boxes and "
     "buttons do nothing. Run this cell (or Run All) to use them.</div>")
-"""The live widget's first line: empty while the widget is live, a warning once the kernel behind
-it has stopped while the page stays open (CSS on ipywidgets' own ``jupyter-widgets-disconnected``
-class, which a widget's element carries while no kernel holds its model); its boxes and buttons
-then take no input, and its status lines (``fusedkit-status``) are hidden."""
+"""The live widget's first line: empty while it is live, a warning once its kernel has stopped (CSS on
+ipywidgets' ``jupyter-widgets-disconnected`` class); its inputs then disabled, its status lines hidden."""
 
 # The line above a picture: a widget that could not be drawn (ipywidgets marks the failed output
 # itself with its class) directly followed by a picture of it. Nothing else is hidden.
@@ -115,8 +108,7 @@ class Picture:
         # is sent as this cell's output, which is where JupyterLab looks for the display to update.
         publisher = getattr(get_ipython(), "display_pub", None)
         self._parent = dict(getattr(publisher, "parent_header", None) or {})
-        self._handle = display(self.bundle(), raw=True, display_id=True,
-                               metadata=dict(_METADATA))
+        self._handle = display(self.bundle(), raw=True, display_id=True, metadata=dict(_METADATA))
         self._watch()
 
     def _watch(self) -> None:
@@ -145,8 +137,7 @@ class Picture:
         as_cell = getattr(publisher, "set_thread_parent", None)
         token = as_cell(self._parent) if as_cell is not None and self._parent else None
         try:
-            self._handle.update(self.bundle(), raw=True,
-                                metadata=dict(_METADATA))
+            self._handle.update(self.bundle(), raw=True, metadata=dict(_METADATA))
         finally:
             if token is not None:
                 publisher.reset_thread_parent(token)
@@ -158,6 +149,3 @@ def show(widget: w.Widget, what: str) -> Picture:
     picture.show()
     return picture
 
-
-__all__ = ["PICTURE_CLASS", "Picture", "REDRAW_DELAY_S", "STALE_CLASS", "STALE_NOTE", "drawing",
-           "picture_note", "show"]

@@ -1,11 +1,8 @@
 """ipywidgets controls for the notebooks: pick a problem's sizes, and run chosen steps live.
 
-The picker is the first cell of each notebook after its parameters cell (``SIZES``, which
-``python -m fusedkit report --sizes`` fills); later cells read ``picker.sizes``. Each box takes
-text and accepts a whole number only (an integer box would read "3.5" as 35); a preset button sets
-all boxes at once. A bad value never raises inside a callback: a line under the boxes names the
-value and what is allowed, and ``picker.sizes`` keeps the last valid sizes. The explorer
-(:class:`LadderExplorer`) adds a step list and a Run button. Each is displayed with its picture
+Each size box takes text and accepts a whole number only (an integer box would read "3.5" as 35); a
+bad value never raises inside a callback: a line under the boxes names the value and what is
+allowed, and ``picker.sizes`` keeps the last valid sizes. Each widget is displayed with its picture
 (:mod:`fusedkit.widget_pictures`), which a reopened notebook shows once its kernel has ended.
 """
 
@@ -30,9 +27,7 @@ from fusedkit.plots import variant_bars
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, presets
 from fusedkit.roofline import fused_floor, readable, table
 
-"""The longest check of a PyTorch or CUDA-less step the explorer starts on a CPU, in seconds."""
-SEEDS_CPU = 2
-"""Builds checked per step on a CPU (each on two inputs, plus an odd shape)."""
+SEEDS_CPU = 2   # builds checked per step on a CPU (each on two inputs, plus an odd shape)
 
 _ROW = dict(flex_flow="row wrap", max_width="100%")
 STATUS_CLASS = "fusedkit-status"
@@ -56,9 +51,7 @@ def _html_line(text: str, colour: str, mark: str) -> str:
 class SizePicker:
     """One text box per dimension of ``problem`` (a whole number each), and a button per preset."""
 
-    DOM_CLASS = "fusedkit-size-picker"
-    """The class of the picker's box, and with ``-p12`` its problem's: a report reads the sizes a
-    notebook ran at from the boxes of its first picker of each problem."""
+    DOM_CLASS = "fusedkit-size-picker"   # and with "-p12" its problem's: a report reads the sizes here
 
     def __init__(self, problem: Problem, sizes: Sizes | None = None, *,
                  to_use: str = "re-run the cells below to use them") -> None:
@@ -147,13 +140,13 @@ class LadderExplorer:
         self.problem, self.mode = problem, mode
         self.picker = SizePicker(problem, to_use="press Run to use them")
         self.result, self.status = pd.DataFrame(), "idle"
-        self._device = "cuda" if mode.gpu else "cpu"
+        self._device, self._seeds = ("cuda", 3) if mode.gpu else ("cpu", SEEDS_CPU)
         self._stop, self._thread = threading.Event(), None
-        steps = sorted(problem.variants.values(), key=lambda v: (not v.baseline, v.number))
-        self.precision = w.Dropdown(options=["all", *dict.fromkeys(v.precision for v in steps)], value="all",
-                                    description="precision")
+        self._steps = sorted(problem.variants.values(), key=lambda v: (not v.baseline, v.number))
+        self.precision = w.Dropdown(options=["all", *dict.fromkeys(v.precision for v in self._steps)],
+                                    value="all", description="precision")
         self.variants = w.SelectMultiple(options=self._options("all"), value=(), description="steps",
-                                         rows=len(steps), layout=w.Layout(width="640px", max_width="100%"))
+                                         rows=len(self._steps), layout=w.Layout(width="640px", max_width="100%"))
         self.precision.observe(lambda _: self._filter(), names="value")
         for box in [*self.picker.boxes.values(), self.variants]:
             box.observe(self._choices_changed, names="value")
@@ -173,12 +166,9 @@ class LadderExplorer:
                               self.message, self.output], layout=w.Layout(max_width="100%"))
 
     def _options(self, precision: str) -> list[tuple[str, str]]:
-        out = []
-        for v in sorted(self.problem.variants.values(), key=lambda v: (not v.baseline, v.number)):
-            if precision in ("all", v.precision):
-                kind = "CUDA, GPU only" if v.needs_gpu else "Triton" if v.triton else "PyTorch"
-                out.append((f"{'reference' if v.baseline else f'step {v.number}'}: {v.slug} ({v.precision}, {kind})", v.slug))
-        return out
+        kind = lambda v: "CUDA, GPU only" if v.needs_gpu else "Triton" if v.triton else "PyTorch"  # noqa: E731
+        return [(f"{'reference' if v.baseline else f'step {v.number}'}: {v.slug} ({v.precision}, {kind(v)})",
+                 v.slug) for v in self._steps if precision in ("all", v.precision)]
 
     def _filter(self) -> None:
         keep = self.variants.value
@@ -211,8 +201,7 @@ class LadderExplorer:
         step it leaves out is left out."""
         total, left_out = 0.0, {}
         for slug in self._with_baseline(chosen):
-            p = plan(self.problem, slug, sizes, device=self._device, seeds=SEEDS_CPU if not self.mode.gpu else 3,
-                     time_it=self.mode.gpu)
+            p = plan(self.problem, slug, sizes, device=self._device, seeds=self._seeds, time_it=self.mode.gpu)
             seconds, self._call_timeout_s = estimate_s(p), p.call_timeout_s
             if p.refusal:   # a GPU step here, or over the harness's CPU budget (its one estimate)
                 left_out[slug] = p.refusal.split(": ", 1)[-1]
@@ -241,15 +230,13 @@ class LadderExplorer:
         self._refused, self._ran = True, None
         self.output.outputs, self.result, self.status = (), pd.DataFrame(), "idle"
         self.progress.value, self.progress.bar_style, self.progress.description = 0, "", "not run"
-        return None
 
     def start(self) -> None:
         """What Run does: check the choices, then run in a thread of its own (one at a time)."""
         if self._thread is not None and self._thread.is_alive():
             self.message.value = _html_line("a run is already working: wait for it, or press Cancel.", "#b00", "⚠")
             return
-        planned = self._plan()
-        if planned is None:
+        if (planned := self._plan()) is None:
             return
         route_kernel_interrupt()
         self._begin(planned)
@@ -270,8 +257,7 @@ class LadderExplorer:
 
     def run(self) -> pd.DataFrame:
         """Run in this thread (scripts and tests); the rows are also kept on :attr:`result`."""
-        planned = self._plan()
-        if planned is not None:
+        if (planned := self._plan()) is not None:
             self._begin(planned)
             self._execute(*planned)
         return self.result
@@ -338,7 +324,7 @@ class LadderExplorer:
             else:
                 try:
                     m = measure(self.problem, slug, sizes, device=self._device, time_it=self.mode.gpu,
-                                seeds=3 if self.mode.gpu else SEEDS_CPU)
+                                seeds=self._seeds)
                 except Exception as e:  # noqa: BLE001 - one step's fault must not stop the rest
                     row["tier"] = f"FAILED: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 else:
@@ -360,7 +346,7 @@ class LadderExplorer:
             rec = results.recorded(self.problem, sizes, device=dev) if dev else pd.DataFrame()
             rec = rec[rec["variant"].isin(chosen)] if len(rec) else rec
             if rec.empty:
-                self._line(f"nothing recorded on a GPU at {fmt_sizes(sizes)} for these steps")
+                self.output.append_stdout(f"nothing recorded on a GPU at {fmt_sizes(sizes)} for these steps\n")
             else:
                 self._table(f"recorded at {fmt_sizes(sizes)}: {results.caption(rec)} (speed-up within its own run)",
                             rec.set_index("variant")[["tier", "median_ms", "p10_ms", "p90_ms", "speedup"]])
@@ -371,9 +357,6 @@ class LadderExplorer:
         self.output.outputs += ({"output_type": "display_data", "metadata": {},
                                  "data": {"text/html": f"<b>{html.escape(title)}</b><div style='overflow-x:auto'>"
                                                        f"{df.to_html()}</div>", "text/plain": f"{title}\n{df.to_string()}"}},)
-
-    def _line(self, text: str) -> None:
-        self.output.append_stdout(text + "\n")
 
     def _figure(self, fig: plt.Figure) -> None:
         buf = io.BytesIO()

@@ -181,19 +181,6 @@ def test_collect_refuses_bad_sizes_and_variants_in_one_line(argv, phrase, tmp_pa
 
 # -- a step's counters and source pages over its history ----------------------------------------
 
-def test_counter_history_is_one_row_per_collection_oldest_first():
-    # p12's step 16 was profiled twice: with its cluster barriers released at cluster scope, then
-    # at CTA scope (commits 68accf4, ecf7419); its main kernel got faster and the tensor pipe busier.
-    h = counters.counter_history("p12", "wgmma_fp16x3_multicast")
-    assert list(h["commit"]) == ["68accf4", "ecf7419"] and h["timestamp"].is_monotonic_increasing
-    assert (h["kernel"] == "p12_wgmma_fp16x3_multicast_kernel").all()
-    assert h["duration_us"].iloc[1] < h["duration_us"].iloc[0] and h["tensor_pct"].iloc[1] > 80
-    assert (h["total_us"] > h["duration_us"]).all()            # the split launch is counted too
-    newest = counters.step_counters("p12", "wgmma_fp16x3_multicast")
-    assert h["total_us"].iloc[-1] == pytest.approx(newest["duration_us"].sum())
-    assert counters.counter_history("p12", "wgmma_fp16x3_multicast", path="/nonexistent.csv").empty
-
-
 def test_source_pages_come_oldest_first_with_their_commit():
     pages = counters.source_pages("p12", "wgmma_fp16x3_multicast")
     assert [p.attrs["commit"] for p in pages] == ["68accf4", "ecf7419"]

@@ -141,13 +141,12 @@ def test_swizzle_atom_permutes_each_row_and_spreads_each_column():
 
 @pytest.mark.parametrize("n", [8, 16, 128, 256])
 def test_fragment_is_one_to_one_with_quads_sharing_rows(n):
-    thread, reg = hl.fragment_map(n)
-    pairs = set(zip(thread.ravel().tolist(), reg.ravel().tolist()))
-    assert len(pairs) == 64 * n                            # every (thread, register) once
+    held = {hl.accumulator_position(t, i, n) for t in range(128) for i in range(n // 2)}
+    assert len(held) == 64 * n                             # every element by one (thread, register)
     for t in range(128):
         for i in range(n // 2):
-            r, c = hl.accumulator_position(t, i, n)
-            assert hl.accumulator_owner(r, c, n) == (t, i)
+            assert hl.accumulator_owner(*hl.accumulator_position(t, i, n), n) == (t, i)
+    thread = np.array([[hl.accumulator_owner(r, c, n)[0] for c in range(n)] for r in range(64)])
     # Rows 16w .. 16w + 15 belong to warp w; each row of a slab to one quad of 4 lanes.
     assert np.array_equal(thread // 32, np.repeat(np.arange(4), 16)[:, None].repeat(n, 1))
     for r in range(64):
@@ -161,7 +160,7 @@ def test_fragment_is_one_to_one_with_quads_sharing_rows(n):
                     assert hl.accumulator_position(t, 4 * j + 2 * h + e, n) == (
                         hl.accumulator_row(t) + 8 * h, hl.accumulator_col(t) + 8 * j + e)
     with pytest.raises(ValueError, match="n=12"):
-        hl.fragment_map(12)
+        hl.accumulator_position(0, 0, 12)
 
 
 # -- on a Hopper GPU: one real wgmma ------------------------------------------------------------

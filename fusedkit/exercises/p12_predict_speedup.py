@@ -104,7 +104,7 @@ class PredictSpeedup(PredictionExercise):
             bad = next((f"{s}: {m.failure}" for s, m in timed.items() if not m.timed), "")
             error = f"a step failed on this GPU: {bad}" if bad else ""
         else:
-            run = results.latest_run(P12, having=(ONE_PRODUCT, SLUG), newest=True)
+            run = results.same_run(P12, ["eager", ONE_PRODUCT, SLUG], device="")
             if run.empty:
                 return Outcome(math.nan, "", facts_for(math.nan, math.nan, "no record", detect_gpu().spec),
                                error=f"no recorded run of {ONE_PRODUCT} and {SLUG} (with eager) at "

@@ -99,7 +99,7 @@ class PredictStream(PredictionExercise):
             m, facts = measure(P12, SLUG, SIZES, device=device), facts_for(copy, label, detect_gpu().spec)
             return Outcome(m.timing.median_ms if m.timed else math.nan, label, facts, m,
                            "" if m.timed else f"the step itself failed on this GPU: {m.failure}")
-        run = results.latest_run(P12, SIZES, having=(SLUG,), newest=True)
+        run = results.same_run(P12, ["eager", SLUG], SIZES, device="")
         if run.empty:
             return Outcome(math.nan, "", facts_for(math.nan, "no record", detect_gpu().spec),
                            error=f"no recorded run of {SLUG} at {fmt_sizes(SIZES)} in {records.default_path()}")
