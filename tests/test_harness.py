@@ -19,6 +19,7 @@ import torch
 import adversaries as bad
 from fusedkit import harness, problems, runner
 from fusedkit.harness import terms
+from fusedkit.kernels import load_step
 
 P12, P45 = problems.get("p12"), problems.get("p45")
 # 32 rows: a multiple of 16, so the whole-tiles kernel is right here and wrong at the odd shape.
@@ -302,16 +303,21 @@ def test_a_time_below_the_datasheets_floor_is_refused(monkeypatch):
     assert "fp32 floor" in line and "datasheet" in line
 
 
-def test_the_row_digest_is_a_cryptographic_hash_of_each_row():
-    """The commitment a timed call sends: BLAKE2b of each row's bytes, so no row near the right
-    one can be found for a digest sent before the rows were chosen (a keyed sum could)."""
+@pytest.mark.parametrize("where", ["cpu", "interpreter"])
+def test_the_row_digest_is_blake2s_of_each_row(where):
+    """The commitment a timed call sends: BLAKE2s of each row's bytes (hashlib on a CPU; on a GPU
+    a Triton kernel, here in the interpreter), so no row near the right one can be found for a
+    digest sent before the rows were chosen (a keyed sum could). One flipped bit is seen."""
+    digest = terms.row_digest if where == "cpu" else \
+        load_step("common", "row_digest.py").row_digest
+    for out in (torch.randn(5, 7), torch.randn(3, 40), torch.randn(2, 0)):
+        want = [int.from_bytes(hashlib.blake2s(r.numpy().tobytes(), digest_size=8).digest(), "little",
+                               signed=True) for r in out]
+        assert digest(out).tolist() == want
     out = torch.randn(5, 7)
-    want = [int.from_bytes(hashlib.blake2b(r.numpy().tobytes(), digest_size=8).digest(), "little",
-                           signed=True) for r in out]
-    assert terms.row_digest(out).tolist() == want
     nudged = out.clone()
     nudged.view(torch.int32)[2, 3] ^= 1                                 # one ulp of one element
-    assert (terms.row_digest(nudged) != terms.row_digest(out)).tolist() == [False, False, True, False, False]
+    assert (digest(nudged) != digest(out)).tolist() == [False, False, True, False, False]
 
 
 def test_every_call_gets_a_fresh_draw_of_kernelbenchs_inputs(tmp_path):
@@ -350,9 +356,7 @@ def test_a_bad_argument_is_one_line_before_anything_runs(kw, error, phrase):
 
 
 def test_a_bad_limit_in_the_environment_is_named_before_anything_runs(monkeypatch):
-    from fusedkit.harness import plans as plan_module
     monkeypatch.setenv("FUSEDKIT_CALL_TIMEOUT_S", "5s")
-    monkeypatch.setattr(plan_module, "CALL_TIMEOUT_S", terms._env_seconds("FUSEDKIT_CALL_TIMEOUT_S", 60))
     with pytest.raises(ValueError, match=re.escape("FUSEDKIT_CALL_TIMEOUT_S='5s' is not a number")):
         harness.plan(P12, "eager", SMALL)
 

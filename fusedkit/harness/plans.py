@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -14,8 +15,8 @@ import torch
 from fusedkit import problems
 from fusedkit.hardware import GpuSpec
 from fusedkit.harness import budget
-from fusedkit.harness.terms import (BUILD_TIMEOUT_S, CALL_TIMEOUT_S, CANNOT_RUN, MAX_BUDGET_MS, MAX_SEEDS,
-                                    REP_MS, SEEDS, WARMUP_MS, Build)
+from fusedkit.harness.terms import (CANNOT_RUN, MAX_BUDGET_MS, MAX_SEEDS, REP_MS, SEEDS, TIMEOUTS_S,
+                                    WARMUP_MS, Build)
 from fusedkit.precision import PRECISIONS
 from fusedkit.problems import Problem, Sizes, Variant
 
@@ -79,8 +80,8 @@ def plan(problem: Problem | str, what: Variant | str | Build, sizes: Mapping | N
                         f"{', '.join(problems.names())}")
     seeds = _seeds(seeds)
     warmup_ms, rep_ms = _number("warmup_ms", warmup_ms, 0.0, MAX_BUDGET_MS), _number("rep_ms", rep_ms)
-    call_timeout_s = _number("call_timeout_s", call_timeout_s, high=1e6, default=CALL_TIMEOUT_S)
-    build_timeout_s = _number("build_timeout_s", build_timeout_s, high=1e6, default=BUILD_TIMEOUT_S)
+    call_timeout_s, build_timeout_s = (_timeout(k, v) for k, v in (("call_timeout_s", call_timeout_s),
+                                                                    ("build_timeout_s", build_timeout_s)))
     budget_s = _number("budget_s", budget_s, high=math.inf)
     if sizes is not None and not isinstance(sizes, Mapping):
         raise TypeError(f"sizes={sizes!r} is not a mapping of sizes, e.g. {{'batch_size': 8}}; "
@@ -130,15 +131,22 @@ def _seeds(seeds: object) -> int | tuple[int, ...]:
     return tuple(int(x) for x in seeds)
 
 
-def _number(name: str, value: object, low: float | None = None, high: float = MAX_BUDGET_MS,
-            default: float | str | None = None) -> float:
-    """``value`` (``default`` for None: a str there is the fault of its environment variable) as a
-    float above 0 (at least ``low`` when given) and at most ``high``, else one TypeError or
-    ValueError naming it."""
-    if value is None and default is not None:
-        if isinstance(default, str):
-            raise ValueError(default)
-        value = default
+def _timeout(name: str, value: object) -> float:
+    """``value``, or where None its environment variable's (:data:`TIMEOUTS_S`), checked."""
+    if value is not None:
+        return _number(name, value, high=1e6)
+    env, default = TIMEOUTS_S[name]
+    text = os.environ.get(env, "").strip()
+    try:
+        return _number(f"${env}", float(text) if text else default, high=1e6)
+    except ValueError:
+        raise ValueError(f"{env}={text!r} is not a number of seconds; allowed: a number > 0, "
+                         "at most 1e+06") from None
+
+
+def _number(name: str, value: object, low: float | None = None, high: float = MAX_BUDGET_MS) -> float:
+    """``value`` as a float above 0 (at least ``low`` when given) and at most ``high``, else one
+    TypeError or ValueError naming it."""
     allowed = f"a number {'>= %g' % low if low is not None else '> 0'}" + \
         (f", at most {high:g}" if high < math.inf else " (math.inf: any)")
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import hashlib
-import math
-import os
 from typing import Callable
 
 import numpy as np
 import torch
+
+from fusedkit.kernels import load_step
 
 Build = Callable[[torch.nn.Module], Callable[..., torch.Tensor]]
 """A learner's kernel: ``build(model) -> fn``, where ``fn(*inputs)`` returns the output."""
@@ -50,25 +50,10 @@ WARMUP_MS, REP_MS = 100.0, 500.0
 MAX_BUDGET_MS = 60_000.0
 
 
-def _env_seconds(name: str, default: float) -> float | str:
-    """``$name`` as seconds > 0, the default where unset, or the one-line fault of a bad value
-    (named by :func:`fusedkit.harness.plan` before anything runs, never a traceback at import)."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        return f"{name}={text!r} is not a number of seconds; allowed: a finite number > 0"
-    return value
-
-
-CALL_TIMEOUT_S = _env_seconds("FUSEDKIT_CALL_TIMEOUT_S", 60.0)
-"""Seconds one call of a kernel may take before it counts as hung."""
-BUILD_TIMEOUT_S = _env_seconds("FUSEDKIT_BUILD_TIMEOUT_S", 900.0)
-"""Seconds a build (compiling included) may take before it counts as hung."""
+TIMEOUTS_S = {"call_timeout_s": ("FUSEDKIT_CALL_TIMEOUT_S", 60.0),
+              "build_timeout_s": ("FUSEDKIT_BUILD_TIMEOUT_S", 900.0)}
+"""Seconds a call, or a build (compiling included), may take before it counts as hung: the
+environment variable that sets each, and the default."""
 
 
 def one_line(e: BaseException) -> str:
@@ -78,13 +63,14 @@ def one_line(e: BaseException) -> str:
 
 
 def row_digest(out: torch.Tensor) -> torch.Tensor:
-    """One int64 per row of ``out``: the first 8 bytes of the row's BLAKE2b hash. A worker sends
-    these for a timed call's whole output before any row of it is chosen; the rows it sends later
-    must give the same digests. A cryptographic hash, because a kernel knows the digest's rule: a
-    linear one (a keyed sum of the row's words) lets it nudge the rows it computes after the
-    choice, within the tolerance, onto any digest it sent before."""
-    rows = out.detach().reshape(out.shape[0], -1).contiguous().cpu().view(torch.uint8).numpy()
-    return torch.tensor([int.from_bytes(hashlib.blake2b(r, digest_size=8).digest(), "little",
+    """One int64 per row of ``out``: the first 8 bytes of the row's BLAKE2s hash, on the GPU where
+    ``out`` is (``kernels/common/row_digest.py``, equal to hashlib's). A worker sends these for a
+    timed call's whole output before any row is chosen; the rows it sends later must give the same
+    digests. A cryptographic hash, because a kernel knows the rule (docs/measuring.md)."""
+    if out.device.type == "cuda":
+        return load_step("common", "row_digest.py").row_digest(out)
+    rows = out.detach().reshape(out.shape[0], -1).contiguous().view(torch.uint8).numpy()
+    return torch.tensor([int.from_bytes(hashlib.blake2s(r, digest_size=8).digest(), "little",
                                         signed=True) for r in rows], dtype=torch.int64)
 
 

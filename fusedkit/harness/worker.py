@@ -166,6 +166,9 @@ def _worker(sock: socket.socket, device: str) -> None:
         if device.startswith("cuda"):
             torch.cuda.set_device(torch.device(device))
             torch.empty(1, device=device)      # its CUDA context now, while it waits as a spare
+            probe = torch.rand(3, 37, device=device)   # and the row digest's kernel, checked
+            if not torch.equal(row_digest(probe).cpu(), row_digest(probe.cpu())):
+                raise RuntimeError("the GPU's row digest differs from hashlib's BLAKE2s")
         else:
             # One thread: the caller's clock times every call, and its CPU-time budget allows
             # this process one core.
