@@ -12,7 +12,8 @@ import torch
 
 from fusedkit import records
 from fusedkit.harness import SEEDS, WARMUP_MS, Measurement, measure
-from fusedkit.harness.timing import Timing, time_fn
+from fusedkit.device import time_fn
+from fusedkit.harness.timing import Timing
 from fusedkit.problems import Problem, SizeError, Sizes, fmt_sizes, parse_sizes
 from fusedkit.roofline import achieved
 

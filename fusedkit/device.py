@@ -3,7 +3,7 @@
 The ceilings (:mod:`fusedkit.ceilings` reads them back and says what each means): a 2 GiB
 device-to-device copy, a read-only kernel over 2 GiB (DRAM) and over 16 MiB read 64 times
 without a flush (L2), and cuBLAS through ``torch.mm`` at each GEMM shape of a problem in every
-operand type, each timed by the one timing method (:func:`fusedkit.harness.timing.time_fn`:
+operand type, each timed by the one timing method (:func:`time_fn`:
 L2 flushed, events, the median of many calls) and each output checked, so a rate is of the
 work it names. The clocks (:mod:`fusedkit.clocks` reads them back): ``nvidia-smi`` every 50 ms
 beside the run, kept under the run's ``run_id``.
@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
 import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
@@ -31,7 +34,8 @@ from fusedkit.ceilings import (COPY, COPY_BYTES, DRAM_READ, DRAM_READ_BYTES, GEM
 from fusedkit.clocks import (ALIASES, QUERY, empty_readings, parse_smi, path_for, record,
                              summary_line)
 from fusedkit.hardware import GpuSpec, detect_gpu
-from fusedkit.harness.timing import Timing, time_copy, time_fn
+from fusedkit.harness.timing import Timing, count, summarize
+from fusedkit.interrupts import checkpoint
 from fusedkit.kernels import load_step
 from fusedkit.problems import Problem
 from fusedkit.problems.baselines import tf32_matmul
@@ -50,7 +54,77 @@ _MIN_ERROR = {"tf32": 5e-5}
 _CHECK_ROWS = 128
 
 
+# --- the timer of trusted code: this process's own, by the harness's one counting rule -------
+
+FLUSH_BYTES = 256 * 2**20
+"""Bytes written before each timed call on a GPU to evict the L2 (an H200 has 50 MB)."""
+
+_flush: dict[str, torch.Tensor] = {}
+
+
+def time_fn(fn: Callable[[], object], *, warmup_ms: float = 100.0, rep_ms: float = 500.0,
+            device: torch.device | str = "cuda", flush_l2: bool = True,
+            prepare: Callable[[int], None] | None = None, keep: int = 0
+            ) -> tuple[Timing, list[tuple[int, object]]]:
+    """Time ``fn()`` (trusted code: it runs in this process), each call after an untimed
+    ``prepare(i)``; returns the timing and the outputs of ``keep`` timed calls (call index,
+    output) for the caller to check. ``flush_l2=False`` leaves the L2 as the last call left it:
+    only for measuring the L2 itself."""
+    device = torch.device(device)
+    gpu = device.type == "cuda"
+    if gpu and flush_l2 and str(device) not in _flush:
+        _flush[str(device)] = torch.empty(FLUSH_BYTES, dtype=torch.int8, device=device)
+    flush = _flush.get(str(device)) if gpu and flush_l2 else None
+    made = [0]
+
+    def one() -> tuple[object, object]:
+        checkpoint()
+        if prepare is not None:
+            prepare(made[0])
+        made[0] += 1
+        if not gpu:
+            t0 = time.perf_counter()
+            out = fn()
+            return (time.perf_counter() - t0) * 1e3, out
+        if flush is not None:
+            flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        end.record()
+        return (start, end), out
+
+    def ms(marks: list) -> list[float]:
+        if gpu:
+            torch.cuda.synchronize(device)
+            return [s.elapsed_time(e) for s, e in marks]
+        return list(marks)
+
+    rng = random.Random()
+    estimate = float(np.median(ms([one()[0] for _ in range(5)])))
+    warm, timed = count(estimate, warmup_ms, rep_ms, device, rng)
+    for _ in range(warm):
+        one()
+    kept_at = set(rng.sample(range(timed), min(keep, timed)))
+    marks, kept = [], []
+    for i in range(timed):
+        mark, out = one()
+        marks.append(mark)
+        if i in kept_at:
+            kept.append((made[0] - 1, out.detach().clone() if isinstance(out, torch.Tensor) else out))
+    return summarize(ms(marks), "cuda-events" if gpu else "cpu-wall"), kept
+
+
+def time_copy(nbytes_moved: float, device: torch.device | str = "cuda", *,
+              warmup_ms: float = 50.0, rep_ms: float = 300.0) -> Timing:
+    """A device-to-device copy that moves ``nbytes_moved`` bytes (read plus written)."""
+    src = torch.rand(int(nbytes_moved // 8), device=device)
+    dst = torch.empty_like(src)
+    return time_fn(lambda: dst.copy_(src), warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)[0]
+
+
 # --- the ceilings -------------------------------------------------------------------------
+
 
 def _cuda(device: str | torch.device | None) -> torch.device:
     device = torch.device(device or "cuda")
@@ -63,7 +137,7 @@ def _cuda(device: str | torch.device | None) -> torch.device:
 def time_read(nbytes: int, passes: int, *, flush_l2: bool, device: str | torch.device = "cuda",
               warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> Timing:
     """Time :func:`read_sum` over a random float32 buffer of ``nbytes``, ``passes`` times per
-    call (``flush_l2`` as in :func:`fusedkit.harness.timing.time_fn`); kept outputs are checked.
+    call (``flush_l2`` as in :func:`time_fn`); kept outputs are checked.
     The rate is ``nbytes * passes`` bytes read over the median time."""
     device = _cuda(device)
     k = load_step("common", "read_sum.py")

@@ -25,7 +25,6 @@ from fusedkit.ceilings import add_pct_of_measured
 from fusedkit.clocks import path_for as clocks_path
 from fusedkit.hardware import GpuSpec, detect_gpu
 from fusedkit.harness import CANNOT_RUN, CPU_BUDGET_S, REP_MS, SEEDS, WARMUP_MS, Measurement, Plan, measure, plan
-from fusedkit.harness.timing import time_copy, time_fn
 from fusedkit.problems import Problem, Sizes, fmt_sizes
 from fusedkit.results import add_speedup
 
@@ -105,8 +104,8 @@ def time_component(problem: Problem, comp, sizes: Sizes, device: torch.device,
                    ctx: records.RunContext, path: Path, warmup_ms: float, rep_ms: float) -> dict:
     """Time one memory-bound component and a device copy of the same bytes; record both."""
     fn, nbytes = comp.make(sizes, device)
-    t, _ = time_fn(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
-    tc = time_copy(nbytes, device, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    t, _ = beside.time_fn(fn, warmup_ms=warmup_ms, rep_ms=rep_ms, device=device)
+    tc = beside.time_copy(nbytes, device, warmup_ms=warmup_ms, rep_ms=rep_ms)
     gbps, copy_gbps = nbytes / (t.median_ms * 1e6), nbytes / (tc.median_ms * 1e6)
     pct = 100.0 * gbps / copy_gbps
     at = fmt_sizes(sizes)

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from fusedkit import present, results, widget_pictures
-from fusedkit.harness import estimate_s, measure, plan
+from fusedkit.harness import measure, plan
 from fusedkit.hardware import detect_gpu
 from fusedkit.interrupts import route_kernel_interrupt, stoppable
 from fusedkit.mode import Mode
@@ -202,7 +202,7 @@ class LadderExplorer:
         total, left_out = 0.0, {}
         for slug in self._with_baseline(chosen):
             p = plan(self.problem, slug, sizes, device=self._device, seeds=self._seeds, time_it=self.mode.gpu)
-            seconds, self._call_timeout_s = estimate_s(p), p.call_timeout_s
+            seconds, self._call_timeout_s = p.estimate_s, p.call_timeout_s
             if p.refusal:   # a GPU step here, or over the harness's CPU budget (its one estimate)
                 left_out[slug] = p.refusal.split(": ", 1)[-1]
             else:

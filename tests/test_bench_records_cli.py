@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fusedkit import records
-from fusedkit.harness.timing import time_fn
+from fusedkit.device import time_fn
 from fusedkit.cli import main
 from fusedkit.problems import extensions, get
 from fusedkit.runner import run_ladder

@@ -13,7 +13,7 @@ from fusedkit.ceilings import COPY_BYTES
 from fusedkit.exercises._predict import Fact, Model, Outcome, PredictionExercise
 from fusedkit.hardware import GpuSpec, detect_gpu, match_device_name
 from fusedkit.harness import measure
-from fusedkit.harness.timing import time_copy
+from fusedkit.device import time_copy
 from fusedkit.problems import fmt_sizes
 from fusedkit.problems import get as get_problem
 

@@ -10,13 +10,7 @@ from fusedkit.harness.terms import (CANNOT_RUN, FAULT_CLASSES, MALFORMED, MAX_SE
                                     WARMUP_MS, Build)
 from fusedkit.precision import TIERS
 
-
-def estimate_s(p: Plan) -> float:
-    """Predicted wall seconds of measuring ``p`` here (0 for a plan that cannot run)."""
-    return p.estimate_s
-
-
 __all__ = ["CANNOT_RUN", "CPU_BUDGET_S", "FAULT_CLASSES", "MALFORMED", "MAX_SEEDS", "REP_MS",
            "SEEDS", "TIERS", "WARMUP_MS", "Build", "CheckResult", "Measurement", "Plan",
-           "WorkerDied", "candidate", "classify", "eager32", "estimate_s", "measure", "plan",
+           "WorkerDied", "candidate", "classify", "eager32", "measure", "plan",
            "pack", "reference64", "rel_error", "run_job", "unpack"]

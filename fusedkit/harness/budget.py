@@ -75,12 +75,6 @@ def _loop(rows: int, cols: int, block: tuple[int, int], passes: int = 1) -> Laun
     return Launch(tiles, steps, elements=steps * block[0] * block[1])
 
 
-def _rounding(g: Launch, weight: float) -> Launch:
-    """``g`` with each step also rounding its operand tiles (p45 step 06)."""
-    bm, bn, bk = g.block
-    return replace(g, elements=g.elements + weight * g.steps * (bm + bn) * bk)
-
-
 _step = functools.cache(load_step)
 
 
@@ -110,8 +104,8 @@ def launches(problem: Problem, v: Variant, s: Sizes, first_call: bool = False) -
     elif name == "06_triton_fp16_lse.py":
         weight = {"fp16": 1.0, "bf16": 3.0}[v.precision]   # bf16 rounds in integer arithmetic
         g2 = mod._linear_partial_lse_lowp_kernel
-        out = [_rounding(_gemm(mod._linear_sigmoid_lowp_kernel, m, h, k), weight),
-               _rounding(_gemm(g2, m, n, h), weight)]
+        out = [replace(g, elements=weight * g.steps * sum(g.block[:2]) * g.block[2])   # rounding
+               for g in (_gemm(mod._linear_sigmoid_lowp_kernel, m, h, k), _gemm(g2, m, n, h))]
         first = []
     else:
         g2 = mod._linear_partial_lse_kernel
@@ -159,13 +153,3 @@ def estimate_s(problem: Problem, v: Variant, sizes: Sizes, device: torch.device,
     if not time_it:
         return check
     return check + max(TIMED_CALLS_CPU * one, (warmup_ms + rep_ms) / 1e3) + 6 * ref64
-
-
-def too_slow(seconds: float, budget_s: float, triton: bool, time_it: bool,
-             halved: dict[str, float]) -> str:
-    """The refusal of a measurement estimated at ``seconds``, over ``budget_s``; ``halved``: the
-    estimate with each dimension halved (the one that saves most is named)."""
-    where = "in Triton's CPU interpreter" if triton else "on this CPU"
-    hint = f"; {min(halved, key=halved.get)} dominates" if halved else ""
-    return (f"would take about {seconds:.0f} s {where}, {'checked and timed' if time_it else 'checked'}"
-            f"; allowed: {budget_s:.0f} s; pick smaller sizes{hint}")

@@ -26,7 +26,7 @@ from fusedkit.harness.terms import (CALLS_PER_BUILD, CANNOT_RUN, FAULT_CLASSES, 
 from fusedkit.precision import EPS32, TIERS
 from fusedkit.problems import Problem, Sizes, Variant, fmt_sizes
 from fusedkit.problems.base import nearby_odd
-from fusedkit.roofline import achieved, fused_floor
+from fusedkit.roofline import fused_floor
 
 VERIFIED_ROWS = 8
 """The fewest rows of a timed call's output judged; more when calls are few (ten outputs' worth
@@ -43,17 +43,12 @@ cost: this many ms or this share of the call, whichever is larger."""
 class CheckResult:
     """The check of one candidate over several builds (the worst input reported)."""
 
-    problem: str
-    variant: str
-    sizes: Sizes
     seeds: list[int]
     rel_error: float = math.nan
     max_abs_error: float = math.nan
     eager_rel_error: float = math.nan
     allclose: bool = False
     tier: str = ""
-    precision: str = "fp32"
-    error_bound: float = math.nan
     failures: list[str] = field(default_factory=list)
     odd_sizes: Sizes | None = None
     calls: int = 0
@@ -67,21 +62,11 @@ class CheckResult:
     def fault_classes(self) -> list[str]:
         return [c for c in FAULT_CLASSES if any(f.startswith(c) for f in self.failures)]
 
-    def summary(self) -> str:
-        if not self.ok:
-            return f"{self.variant}: FAILED — " + "; ".join(self.failures)
-        odd = f", also right at {fmt_sizes(self.odd_sizes)}" if self.odd_sizes else ""
-        return (f"{self.variant}: {self.tier}, rel. error {self.rel_error:.2e} "
-                f"(eager fp32 {self.eager_rel_error:.2e}), max abs {self.max_abs_error:.2e}, "
-                f"allclose 1e-4 {'yes' if self.allclose else 'no'} on {self.calls} calls "
-                f"({len(self.seeds)} builds){odd}")
-
     def fill(self, compared: list[judge.Compared]) -> None:
         self.rel_error = max(c.rel for c in compared)
         self.max_abs_error = max(c.max_abs for c in compared)
         self.eager_rel_error = max(c.eager_rel for c in compared)
         self.allclose = all(c.allclose for c in compared)
-        self.error_bound = min(c.bound for c in compared)
 
 
 @dataclass
@@ -131,17 +116,11 @@ class Measurement:
 
     @property
     def tflops(self) -> float:
-        return self._achieved()[0]
+        return self.problem.flops(self.sizes) / self.timing.median_ms / 1e9 if self.timing else math.nan
 
     @property
     def gbps(self) -> float:
-        return self._achieved()[1]
-
-    def _achieved(self) -> tuple[float, float]:
-        if not self.timing:
-            return math.nan, math.nan
-        return achieved(self.problem.flops(self.sizes), self.problem.min_bytes(self.sizes),
-                        self.timing.median_ms)
+        return self.problem.min_bytes(self.sizes) / self.timing.median_ms / 1e6 if self.timing else math.nan
 
     @property
     def pct_of_floor(self) -> float:
@@ -216,9 +195,8 @@ def measure(problem: Problem | str | Plan, what: object = None, sizes: Sizes | N
 
 def _measure(p: Plan) -> Measurement:
     datasheet = detect_gpu().spec
-    m = Measurement(p.problem, p.variant, p.sizes, p.device,
-                    CheckResult(p.problem.key, p.variant.slug, p.sizes, [], precision=p.variant.precision),
-                    gpu=p.gpu or datasheet, interpreter=p.variant.triton and p.device.type == "cpu")
+    m = Measurement(p.problem, p.variant, p.sizes, p.device, CheckResult([]), gpu=p.gpu or datasheet,
+                    interpreter=p.variant.triton and p.device.type == "cpu")
     if p.refusal:
         m.refused = p.refusal
         return m
@@ -293,7 +271,7 @@ def unpack(t: object, device: str | torch.device) -> torch.Tensor | None:
 def _check(w: pool.Worker, p: Plan, spec: list) -> CheckResult:
     seeds = list(p.seeds) if isinstance(p.seeds, tuple) else \
         [secrets.randbelow(2**30) + i for i in range(p.seeds)]
-    res = CheckResult(p.problem.key, p.variant.slug, p.sizes, seeds, precision=p.variant.precision)
+    res = CheckResult(seeds)
     compared: list[judge.Compared] = []
     for seed in seeds:
         t0 = time.monotonic()

@@ -109,7 +109,11 @@ def plan(problem: Problem | str, what: Variant | str | Build, sizes: Mapping | N
     seconds = 0.0 if refusal else estimate(sizes)
     if not refusal and device.type == "cpu" and seconds > budget_s:
         halved = {d: estimate({**sizes, d: n // 2}) for d, n in sizes.items() if n > 1}
-        refusal = budget.too_slow(seconds, budget_s, v.triton, time_it, halved)
+        where = "in Triton's CPU interpreter" if v.triton else "on this CPU"
+        hint = f"; {min(halved, key=halved.get)} dominates" if halved else ""
+        what = "checked and timed" if time_it else "checked"
+        refusal = (f"would take about {seconds:.0f} s {where}, {what}; allowed: {budget_s:.0f} s; "
+                   f"pick smaller sizes{hint}")
     return Plan(problem, v, sizes, device, seeds, warmup_ms, rep_ms, time_it, gpu, call_timeout_s,
                 build_timeout_s,
                 f"{CANNOT_RUN}: variant={v.slug!r} on {device} {refusal}" if refusal else "", seconds)

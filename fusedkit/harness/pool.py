@@ -174,16 +174,10 @@ class Worker:
 
     def descendants(self) -> list[psutil.Process]:
         """Every living process this worker started (orphans come back to it: a subreaper)."""
-        try:
-            kids = psutil.Process(self.pid).children(recursive=True)
-        except psutil.Error:
-            return []
-        alive = []
-        for k in kids:
-            with contextlib.suppress(psutil.Error):
-                if k.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(k)
-        return alive
+        with contextlib.suppress(psutil.Error):
+            return [k for k in psutil.Process(self.pid).children(recursive=True)
+                    if _status(k.pid) not in (psutil.STATUS_ZOMBIE, None)]
+        return []
 
     def left_running(self) -> str:
         """The verdict when processes it started still run ("" when none do)."""
@@ -205,10 +199,8 @@ class Worker:
 
     def fit(self) -> bool:
         """Alive and not stopped: a candidate may have signalled the spare while it ran."""
-        with contextlib.suppress(psutil.Error):
-            return not self.ended and psutil.Process(self.pid).status() not in (
-                psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE)
-        return False
+        return not self.ended and _status(self.pid) not in (
+            psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, None)
 
     def stop(self) -> int:
         """End the worker, its process group and every process it started; its exit code. All
@@ -233,6 +225,13 @@ class Worker:
             os.kill(self.pid, signal.SIGKILL)
         self.sock.close()
         return _exit_code(self.pid)
+
+
+def _status(pid: int) -> str | None:
+    try:
+        return psutil.Process(pid).status()
+    except psutil.Error:
+        return None
 
 
 _spares: dict[str, Worker] = {}
