@@ -1,14 +1,16 @@
-"""Problem 45's Hopper step (07: both fp16x3 GEMMs on the hand-written wgmma kernel) and its build.
+"""Problem 45's Hopper steps (07: both GEMMs on fp16x3 splits; 08: one fp16 product each, on the same
+hand-written wgmma kernel, p45/hopper_lse.cuh) and their build.
 
-CPU part (runs anywhere nvcc 12.x+ is): the step builds apart for sm_90a; each of its two kernels
+CPU part (runs anywhere nvcc 12.x+ is): the steps build apart for sm_90a; each of their kernels
 shows the Hopper machinery in PTX (wgmma.mma_async m64n128k16, cp.async.bulk.tensor, mbarriers,
 setmaxnreg) and its own epilogue (GEMM1: round-to-nearest fp16 conversions and 4-byte __half2
 stores of h's split; GEMM2: butterfly shuffles over the quad and one store per row pair); ptxas
 reports no spills, no stack and no warning; the binding passes the C++ front end; the constants
 the C++ and Python sides share agree; a torch model of the kernels' dataflow (fixed scale of h,
-zero padding, 128-column partial logsumexp, the combine) is fp32-faithful.
+zero padding, 128-column partial logsumexp, the combine) is fp32-faithful (07) or within fp16's
+rounding (08), at odd sizes and for a misaligned, strided x.
 GPU part (marked ``gpu``): each GEMM alone against float64, the whole step against float64 at
-odd sizes and KernelBench's (fp32-faithful there), bad inputs, a NaN row.
+odd sizes and KernelBench's (fp32-faithful there for 07, kb-pass for 08), bad inputs, a NaN row.
 """
 
 from __future__ import annotations
@@ -29,14 +31,18 @@ from reference import model, operands, reference64, tier
 P45 = p45mod.PROBLEM
 HOPPER = build.hopper_sources("p45")
 SOURCE = build.KERNELS_DIR / "p45" / "07_wgmma_fp16x3_lse.cu"
+SOURCE08 = build.KERNELS_DIR / "p45" / "08_wgmma_fp16_lse.cu"
 LAUNCHERS = build.KERNELS_DIR / "p45" / "launchers_hopper.h"
 BINDING = build.KERNELS_DIR / "p45" / build.HOPPER_BINDING
 GEMM1 = "p45_wgmma_fp16x3_sigmoid_split_kernel"
 GEMM2 = "p45_wgmma_fp16x3_partial_lse_kernel"
-(STEP07,) = p45mod.HOPPER_VARIANTS
+STEP07, STEP08 = p45mod.HOPPER_VARIANTS
 H_SCALE = 2.0**14
 LSE_TILE = 128
 TOL_FP32 = 1e-6  # vs float64: fp32-faithful (step 05 measured ~1e-7 on the H200)
+# Step 08 per row against max(|ref|, 1), as test_p45_triton.py holds step 06: 8 units of fp16's
+# rounding (one fp16 output of 1x1x1x1 is one rounded product near b2); an indexing slip is O(1).
+TOL_FP16 = 8 * 2.0**-11
 SEED = secrets.randbits(31)   # fresh inputs every run; quoted in messages
 
 
@@ -50,13 +56,13 @@ def err_vs(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def test_step_builds_apart_from_the_other_steps():
-    assert [p.name for p in HOPPER] == [SOURCE.name]
-    assert SOURCE not in build.kernel_sources("p45"), "a Hopper step in the main extension"
-    assert build.required_arch(SOURCE) == "sm_90a"
-    assert build.extension_sources("p45", hopper=True) == [SOURCE, BINDING]
+    assert HOPPER == [SOURCE, SOURCE08]
+    assert not set(HOPPER) & set(build.kernel_sources("p45")), "a Hopper step in the main extension"
+    assert {build.required_arch(s) for s in HOPPER} == {"sm_90a"}
+    assert build.extension_sources("p45", hopper=True) == [SOURCE, SOURCE08, BINDING]
     name, folder, sources, flags = build._extension_plan("p45", (9, 0), "2.11.0+cu130", "13.0",
                                                          hopper=True)
-    assert name == "fusedkit_p45_hopper" and sources == [SOURCE, BINDING]
+    assert name == "fusedkit_p45_hopper" and sources == [SOURCE, SOURCE08, BINDING]
     assert "-gencode=arch=compute_90a,code=sm_90a" in flags
     assert folder != build._extension_plan("p45", (9, 0), "2.11.0+cu130", "13.0")[1]
 
@@ -67,53 +73,68 @@ def test_load_without_gpu_says_what_to_do():
         build.load_extension("p45", hopper=True)
 
 
+# What each step's PTX holds, per thread of a consumer: its source, its two kernels (GEMM1, GEMM2),
+# the wgmmas of one k-tile (07: 4 hi*hi into chunk and 8 cross ones; 08: 4), the round-to-nearest
+# adds of hi*hi outside the tensor cores (07 only), the epilogues' loads (07's GEMM1: 2 row scales,
+# 32 column scales, 32 biases; GEMM2: 32 + 32; 08: the 32 biases), and GEMM1's fp16x2 conversions
+# and 4-byte stores of h (07: hi and lo; 08: h once).
+PTX_STEPS = {
+    "wgmma_fp16x3_lse": dict(source=SOURCE, kernels=(GEMM1, GEMM2), wgmmas=12, rn_adds=64,
+                             loads=(66, 64), h_stores=64),
+    "wgmma_fp16_lse": dict(source=SOURCE08, kernels=("p45_wgmma_fp16_sigmoid_kernel",
+                                                     "p45_wgmma_fp16_partial_lse_kernel"),
+                           wgmmas=4, rn_adds=0, loads=(32, 32), h_stores=32),
+}
+
+
 @needs_nvcc
-def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue():
-    text = build.ptx(SOURCE)
+@pytest.mark.parametrize("slug", PTX_STEPS)
+def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue(slug):
+    want = PTX_STEPS[slug]
+    text = build.ptx(want["source"])
     assert ".target sm_90a" in text
-    for kernel in (GEMM1, GEMM2):
+    for kernel in want["kernels"]:
         body = entry_body(text, kernel)
-        # Per k-tile 4 hi*hi wgmmas into chunk and 8 cross ones: 12 in the unrolled loop.
+        # One k-tile's wgmmas in the unrolled loop, fp16 operands with fp32 accumulation.
         assert len(build.ptx_instructions(
-            body, r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16")) == 12, kernel
+            body, r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16")) == want["wgmmas"], kernel
         assert build.ptx_instructions(body, r"wgmma\.wait_group\.sync\.aligned 1;"), kernel
         assert build.ptx_instructions(body, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global")
         assert build.ptx_instructions(body, r"mbarrier\.try_wait\.parity")
         assert build.ptx_instructions(body, r"mbarrier\.arrive\.expect_tx")
         assert build.ptx_instructions(body, r"setmaxnreg\.dec\.sync\.aligned\.u32 40")
         assert build.ptx_instructions(body, r"setmaxnreg\.inc\.sync\.aligned\.u32 232")
-        # hi*hi added outside the tensor cores with round-to-nearest adds.
-        assert len(build.ptx_instructions(body, r"add\.rn\.f32")) >= 64, kernel
-    g1, g2 = entry_body(text, GEMM1), entry_body(text, GEMM2)
+        # 07: hi*hi added outside the tensor cores with round-to-nearest adds; 08 has none.
+        adds = len(build.ptx_instructions(body, r"add\.rn\.f32"))
+        assert adds >= want["rn_adds"] if want["rn_adds"] else adds == 0, kernel
+    g1, g2 = (entry_body(text, k) for k in want["kernels"])
     # GEMM1: 64 values a thread, each a sigmoid (one exp, one SFU reciprocal: no division of any
-    # kind), rounded to fp16 hi and lo two columns at a time,
-    # stored as 32 + 32 __half2 (4-byte) stores; no shuffles.
+    # kind), rounded to fp16 two columns at a time, stored as __half2 (4-byte) stores; no shuffles.
     assert len(build.ptx_instructions(g1, r"ex2\.approx")) == 64
     assert len(build.ptx_instructions(g1, r"rcp\.approx\.ftz\.f32")) == 64
     assert not build.ptx_instructions(g1, r"div\.(rn|approx|full)\.f32|rcp\.rn\.f32")
-    # The epilogue's 66 loads (2 row scales, 32 column scales, 32 biases) go out before the
-    # tile's last wgmma wait, so that their latency hides behind the tensor cores.
-    wait0 = g1.index("wgmma.wait_group.sync.aligned 0;")
-    loads = [m.start() for m in re.finditer(r"ld\.global\.nc", g1)]
-    assert len(loads) == 66 and max(loads) < wait0
-    assert len(build.ptx_instructions(g1, r"cvt\.rn\.f16x2\.f32")) == 64
-    assert len(build.ptx_instructions(g1, r"st\.global\.(u|b)32")) == 64
+    # The epilogue's loads go out before the tile's last wgmma wait, so that their latency hides
+    # behind the tensor cores.
+    for body, n in zip((g1, g2), want["loads"]):
+        wait0 = body.index("wgmma.wait_group.sync.aligned 0;")
+        loads = [m.start() for m in re.finditer(r"ld\.global\.nc", body)]
+        assert len(loads) == n and max(loads) < wait0
+    assert len(build.ptx_instructions(g1, r"cvt\.rn\.f16x2\.f32")) == want["h_stores"]
+    assert len(build.ptx_instructions(g1, r"st\.global\.(u|b)32")) == want["h_stores"]
     assert not build.ptx_instructions(g1, r"shfl\.sync")
     # GEMM2: max and sum over the quad for two rows (2 x 2 x 2 butterflies), one exp a value,
     # two pairs (pmax, psum) of fp32 stores per thread, h never stored.
     assert len(build.ptx_instructions(g2, r"shfl\.sync\.bfly\.b32")) == 8
     assert len(build.ptx_instructions(g2, r"ex2\.approx")) == 64
     assert len(build.ptx_instructions(g2, r"st\.global\.f32")) == 4
-    wait0 = g2.index("wgmma.wait_group.sync.aligned 0;")  # its 64 loads go out early too
-    loads = [m.start() for m in re.finditer(r"ld\.global\.nc", g2)]
-    assert len(loads) == 64 and max(loads) < wait0
     assert not build.ptx_instructions(g2, r"cvt\.rn\.f16\.f32")
 
 
 @needs_nvcc
-def test_ptxas_no_spills_no_stack_no_warnings():
-    usage, warnings = ptxas_report(SOURCE)
-    assert set(usage) == {GEMM1, GEMM2}
+@pytest.mark.parametrize("slug", PTX_STEPS)
+def test_ptxas_no_spills_no_stack_no_warnings(slug):
+    usage, warnings = ptxas_report(PTX_STEPS[slug]["source"])
+    assert set(usage) == set(PTX_STEPS[slug]["kernels"])
     for kernel, stats in usage.items():
         assert stats["spill_stores"] == stats["spill_loads"] == stats["stack_bytes"] == 0, (kernel, stats)
         # __launch_bounds__(384, 1): 168 a thread at entry; setmaxnreg moves them to the consumers.

@@ -247,6 +247,43 @@ __device__ __forceinline__ float quad_sum(float a) {
     return a + __shfl_xor_sync(0xffffffffu, a, 2);
 }
 
+// Step 08's epilogues read their biases and make their logits with the two helpers below; step 07
+// keeps its own copies of these loops, since through the helpers its PTX differs from the measured.
+//
+// The thread's 32 columns of a 128-column tile (16 slabs of 8, two adjacent columns in each) read
+// from a per-column vector `src` (a bias, a column scale), zero at columns n and beyond; c0 is the
+// thread's first column, col0 + accumulator_col.
+__device__ __forceinline__ void load_columns(const float* __restrict__ src, int c0, int n,
+                                             float (&out)[BN / 4]) {
+#pragma unroll
+    for (int i = 0; i < BN / 4; ++i) {
+        const int c = c0 + 8 * (i / 2) + i % 2;
+        out[i] = c < n ? __ldg(src + c) : 0.0f;
+    }
+}
+
+// The logits in place: v[...] of column slot i (load_columns' order) becomes logit(v, i) at the
+// valid columns, -inf past N; mx gets the thread's maximum of each of its two rows r0, r0 + 8.
+template <class Logit>
+__device__ __forceinline__ void tile_logits(float (&v)[kAcc], int c0, int N, const Logit& logit,
+                                            float (&mx)[2]) {
+    mx[0] = mx[1] = kNegInf;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        const int c = c0 + 8 * j;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const bool ok = c + e < N;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float& z = v[4 * j + 2 * h + e];
+                z = ok ? logit(z, 2 * j + e) : kNegInf;
+                mx[h] = fmaxf(mx[h], z);
+            }
+        }
+    }
+}
+
 // The pairs of the fragment's two rows r0, r0 + 8 (this thread's) from z, the fragment's logits
 // (-inf past N), and mx, the thread's own maxima of them.
 __device__ __forceinline__ void store_partial_lse(const float (&z)[kAcc], float (&mx)[2], int r0,
