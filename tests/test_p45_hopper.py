@@ -143,20 +143,33 @@ def test_ptxas_no_spills_no_stack_no_warnings(slug):
     assert not warnings, "\n".join(warnings)
 
 
-def test_variant_is_well_formed_and_registered_before_the_by_batch_step():
-    v = STEP07
-    assert (v.number, v.slug, v.precision) == (7, "wgmma_fp16x3_lse", "fp16x3")
+# (step, number, precision, source, operands module and function, its launches in order)
+REGISTERED = [
+    (STEP07, 7, "fp16x3", SOURCE, "fp16x3_lse.py", "call_fp16x3_lse",
+     ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse")),
+    (STEP08, 8, "fp16", SOURCE08, "fp16_lse.py", "call_fp16_lse",
+     ("wgmma_fp16_sigmoid", "wgmma_fp16_partial_lse")),
+]
+
+
+@pytest.mark.parametrize("v,number,precision,source,module,operands_fn,launches", REGISTERED,
+                         ids=lambda a: getattr(a, "slug", None))
+def test_variant_is_well_formed_and_registered_before_the_by_batch_step(
+        v, number, precision, source, module, operands_fn, launches):
+    assert (v.number, v.precision) == (number, precision)
     assert v.needs_gpu and not v.triton and not v.baseline
-    assert v.source == f"p45/{SOURCE.name}" and v.slug == SOURCE.stem.split("_", 1)[1]
-    assert P45.variants.get(v.slug) is v, "step 07 is in the ladder"
-    # The by-batch step's last band tries step 07 first and falls back to step 05 off Hopper.
+    assert v.source == f"p45/{source.name}" and v.slug == source.stem.split("_", 1)[1]
+    assert P45.variants.get(v.slug) is v, "the step is in the ladder"
+    assert P45.variants["faithful_by_batch"].number == 1 + max(w.number for w in p45mod.HOPPER_VARIANTS)
+    # The by-batch step's last band tries step 07 first and falls back to step 05 off Hopper
+    # (the fp32-faithful tier's routes: step 08, kb-pass, is in none).
     (*_, last) = P45.variants["faithful_by_batch"].routes
     assert last.max_rows is None and last.slugs == ("wgmma_fp16x3_lse", "triton_fused_lse_fp16x3")
     binding = BINDING.read_text()
-    # Its build hands both GEMMs, in launch order, to common/fp16x3_lse.py (as the export does).
+    # Its build hands both GEMMs, in launch order, to its operands module (as the export does).
     call = export.step_call(P45, v.slug)
-    assert (call.kind, call.filename, call.operands) == ("hopper", "fp16x3_lse.py", "call_fp16x3_lse")
-    assert call.function == ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse")
+    assert (call.kind, call.filename, call.operands) == ("hopper", module, operands_fn)
+    assert call.function == launches
     for fn in call.function:
         assert f'm.def("{fn}"' in binding
 
@@ -223,16 +236,64 @@ def model_of_step07(x, w1, b1, w2, b2):
     return out, *h_split
 
 
+def gemm1_model16(x16, w16, b):
+    """Step 08's GEMM1 as wgmma_fp16_sigmoid defines it: the fp16 operands' product (float64 here),
+    bias, sigmoid, rounded once to fp16, zero columns H.. Hp."""
+    hval = torch.sigmoid(x16.double() @ w16.double().T + b.double())
+    hp = torch.zeros(x16.shape[0], -(-w16.shape[0] // 64) * 64, dtype=torch.float64)
+    hp[:, :w16.shape[0]] = hval
+    return hp.half()
+
+
+def gemm2_model16(h16, w16, b):
+    """Step 08's GEMM2 as wgmma_fp16_partial_lse defines it: step 07's pairs of h16 @ w16.T + b."""
+    return gemm2_model(h16, torch.zeros_like(h16), w16, torch.zeros_like(w16),
+                       torch.ones(w16.shape[0]), b, h_inv=1.0)
+
+
+def model_of_step08(x, w1, b1, w2, b2):
+    """What step 08 computes: its host side (common/fp16_lse.py) with the kernels' models. Returns
+    out and GEMM1's h."""
+    h = []
+
+    def gemm1(*args):
+        h[:] = [gemm1_model16(*args)]
+        return h[0]
+
+    return load_step("common", "fp16_lse.py").call_fp16_lse(gemm1, gemm2_model16, x, w1, b1, w2, b2), h[0]
+
+
+def emulated16(x, w1, b1, w2, b2):
+    """Step 08 in torch: x, W1, W2 and h rounded to fp16, products and sums in float64."""
+    h = torch.sigmoid(x.half().double() @ w1.half().double().T + b1.double()).half()
+    return torch.logsumexp(h.double() @ w2.half().double().T + b2.double(), dim=1)
+
+
+# (step, its model, its tolerance vs float64 per row of max(|ref|, 1))
+DATAFLOW = {"wgmma_fp16x3_lse": (model_of_step07, TOL_FP32), "wgmma_fp16_lse": (model_of_step08, TOL_FP16)}
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU tests run the kernels themselves")
+@pytest.mark.parametrize("slug", DATAFLOW)
 @pytest.mark.parametrize("m,k,h,n", [(1, 1, 1, 1), (5, 70, 65, 129), (3, 33, 130, 300)])
-def test_torch_model_of_the_dataflow_is_fp32_faithful(m, k, h, n):
-    """The kernels' design (one scale 2**14 for h, zero columns H.. Hp, -inf past N, pairs per
-    128-column tile, the combine) loses nothing beyond fp32's error."""
+def test_torch_model_of_the_dataflow_is_fp32_faithful(slug, m, k, h, n):
+    """The kernels' design (07: one scale 2**14 for h; both: zero columns H.. Hp, K padded, -inf past
+    N, pairs per 128-column tile, the combine) loses nothing beyond fp32's error (07) or fp16's
+    rounding of the operands and h (08, which also matches the same rounding done in torch). x as a
+    misaligned, strided view gives the very same out: the cast or split makes a fresh operand."""
     x, w1, b1, w2, b2 = operands("p45", m, k, h, n, seed=SEED)
-    out, hh, hl = model_of_step07(x, w1, b1, w2, b2)
-    assert (hh[:, h:] == 0).all() and (hl[:, h:] == 0).all()
+    run, tol = DATAFLOW[slug]
+    out, *hid = run(x, w1, b1, w2, b2)
+    assert all((t[:, h:] == 0).all() for t in hid), "h's padding columns are zero"
     err = err_vs(out, reference64("p45", x, w1, b1, w2, b2))
-    assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
+    assert err < tol, f"{slug} {m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
+    if slug == "wgmma_fp16_lse":
+        err = rel_error(out, emulated16(x, w1, b1, w2, b2))
+        assert err < 2e-5, f"{m}x{k}x{h}x{n}: {err:.2e} from the torch emulation; seed={SEED}"
+    buf = torch.empty(2 * m * k + 3)
+    x_odd = buf[3:].view(m, 2 * k)[:, ::2]   # 12 bytes off a 16-byte boundary, a column stride of 2
+    x_odd.copy_(x)
+    assert torch.equal(run(x_odd, w1, b1, w2, b2)[0], out)
 
 
 # ----------------------------------------------------------------------------- GPU part
@@ -309,35 +370,45 @@ def test_gemm2_pairs_match_float64(ext, split):
         assert err < TOL_FP32, f"{m}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
 
 
+# (step, its tolerance vs float64, its tier at KernelBench's sizes)
+GPU_STEPS = {"wgmma_fp16x3_lse": (STEP07, TOL_FP32, "fp32-faithful"),
+             "wgmma_fp16_lse": (STEP08, TOL_FP16, "kb-pass")}
+
+
 @gpu_test
-def test_step_is_fp32_faithful():
+@pytest.mark.parametrize("slug", GPU_STEPS)
+def test_step_matches_float64_and_earns_its_tier(slug):
     """The whole step through the variant's build against the float64 model; at a single row
-    with KernelBench's other sizes, a partial row tile; fp32-faithful at KernelBench's sizes."""
+    with KernelBench's other sizes, a partial row tile; its tier at KernelBench's sizes (step 08's
+    float64 error printed beside its tier: KernelBench flags a speed-up above 10x)."""
+    step, tol, want = GPU_STEPS[slug]
     for m, k, h, n in [*SIZES, (1, 2048, 4096, 1024), (1000, 2048, 4096, 1024), DEFAULT]:
         x, w1, b1, w2, b2 = inputs(m, k, h, n)
-        fn = STEP07.build(model("p45", x, w1, b1, w2, b2))
-        poison_allocator((m,), (m, -(-n // LSE_TILE)))
+        fn = step.build(model("p45", x, w1, b1, w2, b2))
+        poison_allocator((m,), (m, -(-n // LSE_TILE)), (m, -(-h // 64) * 64))
         out = fn(x)
         assert out.shape == (m,) and out.dtype == torch.float32
-        assert not out.isnan().any(), f"{m}x{k}x{h}x{n}: NaN in out; seed={SEED}"
+        assert not out.isnan().any(), f"{slug} {m}x{k}x{h}x{n}: NaN in out; seed={SEED}"
         err = err_vs(out, reference64("p45", x, w1, b1, w2, b2))
-        print(f"wgmma_fp16x3_lse {m}x{k}x{h}x{n}: rel. error {err:.2e} vs float64")
-        assert err < TOL_FP32, f"{m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
-    assert tier("p45", out, x, w1, b1, w2, b2) == "fp32-faithful", f"seed={SEED}"
+        print(f"{slug} {m}x{k}x{h}x{n}: rel. error {err:.2e} vs float64")
+        assert err < tol, f"{slug} {m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
+    assert tier("p45", out, x, w1, b1, w2, b2) == want, f"{slug}; seed={SEED}"
 
 
 @gpu_test
-def test_large_logits_and_a_nan_row(split):
-    """Logits of size ~100 (weights scaled up) keep every exp in range (out ~ 100, fp32-accurate);
-    a row of x holding NaN gives NaN in that row of out only."""
+@pytest.mark.parametrize("slug", GPU_STEPS)
+def test_large_logits_and_a_nan_row(slug):
+    """Logits of size ~100 (weights scaled up) keep every exp in range (out ~ 100, to the step's
+    accuracy); a row of x holding NaN gives NaN in that row of out only."""
+    step, tol, _ = GPU_STEPS[slug]
     m, k, h, n = 130, 200, 300, 257
     x, w1, b1, w2, b2 = inputs(m, k, h, n)
     w2 = w2 * 400.0
-    fn = STEP07.build(model("p45", x, w1, b1, w2, b2))
+    fn = step.build(model("p45", x, w1, b1, w2, b2))
     out = fn(x)
     ref = reference64("p45", x, w1, b1, w2, b2)
     assert ref.abs().max() > 20, "the logits are meant to be large"
-    assert rel_error(out, ref) < TOL_FP32, f"seed={SEED}"
+    assert rel_error(out, ref) < tol, f"{slug}; seed={SEED}"
     x_nan = x.clone()
     x_nan[7, 3] = float("nan")
     out_nan = fn(x_nan)
@@ -345,6 +416,51 @@ def test_large_logits_and_a_nan_row(split):
     keep = torch.ones(m, dtype=torch.bool, device="cuda")
     keep[7] = False
     assert torch.equal(out_nan[keep], out[keep])
+
+
+@gpu_test
+def test_fp16_gemms_match_float64_of_their_fp16_operands(ext):
+    """Step 08's GEMM1 writes h = fp16(sigmoid(x16 @ W16.T + b1)) to within fp16's rounding of
+    h, zero past H, every element (poisoned memory would show NaN); GEMM2's pairs are those of
+    float64 on the same fp16 h and W2; a misaligned h is copied and gives the same pairs; bad
+    inputs are refused with the parameter's name."""
+    ops = load_step("common", "fp16_operands.py")
+    for m, k, h, n in SIZES:
+        x, w1, b1, w2, b2 = inputs(m, k, h, n)
+        kp, hp = -(-k // 8) * 8, -(-h // 64) * 64
+        x16, w1_16, w2_16 = ops.fp16_k_padded(x, kp), ops.fp16_k_padded(w1, kp), ops.fp16_k_padded(w2, hp)
+        junk = torch.full((m, hp), float("nan"), device="cuda", dtype=torch.float16)
+        del junk  # the caching allocator hands this NaN block to h
+        h16 = ext.wgmma_fp16_sigmoid(x16, w1_16, b1)
+        assert h16.shape == (m, hp) and h16.dtype == torch.float16
+        assert not h16.isnan().any(), f"{m}x{k}x{h}: unwritten elements; seed={SEED}"
+        assert (h16[:, h:] == 0).all(), f"{m}x{k}x{h}: padding not zero; seed={SEED}"
+        ref = torch.sigmoid(x16.double() @ w1_16.double().T + b1.double())[:, :h]
+        assert (h16[:, :h].double() - ref).abs().max() <= 2.0**-11, f"{m}x{k}x{h}: h; seed={SEED}"
+        t = -(-n // LSE_TILE)
+        poison_allocator((m, t), (m, t))
+        pmax, psum = ext.wgmma_fp16_partial_lse(h16, w2_16, b2)
+        assert pmax.shape == psum.shape == (m, t) and pmax.dtype == torch.float32
+        z = h16.double() @ w2_16.double().T + b2.double()
+        zp = torch.full((m, t * LSE_TILE), float("-inf"), device="cuda", dtype=torch.float64)
+        zp[:, :n] = z
+        ref_max = zp.view(m, t, LSE_TILE).max(dim=2).values
+        assert err_vs(pmax, ref_max) < TOL_FP32, f"{m}x{h}x{n}: pmax; seed={SEED}"
+        out = load_step("common", "lse.py").combine_lse(pmax, psum)
+        err = err_vs(out, torch.logsumexp(z, dim=1))
+        assert err < TOL_FP32, f"{m}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
+        buf = torch.empty(h16.numel() + 4, device="cuda", dtype=torch.float16)
+        h_mis = buf[4:].view(h16.shape)
+        h_mis.copy_(h16)
+        assert h_mis.data_ptr() % 16 != 0
+        pmax_mis, psum_mis = ext.wgmma_fp16_partial_lse(h_mis, w2_16, b2)
+        assert torch.equal(pmax_mis, pmax) and torch.equal(psum_mis, psum)
+    with pytest.raises(ValueError, match="same padded K"):
+        ext.wgmma_fp16_partial_lse(h16, w2_16[:, :8], b2)
+    with pytest.raises(ValueError, match="b must have"):
+        ext.wgmma_fp16_sigmoid(x16, w1_16, b1[:-1])
+    with pytest.raises(TypeError, match="float16"):
+        ext.wgmma_fp16_sigmoid(x16.float(), w1_16, b1)
 
 
 @gpu_test
