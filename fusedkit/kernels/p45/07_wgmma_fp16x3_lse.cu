@@ -153,24 +153,9 @@ struct PartialLse {
         const int t = threadIdx.x % 128;
         const int r0 = row0 + sm90::accumulator_row(t);
         const int c0 = col0 + sm90::accumulator_col(t);
-        float mx[2] = {kNegInf, kNegInf};  // rows r0, r0 + 8
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            const int c = c0 + 8 * j;
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const bool ok = c + e < N;
-                // h_inv and wi are powers of two: one FMA, exactly (v * h_inv) * wi + b.
-                const float scale = h_inv * p.wi[2 * j + e];
-                const float bb = p.b[2 * j + e];
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float& z = v[4 * j + 2 * h + e];
-                    z = ok ? __fmaf_rn(z, scale, bb) : kNegInf;
-                    mx[h] = fmaxf(mx[h], z);
-                }
-            }
-        }
+        float mx[2];  // rows r0, r0 + 8
+        // h_inv and wi are powers of two: one FMA, exactly (v * h_inv) * wi + b.
+        tile_logits(v, c0, N, [&](int i) { return make_float2(h_inv * p.wi[i], p.b[i]); }, mx);
         store_partial_lse(v, mx, r0, nt, M, T, pmax, psum);
     }
 };

@@ -26,23 +26,29 @@ __device__ __forceinline__ void fp16_gemm(const CUtensorMap* a_map, const CUtens
     lse_gemm<1>(full, empty, smem_raw, a_map, nullptr, b_map, nullptr, M, N, K, epilogue);
 }
 
-// GEMM1's epilogue: h = fp16(sigmoid(v + b1[c])), rounded once to nearest; columns H .. Hp - 1
-// (the padding GEMM2 sums over) written as zeros, so every element of h is written by some tile.
-// Each thread's two adjacent columns go out as one 4-byte __half2 store.
-struct Sigmoid16 {
-    const float* __restrict__ b;  // (H,)
-    __half* __restrict__ h;       // (M, Hp)
-    int M, H, Hp;
+// What both epilogues read before the tile's last products are done: the bias (of n columns) at
+// the thread's 32 columns, zero past n.
+struct BiasColumns {
+    const float* __restrict__ b;
+    int n;
 
     struct Params {
-        float b[BN / 4];  // b1 at the thread's 32 columns, zero past H
+        float b[BN / 4];
     };
 
     __device__ __forceinline__ Params load(int, int col0) const {
         Params p;
-        load_columns(b, col0 + sm90::accumulator_col(threadIdx.x % 128), H, p.b);
+        load_columns(b, col0 + sm90::accumulator_col(threadIdx.x % 128), n, p.b);
         return p;
     }
+};
+
+// GEMM1's epilogue: h = fp16(sigmoid(v + b1[c])), rounded once to nearest; columns H .. Hp - 1
+// (the padding GEMM2 sums over) written as zeros, so every element of h is written by some tile.
+// Each thread's two adjacent columns go out as one 4-byte __half2 store.
+struct Sigmoid16 : BiasColumns {  // b1 (H,)
+    __half* __restrict__ h;       // (M, Hp)
+    int M, H, Hp;
 
     __device__ __forceinline__ void operator()(float (&v)[kAcc], const Params& p, int row0,
                                                int col0, int) const {
@@ -72,27 +78,17 @@ struct Sigmoid16 {
 
 // GEMM2's epilogue: z = v + b2[c], never stored, reduced to the tile's per-row (max, sum-exp)
 // pairs by hopper_lse.cuh's store_partial_lse, as in step 07.
-struct PartialLse16 {
-    const float* __restrict__ b;  // (N,)
-    float* __restrict__ pmax;     // (M, T), T = cdiv(N, 128)
-    float* __restrict__ psum;     // (M, T)
+struct PartialLse16 : BiasColumns {  // b2 (N,)
+    float* __restrict__ pmax;           // (M, T), T = cdiv(N, 128)
+    float* __restrict__ psum;           // (M, T)
     int M, N, T;
-
-    struct Params {
-        float b[BN / 4];  // b2 at the thread's 32 columns, zero past N
-    };
-
-    __device__ __forceinline__ Params load(int, int col0) const {
-        Params p;
-        load_columns(b, col0 + sm90::accumulator_col(threadIdx.x % 128), N, p.b);
-        return p;
-    }
 
     __device__ __forceinline__ void operator()(float (&v)[kAcc], const Params& p, int row0,
                                                int col0, int nt) const {
         const int t = threadIdx.x % 128;
         float mx[2];  // rows r0, r0 + 8
-        tile_logits(v, col0 + sm90::accumulator_col(t), N, [&](float z, int i) { return z + p.b[i]; }, mx);
+        // fma(v, 1, b) is v + b exactly.
+        tile_logits(v, col0 + sm90::accumulator_col(t), N, [&](int i) { return make_float2(1.0f, p.b[i]); }, mx);
         store_partial_lse(v, mx, row0 + sm90::accumulator_row(t), nt, M, T, pmax, psum);
     }
 };
@@ -105,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 p45_wgmma_fp16_sigmoid_kernel(const __grid_constant__ CUtensorMap x_map,
                               const __grid_constant__ CUtensorMap w_map, const float* __restrict__ b,
                               __half* __restrict__ h, int M, int H, int K, int Hp) {
-    fp16_gemm(&x_map, &w_map, M, H, K, Sigmoid16{b, h, M, H, Hp});
+    fp16_gemm(&x_map, &w_map, M, H, K, Sigmoid16{{b, H}, h, M, H, Hp});
 }
 
 // GEMM2: pmax, psum of z = h @ W2.T + b2. h_map (M, Hp) and w_map (N, Hp).
@@ -114,7 +110,7 @@ p45_wgmma_fp16_partial_lse_kernel(const __grid_constant__ CUtensorMap h_map,
                                   const __grid_constant__ CUtensorMap w_map,
                                   const float* __restrict__ b, float* __restrict__ pmax,
                                   float* __restrict__ psum, int M, int N, int K, int T) {
-    fp16_gemm(&h_map, &w_map, M, N, K, PartialLse16{b, pmax, psum, M, N, T});
+    fp16_gemm(&h_map, &w_map, M, N, K, PartialLse16{{b, N}, pmax, psum, M, N, T});
 }
 
 namespace p45 {

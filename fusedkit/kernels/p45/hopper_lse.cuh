@@ -262,10 +262,11 @@ __device__ __forceinline__ void load_columns(const float* __restrict__ src, int 
     }
 }
 
-// The logits in place: v[...] of column slot i (load_columns' order) becomes logit(v, i) at the
-// valid columns, -inf past N; mx gets the thread's maximum of each of its two rows r0, r0 + 8.
-template <class Logit>
-__device__ __forceinline__ void tile_logits(float (&v)[kAcc], int c0, int N, const Logit& logit,
+// The logits in place: v[...] of column slot i (load_columns' order) becomes
+// fma(v, scale, bias) with (scale, bias) = coef(i) at the valid columns, -inf past N; mx gets the
+// thread's maximum of each of its two rows r0, r0 + 8.
+template <class Coef>
+__device__ __forceinline__ void tile_logits(float (&v)[kAcc], int c0, int N, const Coef& coef,
                                             float (&mx)[2]) {
     mx[0] = mx[1] = kNegInf;
 #pragma unroll
@@ -274,10 +275,11 @@ __device__ __forceinline__ void tile_logits(float (&v)[kAcc], int c0, int N, con
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const bool ok = c + e < N;
+            const float2 sb = coef(2 * j + e);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 float& z = v[4 * j + 2 * h + e];
-                z = ok ? logit(z, 2 * j + e) : kNegInf;
+                z = ok ? __fmaf_rn(z, sb.x, sb.y) : kNegInf;
                 mx[h] = fmaxf(mx[h], z);
             }
         }
