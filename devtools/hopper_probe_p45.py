@@ -1,13 +1,15 @@
-"""Probe: does problem 45's Hopper step (07: both fp16x3 GEMMs on the wgmma kernel) build, compute
-the right thing, and how fast is it beside the Triton fp16x3 step (05)?  One GPU call, one recorded run:
+"""Probe: do problem 45's Hopper steps (07: both GEMMs on fp16x3 splits; 08: one fp16 product each, on
+the same wgmma kernel) build, compute the right thing, and how fast are they beside their Triton twins
+(05 for 07, 06 for 08)?  One GPU call, one recorded run:
 
     python -m devtools.hopper_probe_p45 [--rep-ms 200] [--sizes batch_size=16384,...] [--records FILE]
 
-1. ptxas resources of step 07's two kernels (registers, spills, shared memory), for sm_90a;
+1. ptxas resources of the steps' kernels (registers, spills, shared memory), for sm_90a;
 2. p45's Hopper extension's build (a compile error is printed, the rest still runs);
-3. per variant (eager fp32, step 07, Triton step 05 ``triton_fused_lse_fp16x3``):
-   :func:`fusedkit.harness.measure`'s check at small odd sizes (step 07 only, check only), then
-   its check and time at the full size, recorded; the speed-up over eager in the same run printed;
+3. per variant (eager fp32, steps 07 and 08, Triton steps 05 ``triton_fused_lse_fp16x3`` and 06
+   ``triton_fused_lse_fp16``): :func:`fusedkit.harness.measure`'s check at small odd sizes (the
+   Hopper steps only, check only), then its check and time at the full size, recorded; the
+   speed-up over eager in the same run printed;
 4. step 07 split into its launches (x split, GEMM1, GEMM2, combine), each timed alone and
    recorded as ``wgmma_fp16x3_lse:<launch>`` (a launch computes a piece: no check judges it).
 A failure in one variant is printed on its line and the probe goes on; it is not recorded.
@@ -78,15 +80,18 @@ def main(argv: list[str] | None = None) -> int:
     small = [P.sizes(batch_size=m, input_size=k, hidden_size=h, output_size=n)
              for m, k, h, n in SMALL_SIZES]
     # Eager is the yardstick and Triton autotunes per size: both at the full size only.
-    steps = [P.variants["eager"], *p45mod.HOPPER_VARIANTS, P.variants["triton_fused_lse_fp16x3"]]
-    times = measure_steps(probe, P, steps, args.sizes, small, usage,
-                          full_only={"eager", "triton_fused_lse_fp16x3"})
+    twins = ("triton_fused_lse_fp16x3", "triton_fused_lse_fp16")   # steps 05 and 06, 07's and 08's
+    steps = [P.variants["eager"], *p45mod.HOPPER_VARIANTS, *(P.variants[s] for s in twins)]
+    times = measure_steps(probe, P, steps, args.sizes, small, usage, full_only={"eager", *twins})
     if "eager" in times:
         for slug, ms in times.items():
             print(f"  {slug:28s} {times['eager'] / ms:6.2f}x eager (same run)")
     if "wgmma_fp16x3_lse" in times and "triton_fused_lse_fp16x3" in times:
         a, t = times["wgmma_fp16x3_lse"], times["triton_fused_lse_fp16x3"]
         print(f"fp16x3: wgmma (step 07) {a:.4f} ms vs Triton (step 05) {t:.4f} ms: {t / a:.2f}x")
+    if "wgmma_fp16_lse" in times and "triton_fused_lse_fp16" in times:
+        a, t = times["wgmma_fp16_lse"], times["triton_fused_lse_fp16"]
+        print(f"fp16: wgmma (step 08) {a:.4f} ms vs Triton (step 06) {t:.4f} ms: {t / a:.2f}x")
     if "wgmma_fp16x3_lse" in times:
         print("\nstep 07 launch by launch:")
         try:

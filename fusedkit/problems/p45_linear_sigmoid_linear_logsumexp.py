@@ -156,19 +156,21 @@ WEIGHTS = Weights(("linear1.weight", "linear1.bias", "linear2.weight", "linear2.
 
 # The ladder: one idea per step, one kernel file per step (fusedkit/kernels/p45/), each with its
 # sidecar NN_slug.step saying what the registry shows of it (base.discover_steps). The steps built
-# for any device come here, the Hopper one below.
+# for any device come here, the Hopper ones below.
 _STEPS = discover_steps("p45", WEIGHTS)
 for _v in _STEPS:
     if not _v.hopper:
         PROBLEM.add_variant(_v)
 
-# -- fp32-faithful on Hopper: step 07, the fp16x3 pipeline on the hand-written wgmma kernel --------
+# -- on Hopper: step 07 (fp32-faithful, fp16x3) and 08 (kb-pass, one fp16 product) on the hand-written
+# wgmma kernel --------------------------------------------------------------------------------------
 
-# Built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the runner skips it with
+# Built apart for sm_90a (fusedkit.build): on another GPU, or on a CPU, the runner skips them with
 # one line (Variant.refusal, in the plan). Also named as a group for
-# python -m devtools.hopper_probe_p45 and its tests. Its build hands the extension's two
-# GEMMs to common/fp16x3_lse.py (x split per call, the weights once per weight version, GEMM1,
-# GEMM2, the combine): the module the exported KernelBench file runs too (fusedkit.export).
+# python -m devtools.hopper_probe_p45 and its tests. Each build hands the extension's two GEMMs to
+# its operands module, common/fp16x3_lse.py or common/fp16_lse.py (x split or cast per call, the
+# weights once per weight version, GEMM1, GEMM2, the combine): the module the exported KernelBench
+# file runs too (fusedkit.export).
 HOPPER_VARIANTS = tuple(v for v in _STEPS if v.hopper)
 for _v in HOPPER_VARIANTS:
     PROBLEM.add_variant(_v)
@@ -185,7 +187,7 @@ FAITHFUL_ROUTES = (
           "there from 1024 rows"),
 )
 PROBLEM.add_variant(Variant(
-    8, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 3, 7 and 5 by size",
+    9, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 3, 7 and 5 by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: cuBLAS fp32 "
     "with the float4 epilogues up to 512 rows, the wgmma fp16x3 pipeline above (the Triton one "
     "off Hopper)",
