@@ -180,24 +180,16 @@ const char* launch_wgmma_fp16x3_splitk(const __half* xh, const __half* xl, const
                                        cudaStream_t stream) {
     const int k_tiles = (K + fp::BK - 1) / fp::BK;
     if (splits < 1 || splits > k_tiles) return "splits must be 1 .. K / 64 rounded up";
-    CUtensorMap xh_map, xl_map, wh_map, wl_map;
-    if (const char* err = sm90::make_tensor_map_f16(&xh_map, xh, M, K, fp::BM)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&xl_map, xl, M, K, fp::BM)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wh_map, wh, N, K, fp::BN)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wl_map, wl, N, K, fp::BN)) return err;
-    if (cudaFuncSetAttribute(p12_wgmma_fp16x3_splitk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(fp::kSmemBytes)) != cudaSuccess) {
-        return "cudaFuncSetAttribute (dynamic shared memory) failed";
-    }
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-        return "could not read the multiprocessor count";
+    fp::SplitMaps maps;
+    int sms = 0;
+    if (const char* err = fp::prepare_split_launch(p12_wgmma_fp16x3_splitk_kernel, maps, xh, xl, wh, wl,
+                                                   M, N, K, &sms)) {
+        return err;
     }
     const int64_t units = static_cast<int64_t>((M + fp::BM - 1) / fp::BM) * ((N + fp::BN - 1) / fp::BN) * splits;
     const int blocks = static_cast<int>(units < sms ? units : sms);
     p12_wgmma_fp16x3_splitk_kernel<<<blocks, fp::kThreads, fp::kSmemBytes, stream>>>(
-        xh_map, xl_map, wh_map, wl_map, ws, M, N, K, splits);
+        maps.xh, maps.xl, maps.wh, maps.wl, ws, M, N, K, splits);
     // The reduction: 8 blocks of 256 threads an SM cover the (M, N) output in one wave or loop.
     const bool vec4 = N % 4 == 0;
     const int64_t groups = static_cast<int64_t>(M) * N / (vec4 ? 4 : 1);
