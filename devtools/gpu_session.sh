@@ -80,7 +80,7 @@ for stage in ${STAGES:-accept}; do
              for p in ${PROBLEMS:-p12 p45}; do
                case $p in
                  p12) spec=${SWEEP_P12:-batch_size=1..1024x4}
-                      v=${SWEEP_VARIANTS_P12:-eager,eager_tf32,compile,cublas_epilogue_vec4,cublas_tf32_epilogue_vec4,triton_tf32x3,triton_fp16x3,triton_tf32,triton_tf32_persistent,small_batch_stream,wgmma_fp16x3,faithful_by_batch} ;;
+                      v=${SWEEP_VARIANTS_P12:-eager,eager_tf32,compile,cublas_epilogue_vec4,cublas_tf32_epilogue_vec4,triton_tf32x3,triton_fp16x3,triton_tf32,triton_tf32_persistent,small_batch_stream,wgmma_fp16x3,wgmma_fp16x3_splitk,faithful_by_batch} ;;
                  p45) spec=${SWEEP_P45:-batch_size=16..16384x4}
                       v=${SWEEP_VARIANTS_P45:-eager,eager_tf32,compile,cublas_epilogues_vec4,cublas_tf32_epilogues_vec4,triton_fused_lse_tf32x3,triton_fused_lse_fp16x3,triton_fused_lse_tf32,triton_fused_lse_fp16,wgmma_fp16x3_lse,faithful_by_batch} ;;
                esac

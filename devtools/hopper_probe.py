@@ -1,4 +1,4 @@
-"""Probe: do problem 12's Hopper steps (11-16, wgmma fed by TMA) build, compute the right
+"""Probe: do problem 12's Hopper steps (11-16 and 18, wgmma fed by TMA) build, compute the right
 thing, and how close do they come to cuBLAS's fp16 GEMM?  One GPU call, one recorded run:
 
     python -m devtools.hopper_probe [--rep-ms 200] [--sizes batch_size=1024,...] [--records FILE]

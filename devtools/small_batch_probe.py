@@ -1,13 +1,15 @@
 """Probe: at a few rows, is a faithful step waiting on the host or on the GPU?
 
     python -m devtools.small_batch_probe [--problem p12] [--rows 1,4,16,64] [--calls 200] [--records FILE]
+                                         [--also wgmma_fp16x3_splitk]
 
 Sweeps recorded problem 12's Triton step 9 at 4 rows either at 0.116 ms or spread over
 0.14-0.25 ms, run to run, while 16 and 64 rows stayed at 0.116-0.119 ms with the same GPU work
 (one 64-row tile of MMAs per column block). This probe tells the two kinds of time apart, per
-step the by-batch step routes to (9, 17, 14), the by-batch step itself (18) and eager fp32, at
+step the by-batch step routes to (9, 17, 14), the by-batch step itself (19) and eager fp32, at
 each row count, with the inputs and weights the harness would use. ``--problem p45`` probes
-problem 45's by-batch step and the steps it routes to (3, 7, 5) the same way:
+problem 45's by-batch step and the steps it routes to (3, 7, 5) the same way; ``--also`` times
+other steps beside them (a candidate no route names yet, e.g. p12's split-K step 18):
 
 - ``host_ms``: the Python call alone, wall time without a sync (launches queued, not run);
 - ``gpu_b2b_ms``: CUDA events around ``--calls`` calls queued back to back, per call: the GPU's
@@ -31,6 +33,7 @@ import argparse
 import statistics
 import sys
 import time
+from typing import Sequence
 
 import pandas as pd
 import torch
@@ -39,10 +42,11 @@ from fusedkit import problems
 from devtools.common import Probe, parser, positive, refused
 
 
-def steps(problem: problems.Problem) -> list[str]:
-    """Eager, every step the by-batch step routes to (from its routes), then the by-batch step."""
+def steps(problem: problems.Problem, also: Sequence[str] = ()) -> list[str]:
+    """Eager, every step the by-batch step routes to (from its routes), the steps ``also`` names,
+    then the by-batch step; each once."""
     byb = next(v for v in problem.ladder() if v.routes)
-    return ["eager", *dict.fromkeys(s for r in byb.routes for s in r.slugs), byb.slug]
+    return list(dict.fromkeys(["eager", *(s for r in byb.routes for s in r.slugs), *also, byb.slug]))
 
 
 def _rows(text: str) -> list[int]:
@@ -127,19 +131,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="the problem whose by-batch step and its routed steps are probed")
     ap.add_argument("--rows", type=_rows, default=[1, 4, 16, 64], help="row counts, e.g. 1,4,16,64")
     ap.add_argument("--calls", type=positive(int, "--calls"), default=200, help="calls per own timing")
+    ap.add_argument("--also", default="", help="more steps to time beside them, e.g. wgmma_fp16x3_splitk")
     args = ap.parse_args(argv)
+    problem = problems.get(args.problem)
+    also = [s for s in args.also.split(",") if s]
+    if unknown := [s for s in also if s not in problem.variants]:
+        ap.error(f"--also={args.also!r}: {problem.key} has no step {', '.join(unknown)}")
     if not torch.cuda.is_available():
         print("small_batch_probe: needs a CUDA GPU (torch sees none); run it on the GPU machine",
               file=sys.stderr)
         return 2
-    problem = problems.get(args.problem)
     try:
         probe = Probe("small_batch_probe", rep_ms=args.rep_ms, records_path=args.records)
     except (ValueError, OSError) as e:
         return refused("small_batch_probe", e)
     out = []
     for rows in args.rows:
-        for slug in steps(problem):
+        for slug in steps(problem, also):
             try:
                 out.append(probe_one(probe, problem, slug, rows, args.calls))
             except Exception as e:  # noqa: BLE001 - one step's failure is one line of the table

@@ -198,7 +198,8 @@ def test_a_probe_says_where_a_broken_launch_broke_and_not_for_a_failed_check():
 @pytest.mark.parametrize("args, wrong", [(["--rows", "0,4"], "must be integers >= 1"),
                                          (["--rows", "four"], "expected row counts"),
                                          (["--calls", "0"], "--calls='0': expected a number > 0"),
-                                         (["--problem", "p99"], "invalid choice: 'p99'")])
+                                         (["--problem", "p99"], "invalid choice: 'p99'"),
+                                         (["--also", "wgmma_fp16x3_splitk,nope"], "p12 has no step nope")])
 def test_small_batch_probe_rejects_bad_arguments_in_one_line(args, wrong, capsys):
     with pytest.raises(SystemExit) as e:
         small_batch_probe.main(args)
@@ -211,6 +212,10 @@ def test_small_batch_probe_times_the_steps_the_by_batch_step_routes_to():
         "eager", "small_batch_stream", "wgmma_fp16x3", "triton_fp16x3", "faithful_by_batch"]
     assert small_batch_probe.steps(P45) == [
         "eager", "cublas_epilogues_vec4", "wgmma_fp16x3_lse", "triton_fused_lse_fp16x3", "faithful_by_batch"]
+    # --also: a step no route names yet (p12's split-K step 18), timed in the same run, once each
+    assert small_batch_probe.steps(P12, ["wgmma_fp16x3_splitk", "wgmma_fp16x3"]) == [
+        "eager", "small_batch_stream", "wgmma_fp16x3", "triton_fp16x3", "wgmma_fp16x3_splitk",
+        "faithful_by_batch"]
 
 
 @pytest.mark.gpu

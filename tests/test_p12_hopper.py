@@ -1,32 +1,37 @@
-"""Problem 12's Hopper steps (11-16: wgmma fed by TMA) and their build.
+"""Problem 12's Hopper steps (11-16 and 18: wgmma fed by TMA) and their build.
 
 CPU part (runs anywhere nvcc 12.x+ is): each step compiles for sm_90a and its PTX shows the
 Hopper machinery (wgmma.mma_async, cp.async.bulk.tensor, mbarrier waits, setmaxnreg where the
 step says so); ptxas reports no spills, no stack and no warning (a serialised wgmma or an ignored
 setmaxnreg is a warning); a plain sm_90 build stops with one clear line; the binding passes the
-C++ front end; the variants are well formed and the K padding is exact.
+C++ front end; the variants are well formed and the K padding is exact; step 18's choice of K
+splits (its host function, compiled and run here) and a torch model of its dataflow (partials over
+whole k-tiles, summed in split order, then step 14's epilogue) at odd sizes.
 GPU part (marked ``gpu``; one test per step or per kind of check, looping over the sizes where
 it differs): every step against float64 at the error one fp16 product predicts (11-13) or at
-fp32's error (14-16, the fp16x3 split: fp32-faithful at KernelBench's size); step 15 against
-step 14, its fallback to step 14, and its row-scale pass against the Triton split's.
+fp32's error (14-16, 18, the fp16x3 split: fp32-faithful at KernelBench's size); step 15 against
+step 14, its fallback to step 14, and its row-scale pass against the Triton split's; step 18 at
+1 to 1024 rows and any number of splits, and step 14 to the bit where it runs one split.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import subprocess
 from collections import Counter
 
 import pytest
 import torch
 
 from fusedkit import build
-from fusedkit.harness import rel_error
+from fusedkit.harness import eager32, rel_error
 from fusedkit.kernels import load_step
 from fusedkit.mode import triton_interprets
 from fusedkit.problems import p12_gemm_multiply_leakyrelu as p12mod
-from kernel_helpers import gpu_test, needs_nvcc, poison_allocator, ptxas_report
+from kernel_helpers import entry_body, gpu_test, needs_nvcc, poison_allocator, ptxas_report
 from reference import MULT, SLOPE, operands, reference64, tier
+from reference import model as reference_model
 
 P12 = p12mod.PROBLEM
 HOPPER = build.hopper_sources("p12")
@@ -34,13 +39,14 @@ STEP = {p.stem.split("_", 1)[1]: p for p in HOPPER}  # "wgmma_tma" -> .../11_wgm
 # What each step's PTX must show: its wgmma shape, and whether it splits warpgroups by role.
 WGMMA_SHAPE = {"wgmma_tma": "m64n128k16", "wgmma_warpspec": "m64n256k16",
                "wgmma_persistent": "m64n256k16", "wgmma_fp16x3": "m64n128k16",
-               "wgmma_fp16x3_fused_split": "m64n128k16", "wgmma_fp16x3_multicast": "m64n128k16"}
+               "wgmma_fp16x3_fused_split": "m64n128k16", "wgmma_fp16x3_multicast": "m64n128k16",
+               "wgmma_fp16x3_splitk": "m64n128k16"}
 WARP_SPECIALISED = {"wgmma_tma": False, "wgmma_warpspec": True, "wgmma_persistent": True,
                     "wgmma_fp16x3": True, "wgmma_fp16x3_fused_split": True,
-                    "wgmma_fp16x3_multicast": True}
+                    "wgmma_fp16x3_multicast": True, "wgmma_fp16x3_splitk": True}
 STEP_VARIANTS = [v for v in p12mod.HOPPER_VARIANTS if not v.baseline]
 FP16_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16"]      # one fp16 product: 11-13
-FP16X3_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16x3"]  # the split: 14-16
+FP16X3_STEPS = [v for v in STEP_VARIANTS if v.precision == "fp16x3"]  # the split: 14-16, 18
 
 
 # ----------------------------------------------------------------------------- CPU part
@@ -139,18 +145,19 @@ def test_every_hopper_step_has_a_variant_and_the_binding_defines_it():
         assert any(f'{d}("{v.slug}"' in binding for d in ("step_args", "fp16x3_args", "m.def")), \
             f"binding_hopper.cpp does not define {v.slug}"
     assert [v.slug for v in FP16X3_STEPS] == ["wgmma_fp16x3", "wgmma_fp16x3_fused_split",
-                                             "wgmma_fp16x3_multicast"]
+                                             "wgmma_fp16x3_multicast", "wgmma_fp16x3_splitk"]
     (bar,) = [v for v in p12mod.HOPPER_VARIANTS if v.baseline]
     assert bar.slug == "cublas_fp16_epilogue" and bar.precision == "fp16" and bar.needs_gpu
-    # In the ladder, once each, in step order: the bar at step 0, then 11-16 between 10 and 17.
+    # In the ladder, once each, in step order: the bar at step 0, then 11-16 between 10 and 17,
+    # 18 between 17 and the by-batch step.
     assert all(P12.variants[v.slug] is v for v in p12mod.HOPPER_VARIANTS)
-    order = [v.slug for v in P12.ladder() if v.number in range(10, 19)]
+    order = [v.slug for v in P12.ladder() if v.number in range(10, 20)]
     assert order == ["triton_tf32_persistent", "wgmma_tma", "wgmma_warpspec", "wgmma_persistent",
                      "wgmma_fp16x3", "wgmma_fp16x3_fused_split", "wgmma_fp16x3_multicast",
-                     "small_batch_stream", "faithful_by_batch"]
+                     "small_batch_stream", "wgmma_fp16x3_splitk", "faithful_by_batch"]
     numbers = Counter(v.number for v in P12.ladder() if not v.baseline)
     assert {n for n, c in numbers.items() if c > 1} == {4, 8}, "only steps 4 and 8 are families"
-    assert sorted(numbers) == list(range(1, 19)) and P12.variants["faithful_by_batch"].number == 18
+    assert sorted(numbers) == list(range(1, 20)) and P12.variants["faithful_by_batch"].number == 19
 
 
 @needs_nvcc
@@ -181,6 +188,97 @@ def test_fused_split_ptx_splits_x_in_shared_memory_before_the_wgmmas():
     assert {ln.rstrip(";") for ln in bars} == {"bar.sync 1, 128", "bar.sync 2, 128"}, bars
     tma = build.ptx_instructions("\n".join(lines), r"cp\.async\.bulk\.tensor\.2d")
     assert len(tma) == 4, "x as two fp32 boxes, wh and wl"
+
+
+@needs_nvcc
+def test_splitk_ptx_stores_partials_and_reduces_them_in_a_second_kernel():
+    """Step 18: the GEMM kernel stores its fp32 partials (pairs; it reads nothing from global
+    memory: no bias, no scales) and a second kernel, scalar and float4, adds them with streaming
+    loads and applies the epilogue; the copies and barriers are step 14's (the tests above)."""
+    src = STEP["wgmma_fp16x3_splitk"]
+    text = build.ptx(src)
+    gemm = entry_body(text, "p12_wgmma_fp16x3_splitk_kernel")
+    assert build.ptx_instructions(gemm, r"st\.global\.v2\.f32") and not build.ptx_instructions(gemm, r"ld\.global")
+    assert len(build.ptx_instructions(gemm, r"wgmma\.mma_async")) == 12, "3 products x 4 k16 a k-tile"
+    reducers = re.findall(r"\.entry (\w*p12_splitk_reduce_kernel\w*)\(", text)
+    assert len(reducers) == 2, reducers
+    (vec4,) = [entry_body(text, r) for r in reducers if "ILi4E" in r]
+    assert build.ptx_instructions(vec4, r"ld\.global\.cs\.v4\.f32")
+    assert build.ptx_instructions(vec4, r"st\.global\.v4\.f32")
+    usage, _ = ptxas_report(src)
+    assert "p12_wgmma_fp16x3_splitk_kernel" in usage and len(usage) == 3
+
+
+# What the split count's host function gives (M, N, K, SMs -> splits): as many splits as one wave
+# of the SMs holds, at least 4 k-tiles a split, 1 (step 14 itself) where the tiles fill the SMs.
+SPLITS = {(16, 8192, 8192, 132): 2, (64, 8192, 8192, 132): 2, (128, 8192, 8192, 132): 2,
+          (129, 8192, 8192, 132): 1, (1024, 8192, 8192, 132): 1, (8, 1000, 4160, 132): 16,
+          (8, 8192, 128, 132): 1, (8, 8192, 512, 132): 2, (1, 128, 8192, 132): 32,
+          (1, 128, 8192, 78): 32, (1, 512, 8192, 78): 19}
+
+
+@needs_nvcc
+def test_splitk_chooses_a_wave_of_blocks_with_whole_k_tiles(tmp_path):
+    """p12::wgmma_fp16x3_splitk_splits, compiled with its step by nvcc and run on this CPU (no
+    kernel is launched)."""
+    src = STEP["wgmma_fp16x3_splitk"]
+    calls = "".join(f'    std::printf("%d\\n", p12::wgmma_fp16x3_splitk_splits({m}, {n}, {k}, {sms}));\n'
+                    for m, n, k, sms in SPLITS)
+    main = tmp_path / "main.cu"
+    main.write_text(f'#include <cstdio>\n#include "{src}"\nint main() {{\n{calls}    return 0;\n}}\n')
+    exe = tmp_path / "main"
+    subprocess.run([build._nvcc_path(), "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
+                    f"-I{src.parent}", "-o", str(exe), str(main)], check=True, capture_output=True,
+                   timeout=600)
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    assert dict(zip(SPLITS, map(int, got))) == SPLITS
+
+
+def splitk_model(splits: int):
+    """Step 18 in torch, given the split operands (call_fp16x3's arguments): per split s of S, its
+    k-tiles [k_tiles * s // S, k_tiles * (s + 1) // S), each k-tile's hi*hi from zero (float64
+    here, the tensor cores' own error is the GPU tests') added in fp32, the cross products summed
+    in fp32, the partial sum + cross / 2048; then the partials added in split order, the scales,
+    b, the multiplier and LeakyReLU, in fp32 as the second kernel does."""
+    def run(xh, xl, x_inv, wh, wl, w_inv, b, multiplier, slope):
+        k_tiles = -(-xh.shape[1] // 64)
+        ah, al, bh, bl = (t.double() for t in (xh, xl, wh, wl))
+        partials = []
+        for s in range(splits):
+            acc = torch.zeros(xh.shape[0], wh.shape[0])
+            cross = torch.zeros_like(acc)
+            for kt in range(k_tiles * s // splits, k_tiles * (s + 1) // splits):
+                k = slice(64 * kt, 64 * kt + 64)
+                acc += (ah[:, k] @ bh[:, k].T).float()
+                cross += (ah[:, k] @ bl[:, k].T + al[:, k] @ bh[:, k].T).float()
+            partials.append(acc + cross / 2048)
+        total = partials[0]
+        for p in partials[1:]:
+            total = total + p
+        v = total * x_inv[:, None] * w_inv[None, :] + b
+        return torch.nn.functional.leaky_relu(v * multiplier, slope)
+    return run
+
+
+@pytest.mark.skipif(not triton_interprets(), reason="splits x with Triton on CPU tensors: the interpreter only")
+@pytest.mark.parametrize("m", [1, 8, 17, 64])
+@pytest.mark.parametrize("k,splits", [(200, 3), (330, 4), (330, 6), (70, 1)])
+def test_torch_model_of_the_splitk_dataflow_is_fp32_faithful(m, k, splits):
+    """Splitting K into ranges of whole k-tiles (K not a multiple of S x 64: uneven ranges, the
+    last k-tile zero-padded; one k-tile a split at S = k-tiles) and adding the partials in a fixed
+    order loses nothing beyond fp32's error: fp32-faithful against float64, about as close as eager
+    fp32. x as a misaligned, strided view gives the very same y: the split makes a fresh operand."""
+    split = load_step("common", "fp16x3_split.py")
+    x, w, b = operands("p12", m, k, 33, seed=SEED)
+    out = split.call_fp16x3(splitk_model(splits), x, w, b, MULT, SLOPE)
+    ref = reference64("p12", x, w, b)
+    err, eager = rel_error(out, ref), rel_error(eager32(reference_model("p12", x, w, b), [x]), ref)
+    assert err < 1e-6 and err <= 4 * eager + 1e-7, f"{m}x{k}, S={splits}: {err:.2e} (eager {eager:.2e}); seed={SEED}"
+    assert tier("p12", out, x, w, b) == "fp32-faithful", f"{m}x{k}, S={splits}; seed={SEED}"
+    buf = torch.empty(2 * m * k + 3)
+    x_odd = buf[3:].view(m, 2 * k)[:, ::2]   # 12 bytes off a 16-byte boundary, a column stride of 2
+    x_odd.copy_(x)
+    assert torch.equal(split.call_fp16x3(splitk_model(splits), x_odd, w, b, MULT, SLOPE), out)
 
 
 @pytest.mark.skipif(not triton_interprets(), reason="runs Triton on CPU tensors: the interpreter only")
@@ -369,6 +467,63 @@ def test_multicast_step_equals_step_14_bit_for_bit(ext):
             torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True,
                                        msg=lambda m: f"{M}x{K}x{N}, seed={SEED}: {m}")
         assert got[M // 2].isnan().all() and not got[(M // 2 + 1) % M].isnan().any()
+
+
+# (M, K, N) for step 18: 1 to 64 rows (one row tile, split K), K and N odd (K not a multiple of
+# the splits' 64-column k-tiles, N not of 128), KernelBench's shape at 16 rows, and 1024 rows
+# (one split: step 14 itself).
+SPLITK_SIZES = [(1, 4104, 1000), (8, 4104, 1001), (16, 8192, 8192), (64, 1000, 8191), (1024, 8192, 8192)]
+
+
+@gpu_test
+@pytest.mark.parametrize("M,K,N", SPLITK_SIZES, ids=lambda d: str(d))
+def test_splitk_step_is_fp32_faithful_from_one_row_to_1024(M, K, N):
+    """Step 18 as registered (x split per call, W once): fp32-faithful against float64 on fresh
+    inputs, every output written (NaN-poisoned output and workspace blocks), the same bits on a
+    second call (the partials are added in a fixed order); at 1024 rows, one split: step 14's y."""
+    x, w, b = inputs(M, K, N)
+    fn = built(P12.variants["wgmma_fp16x3_splitk"], x, w, b)
+    poison_allocator((M, N), (2, M, N), (16, M, N))
+    out = fn(x)
+    assert out.shape == (M, N) and out.dtype == torch.float32
+    assert not out.isnan().any(), f"{M}x{K}x{N} left unwritten outputs; seed={SEED}"
+    err = rel_error(out, reference64("p12", x, w, b))
+    assert err < 1e-6, f"{M}x{K}x{N}: {err:.2e} vs float64; seed={SEED}"
+    assert tier("p12", out, x, w, b) == "fp32-faithful", f"{M}x{K}x{N}; seed={SEED}"
+    poison_allocator((M, N), (2, M, N), (16, M, N))
+    assert torch.equal(fn(x), out), f"{M}x{K}x{N}: not deterministic; seed={SEED}"
+    if M == 1024:
+        assert torch.equal(out, built(P12.variants["wgmma_fp16x3"], x, w, b)(x))
+
+
+@gpu_test
+def test_splitk_any_split_count_and_a_nan_row(ext):
+    """Forced split counts (1, 2, 3 and one k-tile a split): each within fp32's error of float64,
+    a NaN row of x a NaN row of y and no other; one split through the workspace is step 14's y to
+    the bit (the same adds, the reduction's scale-bias-LeakyReLU in step 14's order); too many
+    splits are refused in one line."""
+    split = load_step("common", "fp16x3_split.py")
+    for M, K, N in [(1, 4104, 1000), (17, 520, 257), (64, 4104, 1001), (130, 1000, 136)]:
+        x, w, b = inputs(M, K, N)
+        nan_row = M // 2
+        x[nan_row, 1] = float("nan")
+        keep = torch.ones(M, dtype=torch.bool, device="cuda")
+        keep[nan_row] = False
+        xs, ws = split.split_fp16x3(x, pad_cols_to=64), split.split_fp16x3(w, pad_cols_to=64)
+        args = (xs.hi, xs.lo, xs.inv_scale, ws.hi, ws.lo, ws.inv_scale, b, MULT, SLOPE)
+        ref = reference64("p12", x[keep], w, b)
+        want = ext.wgmma_fp16x3(*args)
+        k_tiles = xs.hi.shape[1] // 64
+        for s in sorted({1, 2, 3, k_tiles}):
+            poison_allocator((M, N), (s, M, N))
+            got = ext.wgmma_fp16x3_splitk(*args, splits=s)
+            at = f"{M}x{K}x{N}, splits={s}, seed={SEED}"
+            assert got[nan_row].isnan().all() and not got[keep].isnan().any(), at
+            assert rel_error(got[keep], ref) < 1e-6, at
+            if s == 1:
+                torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{at}: {m}")
+        with pytest.raises(ValueError, match="splits"):
+            ext.wgmma_fp16x3_splitk(*args, splits=k_tiles + 1)
 
 
 @gpu_test

@@ -357,7 +357,7 @@ def test_the_route_and_spread_charts_draw_each_role_in_one_colour(tmp_path):
              for h, label in zip(handles, labels)}
     assert lines == {"eager fp32": plots.ROLE_COLOURS["eager"],
                      "the step it routes to": plots.ROLE_COLOURS["routed"],
-                     "faithful_by_batch (step 18)": plots.ROLE_COLOURS["by-batch"]}
+                     "faithful_by_batch (step 19)": plots.ROLE_COLOURS["by-batch"]}
     assert [t.get_text() for t in ax.texts] == ["17", "14", "14"]
     edges = [ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == ":"]
     assert edges == [r.max_rows + 0.5 for r in P12.variant("faithful_by_batch").routes[:-1]]

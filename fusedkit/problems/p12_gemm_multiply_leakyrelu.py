@@ -145,7 +145,7 @@ for _v in _STEPS:
         PROBLEM.add_variant(_v)
 
 
-# -- one fp16 product on Hopper: the wgmma steps (11-16) and the cuBLAS fp16 bar -----------------------
+# -- on Hopper: the wgmma steps (11-16, 18) and the cuBLAS fp16 bar -----------------------------
 
 
 def _cublas_fp16_epilogue(model: nn.Module) -> Callable[..., torch.Tensor]:
@@ -189,7 +189,7 @@ FAITHFUL_ROUTES = (
           "point of the newest sweep; off Hopper, step 9"),
 )
 PROBLEM.add_variant(Variant(
-    18, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17 and 14 (9) by size",
+    19, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17 and 14 (9) by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
     "stream up to 4 rows, the wgmma fp16x3 kernel above (the Triton fp16x3 tiles off Hopper)",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,

@@ -1,5 +1,5 @@
 // The fp16x3 wgmma tile, written once for both problems: its shapes, stages, registers, the
-// stage ring, the tile order and the cross term's scaling (p12's steps 14-16 and p45's step 07),
+// stage ring, the tile order and the cross term's scaling (p12's steps 14-16 and 18, p45's step 07),
 // and a consumer warpgroup's whole tile, k-loop then epilogue, a template over the epilogue (p12's
 // steps; p45's step 07 still types its own k-loop: its fragments live across tiles, which this
 // template's, a fresh set a tile, do not, and that is other PTX).

@@ -79,25 +79,17 @@ const char* launch_wgmma_fp16x3(const __half* xh, const __half* xl, const float*
                                 const __half* wh, const __half* wl, const float* w_inv,
                                 const float* b, float* y, int M, int N, int K, float multiplier,
                                 float negative_slope, cudaStream_t stream) {
-    CUtensorMap xh_map, xl_map, wh_map, wl_map;
-    if (const char* err = sm90::make_tensor_map_f16(&xh_map, xh, M, K, fp::BM)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&xl_map, xl, M, K, fp::BM)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wh_map, wh, N, K, fp::BN)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wl_map, wl, N, K, fp::BN)) return err;
-    if (cudaFuncSetAttribute(p12_wgmma_fp16x3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(fp::kSmemBytes)) != cudaSuccess) {
-        return "cudaFuncSetAttribute (dynamic shared memory) failed";
-    }
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-        return "could not read the multiprocessor count";
+    fp::SplitMaps maps;
+    int sms = 0;
+    if (const char* err = fp::prepare_split_launch(p12_wgmma_fp16x3_kernel, maps, xh, xl, wh, wl,
+                                                   M, N, K, &sms)) {
+        return err;
     }
     const int64_t tiles = static_cast<int64_t>((M + fp::BM - 1) / fp::BM) * ((N + fp::BN - 1) / fp::BN);
     const int blocks = static_cast<int>(tiles < sms ? tiles : sms);  // one block per SM at most
     const bool pairs_ok = N % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0;
     p12_wgmma_fp16x3_kernel<<<blocks, fp::kThreads, fp::kSmemBytes, stream>>>(
-        xh_map, xl_map, wh_map, wl_map, x_inv, w_inv, b, y, M, N, K, multiplier, negative_slope,
+        maps.xh, maps.xl, maps.wh, maps.wl, x_inv, w_inv, b, y, M, N, K, multiplier, negative_slope,
         pairs_ok ? 1 : 0);
     return nullptr;
 }

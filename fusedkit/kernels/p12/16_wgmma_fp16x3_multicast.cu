@@ -108,15 +108,10 @@ const char* launch_wgmma_fp16x3_multicast(const __half* xh, const __half* xl, co
                                           const float* b, float* y, int M, int N, int K,
                                           float multiplier, float negative_slope,
                                           cudaStream_t stream) {
-    CUtensorMap xh_map, xl_map, wh_map, wl_map;
-    if (const char* err = sm90::make_tensor_map_f16(&xh_map, xh, M, K, fp::BM)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&xl_map, xl, M, K, fp::BM)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wh_map, wh, N, K, fp::BN)) return err;
-    if (const char* err = sm90::make_tensor_map_f16(&wl_map, wl, N, K, fp::BN)) return err;
-    if (cudaFuncSetAttribute(p12_wgmma_fp16x3_multicast_kernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(fp::kSmemBytes)) != cudaSuccess) {
-        return "cudaFuncSetAttribute (dynamic shared memory) failed";
+    fp::SplitMaps maps;
+    if (const char* err = fp::prepare_split_launch(p12_wgmma_fp16x3_multicast_kernel, maps, xh, xl, wh, wl,
+                                                   M, N, K)) {
+        return err;
     }
     cudaLaunchAttribute cluster_dims{};
     cluster_dims.id = cudaLaunchAttributeClusterDimension;
@@ -145,7 +140,7 @@ const char* launch_wgmma_fp16x3_multicast(const __half* xh, const __half* xl, co
     config.gridDim = dim3(static_cast<unsigned>(kCluster * clusters));
     const bool pairs_ok = N % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0;
     const cudaError_t err = cudaLaunchKernelEx(
-        &config, p12_wgmma_fp16x3_multicast_kernel, xh_map, xl_map, wh_map, wl_map, x_inv, w_inv,
+        &config, p12_wgmma_fp16x3_multicast_kernel, maps.xh, maps.xl, maps.wh, maps.wl, x_inv, w_inv,
         b, y, M, N, K, multiplier, negative_slope, pairs_ok ? 1 : 0);
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

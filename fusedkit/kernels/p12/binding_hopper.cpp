@@ -1,4 +1,4 @@
-// PyTorch bindings of problem 12's Hopper steps (11-16): y = LeakyReLU((x @ W.T + b) * multiplier,
+// PyTorch bindings of problem 12's Hopper steps (11-16, 18): y = LeakyReLU((x @ W.T + b) * multiplier,
 // slope) with fp16 x and W (one fp16 product, fp32 accumulation), fp32 b and y; step 14 takes
 // the fp16x3 splits of x and W instead (three fp16 products, fp32-faithful), step 15 fp32 x, its
 // row scales and W's split. Built apart from
@@ -79,11 +79,11 @@ torch::Tensor wgmma_persistent(const torch::Tensor& x16, const torch::Tensor& w1
                     negative_slope);
 }
 
-// Steps 14 and 16: x and W arrive as their fp16x3 splits (common/fp16x3_split.py): hi and lo
-// (R, Kp) fp16 with the same padded Kp, and inv_scale (R,) fp32.
-using Fp16x3Launcher = decltype(&p12::launch_wgmma_fp16x3);  // steps 14 and 16 take the same operands
-
-torch::Tensor run_fp16x3_step(Fp16x3Launcher launch, const char* name, const torch::Tensor& xh16,
+// Steps 14, 16 and 18: x and W arrive as their fp16x3 splits (common/fp16x3_split.py): hi and lo
+// (R, Kp) fp16 with the same padded Kp, and inv_scale (R,) fp32. `launch` takes
+// p12::launch_wgmma_fp16x3's arguments (steps 14 and 16 are such launchers; 18 a lambda).
+template <class Launch>
+torch::Tensor run_fp16x3_step(Launch launch, const char* name, const torch::Tensor& xh16,
                               const torch::Tensor& xl16, const torch::Tensor& x_inv,
                               const torch::Tensor& wh16, const torch::Tensor& wl16,
                               const torch::Tensor& w_inv, const torch::Tensor& b, double multiplier,
@@ -156,6 +156,35 @@ torch::Tensor wgmma_fp16x3_multicast(const torch::Tensor& xh, const torch::Tenso
                                      double negative_slope) {
     return run_fp16x3_step(&p12::launch_wgmma_fp16x3_multicast, "wgmma_fp16x3_multicast", xh, xl,
                            x_inv, wh, wl, w_inv, b, multiplier, negative_slope);
+}
+
+// Step 18: splits = 0 picks the number of K splits for this size and GPU
+// (p12::wgmma_fp16x3_splitk_splits) and, where that is 1, runs step 14 itself: no workspace, no
+// second kernel. splits >= 1 forces that many (the tests' handle), the workspace path even at 1.
+// The workspace (splits, M, N) fp32 comes from torch's caching allocator per call: no host sync.
+torch::Tensor wgmma_fp16x3_splitk(const torch::Tensor& xh, const torch::Tensor& xl,
+                                  const torch::Tensor& x_inv, const torch::Tensor& wh,
+                                  const torch::Tensor& wl, const torch::Tensor& w_inv,
+                                  const torch::Tensor& b, double multiplier, double negative_slope,
+                                  int64_t splits) {
+    const auto launch = [&](const __half* ah, const __half* al, const float* ai, const __half* bh,
+                            const __half* bl, const float* bi, const float* bias, float* y, int M,
+                            int N, int K, float mult, float slope, cudaStream_t stream) {
+        TORCH_CHECK_VALUE(splits >= 0 && splits <= (K + 63) / 64, "splits = ", splits,
+                          " must be 0 (choose) or 1 .. K / 64 rounded up = ", (K + 63) / 64);
+        const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+        const int s = splits > 0 ? static_cast<int>(splits) : p12::wgmma_fp16x3_splitk_splits(M, N, K, sms);
+        if (splits == 0 && s == 1) {
+            return p12::launch_wgmma_fp16x3(ah, al, ai, bh, bl, bi, bias, y, M, N, K, mult, slope, stream);
+        }
+        // Freed on return, before the kernels run: safe, as the caching allocator hands the block
+        // out again only to later work on this same stream.
+        const torch::Tensor ws = torch::empty({s, M, N}, xh.options().dtype(torch::kFloat32));
+        return p12::launch_wgmma_fp16x3_splitk(ah, al, ai, bh, bl, bi, bias, ws.data_ptr<float>(), y,
+                                               M, N, K, s, mult, slope, stream);
+    };
+    return run_fp16x3_step(launch, "wgmma_fp16x3_splitk", xh, xl, x_inv, wh, wl, w_inv, b,
+                           multiplier, negative_slope);
 }
 
 // Step 15's first launch: the row scales of x (M, K) fp32, as split_fp16x3 computes them.
@@ -278,6 +307,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     fp16x3_args("wgmma_fp16x3_multicast", &wgmma_fp16x3_multicast,
                 "Step 16: step 14 in clusters of two blocks that share each stage's W boxes "
                 "(TMA multicast): each block reads 48 KB a k-tile from L2 instead of 64.");
+    m.def("wgmma_fp16x3_splitk", &wgmma_fp16x3_splitk,
+          (std::string("Step 18: step 14 with each tile's K split over several blocks (splits = 0: "
+                       "as many as one wave of the SMs holds, step 14 itself where that is 1), fp32 "
+                       "partials in a workspace summed in split order by a second kernel, which "
+                       "applies the scales, b and LeakyReLU.\n\n") + fp16x3_doc).c_str(),
+          py::arg("xh"), py::arg("xl"), py::arg("x_inv"), py::arg("wh"), py::arg("wl"),
+          py::arg("w_inv"), py::arg("b"), py::arg("multiplier") = 2.0,
+          py::arg("negative_slope") = 0.1, py::arg("splits") = 0);
     m.def("x_row_scales", &x_row_scales,
           "Step 15's first launch: (scale, inv), each (M,) float32, the power-of-two row scales of "
           "x (M, K) float32 that split_fp16x3 uses (inv NaN for a row holding inf or NaN).",

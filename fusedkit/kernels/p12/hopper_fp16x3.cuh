@@ -1,11 +1,13 @@
 // Problem 12's epilogue on the fp16x3 wgmma tile (common/hopper_fp16x3.cuh, shared with p45),
 // for the steps that feed the tile differently (14: one block per tile, split operands by TMA;
-// 15: x split in shared memory; 16: two blocks of a cluster sharing W's tiles).
+// 15: x split in shared memory; 16: two blocks of a cluster sharing W's tiles; 18 stores partials
+// of a split K instead), and the host set-up of the steps fed the four split operands (14, 16, 18).
 // The math (common/fp16x3_split.py): x @ W.T = (sum_k xh wh + (xh wl + xl wh) / 2048) * xi[m] * wi[n].
 // Device code only; included by the .cu steps after common/hopper.cuh.
 #pragma once
 
 #include <cstdint>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "../common/hopper.cuh"
@@ -57,5 +59,32 @@ struct LeakyReluEpilogue {
                            pairs_ok);
     }
 };
+
+// Host: what the launchers of steps 14, 16 and 18 do first: the tensor maps of xh, xl (boxes of
+// BM rows) and wh, wl (BN rows), 64 columns each, the kernel's dynamic shared memory raised to the
+// ring's, and, where `sms` is given, the device's multiprocessor count. nullptr, or what failed.
+struct SplitMaps {
+    CUtensorMap xh, xl, wh, wl;
+};
+
+template <class Kernel>
+inline const char* prepare_split_launch(Kernel* kernel, SplitMaps& maps, const __half* xh,
+                                        const __half* xl, const __half* wh, const __half* wl, int M,
+                                        int N, int K, int* sms = nullptr) {
+    if (const char* err = sm90::make_tensor_map_f16(&maps.xh, xh, M, K, BM)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&maps.xl, xl, M, K, BM)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&maps.wh, wh, N, K, BN)) return err;
+    if (const char* err = sm90::make_tensor_map_f16(&maps.wl, wl, N, K, BN)) return err;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kSmemBytes)) != cudaSuccess) {
+        return "cudaFuncSetAttribute (dynamic shared memory) failed";
+    }
+    int device = 0;
+    if (sms != nullptr && (cudaGetDevice(&device) != cudaSuccess ||
+                           cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)) {
+        return "could not read the multiprocessor count";
+    }
+    return nullptr;
+}
 
 }  // namespace p12::fp16x3

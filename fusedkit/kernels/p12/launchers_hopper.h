@@ -1,4 +1,4 @@
-// Host launchers of problem 12's Hopper steps (11-16): y = LeakyReLU((x @ W.T + b) * multiplier,
+// Host launchers of problem 12's Hopper steps (11-16, 18): y = LeakyReLU((x @ W.T + b) * multiplier,
 // slope) with x (M, K) and W (N, K) in fp16 (row-major, contiguous), b (N,) and y (M, N) in fp32.
 // Requirements the binding checks: K % 8 == 0 (TMA needs 16-byte row strides) and x, W 16-byte
 // aligned. Each launcher only enqueues work on `stream`; it returns nullptr, or a message when
@@ -54,5 +54,16 @@ const char* launch_wgmma_fp16x3_multicast(const __half* xh, const __half* xl, co
                                           const float* b, float* y, int M, int N, int K,
                                           float multiplier, float negative_slope,
                                           cudaStream_t stream);
+
+// 18: step 14 with each tile's K split over `splits` blocks (whole k-tiles each): each block stores
+// its fp32 partial, before the row scales, for rows < M into ws (splits, M, N); a second kernel
+// adds the partials in split order, scales, adds b and applies LeakyReLU into y. splits in
+// 1 .. ceil(K / 64); wgmma_fp16x3_splitk_splits picks it: SMs / tiles, at least 4 k-tiles a split.
+int wgmma_fp16x3_splitk_splits(int M, int N, int K, int sms);
+const char* launch_wgmma_fp16x3_splitk(const __half* xh, const __half* xl, const float* x_inv,
+                                       const __half* wh, const __half* wl, const float* w_inv,
+                                       const float* b, float* ws, float* y, int M, int N, int K,
+                                       int splits, float multiplier, float negative_slope,
+                                       cudaStream_t stream);
 
 }  // namespace p12
