@@ -1,9 +1,9 @@
 """Interactive use in a real JupyterLab, driven through headless Chromium by Playwright, as a
 reader would: open a problem notebook (not marked unsaved), run the cells of its widgets, change
-a size in the explorer, press Run and read the verdict, cancel a long run (the Cancel button,
-then the toolbar's interrupt), save, close and reopen it while its kernel lives (the live
-widgets, no unsaved mark), restart the kernel (the widgets say they are dead and take no input),
-then reopen it after its kernel has ended (each widget's picture, no unsaved mark, no error line).
+a size in the explorer, press Run and read the verdict, cancel a long run with its Cancel button,
+save, close and reopen it while its kernel lives (the live widgets, no unsaved mark), restart the
+kernel (the widgets say they are dead and take no input), then reopen it after its kernel has
+ended (each widget's picture, no unsaved mark, no error line).
 
 JupyterLab serves a fresh clone of this repository (its committed notebooks) with the git
 filter ``make env`` sets up and ``make lab``'s save hook, so the test can end as a person's
@@ -129,13 +129,13 @@ def _open(page, base: str, token: str, notebook: str = NOTEBOOK) -> None:
     after the notebook) with its preselected Python 3, as a reader would."""
     page.goto(f"{base}/lab/tree/{notebook}?token={token}")
     page.wait_for_selector(".jp-Notebook .jp-Cell:visible", timeout=120_000)
-    try:
-        page.locator(".jp-Dialog button", has_text="Select").first.click(timeout=15_000)
-    except playwright.TimeoutError:
-        pass   # the kernel started without asking
     # The visible one: a tab JupyterLab restores from an earlier session has its own, hidden.
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").first.wait_for(
-        timeout=60_000)
+    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").first
+    select = page.locator(".jp-Dialog button", has_text="Select").first
+    idle.or_(select).wait_for(timeout=60_000)   # a kernel that lives (or started) asks nothing
+    if select.is_visible():
+        select.click()
+        idle.wait_for(timeout=60_000)
 
 
 def _wait_idle(page, timeout_s: float) -> None:
@@ -256,47 +256,19 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
             shown = " ".join(" ".join(explorer.locator(".jp-OutputArea-output").all_inner_texts()).split())
             assert "at batch_size=23," in shown and "checked on this CPU" in shown, shown[-3000:]
 
-            # Tiny sizes and a step this machine cannot run: the status says what ran and what was
-            # left out, and why, and the roofline and the floors read in their own units.
-            before = {name: explorer.locator(f".widget-inline-hbox:has(label:text-is('{name}')) "
-                                             "input").first.input_value()
-                      for name in ("input_size", "hidden_size")}
-            for name, value in (("batch_size", 17), ("input_size", 33), ("hidden_size", 65)):
-                _set_size(explorer, name, value)
-            _choose(explorer, lambda label: ": eager (" in label or ": cublas_epilogues (" in label)
+            # A long run, cancelled with the button. (What the status says of steps left out, of
+            # refused sizes and of the kernel's interrupt is tests/test_widgets_run.py's, on the
+            # same widget; here the page as a reader clicks it.)
+            _set_size(explorer, "batch_size", 200)
+            _choose(explorer, lambda label: "Triton" in label)
             run.click()
-            _wait_for_message(explorer, "done: 1 step(s)", 120)
-            _wait_for_message(explorer, "left out cublas_epilogues (", 5)
-            shown = " ".join(" ".join(explorer.locator(".jp-OutputArea-output").all_inner_texts()).split())
-            assert "roofline on H200 SXM at batch_size=17," in shown and "kFLOP" in shown, shown[-3000:]
-
-            # A refused Run: its line, and the last run's tables gone with it (they stayed, under a
-            # green "done", below the red refusal).
-            _set_size(explorer, "batch_size", 0)
-            run.click()
-            _wait_for_message(explorer, "Fix the sizes above, then press Run again", 30)
-            shown = " ".join(" ".join(explorer.locator(".jp-OutputArea-output").all_inner_texts()).split())
-            assert "at batch_size=17," not in shown, shown[-3000:]
-            _set_size(explorer, "batch_size", 23)
-            for name, value in before.items():   # the long runs below need their sizes back
-                _set_size(explorer, name, int(value))
-
-            # A long run, cancelled with the button, then with the toolbar's interrupt.
-            for size in (200, 240):
-                _set_size(explorer, "batch_size", size)
-                _choose(explorer, lambda label: "Triton" in label)
-                run.click()
-                _wait_for_message(explorer, "running", 30)
-                assert run.is_disabled() and cancel.is_enabled()
-                time.sleep(1)
-                if size == 200:
-                    cancel.click()
-                else:
-                    page.locator("[data-jp-item-name='interrupt'] button, "
-                                 "[data-jp-item-name='interrupt'] jp-button").first.click()
-                shown = _wait_for_message(explorer, "interrupted: nothing recorded", 120)
-                assert "done:" not in shown
-                assert run.is_enabled() and cancel.is_disabled()
+            _wait_for_message(explorer, "running", 30)
+            assert run.is_disabled() and cancel.is_enabled()
+            time.sleep(1)
+            cancel.click()
+            shown = _wait_for_message(explorer, "interrupted: nothing recorded", 120)
+            assert "done:" not in shown
+            assert run.is_enabled() and cancel.is_disabled()
 
             # Save, close, reopen while the kernel lives: the live widgets again, and nothing marked
             # unsaved (with widget state saved, the widget manager marked the notebook changed for
