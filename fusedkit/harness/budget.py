@@ -2,8 +2,8 @@
 announces, the explorer shows and :func:`fusedkit.harness.plan` refuses over ``budget_s``.
 
 On a GPU: the timing budgets and a few builds. On a CPU, PyTorch steps cost their FLOPs at this
-CPU's GEMM rates; a Triton step runs in the interpreter, whose cost is per program and loop step
-(the launches read from the step modules) fitted by ``devtools/calibrate_interpreter.py``::
+CPU's GEMM rates (a worker's on one thread); a Triton step runs in the interpreter, whose cost is
+per program and loop step (the launches read from the step modules; :data:`COSTS`)::
 
     cpu_seconds = a * steps + a_masked * masked_steps + b * padded_dot_flops + c * tiles
                   + e * elementwise_elements;   estimate = SAFETY * cpu_seconds
@@ -12,7 +12,8 @@ CPU's GEMM rates; a Triton step runs in the interpreter, whose cost is per progr
 from __future__ import annotations
 
 import functools
-import time
+import math
+import timeit
 from dataclasses import dataclass, replace
 
 import torch
@@ -28,6 +29,7 @@ SAFETY = 1.5
 """Interpreter estimates are CPU seconds times this: wall time on 2 shared cores."""
 TIMED_CALLS_CPU = 11
 """Calls a slow CPU timing makes: about four estimating calls and up to six timed ones."""
+DIGEST_BYTES_PER_S = 4.4e8   # a timed output's row digest on a CPU (hashlib, a row at a time)
 
 
 COSTS = {"steps": 4.392e-4, "masked": 8.238e-4, "flops": 5.062e-9, "tiles": 1.703e-2,
@@ -121,16 +123,15 @@ def call_s(problem: Problem, v: Variant, s: Sizes, first_call: bool = False) -> 
 
 
 @functools.cache
-def _cpu_flops_per_s(dtype: torch.dtype) -> float:
-    """This CPU's GEMM rate in ``dtype``, measured once at 1024 x 1024 x 1024, best of three."""
-    a = torch.randn(1024, 1024, dtype=dtype)
-    a @ a
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        a @ a
-        best = min(best, time.perf_counter() - t0)
-    return 2 * 1024**3 / max(best, 1e-9)
+def _cpu_flops_per_s(dtype: torch.dtype, threads: int = 0) -> float:
+    """This CPU's GEMM rate in ``dtype`` on ``threads`` threads (0: this process's), 1024 cubed."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        a = torch.randn(1024, 1024, dtype=dtype)
+        return 2 * 1024**3 / max(min(timeit.repeat(lambda: a @ a, number=1, repeat=4)), 1e-9)
+    finally:
+        torch.set_num_threads(before)
 
 
 def estimate_s(problem: Problem, v: Variant, sizes: Sizes, device: torch.device, seeds: int,
@@ -140,16 +141,21 @@ def estimate_s(problem: Problem, v: Variant, sizes: Sizes, device: torch.device,
         return 0.5 * (seeds + 2) + ((warmup_ms + rep_ms) / 1e3 if time_it else 0.0)
     flops = problem.flops(sizes)
     ref64 = flops / _cpu_flops_per_s(torch.float64)
-    eager = flops / _cpu_flops_per_s(torch.float32)
+    eager = flops / _cpu_flops_per_s(torch.float32)       # the judge's, in this process
+    rate = _cpu_flops_per_s(torch.float32, 1)              # a worker's calls run on one thread
     odd = nearby_odd(problem, sizes)
     if v.triton and v.source:   # a registered step: its launches are known (a learner's are not)
         one = call_s(problem, v, sizes)
         pair = call_s(problem, v, sizes, True) + one
         odd_pair = call_s(problem, v, odd, True) + call_s(problem, v, odd)
     else:
-        one, pair = eager, CALLS_PER_BUILD * eager
-        odd_pair = CALLS_PER_BUILD * problem.flops(odd) / _cpu_flops_per_s(torch.float32)
-    check = seeds * pair + odd_pair + (seeds + 1) * CALLS_PER_BUILD * (ref64 + eager)
+        one = flops / rate
+        pair, odd_pair = CALLS_PER_BUILD * one, CALLS_PER_BUILD * problem.flops(odd) / rate
+    # A checked output is judged here: float64 and its bound (three float64 GEMMs' worth), eager.
+    # Every timed output is digested whole, and so are the harness's own twelve at this size.
+    check = seeds * pair + odd_pair + (seeds + 1) * CALLS_PER_BUILD * (3 * ref64 + eager)
     if not time_it:
         return check
-    return check + max(TIMED_CALLS_CPU * one, (warmup_ms + rep_ms) / 1e3) + 6 * ref64
+    digest = 4 * math.prod(problem.output_shape(sizes)) / DIGEST_BYTES_PER_S
+    return (check + max(TIMED_CALLS_CPU * (one + digest), (warmup_ms + rep_ms) / 1e3) + 12 * digest
+            + 6 * ref64)

@@ -164,9 +164,8 @@ class Measurement:
 
 
 def _iso(t: float) -> str | None:
-    if math.isnan(t):
-        return None
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    stamp = None if math.isnan(t) else datetime.fromtimestamp(t, timezone.utc)
+    return stamp and stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class _Refused(Exception):
@@ -180,15 +179,11 @@ def measure(problem: Problem | str | Plan, what: object = None, sizes: Sizes | N
     before. Options and their checks: :func:`fusedkit.harness.plan`. Never records; a candidate
     that cannot run here is measured ``skipped``, with why."""
     started = time.perf_counter()
-    if isinstance(problem, Plan):
-        if what is not None or sizes is not None or options:
-            raise TypeError("measure(plan) takes the plan alone; its arguments are the plan's")
-        p = problem
-    else:
-        if what is None:
-            raise TypeError("measure() needs what to measure: a variant, its name or a builder")
-        p = plan(problem, what, sizes, **options)
-    m = _measure(p)
+    if isinstance(problem, Plan) and (what is not None or sizes is not None or options):
+        raise TypeError("measure(plan) takes the plan alone; its arguments are the plan's")
+    if not isinstance(problem, Plan) and what is None:
+        raise TypeError("measure() needs what to measure: a variant, its name or a builder")
+    m = _measure(problem if isinstance(problem, Plan) else plan(problem, what, sizes, **options))
     m.seconds = time.perf_counter() - started
     return m
 

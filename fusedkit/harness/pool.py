@@ -228,10 +228,9 @@ class Worker:
 
 
 def _status(pid: int) -> str | None:
-    try:
+    with contextlib.suppress(psutil.Error):
         return psutil.Process(pid).status()
-    except psutil.Error:
-        return None
+    return None
 
 
 _spares: dict[str, Worker] = {}
