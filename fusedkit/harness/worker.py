@@ -24,7 +24,7 @@ import torch
 
 from fusedkit import problems
 from fusedkit.harness import wire
-from fusedkit.harness.terms import CRASHED, one_line, refill, row_digest
+from fusedkit.harness.terms import ALIASING, CRASHED, NOT_PLAIN, STREAM, one_line, refill, row_digest
 
 FOREVER = float("inf")
 
@@ -255,19 +255,19 @@ class Session:
         out = self._call(inputs)
         fault = plain_output_fault(out, shape, self.device)
         if fault:
-            return ["fault", f"not a plain output tensor: {fault}"]
+            return ["fault", f"{NOT_PLAIN}: {fault}"]
         named = {f"its input {'x' if i == 0 else f'#{i}'}": t for i, t in enumerate(inputs)}
         named |= {f"parameter {n}": p for n, p in self.model.named_parameters()}
         named |= {"the previous call's output": c[2] for c in self.calls[-1:]}
         hits = [name for name, t in named.items() if shares_memory(out, t)]
         if hits:
-            return ["fault", f"output aliasing: call {len(self.calls) + 1}'s output shares memory "
+            return ["fault", f"{ALIASING}: call {len(self.calls) + 1}'s output shares memory "
                              f"with {hits[0]}; return a new tensor"]
         early = out.clone()                # on the caller's stream, before any device-wide sync
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         if not same_bits(out, early):
-            return ["fault", f"work outside the caller's stream: call {len(self.calls) + 1}'s output "
+            return ["fault", f"{STREAM}: call {len(self.calls) + 1}'s output "
                              "was still changing after the call returned; join any side stream "
                              "to the caller's current stream"]
         self.calls.append((inputs, originals, out))
