@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import site
+import subprocess
 import sysconfig
 import tempfile
 import threading
@@ -299,7 +300,10 @@ def _execute(client: NotebookClient) -> None:
 
     def work() -> None:
         try:
-            client.execute()
+            # The kernel's own stderr is not the reader's: interrupted at a cell's time limit, its
+            # libzmq has printed "Assertion failed: pfd.revents & POLLIN" there. Cells' errors
+            # come as messages, and a kernel that dies is said in one line.
+            client.execute(stderr=subprocess.DEVNULL)
         except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
             failed.append(e)
         finally:
