@@ -129,13 +129,17 @@ def _open(page, base: str, token: str, notebook: str = NOTEBOOK) -> None:
     after the notebook) with its preselected Python 3, as a reader would."""
     page.goto(f"{base}/lab/tree/{notebook}?token={token}")
     page.wait_for_selector(".jp-Notebook .jp-Cell:visible", timeout=120_000)
-    # The visible one: a tab JupyterLab restores from an earlier session has its own, hidden.
-    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").first
+    # The kernel's dialog, or a kernel already there (the status bar names it, idle; before it
+    # has one the bar says "No Kernel" and the notebook may read idle and unsaved a moment).
+    page.wait_for_function("() => document.querySelector('.jp-Dialog') !== null || "
+                           "(/\\| Idle/.test(document.body.innerText) && "
+                           "!/No Kernel/.test(document.body.innerText))", timeout=60_000)
     select = page.locator(".jp-Dialog button", has_text="Select").first
-    idle.or_(select).wait_for(timeout=60_000)   # a kernel that lives (or started) asks nothing
     if select.is_visible():
         select.click()
-        idle.wait_for(timeout=60_000)
+    # The visible one: a tab JupyterLab restores from an earlier session has its own, hidden.
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']:visible").first.wait_for(
+        timeout=60_000)
 
 
 def _wait_idle(page, timeout_s: float) -> None:
@@ -225,6 +229,7 @@ def test_a_reader_runs_changes_cancels_and_reopens(lab, tmp_path):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
             _open(page, base, token)
+            time.sleep(3)   # as a reader looks: a mark that stays, not one of the page's first moments
             assert not _dirty(page, NOTEBOOK), "opened untouched, marked unsaved"
             # The cells the widgets need, as a reader runs them (Shift+Enter): the parameters, the
             # picker and the mode, then the explorer's cell. The rest of the notebook runs in the
