@@ -388,9 +388,8 @@ def writes_garbage_into_its_files(model):
 
 # -- cheating the measurement: one per cause --------------------------------------------------------
 
-def reports_a_microsecond(model):
-    """Cause 1, times from the worker: 30 ms of work a call, and every time its process reports
-    rewritten to a microsecond on its way out."""
+def _report_a_microsecond():
+    """From now on, every time the worker reports is rewritten to a microsecond on its way out."""
     from fusedkit.harness import worker
     send = worker.wire.send
 
@@ -399,6 +398,12 @@ def reports_a_microsecond(model):
             message[1]["ms"] = 1e-3
         send(sock, message)
     worker.wire.send = forge
+
+
+def reports_a_microsecond(model):
+    """Cause 1, times from the worker: 30 ms of work a call, and every time its process reports
+    rewritten to a microsecond on its way out."""
+    _report_a_microsecond()
 
     def run(x):
         time.sleep(0.03)
@@ -410,14 +415,7 @@ def inflates_the_harness_cost(model):
     """Cause 1 again: 10 ms of work a call, a microsecond reported, and from its build on a thread
     that keeps pausing every younger worker (the one that measures the harness's own cost, were it
     measured while this kernel lives), so that cost would seem as long as the work."""
-    from fusedkit.harness import worker
-    send = worker.wire.send
-
-    def forge(sock, message):
-        if message[0] == "timed":
-            message[1]["ms"] = 1e-3
-        send(sock, message)
-    worker.wire.send = forge
+    _report_a_microsecond()
 
     def pause_the_younger():
         while True:
