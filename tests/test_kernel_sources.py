@@ -57,8 +57,9 @@ HOPPER_PTX_SHA256 = {
     "p12/15_wgmma_fp16x3_fused_split.cu": "619c98908f1a2aaba4ed36c2f8a4dfb2538cf2938d354d04733141a2d2cedd0e",
     "p12/16_wgmma_fp16x3_multicast.cu": "027ca00408aa2e366ea8790f7e75f8bb52e4876f3374911b853d8084200c0afc",
     "p45/07_wgmma_fp16x3_lse.cu": "200ac33524a6d05cfc678381d513a5272e35fb78d3b828c59d4ca5cae7de44bb",
-    # Not timed yet: the PTX its first GPU run times (the records will then describe this one).
-    "p45/08_wgmma_fp16_lse.cu": "265c961cb2be68ad8b99953d704002d453dc1d4607cfc934d57e1ffa2df06fa0",
+    # Not timed yet (fp16 and its bf16 twin): the PTX its first GPU run times (the records will then
+    # describe this one).
+    "p45/08_wgmma_fp16_lse.cu": "6afb2bdc5385332c9ce68f19a8a6d8006179e4052c9613e1e9d525b831af71c1",
     # Not timed yet, as p45's step 08 above: the PTX its first GPU run times.
     "p12/18_wgmma_fp16x3_splitk.cu": "80c9e8eead86ef99de6b006d1b4c98ac692984dddfdd1adc1a3800773f3f3936",
 }

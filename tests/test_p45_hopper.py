@@ -1,5 +1,5 @@
-"""Problem 45's Hopper steps (07: both GEMMs on fp16x3 splits; 08: one fp16 product each, on the same
-hand-written wgmma kernel, p45/hopper_lse.cuh) and their build.
+"""Problem 45's Hopper steps (07: both GEMMs on fp16x3 splits; 08: one fp16 product each, and its
+bf16 twin, on the same hand-written wgmma kernel, p45/hopper_lse.cuh) and their build.
 
 CPU part (runs anywhere nvcc 12.x+ is): the steps build apart for sm_90a; each of their kernels
 shows the Hopper machinery in PTX (wgmma.mma_async m64n128k16, cp.async.bulk.tensor, mbarriers,
@@ -8,7 +8,7 @@ stores of h's split; GEMM2: butterfly shuffles over the quad and one store per r
 reports no spills, no stack and no warning; the binding passes the C++ front end; the constants
 the C++ and Python sides share agree; a torch model of the kernels' dataflow (fixed scale of h,
 zero padding, 128-column partial logsumexp, the combine) is fp32-faithful (07) or within fp16's
-rounding (08), at odd sizes and for a misaligned, strided x.
+(bf16's) rounding (08), at odd sizes and for a misaligned, strided x.
 GPU part (marked ``gpu``): each GEMM alone against float64, the whole step against float64 at
 odd sizes and KernelBench's (fp32-faithful there for 07, kb-pass for 08), bad inputs, a NaN row.
 """
@@ -36,13 +36,14 @@ LAUNCHERS = build.KERNELS_DIR / "p45" / "launchers_hopper.h"
 BINDING = build.KERNELS_DIR / "p45" / build.HOPPER_BINDING
 GEMM1 = "p45_wgmma_fp16x3_sigmoid_split_kernel"
 GEMM2 = "p45_wgmma_fp16x3_partial_lse_kernel"
-STEP07, STEP08 = p45mod.HOPPER_VARIANTS
+STEP07, STEP08, STEP08_BF16 = p45mod.HOPPER_VARIANTS
 H_SCALE = 2.0**14
 LSE_TILE = 128
 TOL_FP32 = 1e-6  # vs float64: fp32-faithful (step 05 measured ~1e-7 on the H200)
 # Step 08 per row against max(|ref|, 1), as test_p45_triton.py holds step 06: 8 units of fp16's
 # rounding (one fp16 output of 1x1x1x1 is one rounded product near b2); an indexing slip is O(1).
 TOL_FP16 = 8 * 2.0**-11
+TOL_BF16 = 8 * 2.0**-8
 SEED = secrets.randbits(31)   # fresh inputs every run; quoted in messages
 
 
@@ -77,13 +78,15 @@ def test_load_without_gpu_says_what_to_do():
 # the wgmmas of one k-tile (07: 4 hi*hi into chunk and 8 cross ones; 08: 4), the round-to-nearest
 # adds of hi*hi outside the tensor cores (07 only), the epilogues' loads (07's GEMM1: 2 row scales,
 # 32 column scales, 32 biases; GEMM2: 32 + 32; 08: the 32 biases), and GEMM1's fp16x2 conversions
-# and 4-byte stores of h (07: hi and lo; 08: h once).
+# and 4-byte stores of h (07: hi and lo; 08: h once), all of the step's 16-bit type (ab).
 PTX_STEPS = {
-    "wgmma_fp16x3_lse": dict(source=SOURCE, kernels=(GEMM1, GEMM2), wgmmas=12, rn_adds=64,
-                             loads=(66, 64), h_stores=64),
-    "wgmma_fp16_lse": dict(source=SOURCE08, kernels=("p45_wgmma_fp16_sigmoid_kernel",
-                                                     "p45_wgmma_fp16_partial_lse_kernel"),
-                           wgmmas=4, rn_adds=0, loads=(32, 32), h_stores=32),
+    "wgmma_fp16x3_lse": dict(source=SOURCE, kernels=(GEMM1, GEMM2), ab="f16", wgmmas=12,
+                             rn_adds=64, loads=(66, 64), h_stores=64),
+    **{f"wgmma_{ab}_lse": dict(source=SOURCE08, kernels=(f"p45_wgmma_{ab}_sigmoid_kernel",
+                                                          f"p45_wgmma_{ab}_partial_lse_kernel"),
+                               ab=ab.replace("fp", "f"), wgmmas=4, rn_adds=0, loads=(32, 32),
+                               h_stores=32)
+       for ab in ("fp16", "bf16")},
 }
 
 
@@ -95,9 +98,10 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue(slug):
     assert ".target sm_90a" in text
     for kernel in want["kernels"]:
         body = entry_body(text, kernel)
-        # One k-tile's wgmmas in the unrolled loop, fp16 operands with fp32 accumulation.
+        # One k-tile's wgmmas in the unrolled loop, 16-bit operands with fp32 accumulation.
+        ab = want["ab"]
         assert len(build.ptx_instructions(
-            body, r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16")) == want["wgmmas"], kernel
+            body, rf"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.{ab}\.{ab}")) == want["wgmmas"], kernel
         assert build.ptx_instructions(body, r"wgmma\.wait_group\.sync\.aligned 1;"), kernel
         assert build.ptx_instructions(body, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global")
         assert build.ptx_instructions(body, r"mbarrier\.try_wait\.parity")
@@ -109,7 +113,7 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue(slug):
         assert adds >= want["rn_adds"] if want["rn_adds"] else adds == 0, kernel
     g1, g2 = (entry_body(text, k) for k in want["kernels"])
     # GEMM1: 64 values a thread, each a sigmoid (one exp, one SFU reciprocal: no division of any
-    # kind), rounded to fp16 two columns at a time, stored as __half2 (4-byte) stores; no shuffles.
+    # kind), rounded two columns at a time, stored as 4-byte stores; no shuffles.
     assert len(build.ptx_instructions(g1, r"ex2\.approx")) == 64
     assert len(build.ptx_instructions(g1, r"rcp\.approx\.ftz\.f32")) == 64
     assert not build.ptx_instructions(g1, r"div\.(rn|approx|full)\.f32|rcp\.rn\.f32")
@@ -119,7 +123,7 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue(slug):
         wait0 = body.index("wgmma.wait_group.sync.aligned 0;")
         loads = [m.start() for m in re.finditer(r"ld\.global\.nc", body)]
         assert len(loads) == n and max(loads) < wait0
-    assert len(build.ptx_instructions(g1, r"cvt\.rn\.f16x2\.f32")) == want["h_stores"]
+    assert len(build.ptx_instructions(g1, rf"cvt\.rn\.{ab}x2\.f32")) == want["h_stores"]
     assert len(build.ptx_instructions(g1, r"st\.global\.(u|b)32")) == want["h_stores"]
     assert not build.ptx_instructions(g1, r"shfl\.sync")
     # GEMM2: max and sum over the quad for two rows (2 x 2 x 2 butterflies), one exp a value,
@@ -134,8 +138,10 @@ def test_ptx_shows_the_pipeline_in_both_kernels_and_each_epilogue(slug):
 @pytest.mark.parametrize("slug", PTX_STEPS)
 def test_ptxas_no_spills_no_stack_no_warnings(slug):
     usage, warnings = ptxas_report(PTX_STEPS[slug]["source"])
-    assert set(usage) == set(PTX_STEPS[slug]["kernels"])
-    for kernel, stats in usage.items():
+    assert set(usage) == {k for w in PTX_STEPS.values() if w["source"] == PTX_STEPS[slug]["source"]
+                          for k in w["kernels"]}, "every kernel of the file is a step's"
+    for kernel in PTX_STEPS[slug]["kernels"]:
+        stats = usage[kernel]
         assert stats["spill_stores"] == stats["spill_loads"] == stats["stack_bytes"] == 0, (kernel, stats)
         # __launch_bounds__(384, 1): 168 a thread at entry; setmaxnreg moves them to the consumers.
         assert 0 < stats["registers"] <= 168, (kernel, stats)
@@ -149,6 +155,8 @@ REGISTERED = [
      ("wgmma_fp16x3_sigmoid_split", "wgmma_fp16x3_partial_lse")),
     (STEP08, 8, "fp16", SOURCE08, "fp16_lse.py", "call_fp16_lse",
      ("wgmma_fp16_sigmoid", "wgmma_fp16_partial_lse")),
+    (STEP08_BF16, 8, "bf16", SOURCE08, "fp16_lse.py", "call_bf16_lse",
+     ("wgmma_fp16_sigmoid", "wgmma_fp16_partial_lse")),   # the binding's GEMMs take either type
 ]
 
 
@@ -158,7 +166,8 @@ def test_variant_is_well_formed_and_registered_before_the_by_batch_step(
         v, number, precision, source, module, operands_fn, launches):
     assert (v.number, v.precision) == (number, precision)
     assert v.needs_gpu and not v.triton and not v.baseline
-    assert v.source == f"p45/{source.name}" and v.slug == source.stem.split("_", 1)[1]
+    stem = source.stem.split("_", 1)[1]
+    assert v.source == f"p45/{source.name}" and v.slug in (stem, stem.replace("fp16", precision))
     assert P45.variants.get(v.slug) is v, "the step is in the ladder"
     assert P45.variants["faithful_by_batch"].number == 1 + max(w.number for w in p45mod.HOPPER_VARIANTS)
     # The by-batch step's last band tries step 07 first and falls back to step 05 off Hopper
@@ -237,12 +246,12 @@ def model_of_step07(x, w1, b1, w2, b2):
 
 
 def gemm1_model16(x16, w16, b):
-    """Step 08's GEMM1 as wgmma_fp16_sigmoid defines it: the fp16 operands' product (float64 here),
-    bias, sigmoid, rounded once to fp16, zero columns H.. Hp."""
+    """Step 08's GEMM1 as wgmma_fp16_sigmoid defines it: the 16-bit operands' product (float64
+    here), bias, sigmoid, rounded once to their type, zero columns H.. Hp."""
     hval = torch.sigmoid(x16.double() @ w16.double().T + b.double())
     hp = torch.zeros(x16.shape[0], -(-w16.shape[0] // 64) * 64, dtype=torch.float64)
     hp[:, :w16.shape[0]] = hval
-    return hp.half()
+    return hp.to(x16.dtype)
 
 
 def gemm2_model16(h16, w16, b):
@@ -251,26 +260,29 @@ def gemm2_model16(h16, w16, b):
                        torch.ones(w16.shape[0]), b, h_inv=1.0)
 
 
-def model_of_step08(x, w1, b1, w2, b2):
-    """What step 08 computes: its host side (common/fp16_lse.py) with the kernels' models. Returns
-    out and GEMM1's h."""
+def model_of_step08(x, w1, b1, w2, b2, dtype=torch.float16):
+    """What step 08 (in ``dtype``) computes: its host side (common/fp16_lse.py) with the kernels'
+    models. Returns out and GEMM1's h."""
     h = []
 
     def gemm1(*args):
         h[:] = [gemm1_model16(*args)]
         return h[0]
 
-    return load_step("common", "fp16_lse.py").call_fp16_lse(gemm1, gemm2_model16, x, w1, b1, w2, b2), h[0]
+    fp16_lse = load_step("common", "fp16_lse.py")
+    return fp16_lse.call_fp16_lse(gemm1, gemm2_model16, x, w1, b1, w2, b2, dtype), h[0]
 
 
-def emulated16(x, w1, b1, w2, b2):
-    """Step 08 in torch: x, W1, W2 and h rounded to fp16, products and sums in float64."""
-    h = torch.sigmoid(x.half().double() @ w1.half().double().T + b1.double()).half()
-    return torch.logsumexp(h.double() @ w2.half().double().T + b2.double(), dim=1)
+def emulated16(x, w1, b1, w2, b2, dtype):
+    """Step 08 in torch: x, W1, W2 and h rounded to ``dtype``, products and sums in float64."""
+    h = torch.sigmoid(x.to(dtype).double() @ w1.to(dtype).double().T + b1.double()).to(dtype)
+    return torch.logsumexp(h.double() @ w2.to(dtype).double().T + b2.double(), dim=1)
 
 
 # (step, its model, its tolerance vs float64 per row of max(|ref|, 1))
-DATAFLOW = {"wgmma_fp16x3_lse": (model_of_step07, TOL_FP32), "wgmma_fp16_lse": (model_of_step08, TOL_FP16)}
+DATAFLOW = {"wgmma_fp16x3_lse": (model_of_step07, TOL_FP32),
+            "wgmma_fp16_lse": (model_of_step08, TOL_FP16),
+            "wgmma_bf16_lse": (lambda *a: model_of_step08(*a, torch.bfloat16), TOL_BF16)}
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU tests run the kernels themselves")
@@ -279,7 +291,7 @@ DATAFLOW = {"wgmma_fp16x3_lse": (model_of_step07, TOL_FP32), "wgmma_fp16_lse": (
 def test_torch_model_of_the_dataflow_is_fp32_faithful(slug, m, k, h, n):
     """The kernels' design (07: one scale 2**14 for h; both: zero columns H.. Hp, K padded, -inf past
     N, pairs per 128-column tile, the combine) loses nothing beyond fp32's error (07) or fp16's
-    rounding of the operands and h (08, which also matches the same rounding done in torch). x as a
+    (bf16's) rounding of the operands and h (08, which also matches the same rounding done in torch). x as a
     misaligned, strided view gives the very same out: the cast or split makes a fresh operand."""
     x, w1, b1, w2, b2 = operands("p45", m, k, h, n, seed=SEED)
     run, tol = DATAFLOW[slug]
@@ -287,8 +299,8 @@ def test_torch_model_of_the_dataflow_is_fp32_faithful(slug, m, k, h, n):
     assert all((t[:, h:] == 0).all() for t in hid), "h's padding columns are zero"
     err = err_vs(out, reference64("p45", x, w1, b1, w2, b2))
     assert err < tol, f"{slug} {m}x{k}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
-    if slug == "wgmma_fp16_lse":
-        err = rel_error(out, emulated16(x, w1, b1, w2, b2))
+    if slug != "wgmma_fp16x3_lse":
+        err = rel_error(out, emulated16(x, w1, b1, w2, b2, hid[0].dtype))
         assert err < 2e-5, f"{m}x{k}x{h}x{n}: {err:.2e} from the torch emulation; seed={SEED}"
     buf = torch.empty(2 * m * k + 3)
     x_odd = buf[3:].view(m, 2 * k)[:, ::2]   # 12 bytes off a 16-byte boundary, a column stride of 2
@@ -372,7 +384,8 @@ def test_gemm2_pairs_match_float64(ext, split):
 
 # (step, its tolerance vs float64, its tier at KernelBench's sizes)
 GPU_STEPS = {"wgmma_fp16x3_lse": (STEP07, TOL_FP32, "fp32-faithful"),
-             "wgmma_fp16_lse": (STEP08, TOL_FP16, "kb-pass")}
+             "wgmma_fp16_lse": (STEP08, TOL_FP16, "kb-pass"),
+             "wgmma_bf16_lse": (STEP08_BF16, TOL_BF16, "kb-pass")}
 
 
 @gpu_test
@@ -419,24 +432,26 @@ def test_large_logits_and_a_nan_row(slug):
 
 
 @gpu_test
-def test_fp16_gemms_match_float64_of_their_fp16_operands(ext):
-    """Step 08's GEMM1 writes h = fp16(sigmoid(x16 @ W16.T + b1)) to within fp16's rounding of
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_16bit_gemms_match_float64_of_their_16bit_operands(ext, dtype):
+    """Step 08's GEMM1 writes h = dtype(sigmoid(x16 @ W16.T + b1)) to within dtype's rounding of
     h, zero past H, every element (poisoned memory would show NaN); GEMM2's pairs are those of
-    float64 on the same fp16 h and W2; a misaligned h is copied and gives the same pairs; bad
-    inputs are refused with the parameter's name."""
+    float64 on the same 16-bit h and W2; a misaligned h is copied and gives the same pairs; bad
+    inputs, operands of two types among them, are refused with the parameter's name."""
+    half_ulp = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}[dtype]   # of h <= 1
     ops = load_step("common", "fp16_operands.py")
     for m, k, h, n in SIZES:
         x, w1, b1, w2, b2 = inputs(m, k, h, n)
         kp, hp = -(-k // 8) * 8, -(-h // 64) * 64
-        x16, w1_16, w2_16 = ops.fp16_k_padded(x, kp), ops.fp16_k_padded(w1, kp), ops.fp16_k_padded(w2, hp)
-        junk = torch.full((m, hp), float("nan"), device="cuda", dtype=torch.float16)
+        x16, w1_16, w2_16 = (ops.fp16_k_padded(t, c, dtype) for t, c in ((x, kp), (w1, kp), (w2, hp)))
+        junk = torch.full((m, hp), float("nan"), device="cuda", dtype=dtype)
         del junk  # the caching allocator hands this NaN block to h
         h16 = ext.wgmma_fp16_sigmoid(x16, w1_16, b1)
-        assert h16.shape == (m, hp) and h16.dtype == torch.float16
+        assert h16.shape == (m, hp) and h16.dtype == dtype
         assert not h16.isnan().any(), f"{m}x{k}x{h}: unwritten elements; seed={SEED}"
         assert (h16[:, h:] == 0).all(), f"{m}x{k}x{h}: padding not zero; seed={SEED}"
         ref = torch.sigmoid(x16.double() @ w1_16.double().T + b1.double())[:, :h]
-        assert (h16[:, :h].double() - ref).abs().max() <= 2.0**-11, f"{m}x{k}x{h}: h; seed={SEED}"
+        assert (h16[:, :h].double() - ref).abs().max() <= half_ulp, f"{m}x{k}x{h}: h; seed={SEED}"
         t = -(-n // LSE_TILE)
         poison_allocator((m, t), (m, t))
         pmax, psum = ext.wgmma_fp16_partial_lse(h16, w2_16, b2)
@@ -449,7 +464,7 @@ def test_fp16_gemms_match_float64_of_their_fp16_operands(ext):
         out = load_step("common", "lse.py").combine_lse(pmax, psum)
         err = err_vs(out, torch.logsumexp(z, dim=1))
         assert err < TOL_FP32, f"{m}x{h}x{n}: {err:.2e} vs float64; seed={SEED}"
-        buf = torch.empty(h16.numel() + 4, device="cuda", dtype=torch.float16)
+        buf = torch.empty(h16.numel() + 4, device="cuda", dtype=dtype)
         h_mis = buf[4:].view(h16.shape)
         h_mis.copy_(h16)
         assert h_mis.data_ptr() % 16 != 0
@@ -459,6 +474,9 @@ def test_fp16_gemms_match_float64_of_their_fp16_operands(ext):
         ext.wgmma_fp16_partial_lse(h16, w2_16[:, :8], b2)
     with pytest.raises(ValueError, match="b must have"):
         ext.wgmma_fp16_sigmoid(x16, w1_16, b1[:-1])
+    other = torch.float16 if dtype == torch.bfloat16 else torch.bfloat16
+    with pytest.raises(TypeError, match=f"w must be {other}"):   # x's type is the GEMM's
+        ext.wgmma_fp16_sigmoid(x16.to(other), w1_16, b1)
     with pytest.raises(TypeError, match="float16"):
         ext.wgmma_fp16_sigmoid(x16.float(), w1_16, b1)
 

@@ -18,14 +18,14 @@ _weights = load_step("common", "weight_cache.py")  # one fp16 copy per weight ve
 K_ALIGN = 8  # fp16 elements per 16 bytes: TMA copies rows whose stride is a multiple of 16 bytes
 
 
-def fp16_k_padded(t: torch.Tensor, k_padded: int) -> torch.Tensor:
-    """``t`` (R, K) as a new contiguous fp16 (R, k_padded) tensor, zero columns past K, in one
-    pass over ``t``. A fresh allocation is 16-byte aligned, as TMA needs; zero columns add
-    nothing to x @ W.T, so padding K changes no result."""
+def fp16_k_padded(t: torch.Tensor, k_padded: int, dtype: torch.dtype = torch.float16) -> torch.Tensor:
+    """``t`` (R, K) as a new contiguous (R, k_padded) tensor of ``dtype`` (fp16, or bf16: 2 bytes
+    either way), zero columns past K, in one pass over ``t``. A fresh allocation is 16-byte
+    aligned, as TMA needs; zero columns add nothing to x @ W.T, so padding K changes no result."""
     rows, k = t.shape
     if k_padded < k:
         raise ValueError(f"k_padded={k_padded} must be >= t.shape[1] = {k}")
-    out = torch.empty((rows, k_padded), dtype=torch.float16, device=t.device)
+    out = torch.empty((rows, k_padded), dtype=dtype, device=t.device)
     if k_padded > k:
         out[:, k:].zero_()
     out[:, :k].copy_(t)

@@ -31,12 +31,15 @@ inline void check_cuda_float(const torch::Tensor& t, const char* name, int64_t d
                       "-D with shape ", t.sizes());
 }
 
-// A CUDA float16 matrix, the operands of the Hopper (wgmma) steps; `hint` says how to make one.
-inline void check_cuda_half(const torch::Tensor& t, const char* name, const char* hint) {
+// A CUDA 16-bit float matrix (float16 unless `type` says bfloat16), the operands of the Hopper
+// (wgmma) steps; `hint` says how to make one.
+inline void check_cuda_16bit(const torch::Tensor& t, const char* name, const char* hint,
+                             torch::ScalarType type = torch::kHalf) {
     TORCH_CHECK_VALUE(t.defined(), name, " must be a tensor, got an undefined tensor");
     TORCH_CHECK_VALUE(t.is_cuda(), name, " must be a CUDA tensor, got device '", t.device(), "'");
-    TORCH_CHECK_TYPE(t.scalar_type() == torch::kHalf, name, " must be torch.float16, got ",
-                     t.scalar_type(), "; ", hint);
+    TORCH_CHECK_TYPE(t.scalar_type() == type, name, " must be torch.",
+                     type == torch::kHalf ? "float16" : "bfloat16", ", got ", t.scalar_type(), "; ",
+                     hint);
     TORCH_CHECK_VALUE(t.dim() == 2, name, " must be 2-D, got ", t.dim(), "-D with shape ", t.sizes());
 }
 

@@ -21,7 +21,7 @@ using fusedkit::check_cuda_float;
 using fusedkit::check_fits_int32;
 using fusedkit::check_same_device;
 
-using fusedkit::check_cuda_half;
+using fusedkit::check_cuda_16bit;
 using fusedkit::dense_aligned;
 constexpr const char* kHalfHint = "cast once with .half() (the registry's build does)";
 
@@ -31,8 +31,8 @@ using Launcher = const char* (*)(const __half*, const __half*, const float*, flo
 torch::Tensor run_step(Launcher launch, const char* step, const torch::Tensor& x16,
                        const torch::Tensor& w16, const torch::Tensor& b, double multiplier,
                        double negative_slope) {
-    check_cuda_half(x16, "x", kHalfHint);
-    check_cuda_half(w16, "w", kHalfHint);
+    check_cuda_16bit(x16, "x", kHalfHint);
+    check_cuda_16bit(w16, "w", kHalfHint);
     check_same_device(w16, "w", x16);
     check_cuda_float(b, "b", 1);
     check_same_device(b, "b", x16);
@@ -88,10 +88,10 @@ torch::Tensor run_fp16x3_step(Launch launch, const char* name, const torch::Tens
                               const torch::Tensor& wh16, const torch::Tensor& wl16,
                               const torch::Tensor& w_inv, const torch::Tensor& b, double multiplier,
                               double negative_slope) {
-    check_cuda_half(xh16, "xh", kHalfHint);
-    check_cuda_half(xl16, "xl", kHalfHint);
-    check_cuda_half(wh16, "wh", kHalfHint);
-    check_cuda_half(wl16, "wl", kHalfHint);
+    check_cuda_16bit(xh16, "xh", kHalfHint);
+    check_cuda_16bit(xl16, "xl", kHalfHint);
+    check_cuda_16bit(wh16, "wh", kHalfHint);
+    check_cuda_16bit(wl16, "wl", kHalfHint);
     check_cuda_float(x_inv, "x_inv", 1);
     check_cuda_float(w_inv, "w_inv", 1);
     check_cuda_float(b, "b", 1);
@@ -216,8 +216,8 @@ torch::Tensor wgmma_fp16x3_fused_split(const torch::Tensor& x, const torch::Tens
     check_cuda_float(x, "x", 2);
     check_cuda_float(x_scale, "x_scale", 1);
     check_cuda_float(x_inv, "x_inv", 1);
-    check_cuda_half(wh16, "wh", kHalfHint);
-    check_cuda_half(wl16, "wl", kHalfHint);
+    check_cuda_16bit(wh16, "wh", kHalfHint);
+    check_cuda_16bit(wl16, "wl", kHalfHint);
     check_cuda_float(w_inv, "w_inv", 1);
     check_cuda_float(b, "b", 1);
     check_same_device(x_scale, "x_scale", x);

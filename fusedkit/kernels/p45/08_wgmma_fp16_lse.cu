@@ -1,9 +1,11 @@
-// Computes out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) with one fp16 product per term on wgmma.
-// Changed against 07: one fp16 copy of x, W1, W2 and h instead of fp16x3 splits: one product, not three.
+// Computes out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) with one fp16 (or bf16) product per term on wgmma.
+// Changed against 07: one 16-bit copy of x, W1, W2 and h instead of fp16x3 splits: one product, not three.
 // Bound: fp16 tensor compute, one product of 412 GFLOP; predicted 0.42 ms at 989 TFLOP/s (H200 datasheet).
 #include <cstdint>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 #include "../common/hopper.cuh"
 #include "hopper_lse.cuh"
@@ -11,19 +13,30 @@
 
 namespace {
 
-// Shapes: GEMM1 multiplies x16 (M, Kp) by W1's fp16 copy (H, Kp); GEMM2 multiplies h (M, Hp) by
-// W2's fp16 copy (N, Hp); all K-contiguous, Kp padded with zeros to a multiple of 8 (TMA's 16-byte
+// Shapes: GEMM1 multiplies x16 (M, Kp) by W1's 16-bit copy (H, Kp); GEMM2 multiplies h (M, Hp) by
+// W2's copy (N, Hp); all K-contiguous, Kp padded with zeros to a multiple of 8 (TMA's 16-byte
 // rows), Hp to 64 as in step 07. Step 07's pipeline (hopper_lse.cuh) with one product: a stage is
-// two 16 KB boxes, so six stages fit where step 07 has three.
+// two 16 KB boxes, so six stages fit where step 07 has three. Elem, the operands' and h's type, is
+// __half (fp16: 11 significant bits) or __nv_bfloat16 (bf16: 8 bits, fp32's range): the same
+// kernels apart from the wgmma's type and h's rounding.
 using Pipe1 = Pipe<1>;
 
 // The ring's barriers and shared memory (their PTX names are this function's), and the pipeline.
-template <class Epilogue>
-__device__ __forceinline__ void fp16_gemm(const CUtensorMap* a_map, const CUtensorMap* b_map, int M,
-                                          int N, int K, const Epilogue& epilogue) {
+template <class Elem, class Epilogue>
+__device__ __forceinline__ void one_product_gemm(const CUtensorMap* a_map, const CUtensorMap* b_map,
+                                                 int M, int N, int K, const Epilogue& epilogue) {
     __shared__ uint64_t full[Pipe1::kStages], empty[Pipe1::kStages];
     extern __shared__ uint8_t smem_raw[];
-    lse_gemm<1>(full, empty, smem_raw, a_map, nullptr, b_map, nullptr, M, N, K, epilogue);
+    lse_gemm<1, Elem>(full, empty, smem_raw, a_map, nullptr, b_map, nullptr, M, N, K, epilogue);
+}
+
+// Two adjacent values of h, each rounded once to nearest, as one 4-byte store.
+__device__ __forceinline__ void store_pair(__half* at, float a, float b) {
+    *reinterpret_cast<__half2*>(at) = __floats2half2_rn(a, b);
+}
+
+__device__ __forceinline__ void store_pair(__nv_bfloat16* at, float a, float b) {
+    *reinterpret_cast<__nv_bfloat162*>(at) = __floats2bfloat162_rn(a, b);
 }
 
 // What both epilogues read before the tile's last products are done: the bias (of n columns) at
@@ -43,11 +56,12 @@ struct BiasColumns {
     }
 };
 
-// GEMM1's epilogue: h = fp16(sigmoid(v + b1[c])), rounded once to nearest; columns H .. Hp - 1
+// GEMM1's epilogue: h = Elem(sigmoid(v + b1[c])), rounded once to nearest; columns H .. Hp - 1
 // (the padding GEMM2 sums over) written as zeros, so every element of h is written by some tile.
-// Each thread's two adjacent columns go out as one 4-byte __half2 store.
+// Each thread's two adjacent columns go out as one 4-byte store.
+template <class Elem>
 struct Sigmoid16 : BiasColumns {  // b1 (H,)
-    __half* __restrict__ h;       // (M, Hp)
+    Elem* __restrict__ h;         // (M, Hp)
     int M, H, Hp;
 
     __device__ __forceinline__ void operator()(float (&v)[kAcc], const Params& p, int row0,
@@ -69,8 +83,7 @@ struct Sigmoid16 : BiasColumns {  // b1 (H,)
                     const float sig = scaled_sigmoid(v[4 * j + 2 * r + e] + p.b[2 * j + e], 1.0f);
                     hv[e] = ok[e] ? sig : 0.0f;
                 }
-                const int64_t at = static_cast<int64_t>(r0 + 8 * r) * Hp + c;
-                *reinterpret_cast<__half2*>(h + at) = __floats2half2_rn(hv[0], hv[1]);
+                store_pair(h + static_cast<int64_t>(r0 + 8 * r) * Hp + c, hv[0], hv[1]);
             }
         }
     }
@@ -95,53 +108,111 @@ struct PartialLse16 : BiasColumns {  // b2 (N,)
 
 }  // namespace
 
-// GEMM1: h = fp16(sigmoid(x @ W1.T + b1)). x_map (M, Kp) and w_map (H, Kp): boxes of 128 rows x 64
-// columns.
+// GEMM1: h = Elem(sigmoid(x @ W1.T + b1)). x_map (M, Kp) and w_map (H, Kp): boxes of 128 rows x 64
+// columns; one kernel a type, extern "C" for its plain name in PTX and the profiles.
+template <class Elem>
+__device__ __forceinline__ void sigmoid_gemm(const CUtensorMap& x_map, const CUtensorMap& w_map,
+                                             const float* b, Elem* h, int M, int H, int K, int Hp) {
+    one_product_gemm<Elem>(&x_map, &w_map, M, H, K, Sigmoid16<Elem>{{b, H}, h, M, H, Hp});
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 p45_wgmma_fp16_sigmoid_kernel(const __grid_constant__ CUtensorMap x_map,
                               const __grid_constant__ CUtensorMap w_map, const float* __restrict__ b,
                               __half* __restrict__ h, int M, int H, int K, int Hp) {
-    fp16_gemm(&x_map, &w_map, M, H, K, Sigmoid16{{b, H}, h, M, H, Hp});
+    sigmoid_gemm(x_map, w_map, b, h, M, H, K, Hp);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+p45_wgmma_bf16_sigmoid_kernel(const __grid_constant__ CUtensorMap x_map,
+                              const __grid_constant__ CUtensorMap w_map, const float* __restrict__ b,
+                              __nv_bfloat16* __restrict__ h, int M, int H, int K, int Hp) {
+    sigmoid_gemm(x_map, w_map, b, h, M, H, K, Hp);
 }
 
 // GEMM2: pmax, psum of z = h @ W2.T + b2. h_map (M, Hp) and w_map (N, Hp).
+template <class Elem>
+__device__ __forceinline__ void partial_lse_gemm(const CUtensorMap& h_map, const CUtensorMap& w_map,
+                                                 const float* b, float* pmax, float* psum, int M,
+                                                 int N, int K, int T) {
+    one_product_gemm<Elem>(&h_map, &w_map, M, N, K, PartialLse16{{b, N}, pmax, psum, M, N, T});
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
 p45_wgmma_fp16_partial_lse_kernel(const __grid_constant__ CUtensorMap h_map,
                                   const __grid_constant__ CUtensorMap w_map,
                                   const float* __restrict__ b, float* __restrict__ pmax,
                                   float* __restrict__ psum, int M, int N, int K, int T) {
-    fp16_gemm(&h_map, &w_map, M, N, K, PartialLse16{{b, N}, pmax, psum, M, N, T});
+    partial_lse_gemm<__half>(h_map, w_map, b, pmax, psum, M, N, K, T);
 }
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+p45_wgmma_bf16_partial_lse_kernel(const __grid_constant__ CUtensorMap h_map,
+                                  const __grid_constant__ CUtensorMap w_map,
+                                  const float* __restrict__ b, float* __restrict__ pmax,
+                                  float* __restrict__ psum, int M, int N, int K, int T) {
+    partial_lse_gemm<__nv_bfloat16>(h_map, w_map, b, pmax, psum, M, N, K, T);
+}
+
+namespace {
+
+template <class Elem>
+const char* launch_sigmoid(const Elem* x, const Elem* w, const float* b, Elem* h, int M, int H,
+                           int K, int Hp, cudaStream_t stream) {
+    if (Hp % p45::kHopperPad != 0 || Hp < H || Hp - H >= p45::kHopperPad) {
+        return "Hp must be H rounded up to a multiple of kHopperPad";
+    }
+    const auto kernel = [] {  // the kernel of Elem's type
+        if constexpr (std::is_same_v<Elem, __half>) return p45_wgmma_fp16_sigmoid_kernel;
+        else return p45_wgmma_bf16_sigmoid_kernel;
+    }();
+    CUtensorMap maps[2];
+    int blocks = 0;
+    if (const char* err = prepare<1>(kernel, maps, {x}, M, {w}, H, K, blocks)) return err;
+    kernel<<<blocks, kThreads, Pipe1::kSmemBytes, stream>>>(maps[0], maps[1], b, h, M, H, K, Hp);
+    return nullptr;
+}
+
+template <class Elem>
+const char* launch_partial_lse(const Elem* h, const Elem* w, const float* b, float* pmax,
+                               float* psum, int M, int N, int K, cudaStream_t stream) {
+    const auto kernel = [] {  // the kernel of Elem's type
+        if constexpr (std::is_same_v<Elem, __half>) return p45_wgmma_fp16_partial_lse_kernel;
+        else return p45_wgmma_bf16_partial_lse_kernel;
+    }();
+    CUtensorMap maps[2];
+    int blocks = 0;
+    if (const char* err = prepare<1>(kernel, maps, {h}, M, {w}, N, K, blocks)) return err;
+    const int T = (N + p45::kHopperLseTile - 1) / p45::kHopperLseTile;
+    kernel<<<blocks, kThreads, Pipe1::kSmemBytes, stream>>>(maps[0], maps[1], b, pmax, psum, M, N, K, T);
+    return nullptr;
+}
+
+}  // namespace
 
 namespace p45 {
 
-const char* launch_wgmma_fp16_sigmoid(const __half* x, const __half* w, const float* b, __half* h,
-                                      int M, int H, int K, int Hp, cudaStream_t stream) {
-    if (Hp % kHopperPad != 0 || Hp < H || Hp - H >= kHopperPad) {
-        return "Hp must be H rounded up to a multiple of kHopperPad";
-    }
-    CUtensorMap maps[2];
-    int blocks = 0;
-    if (const char* err = prepare<1>(p45_wgmma_fp16_sigmoid_kernel, maps, {x}, M, {w}, H, K, blocks)) {
-        return err;
-    }
-    p45_wgmma_fp16_sigmoid_kernel<<<blocks, kThreads, Pipe1::kSmemBytes, stream>>>(
-        maps[0], maps[1], b, h, M, H, K, Hp);
-    return nullptr;
+const char* launch_wgmma_16bit_sigmoid(const __half* x, const __half* w, const float* b, __half* h,
+                                       int M, int H, int K, int Hp, cudaStream_t stream) {
+    return launch_sigmoid(x, w, b, h, M, H, K, Hp, stream);
 }
 
-const char* launch_wgmma_fp16_partial_lse(const __half* h, const __half* w, const float* b,
-                                          float* pmax, float* psum, int M, int N, int K,
-                                          cudaStream_t stream) {
-    CUtensorMap maps[2];
-    int blocks = 0;
-    if (const char* err = prepare<1>(p45_wgmma_fp16_partial_lse_kernel, maps, {h}, M, {w}, N, K, blocks)) {
-        return err;
-    }
-    const int T = (N + kHopperLseTile - 1) / kHopperLseTile;
-    p45_wgmma_fp16_partial_lse_kernel<<<blocks, kThreads, Pipe1::kSmemBytes, stream>>>(
-        maps[0], maps[1], b, pmax, psum, M, N, K, T);
-    return nullptr;
+const char* launch_wgmma_16bit_sigmoid(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                       const float* b, __nv_bfloat16* h, int M, int H, int K,
+                                       int Hp, cudaStream_t stream) {
+    return launch_sigmoid(x, w, b, h, M, H, K, Hp, stream);
+}
+
+const char* launch_wgmma_16bit_partial_lse(const __half* h, const __half* w, const float* b,
+                                           float* pmax, float* psum, int M, int N, int K,
+                                           cudaStream_t stream) {
+    return launch_partial_lse(h, w, b, pmax, psum, M, N, K, stream);
+}
+
+const char* launch_wgmma_16bit_partial_lse(const __nv_bfloat16* h, const __nv_bfloat16* w,
+                                           const float* b, float* pmax, float* psum, int M, int N,
+                                           int K, cudaStream_t stream) {
+    return launch_partial_lse(h, w, b, pmax, psum, M, N, K, stream);
 }
 
 }  // namespace p45

@@ -1,6 +1,6 @@
 // PyTorch bindings of problem 45's Hopper steps: the two GEMMs of
 // out = logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) on wgmma, step 07's on fp16x3 splits
-// (fp32-faithful), step 08's on one fp16 copy of each operand. GEMM1 returns h (07: already split,
+// (fp32-faithful), step 08's on one fp16 (or bf16) copy of each operand. GEMM1 returns h (07: already split,
 // hh and hl; 08: one fp16 h); GEMM2 returns the partial logsumexp pairs (pmax, psum) that
 // common/lse.py's combine_lse turns into out (the registry's build chains the three). Built apart
 // from binding.cpp, for sm_90a only (fusedkit.build, hopper=True). This file (1) checks inputs,
@@ -23,7 +23,7 @@ using fusedkit::check_cuda_float;
 using fusedkit::check_fits_int32;
 using fusedkit::check_same_device;
 
-using fusedkit::check_cuda_half;
+using fusedkit::check_cuda_16bit;
 using fusedkit::dense_aligned;
 constexpr const char* kSplitHint = "split float32 operands with common/fp16x3_split.py";
 constexpr const char* kCastHint = "cast float32 operands with common/fp16_operands.py";
@@ -32,12 +32,13 @@ const __half* half_ptr(const torch::Tensor& t) {
     return reinterpret_cast<const __half*>(t.data_ptr<at::Half>());
 }
 
-// One fp16 GEMM's operands: A (rows, K), B (n, K) fp16, bias (n,) fp32. Checks dtypes, devices and
-// shapes (`hint` says how to make fp16 operands); returns K.
+// One 16-bit GEMM's operands: A (rows, K), B (n, K) of `type` (fp16 unless said), bias (n,) fp32.
+// Checks dtypes, devices and shapes (`hint` says how to make the operands); returns K.
 int64_t check_gemm(const torch::Tensor& a, const char* a_name, const torch::Tensor& w,
-                   const char* w_name, const torch::Tensor& bias, const char* hint) {
-    check_cuda_half(a, a_name, hint);
-    check_cuda_half(w, w_name, hint);
+                   const char* w_name, const torch::Tensor& bias, const char* hint,
+                   torch::ScalarType type = torch::kHalf) {
+    check_cuda_16bit(a, a_name, hint, type);
+    check_cuda_16bit(w, w_name, hint, type);
     check_cuda_float(bias, "b", 1);
     check_same_device(w, w_name, a);
     check_same_device(bias, "b", a);
@@ -62,8 +63,8 @@ int64_t check_split_gemm(const torch::Tensor& ah, const char* ah_name, const tor
                          const char* al_name, const torch::Tensor& bh, const torch::Tensor& bl,
                          const torch::Tensor& b_inv, const torch::Tensor& bias) {
     const int64_t K = check_gemm(ah, ah_name, bh, "wh", bias, kSplitHint);
-    check_cuda_half(al, al_name, kSplitHint);
-    check_cuda_half(bl, "wl", kSplitHint);
+    check_cuda_16bit(al, al_name, kSplitHint);
+    check_cuda_16bit(bl, "wl", kSplitHint);
     check_cuda_float(b_inv, "w_inv", 1);
     check_same_device(al, al_name, ah);
     check_same_device(bl, "wl", ah);
@@ -143,10 +144,23 @@ std::tuple<torch::Tensor, torch::Tensor> wgmma_fp16x3_partial_lse(
     return {pmax, psum};
 }
 
-// Step 08, GEMM1: x (M, Kp) and W1's copy (H, Kp), fp16 -> h (M, Hp) fp16, Hp = H rounded up to 64.
+// Step 08's operands are fp16, or bf16 for its twin: the type of A (x or h), which B must share.
+torch::ScalarType type_16bit(const torch::Tensor& a) {
+    return a.defined() && a.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kHalf;
+}
+
+// A tensor's data as the kernel's element type: __half or __nv_bfloat16.
+template <class Elem>
+Elem* elems(const torch::Tensor& t) {
+    return reinterpret_cast<Elem*>(t.data_ptr());
+}
+
+// Step 08, GEMM1: x (M, Kp) and W1's copy (H, Kp), fp16 or bf16 -> h (M, Hp) of their type, Hp = H
+// rounded up to 64.
 torch::Tensor wgmma_fp16_sigmoid(const torch::Tensor& x16, const torch::Tensor& w16,
                                  const torch::Tensor& b) {
-    const int64_t K = check_gemm(x16, "x", w16, "w", b, kCastHint);
+    const torch::ScalarType type = type_16bit(x16);
+    const int64_t K = check_gemm(x16, "x", w16, "w", b, kCastHint, type);
     const int64_t H = w16.size(0), Hp = padded_hidden(H);
     const torch::Tensor x = dense_aligned(x16), w = dense_aligned(w16), bc = b.contiguous();
     const int M = static_cast<int>(x.size(0));
@@ -154,28 +168,37 @@ torch::Tensor wgmma_fp16_sigmoid(const torch::Tensor& x16, const torch::Tensor& 
     // Every element is written by the kernel, the padding columns H .. Hp - 1 as zeros.
     torch::Tensor h = torch::empty({M, Hp}, x.options());
     if (M == 0 || H == 0) return h;
-    const char* err = p45::launch_wgmma_fp16_sigmoid(
-        half_ptr(x), half_ptr(w), bc.data_ptr<float>(), reinterpret_cast<__half*>(h.data_ptr<at::Half>()),
-        M, static_cast<int>(H), static_cast<int>(K), static_cast<int>(Hp),
-        at::cuda::getCurrentCUDAStream());
+    const auto launch = [&](auto elem) {
+        using Elem = decltype(elem);
+        return p45::launch_wgmma_16bit_sigmoid(elems<const Elem>(x), elems<const Elem>(w),
+                                               bc.data_ptr<float>(), elems<Elem>(h), M,
+                                               static_cast<int>(H), static_cast<int>(K),
+                                               static_cast<int>(Hp), at::cuda::getCurrentCUDAStream());
+    };
+    const char* err = type == torch::kHalf ? launch(__half{}) : launch(__nv_bfloat16{});
     TORCH_CHECK(err == nullptr, "wgmma_fp16_sigmoid: ", err == nullptr ? "" : err);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return h;
 }
 
-// Step 08, GEMM2: h (M, Hp) and W2's copy (N, Hp), fp16 -> pmax, psum (M, cdiv(N, 128)).
+// Step 08, GEMM2: h (M, Hp) and W2's copy (N, Hp), fp16 or bf16 -> pmax, psum (M, cdiv(N, 128)).
 std::tuple<torch::Tensor, torch::Tensor> wgmma_fp16_partial_lse(const torch::Tensor& h16,
                                                                 const torch::Tensor& w16,
                                                                 const torch::Tensor& b) {
-    const int64_t K = check_gemm(h16, "h", w16, "w", b, kCastHint);
+    const torch::ScalarType type = type_16bit(h16);
+    const int64_t K = check_gemm(h16, "h", w16, "w", b, kCastHint, type);
     const torch::Tensor h = dense_aligned(h16), w = dense_aligned(w16), bc = b.contiguous();
     const int M = static_cast<int>(h.size(0)), N = static_cast<int>(w.size(0));
     const c10::cuda::CUDAGuard device_guard(h.device());
     auto [pmax, psum] = lse_pairs(M, N, h);
     if (M == 0 || N == 0) return {pmax, psum};
-    const char* err = p45::launch_wgmma_fp16_partial_lse(
-        half_ptr(h), half_ptr(w), bc.data_ptr<float>(), pmax.data_ptr<float>(), psum.data_ptr<float>(),
-        M, N, static_cast<int>(K), at::cuda::getCurrentCUDAStream());
+    const auto launch = [&](auto elem) {
+        using Elem = decltype(elem);
+        return p45::launch_wgmma_16bit_partial_lse(
+            elems<const Elem>(h), elems<const Elem>(w), bc.data_ptr<float>(), pmax.data_ptr<float>(),
+            psum.data_ptr<float>(), M, N, static_cast<int>(K), at::cuda::getCurrentCUDAStream());
+    };
+    const char* err = type == torch::kHalf ? launch(__half{}) : launch(__nv_bfloat16{});
     TORCH_CHECK(err == nullptr, "wgmma_fp16_partial_lse: ", err == nullptr ? "" : err);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {pmax, psum};
@@ -186,7 +209,7 @@ std::tuple<torch::Tensor, torch::Tensor> wgmma_fp16_partial_lse(const torch::Ten
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.doc() = "Problem 45 (KernelBench L2 #45) Hopper steps 07 and 08 (sm_90a): the two GEMMs of "
               "logsumexp(sigmoid(x @ W1.T + b1) @ W2.T + b2) with wgmma, on fp16x3 splits (07) or "
-              "one fp16 copy of each operand (08).";
+              "one fp16 or bf16 copy of each operand (08).";
     m.attr("H_SCALE") = static_cast<double>(p45::kHopperHScale);
     m.attr("LSE_TILE") = p45::kHopperLseTile;
     m.def("wgmma_fp16x3_sigmoid_split", &wgmma_fp16x3_sigmoid_split,
@@ -208,16 +231,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           py::arg("hh"), py::arg("hl"), py::arg("wh"), py::arg("wl"), py::arg("w_inv"),
           py::arg("b"), py::arg("h_inv") = 1.0 / static_cast<double>(p45::kHopperHScale));
     m.def("wgmma_fp16_sigmoid", &wgmma_fp16_sigmoid,
-          "Step 08, GEMM1: h = sigmoid(x @ w.T + b) with one fp16 product per term, fp32 sums,\n"
-          "rounded once to fp16: (M, Hp) float16, Hp = H rounded up to 64, columns H.. zero.\n\n"
-          "x: CUDA float16 (M, K); w: float16 (H, K); b (H,): float32; one device; K % 8 == 0\n"
+          "Step 08, GEMM1: h = sigmoid(x @ w.T + b) with one 16-bit product per term, fp32 sums,\n"
+          "rounded once to x's type: (M, Hp), Hp = H rounded up to 64, columns H.. zero.\n\n"
+          "x: CUDA float16 or bfloat16 (M, K); w: (H, K) of x's type; b (H,): float32; one device; K % 8 == 0\n"
           "(common/fp16_operands.py pads K with zeros). Runs on the current CUDA stream and\n"
           "returns without synchronising.",
           py::arg("x"), py::arg("w"), py::arg("b"));
     m.def("wgmma_fp16_partial_lse", &wgmma_fp16_partial_lse,
-          "Step 08, GEMM2: the partial logsumexp pairs of z = h @ w.T + b with one fp16 product per\n"
+          "Step 08, GEMM2: the partial logsumexp pairs of z = h @ w.T + b with one 16-bit product per\n"
           "term, z never stored: (pmax, psum) as wgmma_fp16x3_partial_lse returns them.\n\n"
-          "h: CUDA float16 (M, K); w: float16 (N, K); b (N,): float32; one device; K % 8 == 0.\n"
+          "h: CUDA float16 or bfloat16 (M, K); w: (N, K) of h's type; b (N,): float32; one device; K % 8 == 0.\n"
           "Runs on the current CUDA stream and returns without synchronising.",
           py::arg("h"), py::arg("w"), py::arg("b"));
 }

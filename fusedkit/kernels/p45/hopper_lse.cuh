@@ -1,5 +1,5 @@
 // Problem 45's Hopper GEMM, written once for steps 07 (three fp16 products, fp16x3 splits) and 08
-// (one fp16 product): the persistent warp-specialised pipeline over p12 step 14's 128 x 128 tiles,
+// (one fp16 or bf16 product): the persistent warp-specialised pipeline over p12 step 14's 128 x 128 tiles,
 // a template on the number of products and on the epilogue it hands each finished fragment, the
 // pieces both steps' epilogues share (the overflow-free sigmoid, the per-tile partial logsumexp
 // from the registers) and the host side's tensor maps and grid.
@@ -10,8 +10,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 #include "../common/hopper.cuh"
 #include "../common/hopper_fp16x3.cuh"
@@ -51,6 +53,17 @@ struct Pipe {
 
 constexpr float kNegInf = -INFINITY;
 
+// One m64n128k16 wgmma on 16-bit operands of type Elem: step 08's fp16 or its bf16 twin.
+template <class Elem>
+__device__ __forceinline__ void wgmma_16bit(float (&d)[kAcc], uint64_t desc_a, uint64_t desc_b) {
+    static_assert(std::is_same_v<Elem, __half> || std::is_same_v<Elem, __nv_bfloat16>, "fp16 or bf16");
+    if constexpr (std::is_same_v<Elem, __half>) {
+        sm90::wgmma_m64n128k16_f16(d, desc_a, desc_b);
+    } else {
+        sm90::wgmma_m64n128k16_bf16(d, desc_a, desc_b);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The mainloop, p12 step 14's: a persistent block walks the (M / 128) x (N / 128) tiles in grouped
 // order; warpgroup 0 copies a stage's boxes with TMA, warpgroups 1 and 2 each multiply 64 rows by
@@ -61,7 +74,8 @@ constexpr float kNegInf = -INFINITY;
 //   with round-to-nearest FADDs while hi*lo + lo*hi accumulate in `cross` on the tensor cores;
 //   at the end of a tile v = sum + cross / 2048 (the split product without the row scales).
 //   One product (kProducts = 1): a*b accumulates in `acc` on the tensor cores over all of K, one
-//   k-tile's group in flight while the next is issued; v = acc.
+//   k-tile's group in flight while the next is issued; v = acc. Elem is its operands' type,
+//   __half or __nv_bfloat16 (fp16x3's are __half).
 // v goes to epilogue(v, params, row0, col0, nt): the calling warpgroup's 64 x 128 fragment whose
 // top-left element is (row0, col0) of the output, fragment map in common/hopper.cuh; params is
 // what epilogue.load(row0, col0) read from memory (scales, biases) while the tile's last products
@@ -69,7 +83,7 @@ constexpr float kNegInf = -INFINITY;
 // Not common/hopper_fp16x3.cuh's consume_tile: here the fragments are declared once, before the
 // tile loop, and nvcc carries their registers from tile to tile; through consume_tile (a fresh set
 // a tile) the PTX differs, and step 07's is the kernel the H200 measured.
-template <int kProducts, int kStages, class Epilogue>
+template <int kProducts, class Elem = __half, int kStages, class Epilogue>
 __device__ __forceinline__ void lse_gemm(uint64_t (&full)[kStages], uint64_t (&empty)[kStages],
                                          uint8_t* smem_raw, const CUtensorMap* a_map,
                                          const CUtensorMap* al_map, const CUtensorMap* b_map,
@@ -180,8 +194,8 @@ __device__ __forceinline__ void lse_gemm(uint64_t (&full)[kStages], uint64_t (&e
                     // One group: acc += a * b over this k-tile, chained on the same registers.
 #pragma unroll
                     for (int k16 = 0; k16 < BK / 16; ++k16) {
-                        sm90::wgmma_m64n128k16_f16(sum, sm90::sw128_desc(a + 32 * k16),
-                                                   sm90::sw128_desc(b + 32 * k16));
+                        wgmma_16bit<Elem>(sum, sm90::sw128_desc(a + 32 * k16),
+                                          sm90::sw128_desc(b + 32 * k16));
                     }
                     sm90::wgmma_commit();
                     // The previous k-tile's group is done: its stage goes back to the producer.
@@ -320,13 +334,14 @@ __device__ __forceinline__ void store_partial_lse(const float (&z)[kAcc], float 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Host: the tensor maps of one GEMM (A's boxes of 128 rows x 64 columns, then B's), the
+// Host: the tensor maps of one GEMM (A's boxes of 128 rows x 64 columns, then B's; fp16's maps
+// serve bf16 too, since a box is bytes and its zero fill is the same bits in either), the
 // shared-memory opt-in, and the persistent grid: one block per SM at most. Returns nullptr or
 // what went wrong.
 template <int kProducts, class Kernel>
 const char* prepare(Kernel kernel, CUtensorMap (&maps)[Pipe<kProducts>::kBoxes],
-                    const __half* const (&a)[Pipe<kProducts>::kBoxes / 2], int a_rows,
-                    const __half* const (&b)[Pipe<kProducts>::kBoxes / 2], int b_rows, int K,
+                    const void* const (&a)[Pipe<kProducts>::kBoxes / 2], int a_rows,
+                    const void* const (&b)[Pipe<kProducts>::kBoxes / 2], int b_rows, int K,
                     int& blocks) {
     constexpr int kHalf = Pipe<kProducts>::kBoxes / 2;
     for (int i = 0; i < kHalf; ++i) {

@@ -1,7 +1,7 @@
 // Host launchers of problem 45's Hopper steps: the two GEMMs of
 // out[m] = logsumexp_n(sigmoid(x @ W1.T + b1) @ W2.T + b2)[m, n] on wgmma, step 07's on fp16x3
 // splits (common/fp16x3_split.py: A = (hi + lo / 2048) * inv_scale[row], hi and lo fp16, K padded
-// to 64), step 08's on one fp16 copy of each operand (common/fp16_operands.py, K padded to 8).
+// to 64), step 08's on one fp16 (or bf16) copy of each operand (common/fp16_operands.py, K padded to 8).
 // Requirements the binding checks: K % 8 == 0 (TMA needs 16-byte row strides), fp16 operands
 // 16-byte aligned and contiguous. Each launcher only enqueues work on `stream`; it returns nullptr,
 // or a message when it could not launch; the caller still checks the launch itself.
@@ -9,6 +9,7 @@
 // 08_wgmma_fp16_lse.cu define them.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -37,15 +38,21 @@ const char* launch_wgmma_fp16x3_partial_lse(const __half* hh, const __half* hl, 
                                             const float* b, float* pmax, float* psum, int M,
                                             int N, int K, cudaStream_t stream);
 
-// Step 08's GEMM1: h = fp16(sigmoid(x @ W1.T + b1)), h (M, Hp) as above, columns H .. Hp - 1
-// written as zeros; x (M, K) and w (H, K) fp16, b (H,) fp32.
-const char* launch_wgmma_fp16_sigmoid(const __half* x, const __half* w, const float* b, __half* h,
-                                      int M, int H, int K, int Hp, cudaStream_t stream);
+// Step 08's GEMM1: h = sigmoid(x @ W1.T + b1) rounded once to x's 16-bit type, h (M, Hp) as above,
+// columns H .. Hp - 1 written as zeros; x (M, K) and w (H, K) fp16 (or both bf16), b (H,) fp32.
+const char* launch_wgmma_16bit_sigmoid(const __half* x, const __half* w, const float* b, __half* h,
+                                       int M, int H, int K, int Hp, cudaStream_t stream);
+const char* launch_wgmma_16bit_sigmoid(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                       const float* b, __nv_bfloat16* h, int M, int H, int K,
+                                       int Hp, cudaStream_t stream);
 
 // Step 08's GEMM2: the pairs pmax, psum (M, T) of z = h @ W2.T + b2 as above, h (M, K) and
-// w (N, K) fp16 (K = Hp), b (N,) fp32.
-const char* launch_wgmma_fp16_partial_lse(const __half* h, const __half* w, const float* b,
-                                          float* pmax, float* psum, int M, int N, int K,
-                                          cudaStream_t stream);
+// w (N, K) fp16 (or both bf16) (K = Hp), b (N,) fp32.
+const char* launch_wgmma_16bit_partial_lse(const __half* h, const __half* w, const float* b,
+                                           float* pmax, float* psum, int M, int N, int K,
+                                           cudaStream_t stream);
+const char* launch_wgmma_16bit_partial_lse(const __nv_bfloat16* h, const __nv_bfloat16* w,
+                                           const float* b, float* pmax, float* psum, int M, int N,
+                                           int K, cudaStream_t stream);
 
 }  // namespace p45
