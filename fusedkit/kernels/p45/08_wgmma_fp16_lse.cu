@@ -156,16 +156,23 @@ p45_wgmma_bf16_partial_lse_kernel(const __grid_constant__ CUtensorMap h_map,
 
 namespace {
 
+// The fp16 one of two things, or the bf16 one, by Elem.
+template <class Elem, class F16, class BF16>
+constexpr auto of_type(F16 fp16, BF16 bf16) {
+    if constexpr (std::is_same_v<Elem, __half>) {
+        return fp16;
+    } else {
+        return bf16;
+    }
+}
+
 template <class Elem>
 const char* launch_sigmoid(const Elem* x, const Elem* w, const float* b, Elem* h, int M, int H,
                            int K, int Hp, cudaStream_t stream) {
     if (Hp % p45::kHopperPad != 0 || Hp < H || Hp - H >= p45::kHopperPad) {
         return "Hp must be H rounded up to a multiple of kHopperPad";
     }
-    const auto kernel = [] {  // the kernel of Elem's type
-        if constexpr (std::is_same_v<Elem, __half>) return p45_wgmma_fp16_sigmoid_kernel;
-        else return p45_wgmma_bf16_sigmoid_kernel;
-    }();
+    const auto kernel = of_type<Elem>(p45_wgmma_fp16_sigmoid_kernel, p45_wgmma_bf16_sigmoid_kernel);
     CUtensorMap maps[2];
     int blocks = 0;
     if (const char* err = prepare<1>(kernel, maps, {x}, M, {w}, H, K, blocks)) return err;
@@ -176,10 +183,7 @@ const char* launch_sigmoid(const Elem* x, const Elem* w, const float* b, Elem* h
 template <class Elem>
 const char* launch_partial_lse(const Elem* h, const Elem* w, const float* b, float* pmax,
                                float* psum, int M, int N, int K, cudaStream_t stream) {
-    const auto kernel = [] {  // the kernel of Elem's type
-        if constexpr (std::is_same_v<Elem, __half>) return p45_wgmma_fp16_partial_lse_kernel;
-        else return p45_wgmma_bf16_partial_lse_kernel;
-    }();
+    const auto kernel = of_type<Elem>(p45_wgmma_fp16_partial_lse_kernel, p45_wgmma_bf16_partial_lse_kernel);
     CUtensorMap maps[2];
     int blocks = 0;
     if (const char* err = prepare<1>(kernel, maps, {h}, M, {w}, N, K, blocks)) return err;
