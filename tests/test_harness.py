@@ -305,15 +305,23 @@ def test_a_time_below_the_datasheets_floor_is_refused(monkeypatch):
 
 @pytest.mark.parametrize("where", ["cpu", "interpreter"])
 def test_the_row_digest_is_blake2s_of_each_row(where):
-    """The commitment a timed call sends: BLAKE2s of each row's bytes (hashlib on a CPU; on a GPU
-    a Triton kernel, here in the interpreter), so no row near the right one can be found for a
-    digest sent before the rows were chosen (a keyed sum could). One flipped bit is seen."""
+    """The commitment a timed call sends: BLAKE2s of each row's bytes, or of its 1 KB chunks'
+    BLAKE2s laid end to end (hashlib on a CPU; on a GPU a Triton kernel, here in the interpreter),
+    so no row near the right one can be found for a digest sent before the rows were chosen (a
+    keyed sum could). One flipped bit is seen."""
     digest = terms.row_digest if where == "cpu" else \
         load_step("common", "row_digest.py").row_digest
-    for out in (torch.randn(5, 7), torch.randn(3, 40), torch.randn(2, 0)):
-        want = [int.from_bytes(hashlib.blake2s(r.numpy().tobytes(), digest_size=8).digest(), "little",
-                               signed=True) for r in out]
-        assert digest(out).tolist() == want
+
+    def b8(data: bytes) -> bytes:
+        return hashlib.blake2s(data, digest_size=8).digest()
+
+    # Rows of 28 bytes, 160, none, exactly one chunk (1,024), 1,200 (a short last chunk), 2,400.
+    for out in (torch.randn(5, 7), torch.randn(3, 40), torch.randn(2, 0), torch.randn(2, 256),
+                torch.randn(3, 300), torch.randn(2, 600)):
+        rows = [r.numpy().tobytes() for r in out]
+        want = [b8(r) if len(r) <= 1024 else b8(b"".join(b8(r[i:i + 1024]) for i in range(0, len(r), 1024)))
+                for r in rows]
+        assert digest(out).tolist() == [int.from_bytes(w, "little", signed=True) for w in want]
     out = torch.randn(5, 7)
     nudged = out.clone()
     nudged.view(torch.int32)[2, 3] ^= 1                                 # one ulp of one element

@@ -363,6 +363,7 @@ def _overhead_ms(p: Plan) -> float:
         with pool.worker(p.device) as w:
             w.ask({"op": "build", "problem": p.problem.key, "sizes": p.sizes, "seed": 1, "spec": spec},
                   p.build_timeout_s, "the harness's own build", "build_timeout_s")
+            pool.settle(p.device)
             gaps = []
             for _ in range(12):
                 t0 = time.monotonic()
@@ -385,6 +386,7 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
                         "spec": spec}, p.build_timeout_s, "the timing's build", "build_timeout_s")
     if kind == "raised":
         raise _Refused(f"{RAISED} while timed: {body}")
+    pool.settle(device)
     rng = random.Random(secrets.randbits(64))
 
     def call(k: int, label: str) -> tuple[judge.TimedCall, float, float]:

@@ -256,6 +256,17 @@ def worker(device: torch.device) -> Iterator[Worker]:
         _live.discard(w)
 
 
+def settle(device: torch.device) -> None:
+    """Wait until the spare started for ``device`` has made its CUDA context: on a GPU, a context
+    being made beside a timing loop shares the GPU and its driver with the calls being timed. A
+    spare that cannot start is replaced when it is next asked for."""
+    with _lock:
+        w = _spares.get(str(device))
+    if w is not None:
+        with contextlib.suppress(ChildProcessError):
+            w.wait_ready()
+
+
 def stop_all() -> None:
     """End every worker and the zygote (at exit, or to start afresh)."""
     global _zygote

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Callable
 
 import numpy as np
@@ -63,15 +62,13 @@ def one_line(e: BaseException) -> str:
 
 
 def row_digest(out: torch.Tensor) -> torch.Tensor:
-    """One int64 per row of ``out``: the first 8 bytes of the row's BLAKE2s hash, on the GPU where
-    ``out`` is (``kernels/common/row_digest.py``, equal to hashlib's). A worker sends these for a
-    timed call's whole output before any row is chosen; the rows it sends later must give the same
-    digests. A cryptographic hash, because a kernel knows the rule (docs/measuring.md)."""
-    if out.device.type == "cuda":
-        return load_step("common", "row_digest.py").row_digest(out)
-    rows = out.detach().reshape(out.shape[0], -1).contiguous().view(torch.uint8).numpy()
-    return torch.tensor([int.from_bytes(hashlib.blake2s(r, digest_size=8).digest(), "little",
-                                        signed=True) for r in rows], dtype=torch.int64)
+    """One int64 per row of ``out``: BLAKE2s-64 of the row's bytes, or of its 1 KB chunks' own
+    (``kernels/common/row_digest.py`` says how), on the GPU where ``out`` is, with hashlib on a CPU.
+    A worker sends these for a timed call's whole output before any row is chosen; the rows it
+    sends later must give the same digests. A cryptographic hash, because a kernel knows the rule
+    (docs/measuring.md)."""
+    step = load_step("common", "row_digest.py")
+    return step.row_digest(out) if out.device.type == "cuda" else step.row_digest_cpu(out)
 
 
 def refill(problem, inputs: list[torch.Tensor], seed: int) -> None:
