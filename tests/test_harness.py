@@ -18,7 +18,7 @@ import torch
 
 import adversaries as bad
 from fusedkit import harness, problems, runner
-from fusedkit.harness import terms
+from fusedkit.harness import pool, terms
 from fusedkit.kernels import load_step
 
 P12, P45 = problems.get("p12"), problems.get("p45")
@@ -208,6 +208,15 @@ def test_no_other_processs_memory_can_be_opened(tmp_path):
 def test_a_signal_to_the_next_worker_harms_no_later_candidate(sig):
     assert run(bad.signals_the_next_worker(sig)).timed
     assert run("eager").timed
+
+
+def test_the_spare_has_started_before_anything_is_timed():
+    """On a GPU a spare making its CUDA context beside a timing loop shares the GPU and its driver
+    with the calls being timed: the harness waits for it first (here on a CPU, the same code)."""
+    with pool.worker(torch.device("cpu")):
+        spare = pool._spares["cpu"]
+        pool.settle(torch.device("cpu"))
+        assert spare.ready and spare.fit()
 
 
 def test_fusedkits_own_files_changed_while_a_kernel_ran_are_named_and_put_back():

@@ -29,7 +29,7 @@ SAFETY = 1.5
 """Interpreter estimates are CPU seconds times this: wall time on 2 shared cores."""
 TIMED_CALLS_CPU = 11
 """Calls a slow CPU timing makes: about four estimating calls and up to six timed ones."""
-DIGEST_BYTES_PER_S = 4.4e8   # a timed output's row digest on a CPU (hashlib, a row at a time)
+DIGEST_BYTES_PER_S = 3.5e8   # a timed output's row digest on a CPU (hashlib, a row or its 1 KB chunks at a time)
 
 
 COSTS = {"steps": 4.392e-4, "masked": 8.238e-4, "flops": 5.062e-9, "tiles": 1.703e-2,

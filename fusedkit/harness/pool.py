@@ -262,7 +262,7 @@ def settle(device: torch.device) -> None:
     spare that cannot start is replaced when it is next asked for."""
     with _lock:
         w = _spares.get(str(device))
-    if w is not None:
+    if w is not None and w.fit():   # a stopped spare never starts; the next worker() replaces it
         with contextlib.suppress(ChildProcessError):
             w.wait_ready()
 

@@ -27,15 +27,16 @@ CHUNK_BYTES = 1024
 _CHUNK_WORDS = CHUNK_BYTES // 4
 
 
-def _blake8(data: bytes) -> bytes:
+def _blake8(data) -> bytes:
     return hashlib.blake2s(data, digest_size=8).digest()
 
 
 def row_digest_cpu(out: torch.Tensor) -> torch.Tensor:
     """:func:`row_digest` with hashlib, for a tensor on the CPU."""
     rows = out.detach().reshape(out.shape[0], -1).contiguous().view(torch.uint8).numpy()
-    digests = [_blake8(r.tobytes()) if r.size <= CHUNK_BYTES else _blake8(b"".join(
-        _blake8(r[i:i + CHUNK_BYTES].tobytes()) for i in range(0, r.size, CHUNK_BYTES))) for r in rows]
+    whole = rows.shape[1] <= CHUNK_BYTES
+    digests = [_blake8(r) if whole else _blake8(b"".join(
+        [_blake8(r[i:i + CHUNK_BYTES]) for i in range(0, r.size, CHUNK_BYTES)])) for r in rows]
     return torch.tensor([int.from_bytes(d, "little", signed=True) for d in digests], dtype=torch.int64)
 
 
