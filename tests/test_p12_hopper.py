@@ -402,14 +402,21 @@ def test_fp16x3_step_is_fp32_accurate(v):
     M, columns past N never written."""
     for M, K, N in SIZES:
         x, w, b = inputs(M, K, N)
-        fn = built(v, x, w, b)
-        poison_allocator((M, N))
-        out = fn(x)
-        assert out.shape == (M, N) and out.dtype == torch.float32
-        assert not out.isnan().any(), f"{v.slug} {M}x{K}x{N} left unwritten outputs; seed={SEED}"
-        err = rel_error(out, reference64("p12", x, w, b))
-        assert err < 1e-6, f"{v.slug} {M}x{K}x{N}: {err:.2e} vs float64, not fp32-accurate; seed={SEED}"
+        out = written_and_fp32_accurate(built(v, x, w, b), x, w, b, f"{v.slug} {M}x{K}x{N}")
     assert tier("p12", out, x, w, b) == "fp32-faithful", f"{v.slug}; seed={SEED}"
+
+
+def written_and_fp32_accurate(fn, x, w, b, what: str, *poison: tuple[int, ...]) -> torch.Tensor:
+    """fn(x) into NaN-poisoned memory (y's shape and ``poison``): every element of y written and
+    within fp32's error of float64 (1e-6). Returns y."""
+    M, N = x.shape[0], w.shape[0]
+    poison_allocator((M, N), *poison)
+    out = fn(x)
+    assert out.shape == (M, N) and out.dtype == torch.float32
+    assert not out.isnan().any(), f"{what} left unwritten outputs; seed={SEED}"
+    err = rel_error(out, reference64("p12", x, w, b))
+    assert err < 1e-6, f"{what}: {err:.2e} vs float64, not fp32-accurate; seed={SEED}"
+    return out
 
 
 @gpu_test
@@ -483,12 +490,7 @@ def test_splitk_step_is_fp32_faithful_from_one_row_to_1024(M, K, N):
     second call (the partials are added in a fixed order); at 1024 rows, one split: step 14's y."""
     x, w, b = inputs(M, K, N)
     fn = built(P12.variants["wgmma_fp16x3_splitk"], x, w, b)
-    poison_allocator((M, N), (2, M, N), (16, M, N))
-    out = fn(x)
-    assert out.shape == (M, N) and out.dtype == torch.float32
-    assert not out.isnan().any(), f"{M}x{K}x{N} left unwritten outputs; seed={SEED}"
-    err = rel_error(out, reference64("p12", x, w, b))
-    assert err < 1e-6, f"{M}x{K}x{N}: {err:.2e} vs float64; seed={SEED}"
+    out = written_and_fp32_accurate(fn, x, w, b, f"{M}x{K}x{N}", (2, M, N), (16, M, N))
     assert tier("p12", out, x, w, b) == "fp32-faithful", f"{M}x{K}x{N}; seed={SEED}"
     poison_allocator((M, N), (2, M, N), (16, M, N))
     assert torch.equal(fn(x), out), f"{M}x{K}x{N}: not deterministic; seed={SEED}"

@@ -166,10 +166,14 @@ constexpr auto of_type(F16 fp16, BF16 bf16) {
     }
 }
 
+}  // namespace
+
+namespace p45 {
+
 template <class Elem>
-const char* launch_sigmoid(const Elem* x, const Elem* w, const float* b, Elem* h, int M, int H,
-                           int K, int Hp, cudaStream_t stream) {
-    if (Hp % p45::kHopperPad != 0 || Hp < H || Hp - H >= p45::kHopperPad) {
+const char* launch_wgmma_16bit_sigmoid(const Elem* x, const Elem* w, const float* b, Elem* h,
+                                       int M, int H, int K, int Hp, cudaStream_t stream) {
+    if (Hp % kHopperPad != 0 || Hp < H || Hp - H >= kHopperPad) {
         return "Hp must be H rounded up to a multiple of kHopperPad";
     }
     const auto kernel = of_type<Elem>(p45_wgmma_fp16_sigmoid_kernel, p45_wgmma_bf16_sigmoid_kernel);
@@ -181,42 +185,28 @@ const char* launch_sigmoid(const Elem* x, const Elem* w, const float* b, Elem* h
 }
 
 template <class Elem>
-const char* launch_partial_lse(const Elem* h, const Elem* w, const float* b, float* pmax,
-                               float* psum, int M, int N, int K, cudaStream_t stream) {
+const char* launch_wgmma_16bit_partial_lse(const Elem* h, const Elem* w, const float* b,
+                                           float* pmax, float* psum, int M, int N, int K,
+                                           cudaStream_t stream) {
     const auto kernel = of_type<Elem>(p45_wgmma_fp16_partial_lse_kernel, p45_wgmma_bf16_partial_lse_kernel);
     CUtensorMap maps[2];
     int blocks = 0;
     if (const char* err = prepare<1>(kernel, maps, {h}, M, {w}, N, K, blocks)) return err;
-    const int T = (N + p45::kHopperLseTile - 1) / p45::kHopperLseTile;
+    const int T = (N + kHopperLseTile - 1) / kHopperLseTile;
     kernel<<<blocks, kThreads, Pipe1::kSmemBytes, stream>>>(maps[0], maps[1], b, pmax, psum, M, N, K, T);
     return nullptr;
 }
 
-}  // namespace
-
-namespace p45 {
-
-const char* launch_wgmma_16bit_sigmoid(const __half* x, const __half* w, const float* b, __half* h,
-                                       int M, int H, int K, int Hp, cudaStream_t stream) {
-    return launch_sigmoid(x, w, b, h, M, H, K, Hp, stream);
-}
-
-const char* launch_wgmma_16bit_sigmoid(const __nv_bfloat16* x, const __nv_bfloat16* w,
-                                       const float* b, __nv_bfloat16* h, int M, int H, int K,
-                                       int Hp, cudaStream_t stream) {
-    return launch_sigmoid(x, w, b, h, M, H, K, Hp, stream);
-}
-
-const char* launch_wgmma_16bit_partial_lse(const __half* h, const __half* w, const float* b,
-                                           float* pmax, float* psum, int M, int N, int K,
-                                           cudaStream_t stream) {
-    return launch_partial_lse(h, w, b, pmax, psum, M, N, K, stream);
-}
-
-const char* launch_wgmma_16bit_partial_lse(const __nv_bfloat16* h, const __nv_bfloat16* w,
-                                           const float* b, float* pmax, float* psum, int M, int N,
-                                           int K, cudaStream_t stream) {
-    return launch_partial_lse(h, w, b, pmax, psum, M, N, K, stream);
-}
+// The two types the binding launches.
+template const char* launch_wgmma_16bit_sigmoid(const __half*, const __half*, const float*, __half*,
+                                                int, int, int, int, cudaStream_t);
+template const char* launch_wgmma_16bit_sigmoid(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                const float*, __nv_bfloat16*, int, int, int, int,
+                                                cudaStream_t);
+template const char* launch_wgmma_16bit_partial_lse(const __half*, const __half*, const float*,
+                                                    float*, float*, int, int, int, cudaStream_t);
+template const char* launch_wgmma_16bit_partial_lse(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                    const float*, float*, float*, int, int, int,
+                                                    cudaStream_t);
 
 }  // namespace p45

@@ -28,8 +28,10 @@ using fusedkit::dense_aligned;
 constexpr const char* kSplitHint = "split float32 operands with common/fp16x3_split.py";
 constexpr const char* kCastHint = "cast float32 operands with common/fp16_operands.py";
 
-const __half* half_ptr(const torch::Tensor& t) {
-    return reinterpret_cast<const __half*>(t.data_ptr<at::Half>());
+// A checked 16-bit tensor's data as the kernels' element type: __half or __nv_bfloat16.
+template <class Elem>
+Elem* elems(const torch::Tensor& t) {
+    return reinterpret_cast<Elem*>(t.data_ptr());
 }
 
 // One 16-bit GEMM's operands: A (rows, K), B (n, K) of `type` (fp16 unless said), bias (n,) fp32.
@@ -114,10 +116,10 @@ std::tuple<torch::Tensor, torch::Tensor> wgmma_fp16x3_sigmoid_split(
     torch::Tensor hl = torch::empty({M, Hp}, xh.options());
     if (M == 0 || H == 0) return {hh, hl};  // nothing to compute; an empty grid is a launch error
     const char* err = p45::launch_wgmma_fp16x3_sigmoid_split(
-        half_ptr(xh), half_ptr(xl), xi.data_ptr<float>(), half_ptr(wh), half_ptr(wl),
-        wi.data_ptr<float>(), bc.data_ptr<float>(), reinterpret_cast<__half*>(hh.data_ptr<at::Half>()),
-        reinterpret_cast<__half*>(hl.data_ptr<at::Half>()), M, static_cast<int>(H),
-        static_cast<int>(K), static_cast<int>(Hp), at::cuda::getCurrentCUDAStream());
+        elems<const __half>(xh), elems<const __half>(xl), xi.data_ptr<float>(),
+        elems<const __half>(wh), elems<const __half>(wl), wi.data_ptr<float>(), bc.data_ptr<float>(),
+        elems<__half>(hh), elems<__half>(hl), M, static_cast<int>(H), static_cast<int>(K),
+        static_cast<int>(Hp), at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == nullptr, "wgmma_fp16x3_sigmoid_split: ", err == nullptr ? "" : err);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {hh, hl};
@@ -136,8 +138,8 @@ std::tuple<torch::Tensor, torch::Tensor> wgmma_fp16x3_partial_lse(
     auto [pmax, psum] = lse_pairs(M, N, hh);
     if (M == 0 || N == 0) return {pmax, psum};
     const char* err = p45::launch_wgmma_fp16x3_partial_lse(
-        half_ptr(hh), half_ptr(hl), static_cast<float>(h_inv), half_ptr(wh), half_ptr(wl),
-        wi.data_ptr<float>(), bc.data_ptr<float>(), pmax.data_ptr<float>(), psum.data_ptr<float>(),
+        elems<const __half>(hh), elems<const __half>(hl), static_cast<float>(h_inv),
+        elems<const __half>(wh), elems<const __half>(wl), wi.data_ptr<float>(), bc.data_ptr<float>(), pmax.data_ptr<float>(), psum.data_ptr<float>(),
         M, N, static_cast<int>(K), at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == nullptr, "wgmma_fp16x3_partial_lse: ", err == nullptr ? "" : err);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -147,12 +149,6 @@ std::tuple<torch::Tensor, torch::Tensor> wgmma_fp16x3_partial_lse(
 // Step 08's operands are fp16, or bf16 for its twin: the type of A (x or h), which B must share.
 torch::ScalarType type_16bit(const torch::Tensor& a) {
     return a.defined() && a.scalar_type() == torch::kBFloat16 ? torch::kBFloat16 : torch::kHalf;
-}
-
-// A tensor's data as the kernel's element type: __half or __nv_bfloat16.
-template <class Elem>
-Elem* elems(const torch::Tensor& t) {
-    return reinterpret_cast<Elem*>(t.data_ptr());
 }
 
 // Step 08, GEMM1: x (M, Kp) and W1's copy (H, Kp), fp16 or bf16 -> h (M, Hp) of their type, Hp = H

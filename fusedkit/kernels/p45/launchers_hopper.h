@@ -38,21 +38,18 @@ const char* launch_wgmma_fp16x3_partial_lse(const __half* hh, const __half* hl, 
                                             const float* b, float* pmax, float* psum, int M,
                                             int N, int K, cudaStream_t stream);
 
-// Step 08's GEMM1: h = sigmoid(x @ W1.T + b1) rounded once to x's 16-bit type, h (M, Hp) as above,
-// columns H .. Hp - 1 written as zeros; x (M, K) and w (H, K) fp16 (or both bf16), b (H,) fp32.
-const char* launch_wgmma_16bit_sigmoid(const __half* x, const __half* w, const float* b, __half* h,
+// Step 08's GEMM1: h = sigmoid(x @ W1.T + b1) rounded once to Elem, h (M, Hp) as above, columns
+// H .. Hp - 1 written as zeros; x (M, K) and w (H, K) of Elem (__half or __nv_bfloat16, the two
+// 08_wgmma_fp16_lse.cu instantiates), b (H,) fp32.
+template <class Elem>
+const char* launch_wgmma_16bit_sigmoid(const Elem* x, const Elem* w, const float* b, Elem* h,
                                        int M, int H, int K, int Hp, cudaStream_t stream);
-const char* launch_wgmma_16bit_sigmoid(const __nv_bfloat16* x, const __nv_bfloat16* w,
-                                       const float* b, __nv_bfloat16* h, int M, int H, int K,
-                                       int Hp, cudaStream_t stream);
 
 // Step 08's GEMM2: the pairs pmax, psum (M, T) of z = h @ W2.T + b2 as above, h (M, K) and
-// w (N, K) fp16 (or both bf16) (K = Hp), b (N,) fp32.
-const char* launch_wgmma_16bit_partial_lse(const __half* h, const __half* w, const float* b,
+// w (N, K) of Elem (K = Hp), b (N,) fp32.
+template <class Elem>
+const char* launch_wgmma_16bit_partial_lse(const Elem* h, const Elem* w, const float* b,
                                            float* pmax, float* psum, int M, int N, int K,
                                            cudaStream_t stream);
-const char* launch_wgmma_16bit_partial_lse(const __nv_bfloat16* h, const __nv_bfloat16* w,
-                                           const float* b, float* pmax, float* psum, int M, int N,
-                                           int K, cudaStream_t stream);
 
 }  // namespace p45
