@@ -9,6 +9,7 @@ import math
 import os
 import re
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ import torch
 
 import adversaries as bad
 from fusedkit import harness, problems, runner
-from fusedkit.harness import pool, terms
+from fusedkit.harness import pool, terms, wire
 from fusedkit.kernels import load_step
 
 P12, P45 = problems.get("p12"), problems.get("p45")
@@ -161,6 +162,27 @@ def test_bytes_written_into_its_files_are_a_verdict_in_time():
 def test_nothing_a_worker_sends_is_unpickled(tmp_path):
     caught(run(bad.sends_a_pickle(tmp_path / "ran")), terms.MALFORMED)
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.005, 0.06])
+def test_a_message_is_read_whole_while_polling_or_after(delay_s):
+    """A GPU's worker and caller poll for wire.GPU_SPIN_S before they sleep: a message that comes
+    in pieces, during the polling or after it, is read whole, and a deadline still holds."""
+    a, b = socket.socketpair()
+    message = ["timed", {"ms": 0.25, "digest": torch.arange(500, dtype=torch.int64)}]
+    header = socket.socketpair()   # wire.send's bytes, sent here in two pieces delay_s apart
+    wire.send(header[0], message)
+    data = header[1].recv(1 << 20)
+
+    def later() -> None:
+        b.sendall(data[:7])
+        time.sleep(delay_s)
+        b.sendall(data[7:])
+    threading.Thread(target=later).start()
+    kind, body = wire.receive(a, time.monotonic() + 5, pair=True, spin_s=wire.GPU_SPIN_S)
+    assert kind == "timed" and body["ms"] == 0.25 and torch.equal(body["digest"], message[1]["digest"])
+    with pytest.raises(TimeoutError):
+        wire.receive(a, time.monotonic() + 0.05, spin_s=wire.GPU_SPIN_S)
 
 
 def test_each_candidate_runs_in_a_fresh_process_of_its_own(tmp_path):

@@ -22,6 +22,11 @@ MAX_DEPTH = 16
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
           "uint8": torch.uint8, "bool": torch.bool}
+GPU_SPIN_S = 0.02
+"""How long both sides of a GPU's worker poll for the next message before they sleep: a GPU's
+timed round trip is judged on the wall clock, and the process line, with both sides asleep
+between messages, added 0.1 to 0.45 ms to each (p10 to p90), against the same calls made in one
+process (an H200, 2026-12-05). A CPU's worker sleeps: its CPU time is the kernel's."""
 _TENSOR = "$tensor"
 _LENGTH = struct.Struct("<Q")
 
@@ -59,13 +64,16 @@ def _encode(value: object, tensors: list) -> object:
 
 
 def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lambda: None,
-            pair: bool = False) -> object:
+            pair: bool = False, spin_s: float = 0.0) -> object:
     """The next message, read by ``deadline`` (a ``time.monotonic()`` value): TimeoutError after it,
     EOFError when the other side has gone, :class:`Malformed` for anything but data (or, with
     ``pair``, anything but a ``[kind, body]`` pair, returned as a tuple). ``tick`` runs every
-    50 ms of waiting (a run asked to stop raises there)."""
+    50 ms of waiting (a run asked to stop raises there). For its first ``spin_s`` seconds it polls
+    without sleeping (see :data:`GPU_SPIN_S`)."""
+    spin_until = time.monotonic() + spin_s
+
     def read(n: int, into: memoryview | None = None) -> memoryview:
-        return read_exact(sock, n, deadline, tick, into)
+        return read_exact(sock, n, deadline, tick, into, spin_until)
     size = _LENGTH.unpack(read(_LENGTH.size))[0]
     if size > MAX_HEADER_BYTES:
         raise Malformed(f"a header of {size} bytes; at most {MAX_HEADER_BYTES}")
@@ -82,18 +90,25 @@ def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lam
 
 
 def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], None],
-               into: memoryview | None = None) -> memoryview:
+               into: memoryview | None = None, spin_until: float = 0.0) -> memoryview:
     buf = into if into is not None else memoryview(bytearray(n))
     got = 0
     while got < n:
         tick()
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             raise TimeoutError
-        ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
-        if not ready:
-            continue
-        k = sock.recv_into(buf[got:], n - got)
+        if now < spin_until:
+            try:
+                k = sock.recv_into(buf[got:], n - got, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+        else:
+            ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
+            if not ready:
+                continue
+            k = sock.recv_into(buf[got:], n - got)
         if k == 0:
             raise EOFError
         got += k
