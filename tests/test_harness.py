@@ -166,8 +166,8 @@ def test_nothing_a_worker_sends_is_unpickled(tmp_path):
 
 @pytest.mark.parametrize("delay_s", [0.0, 0.005, 0.06])
 def test_a_message_is_read_whole_while_polling_or_after(delay_s):
-    """A GPU's worker and caller poll for wire.GPU_SPIN_S before they sleep: a message that comes
-    in pieces, during the polling or after it, is read whole, and a deadline still holds."""
+    """A GPU's worker and caller poll for a while before they sleep (here 20 ms): a message that
+    comes in pieces, during the polling or after it, is read whole, and a deadline still holds."""
     a, b = socket.socketpair()
     message = ["timed", {"ms": 0.25, "digest": torch.arange(500, dtype=torch.int64)}]
     header = socket.socketpair()   # wire.send's bytes, sent here in two pieces delay_s apart
@@ -179,7 +179,7 @@ def test_a_message_is_read_whole_while_polling_or_after(delay_s):
         time.sleep(delay_s)
         b.sendall(data[7:])
     threading.Thread(target=later).start()
-    kind, body = wire.receive(a, time.monotonic() + 5, pair=True, spin_s=wire.GPU_SPIN_S)
+    kind, body = wire.receive(a, time.monotonic() + 5, pair=True, spin_s=0.02)
     assert kind == "timed" and body["ms"] == 0.25 and torch.equal(body["digest"], message[1]["digest"])
     with pytest.raises(TimeoutError):
         wire.receive(a, time.monotonic() + 0.05, spin_s=wire.GPU_SPIN_S)

@@ -22,11 +22,12 @@ MAX_DEPTH = 16
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
           "uint8": torch.uint8, "bool": torch.bool}
-GPU_SPIN_S = 0.02
+GPU_SPIN_S = 1.0
 """How long both sides of a GPU's worker poll for the next message before they sleep: a GPU's
 timed round trip is judged on the wall clock, and the process line, with both sides asleep
-between messages, added 0.1 to 0.45 ms to each (p10 to p90), against the same calls made in one
-process (an H200, 2026-12-05). A CPU's worker sleeps: its CPU time is the kernel's."""
+between messages, added 0.1 to 0.45 ms to each (p10 to p90) against the same calls made in one
+process (an H200, 2026-12-05); a second covers the caller's checks between two calls. A CPU's
+worker sleeps: its CPU time is the kernel's."""
 _TENSOR = "$tensor"
 _LENGTH = struct.Struct("<Q")
 

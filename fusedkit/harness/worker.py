@@ -27,11 +27,6 @@ from fusedkit.harness import wire
 from fusedkit.harness.terms import ALIASING, CRASHED, NOT_PLAIN, STREAM, one_line, refill, row_digest
 
 FOREVER = float("inf")
-LEAD_CYCLES = 2_000_000
-"""GPU clock cycles (about 1 ms at 1.98 GHz) the GPU spins before a timed call's start event, so
-the call's launches are queued when it fires and the events time the GPU's work, as in a loop of
-calls: queueing one call took this host up to 0.55 ms (p45's eager, an H200, 2026-12-05), and an
-idle GPU would otherwise wait for it inside the events."""
 
 
 class KernelRaised(Exception):
@@ -296,7 +291,6 @@ class Session:
         refill(self.problem, self.inputs, o["seed"])
         if self.device.type == "cuda":
             self.flush.zero_()
-            torch.cuda._sleep(LEAD_CYCLES)   # the GPU waits while this thread queues the call
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             out = self._call(self.inputs)
