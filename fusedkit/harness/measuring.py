@@ -34,9 +34,12 @@ of rows in all), so that a kernel wrong on one row of every call is caught with 
 over 99.99%."""
 SPECIALISED_FACTOR = 10.0
 """At the nearby odd shape, an error this many times the requested sizes' fails."""
-GPU_GAP = (0.05, 0.10)
+GPU_GAP = (0.2, 0.10)
 """On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own
-cost: this many ms or this share of the call, whichever is larger."""
+cost: this many ms plus this share of the call. Honest steps went up to 0.17 ms over it, and
+eager's 2.7 ms call at p12's size 0.38 ms (an H100, both sides polling, 2026-12-05): the
+harness's own GPU work (refill, flush, digest) is slower after a real call than after the empty
+one its cost is measured on. A kernel could hide that much work a call outside its events."""
 
 
 @dataclass
@@ -444,7 +447,7 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
                        "timed calls, more than one core; a kernel gets one core on a CPU (undo "
                        "torch.set_num_threads or a thread of your own)")
     gap = statistics.median(gaps) - overhead
-    if gpu and gap > max(GPU_GAP[0], GPU_GAP[1] * statistics.median(samples)):
+    if gpu and gap > GPU_GAP[0] + GPU_GAP[1] * statistics.median(samples):
         raise _Refused(f"{HIDDEN_WORK}: each timed call took {gap:.3g} ms longer here than its "
                        "events saw, beyond the harness's own cost; join any side stream to the "
                        "caller's current stream and do the work inside the call")

@@ -303,8 +303,8 @@ class Session:
         if fault:
             return ["fault", fault]
         digest = row_digest(out)
-        if self.device.type == "cuda":
-            end.synchronize()
+        if self.device.type == "cuda":   # every stream: work the call left running is in the trip
+            torch.cuda.synchronize(self.device)
             ms = start.elapsed_time(end)
         self.out = out
         return ["timed", {"ms": float(ms), "digest": digest}]
