@@ -287,7 +287,8 @@ class Session:
     def do_time(self, o: dict) -> list:
         """One timed call: the inputs refilled from ``seed``, the L2 flushed on a GPU, the call,
         its time (events on a GPU, this clock on a CPU: the caller bounds both by its own) and
-        the digest of every row of its output; the output is kept for :meth:`do_rows`."""
+        the digest of every row of its output; the output (on a GPU, a copy of it queued right
+        behind the call) is kept for :meth:`do_rows`."""
         refill(self.problem, self.inputs, o["seed"])
         if self.device.type == "cuda":
             self.flush.zero_()
@@ -302,6 +303,8 @@ class Session:
         fault = plain_output_fault(out, tuple(self.problem.output_shape(self.sizes)), self.device)
         if fault:
             return ["fault", fault]
+        if self.device.type == "cuda":   # the output as the call left it, queued right behind it:
+            out = out.clone()            # a side stream that writes it later is not in its digest
         digest = row_digest(out)
         if self.device.type == "cuda":   # every stream: work the call left running is in the trip
             torch.cuda.synchronize(self.device)
