@@ -36,10 +36,8 @@ SPECIALISED_FACTOR = 10.0
 """At the nearby odd shape, an error this many times the requested sizes' fails."""
 GPU_GAP = (0.2, 0.10)
 """On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own
-cost: this many ms plus this share of the call. Honest steps went up to 0.17 ms over it, and
-eager's 2.7 ms call at p12's size 0.38 ms (an H100, both sides polling, 2026-12-05, the cost
-then measured on an empty kernel): the harness's own GPU work (refill, flush, digest) ran slower
-after a real call. A kernel could hide that much work a call outside its events."""
+cost: this many ms plus this share of the call (honest steps went up to 0.17 ms over, eager's 2.7
+ms call 0.38 ms: an H100, 2026-12-05). A kernel could hide that much work a call outside its events."""
 
 
 @dataclass
@@ -348,11 +346,9 @@ _overheads: dict[tuple, float] = {}
 
 
 def null_build(model: torch.nn.Module):
-    """A kernel that computes nothing but does what every correct one must, reading each weight
-    and writing the output (zeros): what a timed call costs the harness itself, refill, digest
-    and round trip, measured in a clean worker. After an empty call the caches stayed warm and
-    the harness's own work took 0.3 ms less than after eager's (a CPU, p12 at 4 rows), which the
-    CPU's time charged to every kernel."""
+    """A kernel that only reads each weight and writes zeros, the least a correct one does: what a
+    timed call costs the harness itself (refill, digest, round trip), measured in a clean worker.
+    After an empty call the harness's work ran 0.3 ms faster than after eager's (a CPU, p12, 4 rows)."""
     tail: list[tuple[int, ...]] = []
     weights = [w.detach() for w in model.parameters()]
 

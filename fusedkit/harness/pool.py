@@ -142,7 +142,7 @@ class Worker:
         try:
             wire.send(self.sock, order)
             kind, body = wire.receive(self.sock, time.monotonic() + limit_s, checkpoint, True,
-                                      wire.GPU_SPIN_S if self.device.type == "cuda" else 0.0)
+                                      wire.spin_s(self.device))
             if kind == "crashed" and isinstance(body, str) and body.startswith(CRASHED + ": "):
                 self.stop()
                 raise WorkerDied(f"{body}, during {what}")

@@ -23,11 +23,6 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.f
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
           "uint8": torch.uint8, "bool": torch.bool}
 GPU_SPIN_S = 1.0
-"""How long both sides of a GPU's worker poll for the next message before they sleep: a GPU's
-timed round trip is judged on the wall clock, and the process line, with both sides asleep
-between messages, added 0.1 to 0.45 ms to each (p10 to p90) against the same calls made in one
-process (an H200, 2026-12-05); a second covers the caller's checks between two calls. A CPU's
-worker sleeps: its CPU time is the kernel's."""
 _TENSOR = "$tensor"
 _LENGTH = struct.Struct("<Q")
 
@@ -64,13 +59,20 @@ def _encode(value: object, tensors: list) -> object:
     raise TypeError(f"a {type(value).__name__} cannot cross the process line; send plain data")
 
 
+def spin_s(device: torch.device) -> float:
+    """How long a worker for ``device`` and its caller poll for the next message before sleeping:
+    on a GPU, whose round trips are judged on the wall clock, a second (waking added 0.1 to 0.45 ms
+    to each, an H200, 2026-12-05); on a CPU none, since the worker's CPU time is the kernel's."""
+    return GPU_SPIN_S if device.type == "cuda" else 0.0
+
+
 def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lambda: None,
             pair: bool = False, spin_s: float = 0.0) -> object:
     """The next message, read by ``deadline`` (a ``time.monotonic()`` value): TimeoutError after it,
     EOFError when the other side has gone, :class:`Malformed` for anything but data (or, with
     ``pair``, anything but a ``[kind, body]`` pair, returned as a tuple). ``tick`` runs every
     50 ms of waiting (a run asked to stop raises there). For its first ``spin_s`` seconds it polls
-    without sleeping (see :data:`GPU_SPIN_S`)."""
+    without sleeping (see :func:`spin_s`)."""
     spin_until = time.monotonic() + spin_s
 
     def read(n: int, into: memoryview | None = None) -> memoryview:

@@ -203,12 +203,11 @@ class Session:
         self.inputs: list[torch.Tensor] = []
         self.flush = torch.empty(256 * 2**20, dtype=torch.int8, device=device) \
             if device.type == "cuda" else None
-        self.spin_s = wire.GPU_SPIN_S if device.type == "cuda" else 0.0
 
     def serve(self) -> None:
         while True:
             try:
-                order = wire.receive(self.sock, FOREVER, spin_s=self.spin_s)
+                order = wire.receive(self.sock, FOREVER, spin_s=wire.spin_s(self.device))
             except (EOFError, OSError, wire.Malformed):
                 return
             try:
