@@ -9,7 +9,6 @@ import math
 import os
 import re
 import signal
-import socket
 import threading
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ import torch
 
 import adversaries as bad
 from fusedkit import harness, problems, runner
-from fusedkit.harness import pool, terms, wire
+from fusedkit.harness import pool, terms
 from fusedkit.kernels import load_step
 
 P12, P45 = problems.get("p12"), problems.get("p45")
@@ -162,27 +161,6 @@ def test_bytes_written_into_its_files_are_a_verdict_in_time():
 def test_nothing_a_worker_sends_is_unpickled(tmp_path):
     caught(run(bad.sends_a_pickle(tmp_path / "ran")), terms.MALFORMED)
     assert not (tmp_path / "ran").exists()
-
-
-@pytest.mark.parametrize("delay_s", [0.0, 0.005, 0.06])
-def test_a_message_is_read_whole_while_polling_or_after(delay_s):
-    """A GPU's worker and caller poll for a while before they sleep (here 20 ms): a message that
-    comes in pieces, during the polling or after it, is read whole, and a deadline still holds."""
-    a, b = socket.socketpair()
-    message = ["timed", {"ms": 0.25, "digest": torch.arange(500, dtype=torch.int64)}]
-    header = socket.socketpair()   # wire.send's bytes, sent here in two pieces delay_s apart
-    wire.send(header[0], message)
-    data = header[1].recv(1 << 20)
-
-    def later() -> None:
-        b.sendall(data[:7])
-        time.sleep(delay_s)
-        b.sendall(data[7:])
-    threading.Thread(target=later).start()
-    kind, body = wire.receive(a, time.monotonic() + 5, pair=True, spin_s=0.02)
-    assert kind == "timed" and body["ms"] == 0.25 and torch.equal(body["digest"], message[1]["digest"])
-    with pytest.raises(TimeoutError):
-        wire.receive(a, time.monotonic() + 0.05, spin_s=wire.GPU_SPIN_S)
 
 
 def test_each_candidate_runs_in_a_fresh_process_of_its_own(tmp_path):
@@ -476,9 +454,15 @@ def test_on_a_gpu_the_memory_one_call_needs_is_recorded():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("builder, fault", [(bad.side_stream_output, terms.STREAM),
-                                            (bad.side_stream_busywork, terms.HIDDEN_WORK),
                                             (bad.tf32_declared_fp32, terms.WRONG),
                                             (bad.skips_an_element_on_the_gpu, terms.UNWRITTEN),
                                             (bad.reads_out_of_bounds_on_the_gpu, terms.CRASHED)])
 def test_what_only_a_gpu_shows_is_caught_there(builder, fault):
     caught(run(builder, device="cuda", rep_ms=50), fault)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_work_left_on_a_side_stream_is_timed():
+    m = run(bad.side_stream_busywork, device="cuda", rep_ms=50)   # 2e6 cycles: 1 ms at 2 GHz
+    assert m.timed and m.timing.median_ms >= 1.0, m.summary()

@@ -141,8 +141,7 @@ class Worker:
         self.wait_ready()
         try:
             wire.send(self.sock, order)
-            kind, body = wire.receive(self.sock, time.monotonic() + limit_s, checkpoint, True,
-                                      wire.spin_s(self.device))
+            kind, body = wire.receive(self.sock, time.monotonic() + limit_s, checkpoint, True)
             if kind == "crashed" and isinstance(body, str) and body.startswith(CRASHED + ": "):
                 self.stop()
                 raise WorkerDied(f"{body}, during {what}")

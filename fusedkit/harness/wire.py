@@ -22,7 +22,6 @@ MAX_DEPTH = 16
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
           "uint8": torch.uint8, "bool": torch.bool}
-GPU_SPIN_S = 1.0
 _TENSOR = "$tensor"
 _LENGTH = struct.Struct("<Q")
 
@@ -59,24 +58,14 @@ def _encode(value: object, tensors: list) -> object:
     raise TypeError(f"a {type(value).__name__} cannot cross the process line; send plain data")
 
 
-def spin_s(device: torch.device) -> float:
-    """How long a worker for ``device`` and its caller poll for the next message before sleeping:
-    on a GPU, whose round trips are judged on the wall clock, a second (waking added 0.1 to 0.45 ms
-    to each, an H200, 2026-12-05); on a CPU none, since the worker's CPU time is the kernel's."""
-    return GPU_SPIN_S if device.type == "cuda" else 0.0
-
-
 def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lambda: None,
-            pair: bool = False, spin_s: float = 0.0) -> object:
+            pair: bool = False) -> object:
     """The next message, read by ``deadline`` (a ``time.monotonic()`` value): TimeoutError after it,
     EOFError when the other side has gone, :class:`Malformed` for anything but data (or, with
     ``pair``, anything but a ``[kind, body]`` pair, returned as a tuple). ``tick`` runs every
-    50 ms of waiting (a run asked to stop raises there). For its first ``spin_s`` seconds it polls
-    without sleeping (see :func:`spin_s`)."""
-    spin_until = time.monotonic() + spin_s
-
+    50 ms of waiting (a run asked to stop raises there)."""
     def read(n: int, into: memoryview | None = None) -> memoryview:
-        return read_exact(sock, n, deadline, tick, into, spin_until)
+        return read_exact(sock, n, deadline, tick, into)
     size = _LENGTH.unpack(read(_LENGTH.size))[0]
     if size > MAX_HEADER_BYTES:
         raise Malformed(f"a header of {size} bytes; at most {MAX_HEADER_BYTES}")
@@ -93,25 +82,18 @@ def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lam
 
 
 def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], None],
-               into: memoryview | None = None, spin_until: float = 0.0) -> memoryview:
+               into: memoryview | None = None) -> memoryview:
     buf = into if into is not None else memoryview(bytearray(n))
     got = 0
     while got < n:
         tick()
-        now = time.monotonic()
-        left = deadline - now
+        left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError
-        if now < spin_until:
-            try:
-                k = sock.recv_into(buf[got:], n - got, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                continue
-        else:
-            ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
-            if not ready:
-                continue
-            k = sock.recv_into(buf[got:], n - got)
+        ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
+        if not ready:
+            continue
+        k = sock.recv_into(buf[got:], n - got)
         if k == 0:
             raise EOFError
         got += k
