@@ -67,14 +67,6 @@ def _caller() -> int:
 
 # -- wrong answers and careless kernels: the checked calls ----------------------------------------
 
-def leaves_a_hole(model):
-    def run(x):
-        y = model(x)
-        y[0, 0] = float("nan")
-        return y
-    return run
-
-
 def slightly_noisy(model):
     """Eager's answer plus noise of about 2e-6: inside KernelBench's 1e-4, over 2x eager's error."""
     def run(x):
@@ -290,8 +282,8 @@ def tf32_declared_fp32(model):
     return run
 
 
-def skips_an_element_on_the_gpu(model):
-    """GPU: the output's first element never written (an empty tensor, filled but for it)."""
+def skips_an_element(model):
+    """The output's first element never written (an empty tensor, filled but for it)."""
     def run(x):
         y = model(x)
         out = torch.empty_like(y)

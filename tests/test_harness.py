@@ -9,6 +9,7 @@ import math
 import os
 import re
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ import torch
 
 import adversaries as bad
 from fusedkit import harness, problems, runner
-from fusedkit.harness import pool, terms
+from fusedkit.harness import pool, terms, wire
 from fusedkit.kernels import load_step
 
 P12, P45 = problems.get("p12"), problems.get("p45")
@@ -105,7 +106,7 @@ def test_honest_times_are_the_kernels_own():
 # -- the checked calls: one fault class each ---------------------------------------------------------
 
 @pytest.mark.parametrize("builder, problem, fault", [
-    (bad.leaves_a_hole, P12, terms.UNWRITTEN),
+    (bad.skips_an_element, P12, terms.UNWRITTEN),
     (bad.forgets_the_leaky_relu, P12, terms.WRONG),
     (bad.returns_zeros, P12, terms.WRONG),
     (bad.p45_forgets_the_sigmoid, P45, terms.WRONG),
@@ -161,6 +162,27 @@ def test_bytes_written_into_its_files_are_a_verdict_in_time():
 def test_nothing_a_worker_sends_is_unpickled(tmp_path):
     caught(run(bad.sends_a_pickle(tmp_path / "ran")), terms.MALFORMED)
     assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.005, 0.06])
+def test_a_message_is_read_whole_while_polling_or_after(delay_s):
+    """A GPU's worker polls for its next order before it sleeps (here 20 ms): a message that comes
+    in pieces, during the polling or after it, is read whole, and a deadline still holds."""
+    a, b = socket.socketpair()
+    message = ["timed", {"ms": 0.25, "digest": torch.arange(500, dtype=torch.int64)}]
+    header = socket.socketpair()   # wire.send's bytes, sent here in two pieces delay_s apart
+    wire.send(header[0], message)
+    data = header[1].recv(1 << 20)
+
+    def later() -> None:
+        b.sendall(data[:7])
+        time.sleep(delay_s)
+        b.sendall(data[7:])
+    threading.Thread(target=later).start()
+    kind, body = wire.receive(a, time.monotonic() + 5, pair=True, spin_s=0.02)
+    assert kind == "timed" and body["ms"] == 0.25 and torch.equal(body["digest"], message[1]["digest"])
+    with pytest.raises(TimeoutError):
+        wire.receive(a, time.monotonic() + 0.05, spin_s=1.0)
 
 
 def test_each_candidate_runs_in_a_fresh_process_of_its_own(tmp_path):
@@ -455,7 +477,7 @@ def test_on_a_gpu_the_memory_one_call_needs_is_recorded():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("builder, fault", [(bad.side_stream_output, terms.STREAM),
                                             (bad.tf32_declared_fp32, terms.WRONG),
-                                            (bad.skips_an_element_on_the_gpu, terms.UNWRITTEN),
+                                            (bad.skips_an_element, terms.UNWRITTEN),
                                             (bad.reads_out_of_bounds_on_the_gpu, terms.CRASHED)])
 def test_what_only_a_gpu_shows_is_caught_there(builder, fault):
     caught(run(builder, device="cuda", rep_ms=50), fault)

@@ -59,13 +59,16 @@ def _encode(value: object, tensors: list) -> object:
 
 
 def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lambda: None,
-            pair: bool = False) -> object:
+            pair: bool = False, spin_s: float = 0.0) -> object:
     """The next message, read by ``deadline`` (a ``time.monotonic()`` value): TimeoutError after it,
     EOFError when the other side has gone, :class:`Malformed` for anything but data (or, with
     ``pair``, anything but a ``[kind, body]`` pair, returned as a tuple). ``tick`` runs every
-    50 ms of waiting (a run asked to stop raises there)."""
+    50 ms of waiting (a run asked to stop raises there). For its first ``spin_s`` seconds it polls
+    without sleeping."""
+    spin_until = time.monotonic() + spin_s
+
     def read(n: int, into: memoryview | None = None) -> memoryview:
-        return read_exact(sock, n, deadline, tick, into)
+        return read_exact(sock, n, deadline, tick, into, spin_until)
     size = _LENGTH.unpack(read(_LENGTH.size))[0]
     if size > MAX_HEADER_BYTES:
         raise Malformed(f"a header of {size} bytes; at most {MAX_HEADER_BYTES}")
@@ -82,18 +85,25 @@ def receive(sock: socket.socket, deadline: float, tick: Callable[[], None] = lam
 
 
 def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], None],
-               into: memoryview | None = None) -> memoryview:
+               into: memoryview | None = None, spin_until: float = 0.0) -> memoryview:
     buf = into if into is not None else memoryview(bytearray(n))
     got = 0
     while got < n:
         tick()
-        left = deadline - time.monotonic()
+        now = time.monotonic()
+        left = deadline - now
         if left <= 0:
             raise TimeoutError
-        ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
-        if not ready:
-            continue
-        k = sock.recv_into(buf[got:], n - got)
+        if now < spin_until:
+            try:
+                k = sock.recv_into(buf[got:], n - got, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
+        else:
+            ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
+            if not ready:
+                continue
+            k = sock.recv_into(buf[got:], n - got)
         if k == 0:
             raise EOFError
         got += k

@@ -18,6 +18,7 @@ import struct
 import sys
 import time
 import traceback
+import warnings
 from typing import Callable
 
 import torch
@@ -27,12 +28,9 @@ from fusedkit.harness import wire
 from fusedkit.harness.terms import ALIASING, CRASHED, NOT_PLAIN, STREAM, one_line, refill, row_digest
 
 FOREVER = float("inf")
-POISONED = 4
-"""Output-sized blocks filled with NaN and freed before each checked call on a GPU. The caching
-allocator gives a call's allocations of that size the free block of lowest address first, so an
-element a kernel leaves unwritten reads NaN even behind a few temporaries of the output's size
-(with one block, the reference's own output took it and the skipped element read a stale value:
-an H100, 2026-12-05)."""
+GPU_SPIN_S = 1.0
+"""How long a GPU's worker polls for its next order before it sleeps: the host's work to queue a
+call is inside its events, and a core woken from sleep may queue it slower."""
 
 
 class KernelRaised(Exception):
@@ -213,7 +211,8 @@ class Session:
     def serve(self) -> None:
         while True:
             try:
-                order = wire.receive(self.sock, FOREVER)
+                order = wire.receive(self.sock, FOREVER,
+                                     spin_s=GPU_SPIN_S if self.device.type == "cuda" else 0.0)
             except (EOFError, OSError, wire.Malformed):
                 return
             try:
@@ -256,10 +255,15 @@ class Session:
         inputs = self.problem.get_inputs(self.sizes, seed=o["seed"], device=self.device)
         originals = [t.clone() for t in inputs]
         shape = tuple(self.problem.output_shape(self.sizes))
-        if self.device.type == "cuda":     # poison (see POISONED)
-            poison = [torch.full(shape, float("nan"), device=self.device) for _ in range(POISONED)]
-            del poison
-        out = self._call(inputs)
+        # Every tensor torch allocates in this call starts as NaN, so an element left unwritten
+        # reads NaN (with warn_only, an op without a deterministic form still runs, and warns).
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = self._call(inputs)
+        finally:
+            torch.use_deterministic_algorithms(False)
         fault = plain_output_fault(out, shape, self.device)
         if fault:
             return ["fault", f"{NOT_PLAIN}: {fault}"]
