@@ -335,7 +335,7 @@ def run_ceilings(rows: pd.DataFrame, path: str | Path | None = None) -> dict[str
     return out
 
 
-def sweep_series(problem: Problem, dim: str, device: str = "H200", path: str | Path | None = None,
+def sweep_series(problem: Problem, dim: str, device: str | None = None, path: str | Path | None = None,
                  *, having: Sequence[str] = ()) -> pd.DataFrame:
     """The newest of :func:`every_sweep`: one row per variant and point, with speed-ups."""
     every = every_sweep(problem, dim, having=having, device=device, path=path)
@@ -363,7 +363,7 @@ def _one_sweep(df: pd.DataFrame, run_id: str, problem: Problem, dim: str) -> pd.
     return _ladder_order(run.sort_values(dim), problem)[_series_columns(dim)].reset_index(drop=True)
 
 
-def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: str | None = None,
                path: str | Path | None = None) -> pd.DataFrame:
     """``slug`` in the newest sweep that timed it (a by-batch step: with eager and every step it
     routes to), or its one recorded point; ``sweep`` says which."""
@@ -372,7 +372,7 @@ def step_sweep(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     points = series[series["variant"] == slug].assign(sweep=True)
     if not points.empty:
         return points.sort_values(dim).reset_index(drop=True)
-    one = recorded(problem, device=device, path=path)
+    one = recorded(problem, device=device or "", path=path)
     one = one[one["variant"] == slug].assign(**{dim: problem.defaults[dim]}, sweep=False)
     return one.reindex(columns=[*series.columns, "sweep"]).reset_index(drop=True)
 
@@ -383,14 +383,15 @@ is about as long as its GPU work lands in two modes (the GPU waiting for the hos
 
 
 def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[str] = (),
-                device: str = "H200", path: str | Path | None = None) -> pd.DataFrame:
+                device: str | None = None, path: str | Path | None = None) -> pd.DataFrame:
     """Every recorded sweep over ``dim`` (a run that timed more than one point, only ``dim`` varying)
-    that timed each slug of ``having``, oldest first."""
+    that timed each slug of ``having``, oldest first, on ``device`` (a part of its name; None: the
+    device of the newest such sweep, so a page of sweeps shows one device)."""
     names = [d.name for d in problem.dims]
     if dim not in names:
         raise ValueError(f"dim={dim!r} is not a size of {problem.key}; valid: {', '.join(names)}")
     df = clean_rows(_read(path))
-    df = df[(df["problem"] == problem.key) & df["device"].str.contains(device, regex=False)
+    df = df[(df["problem"] == problem.key) & df["device"].str.contains(device or "", regex=False)
             & df["variant"].isin(list(problem.variants))]
     if df.empty:
         return _empty_series(dim)
@@ -403,6 +404,9 @@ def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[s
     runs = per_run[ok & per_run.index.isin(_runs_timing(df, having))].sort_values("stamp").index
     if runs.empty:
         return _empty_series(dim)
+    if device is None:
+        on = df.groupby("run_id")["device"].first()
+        runs = runs[(on[runs] == on[runs[-1]]).to_numpy()]
     return pd.concat([_one_sweep(df, run_id, problem, dim) for run_id in runs], ignore_index=True)
 
 
@@ -447,7 +451,7 @@ def _route_slugs(problem: Problem, slug: str) -> list[str]:
     return list(dict.fromkeys(s for r in problem.variant(slug).routes for s in r.slugs))
 
 
-def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device: str | None = None,
                 path: str | Path | None = None) -> pd.DataFrame:
     """The by-batch step against the step each point routes to, in the newest sweep that timed them
     all, point by point: both timings, ``ratio``, ``verdict`` and ``wide``."""
@@ -482,16 +486,20 @@ def route_check(problem: Problem, slug: str, dim: str = "batch_size", *, device:
     return pd.DataFrame(rows, columns=cols)
 
 
-def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: str = "H200",
+def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: str | None = None,
                path: str | Path | None = None) -> pd.DataFrame:
     """The one routing rule: at each point of the newest sweep that timed eager and every candidate,
-    the step with the lowest p90 (``chosen``), beside the one routed to now."""
+    the step with the lowest p90 (``chosen``), beside the one routed to now; ``agrees`` where the
+    routed step is the chosen one or level with it (:func:`level`: one sweep cannot rank them)."""
     candidates = _route_slugs(problem, slug)
     series = sweep_series(problem, dim, device, path, having=["eager", *candidates])
     rows = []
     for point, g in series[series["variant"].isin(candidates)].groupby(dim):
-        rows.append({dim: int(point), "routed": route_for(problem, slug, int(point), list(g["variant"])),
-                     "chosen": g.loc[g["p90_ms"].idxmin(), "variant"],
+        g = g.set_index("variant", drop=False)
+        routed = route_for(problem, slug, int(point), list(g["variant"]))
+        chosen = g["p90_ms"].idxmin()
+        rows.append({dim: int(point), "routed": routed, "chosen": chosen,
+                     "agrees": routed == chosen or level(g.loc[routed], g.loc[chosen]),
                      **{f"{v} p90 ms": p90 for v, p90 in zip(g["variant"], g["p90_ms"])}})
     out = pd.DataFrame(rows)
     if not out.empty:
@@ -499,7 +507,7 @@ def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
     return out
 
 
-def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device: str = "H200",
+def by_batch_range(problem: Problem, slug: str = "faithful_by_batch", *, device: str | None = None,
                    path: str | Path | None = None) -> dict[str, float] | None:
     """The one statement of a by-batch step's speed-up over eager across batch sizes: ``lo``,
     ``hi``, ``points``, ``at_lo`` and ``caption``; None without a sweep."""

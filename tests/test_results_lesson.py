@@ -234,8 +234,7 @@ def test_step_sweep_reads_the_newest_sweep_or_the_one_point(tmp_path):
             at = fmt_sizes(P12.sizes({"batch_size": b, **fix}))
             rows += [_row(ctx, "eager", 1.0 + b / 100, "reference", sizes=at),
                      _row(ctx, "faithful_by_batch", (1.0 + b / 100) / (k * (1 + b / 1024)), sizes=at)]
-            rows += [_row(ctx, s, 9.0, sizes=at) for s in ("small_batch_stream", "wgmma_fp16x3_splitk",
-                                                           "wgmma_fp16x3", "triton_fp16x3")]
+            rows += [_row(ctx, s, 9.0, sizes=at) for s in ("small_batch_stream", "wgmma_fp16x3", "triton_fp16x3")]
     rows += [_row(old, "tiled", 2.0, sizes=fmt_sizes(P12.sizes({"batch_size": 64, **fix})))]
     records.append_rows(path, rows)
     s = results.step_sweep(P12, "faithful_by_batch", path=path)
@@ -360,10 +359,10 @@ def test_only_steps_whose_gemm_we_wrote_count_as_the_best(tmp_path):
 
 
 def test_the_registered_routes_are_what_the_one_rule_reads_from_the_records():
-    """Audit M5: both problems' bands are the lowest p90 at each point of the newest sweep."""
+    """Audit M5: both problems' bands are the lowest p90, or level with it, at each point of the newest sweep."""
     for key in ("p12", "p45"):
         rule = results.route_rule(get(key), "faithful_by_batch")
-        assert len(rule) >= 6 and (rule["routed"] == rule["chosen"]).all(), rule
+        assert len(rule) >= 6 and rule["agrees"].all(), rule
 
 
 def test_the_by_batch_range_is_one_statement_for_every_page():
