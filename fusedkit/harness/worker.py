@@ -30,7 +30,8 @@ from fusedkit.harness.terms import ALIASING, CRASHED, NOT_PLAIN, STREAM, one_lin
 FOREVER = float("inf")
 GPU_SPIN_S = 1.0
 """How long a GPU's worker polls for its next order before it sleeps: the host's work to queue a
-call is inside its events, and a core woken from sleep may queue it slower."""
+call is inside its events, and a host woken from sleep queued it slower (steps 13 and 14 took
+0.09-0.10 ms longer after 5 ms asleep than after 5 ms busy, in one process on an H100)."""
 
 
 class KernelRaised(Exception):
@@ -255,15 +256,18 @@ class Session:
         inputs = self.problem.get_inputs(self.sizes, seed=o["seed"], device=self.device)
         originals = [t.clone() for t in inputs]
         shape = tuple(self.problem.output_shape(self.sizes))
-        # Every tensor torch allocates in this call starts as NaN, so an element left unwritten
-        # reads NaN (with warn_only, an op without a deterministic form still runs, and warns).
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # Every tensor torch allocates in this call starts as NaN (deterministic mode's fill), so an
+        # element left unwritten reads NaN; warn_only: an op without a deterministic form still runs.
+        # torch._C's switch, not torch.use_deterministic_algorithms, which also imports inductor and
+        # sets its config: 1.2 s in a fresh process on a CPU; with it, an H100's fresh workers took
+        # 4-8 s to their first checked answer, against 0.3-0.6 s before.
+        torch._C._set_deterministic_algorithms(True, warn_only=True)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 out = self._call(inputs)
         finally:
-            torch.use_deterministic_algorithms(False)
+            torch._C._set_deterministic_algorithms(False)
         fault = plain_output_fault(out, shape, self.device)
         if fault:
             return ["fault", f"{NOT_PLAIN}: {fault}"]
