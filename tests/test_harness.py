@@ -166,8 +166,8 @@ def test_nothing_a_worker_sends_is_unpickled(tmp_path):
 
 @pytest.mark.parametrize("delay_s", [0.0, 0.005, 0.06])
 def test_a_message_is_read_whole_while_polling_or_after(delay_s):
-    """A GPU's worker polls for its next order before it sleeps (here 20 ms): a message that comes
-    in pieces, during the polling or after it, is read whole, and a deadline still holds."""
+    """A GPU's worker and caller poll for a while before they sleep (here 20 ms): a message that
+    comes in pieces, during the polling or after it, is read whole, and a deadline still holds."""
     a, b = socket.socketpair()
     message = ["timed", {"ms": 0.25, "digest": torch.arange(500, dtype=torch.int64)}]
     header = socket.socketpair()   # wire.send's bytes, sent here in two pieces delay_s apart
@@ -182,7 +182,7 @@ def test_a_message_is_read_whole_while_polling_or_after(delay_s):
     kind, body = wire.receive(a, time.monotonic() + 5, pair=True, spin_s=0.02)
     assert kind == "timed" and body["ms"] == 0.25 and torch.equal(body["digest"], message[1]["digest"])
     with pytest.raises(TimeoutError):
-        wire.receive(a, time.monotonic() + 0.05, spin_s=1.0)
+        wire.receive(a, time.monotonic() + 0.05, spin_s=wire.GPU_SPIN_S)
 
 
 def test_each_candidate_runs_in_a_fresh_process_of_its_own(tmp_path):
@@ -476,6 +476,7 @@ def test_on_a_gpu_the_memory_one_call_needs_is_recorded():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("builder, fault", [(bad.side_stream_output, terms.STREAM),
+                                            (bad.reports_a_microsecond, terms.HIDDEN_WORK),
                                             (bad.tf32_declared_fp32, terms.WRONG),
                                             (bad.skips_an_element, terms.UNWRITTEN),
                                             (bad.reads_out_of_bounds_on_the_gpu, terms.CRASHED)])

@@ -34,6 +34,11 @@ of rows in all), so that a kernel wrong on one row of every call is caught with 
 over 99.99%."""
 SPECIALISED_FACTOR = 10.0
 """At the nearby odd shape, an error this many times the requested sizes' fails."""
+GPU_GAP = (0.2, 0.10)
+"""On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own
+cost: this many ms plus this share of the call. The events are read in the kernel's own process,
+which can forge them; this process's clock bounds the forgery to that margin (honest steps went
+up to 0.17 ms over, most; eager's 2.7 ms call 0.38: an H100, 2026-12-05)."""
 
 
 @dataclass
@@ -196,9 +201,7 @@ def _measure(p: Plan) -> Measurement:
         m.notes.append("measured in Triton's CPU interpreter, which computes every dot in fp32 "
                        "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
     spec = pool.builder_spec(p.problem, p.variant.build)
-    # A CPU's time is bounded by the round trip less the harness's own cost, measured before any
-    # of the candidate's code runs; a GPU's events already span every stream (worker.do_time).
-    overhead = _overhead_ms(p) if p.time_it and p.device.type == "cpu" else math.nan
+    overhead = _overhead_ms(p) if p.time_it else math.nan   # before any of the candidate's code runs
     with pool.worker(p.device) as w:
         sources = pool.Sources()
         m.check = _check(w, p, spec)
@@ -345,7 +348,7 @@ _overheads: dict[tuple, float] = {}
 
 def null_build(model: torch.nn.Module):
     """A kernel that only reads each weight and writes zeros, the least a correct one does: what a
-    timed call costs the harness itself on a CPU (refill, digest, round trip), in a clean worker.
+    timed call costs the harness itself (refill, digest, round trip), measured in a clean worker.
     After an empty call the harness's work ran 0.3 ms faster than after eager's (a CPU, p12, 4 rows)."""
     tail: list[tuple[int, ...]] = []
     weights = [w.detach() for w in model.parameters()]
@@ -374,8 +377,9 @@ def _overhead_ms(p: Plan) -> float:
                                     "the harness's own call")
                 gaps.append((time.monotonic() - t0) * 1e3 - float(body["ms"]))
                 w.ask({"op": "rows", "rows": [0]}, p.call_timeout_s, "the harness's own call")
-        # The least seen: a burst of load here must not let a kernel's claim stand for its round trip.
-        _overheads[key] = min(gaps[4:])
+        # A CPU's time is the round trip less this, so it is the least seen: a burst of load here
+        # must not let a kernel's claim stand for its round trip. A GPU's gap check takes the median.
+        _overheads[key] = (statistics.median if p.device.type == "cuda" else min)(gaps[4:])
     return _overheads[key]
 
 
@@ -430,12 +434,13 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
         for _ in range(warm):
             call(first, "a warm-up call")
         k = min(rows_n, max(VERIFIED_ROWS, math.ceil(10 * rows_n / n)))
-        calls, samples = [], []
+        calls, samples, gaps = [], [], []
         cpu0, wall0, m.timed_from = w.cpu_s(), time.monotonic(), time.time()
         for i in range(n):
             tc, ms, wall = call(k, f"timed call {i + 1}")
             calls.append(tc)
             samples.append(cost(ms, wall))
+            gaps.append(wall - ms)
         m.timed_to = time.time()
         cpu, spent = w.cpu_s() - cpu0, time.monotonic() - wall0
     except wire.Malformed as e:
@@ -444,6 +449,11 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
         raise _Refused(f"{HIDDEN_WORK}: its process used {cpu:.3g} s of CPU in {spent:.3g} s of "
                        "timed calls, more than one core; a kernel gets one core on a CPU (undo "
                        "torch.set_num_threads or a thread of your own)")
+    gap = statistics.median(gaps) - overhead
+    if gpu and gap > GPU_GAP[0] + GPU_GAP[1] * statistics.median(samples):
+        raise _Refused(f"{HIDDEN_WORK}: each timed call took {gap:.3g} ms longer here than the events "
+                       "it reported, beyond the harness's own cost; events are read in the "
+                       "kernel's process, so this clock bounds them: do no work outside the call")
     m.timing = timing.summarize(samples, "cuda-events" if gpu else "cpu-wall")
     tier, rel, verdict = judge.judge_timed(problem, p.sizes, seed, device, p.variant.precision,
                                            m.check.eager_rel_error, calls)

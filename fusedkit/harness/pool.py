@@ -141,7 +141,8 @@ class Worker:
         self.wait_ready()
         try:
             wire.send(self.sock, order)
-            kind, body = wire.receive(self.sock, time.monotonic() + limit_s, checkpoint, True)
+            kind, body = wire.receive(self.sock, time.monotonic() + limit_s, checkpoint, True,
+                                      wire.spin_s(self.device))
             if kind == "crashed" and isinstance(body, str) and body.startswith(CRASHED + ": "):
                 self.stop()
                 raise WorkerDied(f"{body}, during {what}")

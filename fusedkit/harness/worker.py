@@ -28,10 +28,6 @@ from fusedkit.harness import wire
 from fusedkit.harness.terms import ALIASING, CRASHED, NOT_PLAIN, STREAM, one_line, refill, row_digest
 
 FOREVER = float("inf")
-GPU_SPIN_S = 1.0
-"""How long a GPU's worker polls for its next order before it sleeps: the host's work to queue a
-call is inside its events, and a host woken from sleep queued it slower (steps 13 and 14 took
-0.09-0.10 ms longer after 5 ms asleep than after 5 ms busy, in one process on an H100)."""
 
 
 class KernelRaised(Exception):
@@ -212,8 +208,7 @@ class Session:
     def serve(self) -> None:
         while True:
             try:
-                order = wire.receive(self.sock, FOREVER,
-                                     spin_s=GPU_SPIN_S if self.device.type == "cuda" else 0.0)
+                order = wire.receive(self.sock, FOREVER, spin_s=wire.spin_s(self.device))
             except (EOFError, OSError, wire.Malformed):
                 return
             try:
