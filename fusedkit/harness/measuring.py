@@ -36,10 +36,8 @@ SPECIALISED_FACTOR = 10.0
 """At the nearby odd shape, an error this many times the requested sizes' fails."""
 GPU_GAP = (0.2, 0.10)
 """On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own
-cost: this many ms plus this share of the call. The events are read in the kernel's own process,
-which can forge them; this process's clock bounds the forgery to that margin. Most honest steps
-went up to 0.17 ms over it, eager's 2.7 ms call 0.38, and 4 of 45 honest measurements were
-refused, 0.25-0.38 ms over, at random (an H100, 2026-12-05): an open defect."""
+cost: this many ms plus this share of the call, the bound on events forged in the kernel's own
+process. An open defect: it refused 4 of 45 honest measurements, at random (an H100, 2026-12-05)."""
 
 
 @dataclass
@@ -348,9 +346,8 @@ _overheads: dict[tuple, float] = {}
 
 
 def null_build(model: torch.nn.Module):
-    """A kernel that only reads each weight and writes zeros, the least a correct one does: what a
-    timed call costs the harness itself (refill, digest, round trip), measured in a clean worker.
-    After an empty call the harness's work ran 0.3 ms faster than after eager's (a CPU, p12, 4 rows)."""
+    """What a timed call costs the harness itself (refill, digest, round trip), in a clean worker: a
+    kernel that reads each weight and writes zeros, so the caches end as cold as after a real one."""
     tail: list[tuple[int, ...]] = []
     weights = [w.detach() for w in model.parameters()]
 

@@ -258,9 +258,8 @@ def worker(device: torch.device) -> Iterator[Worker]:
 
 
 def settle(device: torch.device) -> None:
-    """Wait until the spare started for ``device`` has made its CUDA context: on a GPU, a context
-    being made beside a timing loop shares the GPU and its driver with the calls being timed. A
-    spare that cannot start is replaced when it is next asked for."""
+    """Wait until the spare started for ``device`` has made its CUDA context, which would share the
+    GPU and its driver with the calls being timed (a spare that cannot start is replaced later)."""
     with _lock:
         w = _spares.get(str(device))
     if w is not None and w.fit():   # a stopped spare never starts; the next worker() replaces it

@@ -60,11 +60,9 @@ def _encode(value: object, tensors: list) -> object:
 
 
 def spin_s(device: torch.device) -> float:
-    """How long a worker for ``device`` and its caller poll for the next message before sleeping:
-    on a GPU a second, since its round trips bound its events (waking added 0.1 to 0.45 ms to each,
-    an H200) and its host's queueing of a call is inside them (steps 13 and 14 took 0.09-0.10 ms
-    longer after 5 ms asleep than busy, in one process on an H100; both 2026-12-05); on a CPU
-    none, since the worker's CPU time is the kernel's."""
+    """How long a worker for ``device`` and its caller poll for the next message before sleeping: a
+    second on a GPU, whose host work is inside the events and whose round trips bound them (see
+    docs/measuring.md); none on a CPU, whose worker's CPU time is the kernel's."""
     return GPU_SPIN_S if device.type == "cuda" else 0.0
 
 
@@ -104,16 +102,11 @@ def read_exact(sock: socket.socket, n: int, deadline: float, tick: Callable[[], 
         left = deadline - now
         if left <= 0:
             raise TimeoutError
-        if now < spin_until:
-            try:
-                k = sock.recv_into(buf[got:], n - got, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                continue
-        else:
-            ready, _, _ = select.select([sock], [], [], min(left, 0.05 if math.isfinite(left) else 1.0))
-            if not ready:
-                continue
-            k = sock.recv_into(buf[got:], n - got)
+        wait = 0.0 if now < spin_until else min(left, 0.05 if math.isfinite(left) else 1.0)
+        ready, _, _ = select.select([sock], [], [], wait)
+        if not ready:
+            continue
+        k = sock.recv_into(buf[got:], n - got)
         if k == 0:
             raise EOFError
         got += k

@@ -251,11 +251,8 @@ class Session:
         inputs = self.problem.get_inputs(self.sizes, seed=o["seed"], device=self.device)
         originals = [t.clone() for t in inputs]
         shape = tuple(self.problem.output_shape(self.sizes))
-        # Every tensor torch allocates in this call starts as NaN (deterministic mode's fill), so an
-        # element left unwritten reads NaN; warn_only: an op without a deterministic form still runs.
-        # torch._C's switch, not torch.use_deterministic_algorithms, which also imports inductor and
-        # sets its config: 1.2 s in a fresh process on a CPU; with it, an H100's fresh workers took
-        # 4-8 s to their first checked answer, against 0.3-0.6 s before.
+        # Deterministic mode fills every tensor torch allocates with NaN: an unwritten element shows.
+        # torch._C's switch: the public one also imports inductor (4-8 s a fresh worker, an H100).
         torch._C._set_deterministic_algorithms(True, warn_only=True)
         try:
             with warnings.catch_warnings():
