@@ -200,8 +200,8 @@ def _measure(p: Plan) -> Measurement:
         m.notes.append("measured in Triton's CPU interpreter, which computes every dot in fp32 "
                        "(tf32 and fp16 ignored): the tier judges the logic, not the precision")
     spec = pool.builder_spec(p.problem, p.variant.build)
-    overhead = _overhead_ms(p) if p.time_it else math.nan   # before any of the candidate's code runs
     with pool.worker(p.device) as w:
+        overhead = _overhead_ms(w, p) if p.time_it else math.nan   # before any of the candidate's code runs
         sources = pool.Sources()
         m.check = _check(w, p, spec)
         m.build_s = m.check.build_s
@@ -342,12 +342,9 @@ def _check_build(w: pool.Worker, p: Plan, spec: list, sizes: Sizes, seed: int
 
 # -- the timing ---------------------------------------------------------------------------------
 
-_overheads: dict[tuple, float] = {}
-
-
 def null_build(model: torch.nn.Module):
-    """What a timed call costs the harness itself (refill, digest, round trip), in a clean worker: a
-    kernel that reads each weight and writes zeros, so the caches end as cold as after a real one."""
+    """What a timed call costs the harness itself (refill, digest, round trip): a kernel that reads
+    each weight and writes zeros, so the caches end as cold as after a real one."""
     tail: list[tuple[int, ...]] = []
     weights = [w.detach() for w in model.parameters()]
 
@@ -360,25 +357,24 @@ def null_build(model: torch.nn.Module):
     return fn
 
 
-def _overhead_ms(p: Plan) -> float:
-    key = (str(p.device), p.problem.key, tuple(p.sizes.items()))
-    if key not in _overheads:
-        spec = pool.builder_spec(p.problem, null_build)
-        with pool.worker(p.device) as w:
-            w.ask({"op": "build", "problem": p.problem.key, "sizes": p.sizes, "seed": 1, "spec": spec},
-                  p.build_timeout_s, "the harness's own build", "build_timeout_s")
-            pool.settle(p.device)
-            gaps = []
-            for _ in range(12):
-                t0 = time.monotonic()
-                _kind, body = w.ask({"op": "time", "seed": secrets.randbits(63)}, p.call_timeout_s,
-                                    "the harness's own call")
-                gaps.append((time.monotonic() - t0) * 1e3 - float(body["ms"]))
-                w.ask({"op": "rows", "rows": [0]}, p.call_timeout_s, "the harness's own call")
-        # A CPU's time is the round trip less this, so it is the least seen: a burst of load here
-        # must not let a kernel's claim stand for its round trip. A GPU's gap check takes the median.
-        _overheads[key] = (statistics.median if p.device.type == "cuda" else min)(gaps[4:])
-    return _overheads[key]
+def _overhead_ms(w: pool.Worker, p: Plan) -> float:
+    """The harness's own cost of a timed call, in the candidate's worker before its code is there:
+    the same process, CPU and moment as the calls it is subtracted from (in a worker of its own,
+    on an H100, it came out 0.2-0.4 ms short of honest steps' gaps in a third of the measurements)."""
+    w.ask({"op": "build", "problem": p.problem.key, "sizes": p.sizes, "seed": 1,
+           "spec": pool.builder_spec(p.problem, null_build)},
+          p.build_timeout_s, "the harness's own build", "build_timeout_s")
+    pool.settle(p.device)
+    gaps = []
+    for _ in range(12):
+        t0 = time.monotonic()
+        _kind, body = w.ask({"op": "time", "seed": secrets.randbits(63)}, p.call_timeout_s,
+                            "the harness's own call")
+        gaps.append((time.monotonic() - t0) * 1e3 - float(body["ms"]))
+        w.ask({"op": "rows", "rows": [0]}, p.call_timeout_s, "the harness's own call")
+    # A CPU's time is the round trip less this, so it is the least seen: a burst of load here
+    # must not let a kernel's claim stand for its round trip. A GPU's gap check takes the median.
+    return (statistics.median if p.device.type == "cuda" else min)(gaps[4:])
 
 
 def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhead: float) -> None:
@@ -450,7 +446,7 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
     gap = statistics.median(gaps) - overhead
     if gpu and gap > GPU_GAP[0] + GPU_GAP[1] * statistics.median(samples):
         raise _Refused(f"{HIDDEN_WORK}: each timed call took {gap:.3g} ms longer here than the events "
-                       "it reported, beyond the harness's own cost; events are read in the "
+                       f"it reported, beyond the harness's own cost ({overhead:.3g} ms); events are read in the "
                        "kernel's process, so this clock bounds them: do no work outside the call")
     m.timing = timing.summarize(samples, "cuda-events" if gpu else "cpu-wall")
     tier, rel, verdict = judge.judge_timed(problem, p.sizes, seed, device, p.variant.precision,
