@@ -209,14 +209,13 @@ def test_small_batch_probe_rejects_bad_arguments_in_one_line(args, wrong, capsys
 
 def test_small_batch_probe_times_the_steps_the_by_batch_step_routes_to():
     assert small_batch_probe.steps(P12) == [
-        "eager", "small_batch_stream", "wgmma_fp16x3_splitk", "triton_fp16x3", "wgmma_fp16x3",
-        "faithful_by_batch"]
+        "eager", "small_batch_stream", "wgmma_fp16x3", "triton_fp16x3", "faithful_by_batch"]
     assert small_batch_probe.steps(P45) == [
         "eager", "cublas_epilogues_vec4", "wgmma_fp16x3_lse", "triton_fused_lse_fp16x3", "faithful_by_batch"]
-    # --also: a step no route names, timed in the same run, once each
-    assert small_batch_probe.steps(P45, ["eager_tf32", "wgmma_fp16x3_lse"]) == [
-        "eager", "cublas_epilogues_vec4", "wgmma_fp16x3_lse", "triton_fused_lse_fp16x3",
-        "eager_tf32", "faithful_by_batch"]
+    # --also: a step no route names yet (p12's split-K step 18), timed in the same run, once each
+    assert small_batch_probe.steps(P12, ["wgmma_fp16x3_splitk", "wgmma_fp16x3"]) == [
+        "eager", "small_batch_stream", "wgmma_fp16x3", "triton_fp16x3", "wgmma_fp16x3_splitk",
+        "faithful_by_batch"]
 
 
 @pytest.mark.gpu

@@ -234,8 +234,7 @@ def test_step_sweep_reads_the_newest_sweep_or_the_one_point(tmp_path):
             at = fmt_sizes(P12.sizes({"batch_size": b, **fix}))
             rows += [_row(ctx, "eager", 1.0 + b / 100, "reference", sizes=at),
                      _row(ctx, "faithful_by_batch", (1.0 + b / 100) / (k * (1 + b / 1024)), sizes=at)]
-            rows += [_row(ctx, s, 9.0, sizes=at) for s in
-                     ("small_batch_stream", "wgmma_fp16x3", "triton_fp16x3", "wgmma_fp16x3_splitk")]
+            rows += [_row(ctx, s, 9.0, sizes=at) for s in ("small_batch_stream", "wgmma_fp16x3", "triton_fp16x3")]
     rows += [_row(old, "tiled", 2.0, sizes=fmt_sizes(P12.sizes({"batch_size": 64, **fix})))]
     records.append_rows(path, rows)
     s = results.step_sweep(P12, "faithful_by_batch", path=path)

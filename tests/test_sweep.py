@@ -233,7 +233,7 @@ def test_sweep_series_reads_the_newest_sweep_that_timed_a_step(tmp_path):
 # --- every sweep, its spread, and the by-batch routes ---------------------------------------
 
 FIX = {"in_features": 8192, "out_features": 8192}
-CANDIDATES = ("small_batch_stream", "triton_fp16x3", "wgmma_fp16x3", "wgmma_fp16x3_splitk")   # p12's routes name these
+CANDIDATES = ("small_batch_stream", "triton_fp16x3", "wgmma_fp16x3")   # p12's routes name these
 
 
 def _timed(path, ctx, times):
@@ -245,22 +245,21 @@ def _timed(path, ctx, times):
 
 
 def _two_sweeps(path):
-    """An older sweep where step 9 was fast at 64 rows, a newer one where it jumped (host-bound),
-    while the by-batch step (routing 64 rows to step 9) caught its fast mode."""
+    """An older sweep where step 9 was fast at 16 rows, a newer one where it jumped (host-bound),
+    while the by-batch step (routing 16 rows to step 9) caught its fast mode."""
     old, new = (_ctx("20260101T000000Z-aaaaaa", "2026-01-01T00:00:00Z"),
                 _ctx("20260102T000000Z-bbbbbb", "2026-01-02T00:00:00Z"))
-    base = {("eager", 1): (0.10, 0.099, 0.101), ("eager", 64): (0.21, 0.20, 0.22),
+    base = {("eager", 1): (0.10, 0.099, 0.101), ("eager", 16): (0.21, 0.20, 0.22),
             ("eager", 1024): (2.7, 2.69, 2.71),
-            ("small_batch_stream", 1): (0.08, 0.079, 0.081), ("small_batch_stream", 64): (0.32, 0.31, 0.33),
+            ("small_batch_stream", 1): (0.08, 0.079, 0.081), ("small_batch_stream", 16): (0.32, 0.31, 0.33),
             ("small_batch_stream", 1024): (18.0, 17.9, 18.1),
-            ("wgmma_fp16x3", 1): (0.16, 0.15, 0.17), ("wgmma_fp16x3", 64): (0.16, 0.15, 0.17),
+            ("wgmma_fp16x3", 1): (0.16, 0.15, 0.17), ("wgmma_fp16x3", 16): (0.16, 0.15, 0.17),
             ("wgmma_fp16x3", 1024): (0.65, 0.64, 0.66),
-            ("triton_fp16x3", 1): (0.14, 0.13, 0.15), ("triton_fp16x3", 1024): (0.78, 0.77, 0.79),
-            **{("wgmma_fp16x3_splitk", b): (0.3 * b ** 0.3, 0.29 * b ** 0.3, 0.31 * b ** 0.3) for b in (1, 64, 1024)}}
-    _timed(path, old, {**base, ("triton_fp16x3", 64): (0.116, 0.115, 0.117)})
-    _timed(path, new, {**base, ("triton_fp16x3", 64): (0.29, 0.23, 0.32),
+            ("triton_fp16x3", 1): (0.14, 0.13, 0.15), ("triton_fp16x3", 1024): (0.78, 0.77, 0.79)}
+    _timed(path, old, {**base, ("triton_fp16x3", 16): (0.116, 0.115, 0.117)})
+    _timed(path, new, {**base, ("triton_fp16x3", 16): (0.29, 0.23, 0.32),
                        ("faithful_by_batch", 1): (0.081, 0.08, 0.082),
-                       ("faithful_by_batch", 64): (0.117, 0.115, 0.25),
+                       ("faithful_by_batch", 16): (0.117, 0.115, 0.25),
                        ("faithful_by_batch", 1024): (0.66, 0.65, 0.67)})
     return old, new
 
@@ -272,7 +271,7 @@ def test_every_sweep_reads_each_sweep_oldest_first(tmp_path):
     assert list(dict.fromkeys(every["run_id"])) == [old.run_id, new.run_id]
     assert list(every.columns) == list(results.sweep_series(P12, "batch_size", path=path).columns)
     one = every[(every["run_id"] == new.run_id) & (every["variant"] == "triton_fp16x3")
-                & (every["batch_size"] == 64)].iloc[0]
+                & (every["batch_size"] == 16)].iloc[0]
     assert (one["median_ms"], one["p10_ms"], one["p90_ms"]) == (0.29, 0.23, 0.32)
     assert one["speedup"] == pytest.approx(0.21 / 0.29)
     assert set(results.every_sweep(P12, path=path, having=["faithful_by_batch"])["run_id"]) == {new.run_id}
@@ -284,12 +283,12 @@ def test_sweep_spread_reads_each_point_across_sweeps(tmp_path):
     _two_sweeps(path)
     every = results.every_sweep(P12, path=path, having=["eager", *CANDIDATES])
     spread = results.sweep_spread(every, among=CANDIDATES).set_index(["variant", "batch_size"])
-    tri = spread.loc[("triton_fp16x3", 64)]
+    tri = spread.loc[("triton_fp16x3", 16)]
     assert tri["sweeps"] == 2 and tri["best_p10_ms"] == 0.115 and tri["worst_p90_ms"] == 0.32
     assert (tri["lowest_ms"], tri["highest_ms"]) == (0.116, 0.29)
     assert tri["median_ms"] == pytest.approx((0.116 + 0.29) / 2)
-    assert tri["wins"] == 1 and spread.loc[("wgmma_fp16x3", 64), "wins"] == 1   # one sweep each
-    assert tri["wide"] == 1 and spread.loc[("wgmma_fp16x3", 64), "wide"] == 0     # (0.32 - 0.23) / 0.29
+    assert tri["wins"] == 1 and spread.loc[("wgmma_fp16x3", 16), "wins"] == 1   # one sweep each
+    assert tri["wide"] == 1 and spread.loc[("wgmma_fp16x3", 16), "wide"] == 0     # (0.32 - 0.23) / 0.29
     assert spread.loc[("small_batch_stream", 1), "wins"] == 2 and spread.loc[("eager", 1), "wins"] == 0
     with pytest.raises(ValueError, match="sweeps is empty"):
         results.sweep_spread(every.iloc[0:0])
@@ -298,9 +297,8 @@ def test_sweep_spread_reads_each_point_across_sweeps(tmp_path):
 def test_route_for_takes_the_first_step_of_the_band_that_was_timed():
     slugs = list(CANDIDATES)
     assert results.route_for(P12, "faithful_by_batch", 1, slugs) == "small_batch_stream"
-    assert results.route_for(P12, "faithful_by_batch", 16, slugs) == "wgmma_fp16x3_splitk"
-    assert results.route_for(P12, "faithful_by_batch", 16, slugs[:3]) == "triton_fp16x3"   # step 18 untimed
-    assert results.route_for(P12, "faithful_by_batch", 64, slugs) == "wgmma_fp16x3"
+    assert results.route_for(P12, "faithful_by_batch", 16, slugs) == "wgmma_fp16x3"
+    assert results.route_for(P12, "faithful_by_batch", 16, ["triton_fp16x3"]) == "triton_fp16x3"   # off Hopper
     assert results.route_for(P12, "faithful_by_batch", 1024, slugs) == "wgmma_fp16x3"
     assert results.route_for(P12, "faithful_by_batch", 1024, ["triton_fp16x3"]) == "triton_fp16x3"  # off Hopper
     assert results.route_for(P12, "faithful_by_batch", 1, ["triton_fp16x3"]) is None
@@ -312,15 +310,15 @@ def test_route_check_holds_the_by_batch_step_against_the_step_it_routes_to(tmp_p
     path = tmp_path / "r.csv"
     _, new = _two_sweeps(path)
     check = results.route_check(P12, "faithful_by_batch", path=path).set_index("batch_size")
-    assert list(check.index) == [1, 64, 1024] and set(check["run_id"]) == {new.run_id}
+    assert list(check.index) == [1, 16, 1024] and set(check["run_id"]) == {new.run_id}
     assert list(check["routed"]) == ["small_batch_stream", "wgmma_fp16x3", "wgmma_fp16x3"]
     assert list(check["routed_step"]) == [17, 14, 14]
     assert check.loc[1, "verdict"] == "as fast" and not check.loc[1, "wide"]
     # the by-batch step in its fast mode against step 14 timed alone: one miss, one way
-    routed = check.loc[64, "routed_ms"]
-    assert check.loc[64, "ratio"] == pytest.approx(0.117 / routed)
-    assert check.loc[64, "speedup"] == pytest.approx(0.21 / 0.117)
-    assert check.loc[64, "routed_speedup"] == pytest.approx(0.21 / routed)
+    routed = check.loc[16, "routed_ms"]
+    assert check.loc[16, "ratio"] == pytest.approx(0.117 / routed)
+    assert check.loc[16, "speedup"] == pytest.approx(0.21 / 0.117)
+    assert check.loc[16, "routed_speedup"] == pytest.approx(0.21 / routed)
     assert check.loc[1024, "eager_ms"] == 2.7 and results.caption(check.reset_index()).startswith("NVIDIA H200")
     assert results.route_check(P12, "faithful_by_batch", path=tmp_path / "none.csv").empty
 
@@ -331,7 +329,7 @@ def test_route_check_calls_a_difference_beyond_both_spreads_a_miss(tmp_path):
     ctx = _ctx("20260103T000000Z-cccccc", "2026-01-03T00:00:00Z")
     _timed(path, ctx, {("eager", 1024): (2.7, 2.69, 2.71), ("small_batch_stream", 1024): (18.0, 17.9, 18.1),
                        ("triton_fp16x3", 1024): (0.78, 0.77, 0.79),
-                       ("wgmma_fp16x3", 1024): (0.65, 0.64, 0.66), ("wgmma_fp16x3_splitk", 1024): (0.7, 0.69, 0.71),
+                       ("wgmma_fp16x3", 1024): (0.65, 0.64, 0.66),
                        ("faithful_by_batch", 1024): (0.78, 0.77, 0.79),
                        **{(v, 1): (0.1, 0.099, 0.101) for v in ("eager", *CANDIDATES, "faithful_by_batch")}})
     check = results.route_check(P12, "faithful_by_batch", path=path).set_index("batch_size")
@@ -342,7 +340,6 @@ def test_route_check_calls_a_difference_beyond_both_spreads_a_miss(tmp_path):
     _timed(wide, _ctx("20260104T000000Z-dddddd", "2026-01-04T00:00:00Z"),
            {("eager", 1024): (2.7, 2.69, 2.71), ("small_batch_stream", 1024): (18.0, 17.9, 18.1),
             ("triton_fp16x3", 1024): (0.78, 0.77, 0.79), ("wgmma_fp16x3", 1024): (0.176, 0.174, 0.177),
-            ("wgmma_fp16x3_splitk", 1024): (0.7, 0.69, 0.71),
             ("faithful_by_batch", 1024): (0.295, 0.174, 0.333),
             **{(v, 1): (0.1, 0.099, 0.101) for v in ("eager", *CANDIDATES, "faithful_by_batch")}})
     check = results.route_check(P12, "faithful_by_batch", path=wide).set_index("batch_size")
@@ -370,7 +367,7 @@ def test_the_route_and_spread_charts_draw_each_role_in_one_colour(tmp_path):
     colours = plots.step_colours(P12, ["eager", *CANDIDATES])
     (ax,) = fig.axes
     assert [ln.get_label() for ln in ax.lines] == ["0: eager", "17: small_batch_stream", "9: triton_fp16x3",
-                                                   "14: wgmma_fp16x3", "18: wgmma_fp16x3_splitk"]
+                                                   "14: wgmma_fp16x3"]
     assert [tuple(ln.get_color()) for ln in ax.lines] == [colours[v] for v in ("eager", *CANDIDATES)]
     assert ax.get_xscale() == ax.get_yscale() == "log"
     with pytest.raises(ValueError, match="not steps of p12"):

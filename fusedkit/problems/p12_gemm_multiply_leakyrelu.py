@@ -183,19 +183,15 @@ for _v in HOPPER_VARIANTS:
 # whose slowest tenth of calls is fastest (the lowest p90). Each edge is the last measured point
 # of its band; between measured points the choice is untested.
 FAITHFUL_ROUTES = (
-    Route(8, ("small_batch_stream",), "1 to 8 rows: the weight stream, the lowest p90 at each point "
+    Route(4, ("small_batch_stream",), "1 to 4 rows: the weight stream, the lowest p90 at each point "
           "of the newest sweep"),
-    Route(32, ("wgmma_fp16x3_splitk", "triton_fp16x3"), "16 and 32 rows: step 18, whose split of K "
-          "keeps every SM streaming W, the lowest p90 at each point of the newest sweep; off "
-          "Hopper, step 9"),
-    Route(None, ("wgmma_fp16x3", "triton_fp16x3"), "from 64 rows: step 14, the lowest p90 at each "
+    Route(None, ("wgmma_fp16x3", "triton_fp16x3"), "from 8 rows: step 14, the lowest p90 at each "
           "point of the newest sweep; off Hopper, step 9"),
 )
 PROBLEM.add_variant(Variant(
-    19, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17, 18 and 14 (9) by size",
+    19, "faithful_by_batch", "the fp32-faithful tier at every batch: steps 17 and 14 (9) by size",
     "each call goes to the step that won at its batch size in the recorded sweeps: the weight "
-    "stream up to 8 rows, the split-K wgmma fp16x3 kernel to 32, the wgmma fp16x3 kernel above "
-    "(the Triton fp16x3 tiles off Hopper)",
+    "stream up to 4 rows, the wgmma fp16x3 kernel above (the Triton fp16x3 tiles off Hopper)",
     by_batch(lambda: PROBLEM, FAITHFUL_ROUTES), precision="fp16x3", needs_gpu=True,
     routes=FAITHFUL_ROUTES))
 
