@@ -37,7 +37,8 @@ SPECIALISED_FACTOR = 10.0
 GPU_GAP = (0.2, 0.10)
 """On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own
 cost: this many ms plus this share of the call, the bound on events forged in the kernel's own
-process. An open defect: it refused 4 of 45 honest measurements, at random (an H100, 2026-12-05)."""
+process. An open defect: against a cost measured in a worker of its own it refused honest steps
+(an H100: 4 of 45, then 9 of 36 in one p12 sweep); the in-worker cost has not yet run on a GPU."""
 
 
 @dataclass
