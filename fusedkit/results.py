@@ -399,14 +399,13 @@ def every_sweep(problem: Problem, dim: str = "batch_size", *, having: Sequence[s
     df = pd.concat([df, parsed.reindex(columns=names)], axis=1)
     others = [n for n in names if n != dim]
     per_run = df.groupby("run_id").agg(points=(dim, "nunique"), stamp=("timestamp", "max"),
-                                       **{f"n_{o}": (o, "nunique") for o in others})
+                                       gpu=("device", "first"), **{f"n_{o}": (o, "nunique") for o in others})
     ok = (per_run["points"] > 1) & (per_run[[f"n_{o}" for o in others]] == 1).all(axis=1)
     runs = per_run[ok & per_run.index.isin(_runs_timing(df, having))].sort_values("stamp").index
     if runs.empty:
         return _empty_series(dim)
     if device is None:
-        on = df.groupby("run_id")["device"].first()
-        runs = runs[(on[runs] == on[runs[-1]]).to_numpy()]
+        runs = runs[(per_run.loc[runs, "gpu"] == per_run.loc[runs[-1], "gpu"]).to_numpy()]
     return pd.concat([_one_sweep(df, run_id, problem, dim) for run_id in runs], ignore_index=True)
 
 

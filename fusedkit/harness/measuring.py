@@ -37,8 +37,7 @@ SPECIALISED_FACTOR = 10.0
 GPU_GAP = (0.2, 0.10)
 """On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own
 cost: this many ms plus this share of the call, the bound on events forged in the kernel's own
-process. An open defect: against a cost measured in a worker of its own it refused honest steps
-(an H100: 4 of 45, then 9 of 36 in one p12 sweep); the in-worker cost has not yet run on a GPU."""
+process (its honest refusals: docs/measuring.md)."""
 
 
 @dataclass
@@ -360,8 +359,7 @@ def null_build(model: torch.nn.Module):
 
 def _overhead_ms(w: pool.Worker, p: Plan) -> float:
     """The harness's own cost of a timed call, in the candidate's worker before its code is there:
-    the same process, CPU and moment as the calls it is subtracted from (in a worker of its own,
-    on an H100, it came out 0.2-0.4 ms short of honest steps' gaps in a third of the measurements)."""
+    the same process and moment as the calls it is subtracted from (docs/measuring.md)."""
     w.ask({"op": "build", "problem": p.problem.key, "sizes": p.sizes, "seed": 1,
            "spec": pool.builder_spec(p.problem, null_build)},
           p.build_timeout_s, "the harness's own build", "build_timeout_s")
@@ -387,7 +385,6 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
                         "spec": spec}, p.build_timeout_s, "the timing's build", "build_timeout_s")
     if kind == "raised":
         raise _Refused(f"{RAISED} while timed: {body}")
-    pool.settle(device)
     rng = random.Random(secrets.randbits(64))
 
     def call(k: int, label: str) -> tuple[judge.TimedCall, float, float]:

@@ -58,14 +58,12 @@ def lock_in() -> str:
     arch = _SYSCALLS.get(platform.machine())
     if arch is None:
         return f"no seccomp filter on {platform.machine()}"
-    audit_arch, calls, seccomp = arch
-    program = _filter(audit_arch, calls, os.getpid())
+    program = _filter(*arch[:2], os.getpid())
     prog = struct.pack("HxxxxxxQ", len(program) // 8, ctypes.addressof(
         buf := ctypes.create_string_buffer(program, len(program))))
-    # SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_SPEC_ALLOW: many kernels otherwise turn on
-    # the speculative-store-bypass mitigation for a filtered task, which slows its every launch
-    # (that attack reads its own process's memory, where this worker holds nothing of the caller's).
-    if libc.syscall(seccomp, 1, 4, ctypes.c_char_p(prog)) != 0:
+    # SECCOMP_SET_MODE_FILTER, FLAG_SPEC_ALLOW: some hosts slow a filtered task's every launch with the
+    # store-bypass mitigation (an attack on its own memory, where it holds nothing of the caller's).
+    if libc.syscall(arch[2], 1, 4, ctypes.c_char_p(prog)) != 0:
         return f"seccomp refused (errno {ctypes.get_errno()})"
     del buf   # the kernel has copied the program
     return ""
@@ -296,10 +294,9 @@ class Session:
 
     def do_time(self, o: dict) -> list:
         """One timed call: the inputs refilled from ``seed``, the L2 flushed on a GPU, the call,
-        its time and the digest of every row of its output, kept for :meth:`do_rows`. On a GPU the
-        time runs from an event after the flush to one recorded once every stream of the device is
-        idle, so work a call leaves running on any stream is inside it; on a CPU it is this clock
-        (the caller bounds both by its own)."""
+        its time and the digest of every row of its output, kept for :meth:`do_rows`. The time: on a
+        GPU, events from after the flush to after the whole device is idle (any stream's work is
+        inside); on a CPU, this clock (the caller bounds both by its own)."""
         refill(self.problem, self.inputs, o["seed"])
         if self.device.type == "cuda":
             self.flush.zero_()
