@@ -393,9 +393,13 @@ GPU_STEPS = {"wgmma_fp16x3_lse": (STEP07, TOL_FP32, "fp32-faithful"),
 def test_step_matches_float64_and_earns_its_tier(slug):
     """The whole step through the variant's build against the float64 model; at a single row
     with KernelBench's other sizes, a partial row tile; its tier at KernelBench's sizes (step 08's
-    float64 error printed beside its tier: KernelBench flags a speed-up above 10x)."""
+    float64 error printed beside its tier: KernelBench flags a speed-up above 10x); several tiles a
+    block with one and two k-tiles, fewer than the ring's stages, so that a tile starts at any
+    stage of it, in GEMM2 (the first two sizes) and in GEMM1 (the next two)."""
     step, tol, want = GPU_STEPS[slug]
-    for m, k, h, n in [*SIZES, (1, 2048, 4096, 1024), (1000, 2048, 4096, 1024), DEFAULT]:
+    for m, k, h, n in [*SIZES, (1, 2048, 4096, 1024), (1000, 2048, 4096, 1024),
+                       (4096, 64, 60, 2000), (4096, 100, 150, 2000), (8192, 64, 2000, 300),
+                       (8192, 100, 2000, 300), DEFAULT]:
         x, w1, b1, w2, b2 = inputs(m, k, h, n)
         fn = step.build(model("p45", x, w1, b1, w2, b2))
         poison_allocator((m,), (m, -(-n // LSE_TILE)), (m, -(-h // 64) * 64))
