@@ -497,8 +497,8 @@ def route_rule(problem: Problem, slug: str, dim: str = "batch_size", *, device: 
         g = g.set_index("variant", drop=False)
         routed = route_for(problem, slug, int(point), list(g["variant"]))
         chosen = g["p90_ms"].idxmin()
-        rows.append({dim: int(point), "routed": routed, "chosen": chosen,
-                     "agrees": routed == chosen or level(g.loc[routed], g.loc[chosen]),
+        rows.append({dim: int(point), "routed": routed, "chosen": chosen,   # a step is level with itself
+                     "agrees": level(g.loc[routed], g.loc[chosen]),
                      **{f"{v} p90 ms": p90 for v, p90 in zip(g["variant"], g["p90_ms"])}})
     out = pd.DataFrame(rows)
     if not out.empty:

@@ -35,9 +35,8 @@ over 99.99%."""
 SPECIALISED_FACTOR = 10.0
 """At the nearby odd shape, an error this many times the requested sizes' fails."""
 GPU_GAP = (0.2, 0.10)
-"""On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own
-cost: this many ms plus this share of the call, the bound on events forged in the kernel's own
-process (its honest refusals: docs/measuring.md)."""
+"""On a GPU, what a timed call's round trip may exceed its events by beyond the harness's own cost
+(ms, share of the call): the bound on events forged in the kernel's own process (docs/measuring.md)."""
 
 
 @dataclass
@@ -371,8 +370,7 @@ def _overhead_ms(w: pool.Worker, p: Plan) -> float:
                             "the harness's own call")
         gaps.append((time.monotonic() - t0) * 1e3 - float(body["ms"]))
         w.ask({"op": "rows", "rows": [0]}, p.call_timeout_s, "the harness's own call")
-    # A CPU's time is the round trip less this, so it is the least seen: a burst of load here
-    # must not let a kernel's claim stand for its round trip. A GPU's gap check takes the median.
+    # The least seen on a CPU (a burst of load must not shorten a round trip); a GPU's gap check, the median.
     return (statistics.median if p.device.type == "cuda" else min)(gaps[4:])
 
 
@@ -411,9 +409,6 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
             raise wire.Malformed(f"{label}: rows that are not those of the output it committed to")
         return judge.TimedCall(s, rows, got), float(ms), wall
 
-    def cost(ms: float, wall: float) -> float:
-        return ms if gpu else max(ms, wall - overhead)
-
     try:
         first = min(rows_n, VERIFIED_ROWS)
         # The count fills the budgets with round trips on this clock, the harness's share included:
@@ -431,7 +426,7 @@ def _time(w: pool.Worker, p: Plan, m: Measurement, spec: list, seed: int, overhe
         for i in range(n):
             tc, ms, wall = call(k, f"timed call {i + 1}")
             calls.append(tc)
-            samples.append(cost(ms, wall))
+            samples.append(ms if gpu else max(ms, wall - overhead))   # a CPU: never under its round trip
             gaps.append(wall - ms)
         m.timed_to = time.time()
         cpu, spent = w.cpu_s() - cpu0, time.monotonic() - wall0

@@ -60,9 +60,8 @@ def _encode(value: object, tensors: list) -> object:
 
 
 def spin_s(device: torch.device) -> float:
-    """How long a worker for ``device`` and its caller poll for the next message before sleeping: a
-    second on a GPU, whose host work is inside the events and whose round trips bound them (see
-    docs/measuring.md); none on a CPU, whose worker's CPU time is the kernel's."""
+    """How long a worker for ``device`` and its caller poll for a message before sleeping: a second on
+    a GPU, whose host work is inside the events (docs/measuring.md); none on a CPU (its CPU time counts)."""
     return GPU_SPIN_S if device.type == "cuda" else 0.0
 
 
